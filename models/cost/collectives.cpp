@@ -1,0 +1,157 @@
+#include "models/cost/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/base/assert.hpp"
+
+namespace hetsim::cost {
+namespace {
+
+TimeBreakdown parts(Duration latency, Duration bandwidth) {
+  TimeBreakdown t;
+  t.add("latency", latency);
+  t.add("bandwidth", bandwidth);
+  return t;
+}
+
+// The bottleneck of a flat ring over the group. Inside one node it is the fabric. Across nodes
+// NCCL runs one ring per NIC rail; each node's k ranks send their share of the ring traffic
+// through k NICs, so the ring's bus bandwidth is min(fabric, k · per-rank NIC bandwidth).
+LinkCost ring_link(const CommGroup& g) {
+  if (g.nodes() <= 1) return g.intra;
+  const double k = g.ranks_per_node;
+  return {BytesPerSec{std::min(g.intra.bandwidth.v, k * g.inter.bandwidth.v)},
+          max(g.intra.latency, g.inter.latency)};
+}
+
+// Ring: every rank sends (n−1)/n of the buffer `rounds` times, in rounds·(n−1) steps.
+TimeBreakdown ring(double rounds, Bytes size, int n, LinkCost l) {
+  if (n <= 1) return parts(Duration{0}, Duration{0});
+  const double steps = rounds * (n - 1);
+  return parts(l.latency * steps, size * (rounds * (n - 1) / n) / l.bandwidth);
+}
+
+// Double binary tree (Sanders et al. 2009, as in NCCL): reduce up and broadcast down, each
+// pipelined over log2(n) levels; the bandwidth term does not shrink with n.
+TimeBreakdown tree_allreduce(Bytes size, const CommGroup& g) {
+  const LinkCost l = ring_link(g);
+  const double depth = std::ceil(std::log2(std::max(2, g.ranks)));
+  return parts(l.latency * (2 * depth), size * 2.0 / l.bandwidth);
+}
+
+// Hierarchical: inside each node a reduce-scatter (and all-gather, for all-reduce) over the
+// fabric; across nodes each rank handles its 1/k shard over its own NIC share.
+TimeBreakdown hierarchical(double rounds, Bytes size, const CommGroup& g) {
+  TimeBreakdown t = ring(rounds, size, g.ranks_per_node, g.intra);
+  t.add_all(ring(rounds, size / g.ranks_per_node, g.nodes(), g.inter));
+  return t;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all-reduce";
+    case Collective::AllGather: return "all-gather";
+    case Collective::ReduceScatter: return "reduce-scatter";
+    case Collective::AllToAll: return "all-to-all";
+    case Collective::Broadcast: return "broadcast";
+    case Collective::SendRecv: return "send/recv";
+  }
+  return "?";
+}
+
+std::string_view algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::Auto: return "auto";
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Tree: return "tree";
+    case Algorithm::Hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+TimeBreakdown ring_allreduce(Bytes size, int n, BytesPerSec bw, Duration alpha) {
+  return ring(2, size, n, LinkCost{bw, alpha});
+}
+
+CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Algorithm a) {
+  HETSIM_ASSERT(g.ranks >= 1 && g.ranks_per_node >= 1 && g.ranks % g.ranks_per_node == 0,
+                "bad communication group");
+  HETSIM_ASSERT(g.intra.bandwidth.v > 0 && (g.nodes() <= 1 || g.inter.bandwidth.v > 0),
+                "a communication group needs positive bandwidths");
+  const int n = g.ranks;
+  const bool multi_node = g.nodes() > 1;
+  CollectiveCost out;
+
+  auto pick = [&](std::initializer_list<std::pair<Algorithm, TimeBreakdown>> options) {
+    bool first = true;
+    for (const auto& [alg, t] : options) {
+      if (a != Algorithm::Auto && alg != a) continue;
+      if (first || t.total() < out.time.total()) {
+        out.algorithm = alg;
+        out.time = t;
+        first = false;
+      }
+    }
+    if (first) {  // the requested algorithm does not apply here: fall back to the ring
+      out.algorithm = Algorithm::Ring;
+      out.time = options.begin()->second;
+    }
+  };
+
+  switch (c) {
+    case Collective::AllReduce: {
+      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
+      TimeBreakdown r = ring(2, size, n, ring_link(g));
+      if (multi_node && g.ranks_per_node > 1)
+        pick({{Algorithm::Ring, r}, {Algorithm::Tree, tree_allreduce(size, g)},
+              {Algorithm::Hierarchical, hierarchical(2, size, g)}});
+      else
+        pick({{Algorithm::Ring, r}, {Algorithm::Tree, tree_allreduce(size, g)}});
+      break;
+    }
+    case Collective::AllGather:
+    case Collective::ReduceScatter: {
+      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
+      TimeBreakdown r = ring(1, size, n, ring_link(g));
+      if (multi_node && g.ranks_per_node > 1)
+        pick({{Algorithm::Ring, r}, {Algorithm::Hierarchical, hierarchical(1, size, g)}});
+      else
+        pick({{Algorithm::Ring, r}});
+      break;
+    }
+    case Collective::AllToAll: {
+      // Pairwise exchange: n−1 steps; each rank sends size/n to every other rank. The
+      // (k−1)/n share for node-mates crosses the fabric, the (n−k)/n share crosses the rank's
+      // own NIC share (it cannot borrow other ranks' NICs).
+      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
+      const double k = g.ranks_per_node;
+      Duration bw = size * ((k - 1) / n) / g.intra.bandwidth;
+      Duration lat = g.intra.latency * (k - 1);
+      if (multi_node) {
+        bw = max(bw, size * ((n - k) / n) / g.inter.bandwidth);
+        lat = g.inter.latency * (n - 1);
+      }
+      out.algorithm = Algorithm::Ring;
+      out.time = parts(lat, bw);
+      break;
+    }
+    case Collective::Broadcast: {
+      // Pipelined ring: the message streams through n−1 hops.
+      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
+      const LinkCost l = ring_link(g);
+      out.time = parts(l.latency * (n - 1), size / l.bandwidth);
+      break;
+    }
+    case Collective::SendRecv: {
+      const LinkCost l = multi_node ? g.inter : g.intra;
+      out.time = parts(l.latency, size / l.bandwidth);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace hetsim::cost

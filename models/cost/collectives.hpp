@@ -1,0 +1,51 @@
+#pragma once
+// Collective communication cost: alpha-beta models of ring, tree and hierarchical algorithms
+// over the links a group actually spans. Formulas and sources: docs/cost-models.md#collectives.
+
+#include <string_view>
+
+#include "models/cost/breakdown.hpp"
+#include "models/hw/device.hpp"
+
+namespace hetsim::cost {
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
+enum class Algorithm { Auto, Ring, Tree, Hierarchical };
+[[nodiscard]] std::string_view collective_name(Collective c);
+[[nodiscard]] std::string_view algorithm_name(Algorithm a);
+
+/// One side of a group's links: bandwidth actually achieved per rank, one direction, and the
+/// per-step latency.
+struct LinkCost {
+  BytesPerSec bandwidth;
+  Duration latency;
+};
+
+/// The communicating group: `ranks` ranks, `ranks_per_node` of them on each node they span.
+/// For a mixed group, intra and inter are the slowest members' (the slowest link bounds a ring).
+struct CommGroup {
+  int ranks = 1;
+  int ranks_per_node = 1;  ///< == ranks when the group sits inside one node
+  LinkCost intra;          ///< intra-node fabric, per rank
+  LinkCost inter;          ///< scale-out bandwidth per rank (NICs shared by the node's ranks)
+
+  [[nodiscard]] int nodes() const { return ranks / ranks_per_node; }
+};
+
+/// The cost of one collective and the algorithm that gives it (the fastest, for Auto).
+struct CollectiveCost {
+  Algorithm algorithm = Algorithm::Ring;
+  TimeBreakdown time;  ///< parts "latency", "bandwidth"
+};
+
+/// Time of collective `c` over `size` bytes (the whole buffer, as NCCL counts it: the reduced
+/// vector for all-reduce, the gathered output for all-gather, the input for reduce-scatter, the
+/// send buffer for all-to-all, the message for broadcast and send/recv).
+/// Requires: g.ranks >= 1, g.ranks_per_node >= 1 and divides g.ranks; bandwidths > 0.
+[[nodiscard]] CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g,
+                                             Algorithm a = Algorithm::Auto);
+
+/// Ring all-reduce over n ranks on one bottleneck bandwidth: 2(n−1)·α + 2(n−1)/n · size/bw.
+[[nodiscard]] TimeBreakdown ring_allreduce(Bytes size, int n, BytesPerSec bw, Duration alpha);
+
+}  // namespace hetsim::cost

@@ -1,0 +1,110 @@
+#include "models/cost/memory.hpp"
+
+#include <algorithm>
+
+namespace hetsim::cost {
+
+std::string_view recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+std::string_view schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::GPipe: return "gpipe";
+    case Schedule::OneFOneB: return "1f1b";
+    case Schedule::Interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s, int tp,
+                                 bool sequence_parallel, Recompute r, bool flash_attention,
+                                 hw::Dtype precision) {
+  const double t = tp;
+  const double h = m.hidden;
+  const double a = m.heads;
+  // Activations are kept in 16 bits in mixed precision (fp8 GEMM inputs are cast on the fly).
+  const double e = precision == hw::Dtype::Fp32 ? 4.0 : 2.0;
+  const double mask = m.dropout ? 1.0 : 0.0;  // 1-byte dropout masks
+  const double sbh = s * b * h;
+
+  if (r == Recompute::Full) return Bytes{e * sbh / (sequence_parallel ? t : 1.0)};
+
+  const double g = static_cast<double>(m.kv_heads) / m.heads;  // K,V width relative to Q
+  const double f = static_cast<double>(m.ffn_hidden) / h;
+  // Per unit of s·b·h (Korthikanti et al. §4.1, generalised to GQA, SwiGLU and MoE):
+  // replicated over TP ranks unless sequence parallel: the two norm inputs, the QKV and MLP
+  // GEMM inputs (norm outputs) and two dropout masks -> 4e + 2·mask (= 10 for e = 2);
+  const double replicated = 4 * e + 2 * mask;
+  // split over TP ranks: Q, K, V and the out-projection input -> e(2 + 2g); the MLP keeps the
+  // activation function's inputs and the down-projection input: GeLU 2 tensors of width f,
+  // SwiGLU 3 (gate, up, product) -> e·2f or e·3f (= 24 together for MHA and f = 4h).
+  const double act_tensors = m.activation == workload::Activation::SwiGlu ? 3 : 2;
+  double split = e * (2 + 2 * g);
+  if (m.moe()) {
+    // Each token visits top_k experts, padded to capacity: the permuted input and the expert
+    // internals are duplicated top_k·capacity times; the router keeps fp32 logits.
+    const double dup = m.top_k * m.capacity_factor;
+    split += dup * e * (1 + act_tensors * f) + 4.0 * m.experts / h;
+  } else {
+    split += e * act_tensors * f;
+  }
+  const double per_sbh = replicated / (sequence_parallel ? t : 1.0) + split / t;
+
+  double bytes = per_sbh * sbh;
+  if (r == Recompute::None && !flash_attention) {
+    // Softmax output (e), dropout mask (1) and dropout output (e) of the a·s×s scores.
+    bytes += (2 * e + mask) * a * s * s * b / t;
+  }
+  if (flash_attention) bytes += 4.0 * a * s * b / t;  // fp32 log-sum-exp per row and head
+  return Bytes{bytes};
+}
+
+double in_flight_micro_batches(Schedule sch, int stage, int stages, int micro_batches,
+                               int virtual_stages) {
+  const double m = micro_batches;
+  switch (sch) {
+    case Schedule::GPipe: return m;
+    case Schedule::OneFOneB: return std::min<double>(stages - stage, m);
+    case Schedule::Interleaved: {
+      // Megatron-LM's interleaved warm-up: (p − i − 1)·2 + (v − 1)·p + 1 model chunks in flight,
+      // each 1/v of the stage. For stage 0 this is p + (p − 1)/v stages' worth, Korthikanti's
+      // L·(1 + (p − 1)/(p·v)) for the first stage.
+      const double v = virtual_stages;
+      const double chunks = (stages - stage - 1) * 2.0 + (v - 1) * stages + 1;
+      return std::min(chunks, m * v) / v;
+    }
+  }
+  return m;
+}
+
+StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt) {
+  const bool mixed = precision != hw::Dtype::Fp32;
+  StateBytes sb;
+  sb.weights = mixed ? 2 : 4;
+  sb.grads = 4;  // fp32 main gradients (Megatron accumulates in fp32 by default)
+  const double master = mixed ? 4 : 0;
+  sb.optimizer = master + (opt == workload::Optimizer::Adam ? 8 : 4);
+  return sb;
+}
+
+MemoryBreakdown device_memory(const DeviceMemoryInput& in) {
+  const double d = std::max(1, in.dp);
+  MemoryBreakdown mb;
+  mb.add("weights", Bytes{in.params * in.state.weights / (in.zero >= 3 ? d : 1.0)});
+  mb.add("gradients", Bytes{in.params * in.state.grads / (in.zero >= 2 ? d : 1.0)});
+  mb.add("optimizer", Bytes{in.params * in.state.optimizer / (in.zero >= 1 ? d : 1.0)});
+  mb.add("activations", in.activations_per_micro_batch * in.in_flight);
+  mb.add("transient", in.transient);
+  mb.add("comm buffers", in.comm_buffers);
+  mb.add("fragmentation", mb.total() * in.fragmentation);
+  mb.add("runtime reserve", in.runtime_reserve);
+  return mb;
+}
+
+}  // namespace hetsim::cost

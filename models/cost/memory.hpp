@@ -1,0 +1,64 @@
+#pragma once
+// Memory per device: weights, gradients, optimizer state under ZeRO 0–3, activations under
+// none/selective/full recompute (Korthikanti et al. 2022) for the micro-batches a schedule keeps
+// in flight, communication buffers and a runtime reserve. Sources: docs/cost-models.md#memory.
+
+#include "models/cost/breakdown.hpp"
+#include "models/workload/model_spec.hpp"
+#include "models/workload/training.hpp"
+
+namespace hetsim::cost {
+
+enum class Recompute { None, Selective, Full };
+enum class Schedule { GPipe, OneFOneB, Interleaved };
+[[nodiscard]] std::string_view recompute_name(Recompute r);
+[[nodiscard]] std::string_view schedule_name(Schedule s);
+
+/// Activation bytes one transformer layer keeps for backward, for one micro-batch of `b`
+/// sequences of length `s` on one of `tp` ranks. With MHA, a GeLU 4h MLP, dropout and 2-byte
+/// activations this is Korthikanti et al. eq. (2)–(5):
+///   none, sequence parallel:     s·b·h·(34 + 5·a·s/h)/t
+///   none, no sequence parallel:  s·b·h·(10 + 24/t + 5·a·s/(h·t))
+///   selective:                   the 5·a·s/h term disappears
+///   full:                        2·s·b·h (/t with sequence parallel): the layer input only
+/// Fused (flash) attention keeps no s×s matrix, only a 4-byte log-sum-exp per row and head.
+[[nodiscard]] Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s,
+                                               int tp, bool sequence_parallel, Recompute r,
+                                               bool flash_attention, hw::Dtype precision);
+
+/// Micro-batches whose activations stage `stage` (0-based, of `stages`) holds at its peak:
+/// GPipe m; 1F1B min(p − i, m); interleaved (p − i − 1)·2/v + (v − 1)·p/v + 1/v… see docs.
+/// The result is in units of the stage's whole activation footprint.
+[[nodiscard]] double in_flight_micro_batches(Schedule sch, int stage, int stages,
+                                             int micro_batches, int virtual_stages);
+
+/// Bytes per parameter of weights, gradients and optimizer state before ZeRO sharding.
+struct StateBytes {
+  double weights = 2;
+  double grads = 4;
+  double optimizer = 12;
+};
+/// Mixed precision (bf16/fp16/fp8) Adam: 2 + 4 + 12 (bf16 weights, fp32 main gradients, fp32
+/// master weights + two moments; Megatron-LM distributed optimizer docs). fp32 Adam: 4 + 4 + 8.
+/// SGD with momentum: the optimizer keeps the momentum (+ fp32 master in mixed precision).
+[[nodiscard]] StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt);
+
+/// Everything that decides one device's memory.
+struct DeviceMemoryInput {
+  double params = 0;          ///< parameters this device holds before ZeRO sharding
+  StateBytes state;
+  int zero = 0;               ///< ZeRO stage 0–3
+  int dp = 1;                 ///< data-parallel ranks that share the ZeRO shards
+  Bytes activations_per_micro_batch;  ///< all layers of this stage for one micro-batch
+  double in_flight = 1;       ///< from in_flight_micro_batches
+  Bytes transient;            ///< largest short-lived buffer (logits, gathered ZeRO-3 layer)
+  Bytes comm_buffers;         ///< NCCL and bucket buffers
+  Bytes runtime_reserve;      ///< CUDA context, allocator and library workspaces
+  double fragmentation = 0;   ///< fraction of the allocated bytes lost to fragmentation
+};
+
+/// Peak memory of one device, as parts "weights", "gradients", "optimizer", "activations",
+/// "transient", "comm buffers", "fragmentation", "runtime reserve".
+[[nodiscard]] MemoryBreakdown device_memory(const DeviceMemoryInput& in);
+
+}  // namespace hetsim::cost

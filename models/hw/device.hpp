@@ -1,0 +1,105 @@
+#pragma once
+// What the hardware is: devices, links, nodes and clusters, as plain value types.
+// Figures come from the catalogue (models/catalog/*.toml, loaded by sim/io) or a scenario.
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/base/units.hpp"
+
+namespace hetsim::hw {
+
+/// Number formats a device can compute in; GEMM peaks differ per format.
+enum class Dtype { Fp32, Tf32, Bf16, Fp16, Fp8 };
+inline constexpr std::array kAllDtypes{Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16,
+                                       Dtype::Fp8};
+[[nodiscard]] std::string_view dtype_name(Dtype d);
+/// Bytes per element: 4, 4, 2, 2, 1.
+[[nodiscard]] double dtype_bytes(Dtype d);
+
+/// A point-to-point or fabric link, per device and per direction.
+struct LinkSpec {
+  std::string name;       ///< catalogue id, e.g. "nvlink4"
+  std::string display;    ///< e.g. "NVLink 4 + NVSwitch"
+  bool scale_up = false;  ///< true for intra-node fabrics, false for NICs
+  BytesPerSec bandwidth;  ///< per device (fabric) or per port (NIC), one direction
+  Duration latency;       ///< alpha: per-hop latency of one collective step
+  double efficiency = 1;  ///< achieved collective bus bandwidth / bandwidth (measured)
+  std::string source;
+
+  /// Bandwidth a collective actually sees: bandwidth × efficiency.
+  [[nodiscard]] BytesPerSec effective() const { return bandwidth * efficiency; }
+};
+
+/// Cost-model efficiency parameters of a device (see docs/cost-models.md#compute).
+struct Efficiency {
+  double gemm = 0.8;          ///< best-shape GEMM throughput / peak
+  double gemm_half_dim = 64;  ///< min(M,N,K) at which GEMM efficiency halves
+  double attention = 0.5;     ///< fused attention fwd+bwd throughput / peak
+  double memory = 0.85;       ///< streaming-kernel bandwidth / peak bandwidth
+  Duration launch_overhead{4e-6};
+};
+
+/// The typical node a device ships in.
+struct NodeShape {
+  int devices = 8;
+  std::string fabric;  ///< LinkSpec name of the intra-node fabric
+  int nics = 8;
+  std::string nic;  ///< LinkSpec name of one NIC port
+};
+
+/// One accelerator model.
+struct DeviceSpec {
+  std::string name;     ///< catalogue id, e.g. "h100-sxm5"
+  std::string display;  ///< e.g. "NVIDIA H100 SXM5 80GB"
+  std::string vendor;
+  std::map<Dtype, FlopRate> peak;  ///< dense peak per format; absent = unsupported
+  Bytes memory;
+  BytesPerSec memory_bandwidth;
+  Watts tdp;
+  double price_usd_per_hour = 0;  ///< indicative rental price per device-hour
+  double purchase_usd = 0;        ///< indicative purchase price per device
+  double mtbf_hours = 0;          ///< mean time between interruptions, per device
+  NodeShape node;
+  Efficiency efficiency;
+  std::map<std::string, std::string> sources;  ///< figure group -> where it comes from
+
+  /// Peak for `d`, if the device supports it.
+  [[nodiscard]] std::optional<FlopRate> peak_for(Dtype d) const;
+};
+
+/// A homogeneous group of nodes in a cluster.
+struct PoolSpec {
+  std::string name;  ///< how plans refer to the pool; defaults to the device name
+  DeviceSpec device;
+  int nodes = 1;
+  int devices_per_node = 8;
+  LinkSpec fabric;  ///< intra-node
+  LinkSpec nic;     ///< one NIC port
+  int nics_per_node = 8;
+
+  [[nodiscard]] int devices() const { return nodes * devices_per_node; }
+  /// Scale-out bandwidth per device: nics · nic bandwidth / devices_per_node, per direction.
+  [[nodiscard]] BytesPerSec nic_bandwidth_per_device() const;
+};
+
+enum class Topology { FatTree, RailOptimized, Torus };
+[[nodiscard]] std::string_view topology_name(Topology t);
+
+/// The network between nodes (and between pools).
+struct NetworkSpec {
+  Topology topology = Topology::FatTree;
+  double oversubscription = 1.0;  ///< ≥ 1: the fabric's bisection is divided by this
+};
+
+/// A whole cluster: pools of nodes on one network.
+struct ClusterSpec {
+  std::vector<PoolSpec> pools;
+  NetworkSpec network;
+  [[nodiscard]] int devices() const;
+};
+
+}  // namespace hetsim::hw

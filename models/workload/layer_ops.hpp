@@ -1,0 +1,61 @@
+#pragma once
+// One training step of a transformer, op by op: what each kernel computes and moves, for the
+// forward and backward pass of one micro-batch on one tensor-parallel rank.
+
+#include <string>
+#include <vector>
+
+#include "models/base/units.hpp"
+#include "models/hw/device.hpp"
+#include "models/workload/model_spec.hpp"
+#include "models/workload/training.hpp"
+
+namespace hetsim::workload {
+
+enum class OpKind { Gemm, Attention, Norm, Elementwise, Embedding, Loss };
+[[nodiscard]] std::string_view op_kind_name(OpKind k);
+
+/// One op (a kernel, or `count` identical kernels) on one TP rank for one micro-batch.
+struct Op {
+  std::string name;  ///< "qkv", "attention", "mlp_up", …
+  OpKind kind = OpKind::Elementwise;
+  double m = 0, n = 0, k = 0;  ///< GEMM shape of one kernel (C[m×n] = A[m×k]·B[k×n])
+  int count = 1;               ///< identical kernels (one per MoE expert)
+  Flops fwd_flops;             ///< executed in the forward pass (all kernels)
+  Flops bwd_flops;             ///< executed in the backward pass
+  Bytes fwd_bytes;             ///< read + written in the forward pass
+  Bytes bwd_bytes;
+  Flops model_flops;           ///< forward FLOPs by the MFU convention (full s×s attention)
+  int fwd_kernels = 1;
+  int bwd_kernels = 1;
+  bool selective_recompute = false;  ///< re-run in backward under selective recompute
+};
+
+/// The shape of the work one TP rank does for one micro-batch.
+struct MicroBatchShape {
+  int micro_batch = 1;  ///< sequences
+  int seq_len = 0;
+  int tp = 1;
+  bool sequence_parallel = true;  ///< norms/dropouts split over TP ranks (Korthikanti et al.)
+  hw::Dtype dtype = hw::Dtype::Bf16;
+  bool flash_attention = true;
+  bool causal = true;
+};
+
+/// The ops of one transformer layer (attention block, then MLP or MoE block).
+/// Requires: tp divides heads, kv_heads (or kv_heads divides tp: KV heads are replicated) and
+/// ffn_hidden; checked by the plan validator before this is called.
+[[nodiscard]] std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s);
+/// Token (and position) embedding lookup, on the first pipeline stage.
+[[nodiscard]] std::vector<Op> embedding_ops(const ModelSpec& m, const MicroBatchShape& s);
+/// Final norm, output projection (vocab split over TP ranks) and cross-entropy loss, on the
+/// last pipeline stage.
+[[nodiscard]] std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s);
+
+/// Model FLOPs of one training step (forward + backward = 3 × forward) by the convention of
+/// Narayanan et al. 2021 / Megatron-LM: every GEMM of every layer and the output layer, and the
+/// full (unmasked) s×s attention, no recompute. For GPT with MHA and 4h MLP this equals
+/// 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)).
+[[nodiscard]] Flops model_flops_per_step(const ModelSpec& m, const TrainingSpec& t);
+
+}  // namespace hetsim::workload

@@ -1,0 +1,97 @@
+#include "models/workload/model_spec.hpp"
+
+namespace hetsim::workload {
+
+double ParamCount::total(int layers) const {
+  return per_layer * layers + embedding + output + final_norm;
+}
+double ParamCount::active(int layers) const {
+  return per_layer_active * layers + embedding + output + final_norm;
+}
+
+ParamCount count_params(const ModelSpec& m) {
+  const double h = m.hidden;
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double f = m.ffn_hidden;
+  const double bias = m.linear_bias ? 1.0 : 0.0;
+  const double norm = m.norm == Norm::LayerNorm ? 2 * h : h;  // LayerNorm has gain and bias
+
+  // Attention: Q and O are h×h; K and V are h×kv (kv = h for MHA).
+  const double attn = 2 * h * h + 2 * h * kv + bias * (h + 2 * kv + h);
+  // MLP: GeLU has up (h×f) and down (f×h); SwiGLU adds a gate (h×f).
+  const double mats = m.activation == Activation::SwiGlu ? 3 : 2;
+  const double mlp_bias = bias * ((mats - 1) * f + h);
+  const double mlp = mats * h * f + mlp_bias;
+  const double router = m.moe() ? h * m.experts : 0;
+
+  ParamCount p;
+  p.per_layer = attn + m.experts * mlp + router + 2 * norm;
+  p.per_layer_active = attn + (m.moe() ? m.top_k : 1) * mlp + router + 2 * norm;
+  p.embedding = static_cast<double>(m.vocab) * h +
+                (m.positions == Positions::Learned ? static_cast<double>(m.max_positions) * h : 0);
+  p.output = m.tied_embeddings ? 0 : static_cast<double>(m.vocab) * h;
+  p.final_norm = norm;
+  return p;
+}
+
+namespace {
+
+ModelSpec gpt3_175b() {
+  // Brown et al. 2020, Table 2.1: 96 layers, d_model 12288, 96 heads, d_ff = 4·d_model,
+  // context 2048, GPT-2 BPE vocabulary of 50257, learned positions, tied embeddings.
+  ModelSpec m;
+  m.name = "gpt3-175b";
+  m.layers = 96; m.hidden = 12288; m.heads = 96; m.kv_heads = 96; m.ffn_hidden = 49152;
+  m.vocab = 50257; m.activation = Activation::Gelu; m.norm = Norm::LayerNorm;
+  m.positions = Positions::Learned; m.max_positions = 2048; m.tied_embeddings = true;
+  m.linear_bias = true;
+  m.dropout = true;
+  return m;
+}
+
+ModelSpec llama3(const char* name, int layers, int hidden, int heads, int ffn) {
+  // Llama 3 (Dubey et al. 2024, Table 3): GQA with 8 KV heads, SwiGLU, RMSNorm, RoPE,
+  // vocabulary 128256, untied embeddings, no biases.
+  ModelSpec m;
+  m.name = name;
+  m.layers = layers; m.hidden = hidden; m.heads = heads; m.kv_heads = 8; m.ffn_hidden = ffn;
+  m.vocab = 128256; m.activation = Activation::SwiGlu; m.norm = Norm::RmsNorm;
+  m.positions = Positions::Rope; m.tied_embeddings = false; m.linear_bias = false;
+  return m;
+}
+
+ModelSpec mixtral_8x7b() {
+  // Jiang et al. 2024 (Mixtral of Experts), Table 1: 32 layers, dim 4096, 32 heads, 8 KV
+  // heads, hidden 14336 per expert, 8 experts, top-2, vocabulary 32000.
+  ModelSpec m = llama3("mixtral-8x7b", 32, 4096, 32, 14336);
+  m.vocab = 32000;
+  m.experts = 8;
+  m.top_k = 2;
+  return m;
+}
+
+ModelSpec tiny() {
+  // A small Llama-shaped model for tests: fast to simulate and to run on CPUs.
+  ModelSpec m = llama3("tiny", 4, 256, 8, 1024);
+  m.kv_heads = 4;
+  m.vocab = 1024;
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  return {"gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "tiny"};
+}
+
+std::optional<ModelSpec> preset(std::string_view name) {
+  if (name == "gpt3-175b") return gpt3_175b();
+  if (name == "llama3-8b") return llama3("llama3-8b", 32, 4096, 32, 14336);
+  if (name == "llama3-70b") return llama3("llama3-70b", 80, 8192, 64, 28672);
+  if (name == "llama3-405b") return llama3("llama3-405b", 126, 16384, 128, 53248);
+  if (name == "mixtral-8x7b") return mixtral_8x7b();
+  if (name == "tiny") return tiny();
+  return std::nullopt;
+}
+
+}  // namespace hetsim::workload

@@ -1,0 +1,56 @@
+#pragma once
+// What a decoder-only transformer is: its shape, and the presets of published models.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetsim::workload {
+
+enum class Activation { Gelu, SwiGlu };
+enum class Norm { LayerNorm, RmsNorm };
+enum class Positions { Learned, Rope };
+
+/// A decoder transformer. Dense when experts == 1; MoE replaces every MLP with `experts`
+/// copies of it and a router that sends each token to `top_k` of them.
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;    ///< == heads for MHA, fewer for GQA
+  int ffn_hidden = 0;  ///< per expert for MoE
+  int vocab = 0;
+  Activation activation = Activation::Gelu;
+  Norm norm = Norm::LayerNorm;
+  Positions positions = Positions::Rope;
+  int max_positions = 0;  ///< rows of a learned position table
+  bool tied_embeddings = false;
+  bool linear_bias = false;  ///< biases in the attention and MLP projections
+  bool dropout = false;      ///< dropout layers (their 1-byte masks are kept for backward)
+  int experts = 1;
+  int top_k = 1;
+  double capacity_factor = 1.0;
+
+  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  [[nodiscard]] bool moe() const { return experts > 1; }
+};
+
+/// Parameter counts, exact for the shapes above (see docs/cost-models.md#parameters).
+struct ParamCount {
+  double per_layer = 0;         ///< all experts included
+  double per_layer_active = 0;  ///< parameters one token uses (top_k experts)
+  double embedding = 0;         ///< token (+ position) embedding
+  double output = 0;            ///< untied output projection (0 when tied)
+  double final_norm = 0;
+  [[nodiscard]] double total(int layers) const;
+  [[nodiscard]] double active(int layers) const;
+};
+[[nodiscard]] ParamCount count_params(const ModelSpec& m);
+
+/// Names of the built-in presets, in a stable order.
+[[nodiscard]] std::vector<std::string> preset_names();
+/// The preset of that name, or nullopt.
+[[nodiscard]] std::optional<ModelSpec> preset(std::string_view name);
+
+}  // namespace hetsim::workload

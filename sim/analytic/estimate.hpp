@@ -1,0 +1,62 @@
+#pragma once
+// The analytical estimate of a fixed plan: step time with its breakdown, throughput, MFU, peak
+// memory per device type, time and cost to train. Closed forms only (no event simulation); the
+// planner ranks with it and `hetsim estimate` prints it. Formulas: docs/cost-models.md.
+
+#include <string>
+#include <vector>
+
+#include "models/cost/breakdown.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace hetsim::analytic {
+
+/// One pipeline stage of one replica group, per micro-batch unless stated.
+struct StageEstimate {
+  int group = 0, stage = 0;
+  std::string pool;
+  int tp = 1, first_layer = 0, layers = 0;
+  cost::TimeBreakdown per_micro_batch;  ///< "forward", "backward", "recompute", "tp comm", "pp comm"
+  Duration dp_comm;                     ///< gradient (and parameter) sync per step, unhidden
+  Duration dp_exposed;                  ///< what overlap leaves exposed
+  Duration optimizer;
+  double in_flight = 0;  ///< micro-batches of activations held at peak
+  cost::MemoryBreakdown memory;
+};
+
+/// Memory verdict for one pool (device type): its worst stage.
+struct DeviceEstimate {
+  std::string pool;
+  std::string device;
+  int count = 0;  ///< devices of this pool the plan uses
+  int idle = 0;   ///< devices of this pool the plan leaves unused
+  Bytes peak_memory;
+  Bytes capacity;
+  bool fits = true;
+  cost::MemoryBreakdown memory;  ///< of the stage with the highest peak
+  std::string worst_stage;       ///< "group 0 stage 3"
+};
+
+struct Estimate {
+  Duration step_time;
+  cost::TimeBreakdown step;  ///< "compute", "recompute", "tp comm", "pp comm", "pipeline bubble",
+                             ///< "dp comm", "optimizer"
+  double tokens_per_step = 0;
+  double tokens_per_s = 0;
+  Flops model_flops_per_step;
+  FlopRate flops_per_device;  ///< model FLOP/s per used device
+  double mfu = 0;             ///< model FLOP/s over the sum of the used devices' peaks
+  double bubble_fraction = 0;
+  int devices = 0;
+  Duration time_to_train;  ///< 0 when the scenario gives no token target
+  double cost_to_train_usd = 0;
+  double energy_kwh = 0;  ///< at TDP × PUE for the whole run
+  bool fits = true;
+  std::vector<DeviceEstimate> device_types;
+  std::vector<StageEstimate> stages;
+};
+
+/// Estimates `p` for scenario `s`. Requires: p was validated against s (sim/io does this).
+[[nodiscard]] Estimate estimate(const Scenario& s, const plan::Plan& p);
+
+}  // namespace hetsim::analytic

@@ -1,0 +1,136 @@
+#include "sim/io/catalog_reader.hpp"
+
+#include "models/base/nearest.hpp"
+#include "sim/io/detail/catalog_data.hpp"
+#include "sim/io/detail/hw_tables.hpp"
+
+namespace hetsim::io {
+
+namespace detail {
+
+std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
+  r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "efficiency", "source"});
+  hw::LinkSpec l;
+  auto name = r.string(t, "name");
+  if (!name) { r.missing(t, "name", "\"my-link\""); return std::nullopt; }
+  l.name = *name;
+  l.display = r.string(t, "display").value_or(l.name);
+  auto kind = r.choice(t, "kind", {"scale-up", "scale-out"});
+  l.scale_up = kind.value_or("scale-out") == "scale-up";
+  auto bw = r.quantity(t, "bandwidth", Dimension::Bandwidth);
+  if (!bw && !r.node(t, "bandwidth")) r.missing(t, "bandwidth", "\"400Gbps\"");
+  if (bw && *bw <= 0) r.error(r.loc(r.node(t, "bandwidth")), r.key_path(t, "bandwidth"), "bandwidth must be positive");
+  l.bandwidth = BytesPerSec{bw.value_or(0)};
+  l.latency = Duration{r.quantity(t, "latency", Dimension::Time).value_or(0)};
+  l.efficiency = r.number(t, "efficiency", 0.01, 1.5).value_or(1.0);
+  l.source = r.string(t, "source").value_or("");
+  return l;
+}
+
+std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, const hw::Catalog* known) {
+  r.check_keys(t, {"name", "display", "vendor", "peak", "memory", "memory_bandwidth", "tdp",
+                   "price_usd_per_hour", "purchase_usd", "mtbf_hours", "node", "efficiency",
+                   "sources"});
+  hw::DeviceSpec d;
+  auto name = r.string(t, "name");
+  if (!name) { r.missing(t, "name", "\"my-accelerator\""); return std::nullopt; }
+  d.name = *name;
+  d.display = r.string(t, "display").value_or(d.name);
+  d.vendor = r.string(t, "vendor").value_or("");
+
+  if (auto peak = r.table(t, "peak")) {
+    r.check_keys(*peak, {"fp32", "tf32", "bf16", "fp16", "fp8"});
+    for (hw::Dtype dt : hw::kAllDtypes)
+      if (auto v = r.quantity(*peak, hw::dtype_name(dt), Dimension::Compute))
+        d.peak[dt] = FlopRate{*v};
+    if (d.peak.empty())
+      r.error(r.loc(peak->table), peak->path, "a device needs at least one peak rate",
+              "e.g. bf16 = \"989TFLOPS\"");
+  } else {
+    r.missing(t, "peak", "{ bf16 = \"989TFLOPS\" }");
+  }
+  auto need_q = [&](const char* key, Dimension dim, const char* example) -> double {
+    auto v = r.quantity(t, key, dim);
+    if (!v && !r.node(t, key)) r.missing(t, key, example);
+    if (v && *v <= 0) r.error(r.loc(r.node(t, key)), r.key_path(t, key), std::string(key) + " must be positive");
+    return v.value_or(0);
+  };
+  d.memory = Bytes{need_q("memory", Dimension::Size, "\"80GiB\"")};
+  d.memory_bandwidth = BytesPerSec{need_q("memory_bandwidth", Dimension::Bandwidth, "\"3.35TB/s\"")};
+  d.tdp = Watts{r.quantity(t, "tdp", Dimension::Power).value_or(0)};
+  d.price_usd_per_hour = r.number(t, "price_usd_per_hour", 0, 1e6).value_or(0);
+  d.purchase_usd = r.number(t, "purchase_usd", 0, 1e9).value_or(0);
+  d.mtbf_hours = r.number(t, "mtbf_hours", 0, 1e9).value_or(0);
+
+  if (auto node = r.table(t, "node")) {
+    r.check_keys(*node, {"devices", "fabric", "nics", "nic"});
+    d.node.devices = static_cast<int>(r.integer(*node, "devices", 1, 4096).value_or(8));
+    d.node.nics = static_cast<int>(r.integer(*node, "nics", 0, 4096).value_or(d.node.devices));
+    for (const char* key : {"fabric", "nic"}) {
+      auto link = r.string(*node, key);
+      if (!link) { r.missing(*node, key, "\"<link name>\""); continue; }
+      if (known && !known->find_link(*link))
+        r.error(r.loc(r.node(*node, key)), r.key_path(*node, key), "unknown link '" + *link + "'",
+                suggest(*link, known->link_names()));
+      (std::string_view(key) == "fabric" ? d.node.fabric : d.node.nic) = *link;
+    }
+  } else {
+    r.missing(t, "node", "{ devices = 8, fabric = \"nvlink4\", nics = 8, nic = \"ib-ndr-400\" }");
+  }
+
+  if (auto eff = r.table(t, "efficiency")) {
+    r.check_keys(*eff, {"gemm", "gemm_half_dim", "attention", "memory", "launch_overhead"});
+    d.efficiency.gemm = r.number(*eff, "gemm", 0.01, 1).value_or(d.efficiency.gemm);
+    d.efficiency.gemm_half_dim = r.number(*eff, "gemm_half_dim", 0, 1e6).value_or(d.efficiency.gemm_half_dim);
+    d.efficiency.attention = r.number(*eff, "attention", 0.01, 1).value_or(d.efficiency.attention);
+    d.efficiency.memory = r.number(*eff, "memory", 0.01, 1).value_or(d.efficiency.memory);
+    if (auto lo = r.quantity(*eff, "launch_overhead", Dimension::Time)) d.efficiency.launch_overhead = Duration{*lo};
+  }
+  if (auto src = r.table(t, "sources")) {
+    for (auto&& [k, v] : *src->table)
+      if (v.is_string()) d.sources[std::string(k.str())] = v.as_string()->get();
+  }
+  return d;
+}
+
+}  // namespace detail
+
+Diagnostics read_catalog_text(std::string_view text, const std::string& file, hw::Catalog& into) {
+  Diagnostics diags;
+  auto tbl = detail::parse_toml(text, file, diags);
+  if (!tbl) return diags;
+  detail::TomlReader r(file, diags);
+  const detail::TableRef root{&*tbl, ""};
+  r.check_keys(root, {"link", "device"});
+  for (const auto& lt : r.table_array(root, "link"))
+    if (auto l = detail::read_link(r, lt)) {
+      if (auto* old = const_cast<hw::LinkSpec*>(into.find_link(l->name))) *old = *l;
+      else into.links.push_back(*l);
+    }
+  for (const auto& dt : r.table_array(root, "device"))
+    if (auto d = detail::read_device(r, dt, &into)) {
+      if (auto* old = const_cast<hw::DeviceSpec*>(into.find_device(d->name))) *old = *d;
+      else into.devices.push_back(*d);
+    }
+  return diags;
+}
+
+Result<hw::Catalog> builtin_catalog() {
+  hw::Catalog cat;
+  Diagnostics all;
+  // Links first: devices refer to them.
+  for (const auto& f : detail::catalog_files()) {
+    if (f.name.find("links") == std::string_view::npos) continue;
+    auto d = read_catalog_text(f.text, std::string(f.name), cat);
+    all.insert(all.end(), d.begin(), d.end());
+  }
+  for (const auto& f : detail::catalog_files()) {
+    if (f.name.find("links") != std::string_view::npos) continue;
+    auto d = read_catalog_text(f.text, std::string(f.name), cat);
+    all.insert(all.end(), d.begin(), d.end());
+  }
+  if (!all.empty()) return all;
+  return cat;
+}
+
+}  // namespace hetsim::io

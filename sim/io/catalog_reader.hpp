@@ -1,0 +1,18 @@
+#pragma once
+// The built-in hardware catalogue: models/catalog/*.toml, embedded in the binary at build time.
+
+#include "models/base/result.hpp"
+#include "models/hw/catalog.hpp"
+
+namespace hetsim::io {
+
+/// Parses the embedded catalogue files. Fails only if a catalogue file is broken (a build
+/// error in practice; tests load it).
+[[nodiscard]] Result<hw::Catalog> builtin_catalog();
+
+/// Parses catalogue text (the format of models/catalog/*.toml) into `into`; `file` names it in
+/// messages. Devices and links with a name already present replace it.
+[[nodiscard]] Diagnostics read_catalog_text(std::string_view text, const std::string& file,
+                                            hw::Catalog& into);
+
+}  // namespace hetsim::io

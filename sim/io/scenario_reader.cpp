@@ -1,0 +1,616 @@
+#include "sim/io/scenario_reader.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "models/base/nearest.hpp"
+#include "sim/io/detail/hw_tables.hpp"
+#include "sim/io/detail/toml_reader.hpp"
+
+namespace hetsim::io {
+namespace {
+
+using detail::TableRef;
+using detail::TomlReader;
+
+template <class E>
+std::optional<E> pick(TomlReader& r, const TableRef& t, const char* key,
+                      std::initializer_list<std::pair<const char*, E>> options) {
+  std::vector<std::string> names;
+  for (const auto& [n, v] : options) names.emplace_back(n);
+  auto s = r.choice(t, key, names);
+  if (!s) return std::nullopt;
+  for (const auto& [n, v] : options)
+    if (*s == n) return v;
+  return std::nullopt;
+}
+
+int as_int(std::optional<std::int64_t> v, int fallback) {
+  return v ? static_cast<int>(*v) : fallback;
+}
+
+// ---------------------------------------------------------------------------------- [model]
+void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
+  auto t = r.table(root, "model");
+  if (!t) {
+    if (!r.node(root, "model")) r.missing(root, "model", "{ preset = \"llama3-8b\" } (as a [model] table)");
+    return;
+  }
+  r.check_keys(*t, {"preset", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
+                    "vocab", "experts", "top_k", "capacity_factor", "activation", "norm",
+                    "positions", "max_positions", "tied_embeddings", "linear_bias", "dropout"});
+  workload::ModelSpec& m = s.model;
+  bool from_preset = false;
+  if (auto p = r.string(*t, "preset")) {
+    if (auto spec = workload::preset(*p)) {
+      m = *spec;
+      from_preset = true;
+    } else {
+      r.error(r.loc(r.node(*t, "preset")), t->path + ".preset", "unknown model preset '" + *p + "'",
+              suggest(*p, workload::preset_names()));
+      return;
+    }
+  }
+  m.name = r.string(*t, "name").value_or(m.name.empty() ? "custom" : m.name);
+  const std::int64_t big = 1 << 24;
+  auto set = [&](const char* key, int& field, std::int64_t lo) {
+    if (auto v = r.integer(*t, key, lo, big)) field = static_cast<int>(*v);
+    else if (!from_preset && !r.node(*t, key) && std::string_view(key) != "kv_heads" &&
+             std::string_view(key) != "experts" && std::string_view(key) != "top_k" &&
+             std::string_view(key) != "max_positions")
+      r.missing(*t, key, "<integer>  (or preset = \"…\")");
+  };
+  set("layers", m.layers, 1);
+  set("hidden", m.hidden, 1);
+  set("heads", m.heads, 1);
+  set("ffn_hidden", m.ffn_hidden, 1);
+  set("vocab", m.vocab, 1);
+  if (!from_preset) m.kv_heads = m.heads;
+  set("kv_heads", m.kv_heads, 1);
+  set("experts", m.experts, 1);
+  set("top_k", m.top_k, 1);
+  set("max_positions", m.max_positions, 0);
+  m.capacity_factor = r.number(*t, "capacity_factor", 1.0, 64.0).value_or(m.capacity_factor);
+  if (auto a = pick<workload::Activation>(r, *t, "activation",
+                                          {{"gelu", workload::Activation::Gelu},
+                                           {"swiglu", workload::Activation::SwiGlu}}))
+    m.activation = *a;
+  if (auto n = pick<workload::Norm>(r, *t, "norm", {{"layernorm", workload::Norm::LayerNorm},
+                                                    {"rmsnorm", workload::Norm::RmsNorm}}))
+    m.norm = *n;
+  if (auto p = pick<workload::Positions>(r, *t, "positions",
+                                         {{"learned", workload::Positions::Learned},
+                                          {"rope", workload::Positions::Rope}}))
+    m.positions = *p;
+  m.tied_embeddings = r.boolean(*t, "tied_embeddings").value_or(m.tied_embeddings);
+  m.linear_bias = r.boolean(*t, "linear_bias").value_or(m.linear_bias);
+  m.dropout = r.boolean(*t, "dropout").value_or(m.dropout);
+
+  if (r.failed()) return;
+  const SourceLoc here = r.loc(t->table);
+  if (m.hidden % m.heads != 0)
+    r.error(here, t->path + ".heads", "hidden (" + std::to_string(m.hidden) +
+            ") is not divisible by heads (" + std::to_string(m.heads) + ")");
+  if (m.heads % m.kv_heads != 0)
+    r.error(here, t->path + ".kv_heads", "heads (" + std::to_string(m.heads) +
+            ") is not a multiple of kv_heads (" + std::to_string(m.kv_heads) + ")");
+  if (m.top_k > m.experts)
+    r.error(here, t->path + ".top_k", "top_k (" + std::to_string(m.top_k) +
+            ") exceeds experts (" + std::to_string(m.experts) + ")");
+  if (m.positions == workload::Positions::Learned && m.max_positions == 0)
+    r.error(here, t->path + ".max_positions", "learned positions need max_positions",
+            "add max_positions = <sequence length>");
+}
+
+// ------------------------------------------------------------------------------- [training]
+void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
+  auto t = r.table(root, "training");
+  if (!t) {
+    if (!r.node(root, "training")) r.missing(root, "training", "{ global_batch = …, seq_len = … } (as a [training] table)");
+    return;
+  }
+  r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
+                    "flash_attention", "causal"});
+  workload::TrainingSpec& tr = s.training;
+  if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
+  else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
+  if (auto v = r.integer(*t, "seq_len", 1, 1 << 24)) tr.seq_len = static_cast<int>(*v);
+  else if (!r.node(*t, "seq_len")) r.missing(*t, "seq_len", "<tokens per sequence>");
+  if (auto p = pick<hw::Dtype>(r, *t, "precision", {{"fp32", hw::Dtype::Fp32},
+                                                    {"bf16", hw::Dtype::Bf16},
+                                                    {"fp16", hw::Dtype::Fp16},
+                                                    {"fp8", hw::Dtype::Fp8}}))
+    tr.precision = *p;
+  if (auto o = pick<workload::Optimizer>(r, *t, "optimizer", {{"adam", workload::Optimizer::Adam},
+                                                              {"sgd", workload::Optimizer::Sgd}}))
+    tr.optimizer = *o;
+  tr.tokens = r.number(*t, "tokens", 0, 1e18).value_or(0);
+  tr.flash_attention = r.boolean(*t, "flash_attention").value_or(tr.flash_attention);
+  tr.causal = r.boolean(*t, "causal").value_or(tr.causal);
+}
+
+// -------------------------------------------------------------------------------- [cluster]
+const hw::LinkSpec* link_or_error(TomlReader& r, const TableRef& t, const char* key,
+                                  const hw::Catalog& cat) {
+  auto name = r.string(t, key);
+  if (!name) return nullptr;
+  const hw::LinkSpec* l = cat.find_link(*name);
+  if (l == nullptr)
+    r.error(r.loc(r.node(t, key)), r.key_path(t, key), "unknown link '" + *name + "'",
+            suggest(*name, cat.link_names()));
+  return l;
+}
+
+void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenario& s) {
+  auto t = r.table(root, "cluster");
+  if (!t) {
+    if (!r.node(root, "cluster")) r.missing(root, "cluster", "at least one [[cluster.pool]]");
+    return;
+  }
+  r.check_keys(*t, {"pool", "network", "link"});
+  // Inline links first: pools and devices may refer to them.
+  for (const auto& lt : r.table_array(*t, "link"))
+    if (auto l = detail::read_link(r, lt)) cat.links.push_back(*l);
+
+  // The network's defaults apply to every pool that does not say otherwise.
+  const hw::LinkSpec* net_nic = nullptr;
+  std::optional<int> net_nics;
+  std::optional<hw::LinkSpec> custom_nic;
+  if (auto n = r.table(*t, "network")) {
+    r.check_keys(*n, {"nic", "nic_bandwidth", "nic_latency", "nics_per_node", "topology",
+                      "oversubscription"});
+    net_nic = link_or_error(r, *n, "nic", cat);
+    if (auto bw = r.quantity(*n, "nic_bandwidth", Dimension::Bandwidth)) {
+      if (r.node(*n, "nic"))
+        r.error(r.loc(r.node(*n, "nic_bandwidth")), n->path + ".nic_bandwidth",
+                "give either nic or nic_bandwidth, not both");
+      hw::LinkSpec l;
+      l.name = "custom-nic";
+      l.display = "custom NIC";
+      l.bandwidth = BytesPerSec{*bw};
+      l.latency = Duration{r.quantity(*n, "nic_latency", Dimension::Time).value_or(5e-6)};
+      l.efficiency = 1.0;
+      l.source = "scenario " + r.file();
+      custom_nic = l;
+    }
+    if (auto k = r.integer(*n, "nics_per_node", 0, 4096)) net_nics = static_cast<int>(*k);
+    if (auto topo = pick<hw::Topology>(r, *n, "topology", {{"fat-tree", hw::Topology::FatTree},
+                                                           {"rail-optimized", hw::Topology::RailOptimized},
+                                                           {"torus", hw::Topology::Torus}}))
+      s.cluster.network.topology = *topo;
+    s.cluster.network.oversubscription =
+        r.number(*n, "oversubscription", 1.0, 1000.0).value_or(s.cluster.network.oversubscription);
+  }
+
+  auto pools = r.table_array(*t, "pool");
+  if (pools.empty() && !r.failed())
+    r.error(r.loc(t->table), t->path + ".pool", "the cluster has no pools",
+            "add a [[cluster.pool]] with device = \"…\" and nodes = …");
+  for (const auto& pt : pools) {
+    r.check_keys(pt, {"name", "device", "nodes", "devices_per_node", "fabric", "nic",
+                      "nics_per_node"});
+    hw::PoolSpec pool;
+    const toml::node* dev = r.node(pt, "device");
+    if (dev == nullptr) {
+      r.missing(pt, "device", "\"h100-sxm5\" (a catalogue name; `hetsim catalog` lists them)");
+      continue;
+    }
+    if (dev->is_table()) {
+      auto d = detail::read_device(r, {dev->as_table(), pt.path + ".device"}, &cat);
+      if (!d) continue;
+      pool.device = *d;
+      cat.devices.push_back(*d);
+    } else if (auto name = r.string(pt, "device")) {
+      const hw::DeviceSpec* d = cat.find_device(*name);
+      if (d == nullptr) {
+        r.error(r.loc(dev), pt.path + ".device", "unknown device '" + *name + "'",
+                suggest(*name, cat.device_names()));
+        continue;
+      }
+      pool.device = *d;
+    } else {
+      continue;
+    }
+    pool.name = r.string(pt, "name").value_or(pool.device.name);
+    pool.nodes = as_int(r.integer(pt, "nodes", 0, 1 << 20), -1);
+    if (pool.nodes < 0) {
+      if (!r.node(pt, "nodes")) r.missing(pt, "nodes", "<number of nodes>");
+      pool.nodes = 0;
+    }
+    pool.devices_per_node = as_int(r.integer(pt, "devices_per_node", 1, 4096), pool.device.node.devices);
+    const hw::LinkSpec* fabric = link_or_error(r, pt, "fabric", cat);
+    if (!fabric) fabric = cat.find_link(pool.device.node.fabric);
+    const hw::LinkSpec* nic = link_or_error(r, pt, "nic", cat);
+    if (nic) pool.nic = *nic;
+    else if (custom_nic) pool.nic = *custom_nic;
+    else if (net_nic) pool.nic = *net_nic;
+    else if (const hw::LinkSpec* l = cat.find_link(pool.device.node.nic)) pool.nic = *l;
+    if (fabric) pool.fabric = *fabric;
+    const bool nic_given = r.node(pt, "nic") || custom_nic || net_nic;
+    pool.nics_per_node = as_int(r.integer(pt, "nics_per_node", 0, 4096),
+                                net_nics.value_or(nic_given && pool.device.node.nics == 0
+                                                      ? pool.devices_per_node
+                                                      : pool.device.node.nics));
+    // A NIC count that follows the device's node scales with a different devices_per_node.
+    if (!r.node(pt, "nics_per_node") && !net_nics && pool.devices_per_node != pool.device.node.devices)
+      pool.nics_per_node = std::max(1, pool.device.node.nics * pool.devices_per_node / pool.device.node.devices);
+    if (pool.nodes > 1 && pool.nics_per_node == 0)
+      r.error(r.loc(pt.table), pt.path + ".nics_per_node", "a pool of several nodes needs NICs",
+              "set nics_per_node ≥ 1");
+    for (const auto& other : s.cluster.pools)
+      if (other.name == pool.name)
+        r.error(r.loc(pt.table), pt.path + ".name", "two pools are named '" + pool.name + "'",
+                "give each pool of the same device its own name = \"…\"");
+    s.cluster.pools.push_back(pool);
+  }
+}
+
+// ------------------------------------------------------------------------------- [parallel]
+struct ParallelKeys {
+  std::optional<int> tp, pp, dp;
+};
+
+std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
+                                        SourceLoc& where) {
+  auto t = r.table(root, "parallel");
+  if (!t) return std::nullopt;
+  where = r.loc(t->table);
+  r.check_keys(*t, {"tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute",
+                    "zero", "sequence_parallel", "grad_sync", "overlap_grad_reduce",
+                    "overlap_tp_comm", "replicas"});
+  plan::Plan p;
+  p.micro_batch = as_int(r.integer(*t, "micro_batch", 1, 1 << 20), 1);
+  if (auto sch = pick<cost::Schedule>(r, *t, "schedule", {{"gpipe", cost::Schedule::GPipe},
+                                                          {"1f1b", cost::Schedule::OneFOneB},
+                                                          {"interleaved", cost::Schedule::Interleaved}}))
+    p.schedule = *sch;
+  p.virtual_stages = as_int(r.integer(*t, "virtual_stages", 1, 1024),
+                            p.schedule == cost::Schedule::Interleaved ? 2 : 1);
+  if (auto rc = pick<cost::Recompute>(r, *t, "recompute", {{"none", cost::Recompute::None},
+                                                           {"selective", cost::Recompute::Selective},
+                                                           {"full", cost::Recompute::Full}}))
+    p.recompute = *rc;
+  p.zero = as_int(r.integer(*t, "zero", 0, 3), p.zero);
+  p.sequence_parallel = r.boolean(*t, "sequence_parallel").value_or(p.sequence_parallel);
+  if (auto a = pick<cost::Algorithm>(r, *t, "grad_sync", {{"auto", cost::Algorithm::Auto},
+                                                          {"ring", cost::Algorithm::Ring},
+                                                          {"tree", cost::Algorithm::Tree},
+                                                          {"hierarchical", cost::Algorithm::Hierarchical}}))
+    p.grad_sync = *a;
+  p.overlap_grad_reduce = r.boolean(*t, "overlap_grad_reduce").value_or(p.overlap_grad_reduce);
+  p.overlap_tp_comm = r.boolean(*t, "overlap_tp_comm").value_or(p.overlap_tp_comm);
+  if (p.schedule != cost::Schedule::Interleaved && p.virtual_stages != 1)
+    r.error(r.loc(r.node(*t, "virtual_stages")), t->path + ".virtual_stages",
+            "virtual_stages applies to the interleaved schedule only", "set schedule = \"interleaved\"");
+  if (p.schedule == cost::Schedule::Interleaved && p.virtual_stages < 2)
+    r.error(r.loc(r.node(*t, "virtual_stages")), t->path + ".virtual_stages",
+            "the interleaved schedule needs virtual_stages ≥ 2");
+
+  const int L = s.model.layers;
+  const int B = s.training.global_batch;
+  const auto replicas = r.table_array(*t, "replicas");
+  if (!replicas.empty()) {
+    // Explicit, possibly heterogeneous replicas.
+    for (const char* key : {"tp", "pp", "dp"})
+      if (r.node(*t, key))
+        r.error(r.loc(r.node(*t, key)), t->path + "." + key,
+                std::string(key) + " cannot be combined with [[parallel.replicas]]",
+                "give tp per stage inside replicas, or drop replicas for a uniform plan");
+    std::vector<std::string> pool_names;
+    for (const auto& pool : s.cluster.pools) pool_names.push_back(pool.name);
+    int given_mb = 0, missing_mb = 0;
+    for (const auto& rt : replicas) {
+      r.check_keys(rt, {"count", "micro_batches", "stages"});
+      plan::ReplicaGroup g;
+      g.replicas = as_int(r.integer(rt, "count", 1, 1 << 20), 1);
+      if (auto mb = r.integer(rt, "micro_batches", 1, 1 << 24)) {
+        g.micro_batches = static_cast<int>(*mb);
+        given_mb += g.replicas * g.micro_batches;
+      } else {
+        g.micro_batches = 0;
+        missing_mb += g.replicas;
+      }
+      const toml::node* sn = r.node(rt, "stages");
+      const toml::array* arr = sn ? sn->as_array() : nullptr;
+      if (arr == nullptr || arr->empty()) {
+        r.error(r.loc(sn ? sn : rt.table), rt.path + ".stages", "a replica needs a list of stages",
+                "stages = [ { pool = \"…\", tp = 8, layers = … }, … ]");
+        continue;
+      }
+      int first = 0;
+      for (std::size_t i = 0; i < arr->size(); ++i) {
+        const toml::node& el = (*arr)[i];
+        const std::string path = rt.path + ".stages[" + std::to_string(i) + "]";
+        if (!el.is_table()) {
+          r.error(r.loc(&el), path, "a stage must be an inline table", "{ pool = \"…\", tp = 8, layers = … }");
+          continue;
+        }
+        const TableRef st{el.as_table(), path};
+        r.check_keys(st, {"pool", "tp", "layers"});
+        plan::Stage stage;
+        auto pool = r.string(st, "pool");
+        if (!pool && s.cluster.pools.size() == 1) pool = s.cluster.pools[0].name;
+        if (!pool) { r.missing(st, "pool", "\"<pool name>\""); continue; }
+        auto it = std::find(pool_names.begin(), pool_names.end(), *pool);
+        if (it == pool_names.end()) {
+          r.error(r.loc(r.node(st, "pool") ? r.node(st, "pool") : st.table), path + ".pool",
+                  "unknown pool '" + *pool + "'", suggest(*pool, pool_names));
+          continue;
+        }
+        stage.pool = static_cast<int>(it - pool_names.begin());
+        stage.tp = as_int(r.integer(st, "tp", 1, 4096), 1);
+        stage.layers = as_int(r.integer(st, "layers", 1, 1 << 20), -1);
+        if (stage.layers < 0) {
+          if (!r.node(st, "layers")) r.missing(st, "layers", "<layers in this stage>");
+          continue;
+        }
+        stage.first_layer = first;
+        first += stage.layers;
+        g.stages.push_back(stage);
+      }
+      if (first != L && !r.failed())
+        r.error(r.loc(sn), rt.path + ".stages", "the stages cover " + std::to_string(first) +
+                " layers but the model has " + std::to_string(L),
+                "every layer must belong to exactly one stage of each replica");
+      p.groups.push_back(g);
+    }
+    if (r.failed()) return std::nullopt;
+    // Replicas without micro_batches share the rest of the batch evenly.
+    const int per_step = B / p.micro_batch;
+    if (B % p.micro_batch != 0) {
+      r.error(where, t->path + ".micro_batch", "global_batch (" + std::to_string(B) +
+              ") is not divisible by micro_batch (" + std::to_string(p.micro_batch) + ")");
+      return std::nullopt;
+    }
+    if (missing_mb > 0) {
+      const int rest = per_step - given_mb;
+      if (rest <= 0 || rest % missing_mb != 0) {
+        r.error(where, t->path + ".replicas", "cannot split the remaining " + std::to_string(rest) +
+                " micro-batches evenly over " + std::to_string(missing_mb) + " replicas",
+                "give micro_batches for every replica group");
+        return std::nullopt;
+      }
+      for (auto& g : p.groups)
+        if (g.micro_batches == 0) g.micro_batches = rest / missing_mb;
+    }
+    return p;
+  }
+
+  // Uniform Megatron-style plan: tp, pp, dp; each pool hosts whole replicas.
+  const int tp = as_int(r.integer(*t, "tp", 1, 4096), 1);
+  const int pp = as_int(r.integer(*t, "pp", 1, 4096), 1);
+  const auto dp_given = r.integer(*t, "dp", 1, 1 << 24);
+  if (r.failed()) return std::nullopt;
+  int dp = 0;
+  std::vector<int> per_pool;
+  for (const auto& pool : s.cluster.pools) {
+    const int n = pool.devices();
+    if (n % (tp * pp) != 0 && !dp_given) {
+      r.error(where, t->path + ".tp", "pool '" + pool.name + "' has " + std::to_string(n) +
+              " devices, not a multiple of tp·pp = " + std::to_string(tp * pp),
+              "choose tp and pp whose product divides every pool, give dp, or use [[parallel.replicas]]");
+      return std::nullopt;
+    }
+    per_pool.push_back(n / (tp * pp));
+    dp += n / (tp * pp);
+  }
+  if (dp_given) {
+    const int want = static_cast<int>(*dp_given);
+    const int devices = s.cluster.devices();
+    if (tp * pp * want != devices) {
+      r.error(r.loc(r.node(*t, "dp")), t->path + ".dp",
+              "tp·pp·dp = " + std::to_string(tp) + "·" + std::to_string(pp) + "·" + std::to_string(want) +
+                  " = " + std::to_string(tp * pp * want) + " does not match the cluster's " +
+                  std::to_string(devices) + " devices",
+              devices % (tp * pp) == 0 ? "dp = " + std::to_string(devices / (tp * pp)) + " would use every device"
+                                       : "tp·pp must divide the device count");
+      return std::nullopt;
+    }
+    if (dp != want) {  // some pool not a multiple of tp·pp
+      r.error(r.loc(r.node(*t, "dp")), t->path + ".dp", "the pools cannot be cut into whole replicas of tp·pp devices",
+              "use [[parallel.replicas]] to place stages across pools");
+      return std::nullopt;
+    }
+  }
+  if (dp == 0) {
+    r.error(where, t->path, "the cluster has no devices for tp·pp = " + std::to_string(tp * pp));
+    return std::nullopt;
+  }
+  if (L % pp != 0) {
+    r.error(r.loc(r.node(*t, "pp") ? r.node(*t, "pp") : t->table), t->path + ".pp",
+            "pp = " + std::to_string(pp) + " does not divide the model's " + std::to_string(L) + " layers",
+            "choose pp dividing " + std::to_string(L) + ", or give uneven stages with [[parallel.replicas]]");
+    return std::nullopt;
+  }
+  if (B % (p.micro_batch * dp) != 0) {
+    r.error(r.loc(r.node(*t, "micro_batch") ? r.node(*t, "micro_batch") : t->table), t->path + ".micro_batch",
+            "global_batch (" + std::to_string(B) + ") is not divisible into micro-batches of " +
+                std::to_string(p.micro_batch) + " over dp = " + std::to_string(dp) + " replicas",
+            "global_batch must be a multiple of micro_batch·dp = " + std::to_string(p.micro_batch * dp));
+    return std::nullopt;
+  }
+  const int mb = B / (p.micro_batch * dp);
+  for (std::size_t pi = 0; pi < s.cluster.pools.size(); ++pi) {
+    if (per_pool[pi] == 0) continue;
+    plan::ReplicaGroup g;
+    g.replicas = per_pool[pi];
+    g.micro_batches = mb;
+    for (int k = 0; k < pp; ++k)
+      g.stages.push_back({static_cast<int>(pi), tp, k * (L / pp), L / pp});
+    p.groups.push_back(g);
+  }
+  return p;
+}
+
+// ----------------------------------------------------------------------------------- [cost]
+void read_cost(TomlReader& r, const TableRef& root, Scenario& s) {
+  auto t = r.table(root, "cost");
+  if (!t) return;
+  r.check_keys(*t, {"mode", "electricity_usd_per_kwh", "pue", "amortisation_years",
+                    "price_usd_per_hour", "purchase_usd"});
+  if (auto mode = pick<CostSpec::Mode>(r, *t, "mode", {{"rent", CostSpec::Mode::Rent},
+                                                       {"own", CostSpec::Mode::Own}}))
+    s.cost.mode = *mode;
+  s.cost.electricity_usd_per_kwh = r.number(*t, "electricity_usd_per_kwh", 0, 100).value_or(s.cost.electricity_usd_per_kwh);
+  s.cost.pue = r.number(*t, "pue", 1, 10).value_or(s.cost.pue);
+  s.cost.amortisation_years = r.number(*t, "amortisation_years", 0.1, 100).value_or(s.cost.amortisation_years);
+  // Per-device price overrides, keyed by device or pool name.
+  for (const char* key : {"price_usd_per_hour", "purchase_usd"}) {
+    auto prices = r.table(*t, key);
+    if (!prices) continue;
+    std::vector<std::string> names;
+    for (const auto& pool : s.cluster.pools) {
+      names.push_back(pool.name);
+      if (pool.device.name != pool.name) names.push_back(pool.device.name);
+    }
+    for (auto&& [k, v] : *prices->table) {
+      const std::string name(k.str());
+      auto price = r.number(*prices, name, 0, 1e9);
+      if (!price) continue;
+      bool found = false;
+      for (auto& pool : s.cluster.pools)
+        if (pool.name == name || pool.device.name == name) {
+          (std::string_view(key) == "purchase_usd" ? pool.device.purchase_usd
+                                                   : pool.device.price_usd_per_hour) = *price;
+          found = true;
+        }
+      if (!found)
+        r.error(r.loc(k.source()), prices->path + "." + name, "no pool uses device '" + name + "'",
+                suggest(name, names));
+    }
+  }
+}
+
+void read_memory(TomlReader& r, const TableRef& root, Scenario& s) {
+  auto t = r.table(root, "memory");
+  if (!t) return;
+  r.check_keys(*t, {"runtime_reserve", "comm_buffers", "fragmentation"});
+  if (auto v = r.quantity(*t, "runtime_reserve", Dimension::Size)) s.memory.runtime_reserve = Bytes{*v};
+  if (auto v = r.quantity(*t, "comm_buffers", Dimension::Size)) s.memory.comm_buffers = Bytes{*v};
+  s.memory.fragmentation = r.number(*t, "fragmentation", 0, 0.9).value_or(s.memory.fragmentation);
+}
+
+std::string stem_of(const std::string& file) {
+  std::filesystem::path p(file);
+  return p.stem().string();
+}
+
+}  // namespace
+
+Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc where) {
+  Diagnostics d;
+  auto err = [&](std::string key, std::string msg, std::string hint = {}) {
+    d.push_back({where, std::move(key), std::move(msg), std::move(hint)});
+  };
+  const auto& m = s.model;
+  std::vector<int> used(s.cluster.pools.size(), 0);
+  for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
+    const auto& g = p.groups[gi];
+    const std::string gpath = "parallel.replicas[" + std::to_string(gi) + "]";
+    int covered = 0;
+    for (std::size_t si = 0; si < g.stages.size(); ++si) {
+      const auto& st = g.stages[si];
+      const std::string spath = gpath + ".stages[" + std::to_string(si) + "]";
+      const auto& pool = s.cluster.pools[st.pool];
+      used[st.pool] += g.replicas * st.tp;
+      if (m.heads % st.tp != 0)
+        err(spath + ".tp", "tp = " + std::to_string(st.tp) + " does not divide the model's " +
+            std::to_string(m.heads) + " attention heads", "choose tp among the divisors of heads");
+      else if (m.kv_heads % st.tp != 0 && st.tp % m.kv_heads != 0)
+        err(spath + ".tp", "tp = " + std::to_string(st.tp) + " and kv_heads = " +
+            std::to_string(m.kv_heads) + ": neither divides the other");
+      if (m.ffn_hidden % st.tp != 0)
+        err(spath + ".tp", "tp = " + std::to_string(st.tp) + " does not divide ffn_hidden = " +
+            std::to_string(m.ffn_hidden));
+      if (st.tp > pool.devices_per_node || pool.devices_per_node % st.tp != 0)
+        err(spath + ".tp", "tp = " + std::to_string(st.tp) + " does not fit inside a node of pool '" +
+            pool.name + "' (" + std::to_string(pool.devices_per_node) + " devices per node)",
+            "tensor parallelism must stay on the intra-node fabric: tp must divide devices_per_node");
+      if (p.schedule == cost::Schedule::Interleaved && st.layers % p.virtual_stages != 0)
+        err(spath + ".layers", "stage of " + std::to_string(st.layers) +
+            " layers cannot be cut into virtual_stages = " + std::to_string(p.virtual_stages) + " chunks");
+      if (!pool.device.peak_for(s.training.precision))
+        err("training.precision", "device '" + pool.device.name + "' (pool '" + pool.name +
+            "') has no " + std::string(hw::dtype_name(s.training.precision)) + " support",
+            pool.device.peak_for(hw::Dtype::Fp16) && !pool.device.peak_for(hw::Dtype::Bf16)
+                ? "use precision = \"fp16\"" : "use precision = \"bf16\"");
+      if (st.first_layer != covered)
+        err(spath, "stages must cover consecutive layers");
+      covered = st.first_layer + st.layers;
+    }
+    if (covered != m.layers)
+      err(gpath + ".stages", "stages cover " + std::to_string(covered) + " of " +
+          std::to_string(m.layers) + " layers");
+    if (p.schedule == cost::Schedule::Interleaved && g.micro_batches % static_cast<int>(g.stages.size()) != 0)
+      err(gpath + ".micro_batches", "the interleaved schedule needs micro-batches (" +
+          std::to_string(g.micro_batches) + ") to be a multiple of the pipeline depth (" +
+          std::to_string(g.stages.size()) + ")");
+  }
+  for (std::size_t pi = 0; pi < used.size(); ++pi)
+    if (used[pi] > s.cluster.pools[pi].devices())
+      err("parallel.replicas", "the plan needs " + std::to_string(used[pi]) + " devices of pool '" +
+          s.cluster.pools[pi].name + "' but it has " + std::to_string(s.cluster.pools[pi].devices()),
+          "add nodes to the pool or use fewer replicas");
+  if (p.sequences_per_step() != s.training.global_batch)
+    err("parallel.replicas", "the replicas process " + std::to_string(p.sequences_per_step()) +
+        " sequences per step but global_batch is " + std::to_string(s.training.global_batch),
+        "Σ count · micro_batches · micro_batch must equal global_batch");
+  if (p.devices() == 0) err("parallel", "the plan uses no devices");
+  return d;
+}
+
+Result<Scenario> parse_scenario(std::string_view text, const std::string& file, const hw::Catalog& catalog) {
+  Diagnostics diags;
+  auto tbl = detail::parse_toml(text, file, diags);
+  if (!tbl) return diags;
+  TomlReader r(file, diags);
+  const TableRef root{&*tbl, ""};
+  if (const toml::node* sw = r.node(root, "sweep"))
+    r.error(r.loc(sw), "sweep", "[sweep] tables are not supported by this version of hetsim",
+            "remove [sweep] and run one scenario per value for now");
+  r.check_keys(root, {"sweep", "schema", "scenario", "model", "training", "cluster", "parallel", "cost",
+                      "memory"});
+  if (auto schema = r.integer(root, "schema", 1, 1000); schema && *schema != 1)
+    r.error(r.loc(r.node(root, "schema")), "schema", "unsupported schema " + std::to_string(*schema),
+            "this hetsim reads schema = 1");
+
+  Scenario s;
+  s.file = file;
+  s.name = stem_of(file);
+  if (auto sc = r.table(root, "scenario")) {
+    r.check_keys(*sc, {"name", "description", "seed"});
+    s.name = r.string(*sc, "name").value_or(s.name);
+    (void)r.string(*sc, "description");
+    s.seed = static_cast<std::uint64_t>(r.integer(*sc, "seed", 0, INT64_MAX).value_or(1));
+  }
+  hw::Catalog cat = catalog;
+  read_model(r, root, s);
+  read_training(r, root, s);
+  read_cluster(r, root, cat, s);
+  read_cost(r, root, s);
+  read_memory(r, root, s);
+  if (r.failed()) return diags;
+
+  SourceLoc where{file, 0, 0};
+  s.plan = read_parallel(r, root, s, where);
+  if (r.failed()) return diags;
+  if (s.plan) {
+    Diagnostics pd = validate_plan(s, *s.plan, where);
+    if (!pd.empty()) return pd;
+  }
+  return s;
+}
+
+Result<Scenario> read_scenario(const std::filesystem::path& file, const hw::Catalog& catalog) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    return Diagnostic{{file.string(), 0, 0}, "", "cannot open scenario file",
+                      std::filesystem::exists(file) ? "check its permissions" : "no such file"};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario(ss.str(), file.string(), catalog);
+}
+
+}  // namespace hetsim::io

@@ -1,0 +1,49 @@
+#pragma once
+// A Plan: the whole answer to "how does this job run on this cluster". Data-parallel replicas,
+// each a pipeline of stages; a stage is a group of devices of one pool with a tensor-parallel
+// degree and a layer range. Identical replicas are grouped, so a uniform Megatron plan is one
+// group, and a heterogeneous plan is a few.
+
+#include <string>
+#include <vector>
+
+#include "models/cost/collectives.hpp"
+#include "models/cost/memory.hpp"
+
+namespace hetsim::plan {
+
+/// One pipeline stage: `tp` devices of pool `pool` running layers [first_layer, first_layer +
+/// layers). The first stage also runs the embedding, the last the output layer and loss.
+struct Stage {
+  int pool = 0;  ///< index into ClusterSpec::pools
+  int tp = 1;
+  int first_layer = 0;
+  int layers = 0;
+};
+
+/// `replicas` identical data-parallel replicas, each a pipeline of `stages`, each processing
+/// `micro_batches` micro-batches per step.
+struct ReplicaGroup {
+  int replicas = 1;
+  int micro_batches = 1;
+  std::vector<Stage> stages;
+};
+
+struct Plan {
+  int micro_batch = 1;  ///< sequences per micro-batch
+  cost::Schedule schedule = cost::Schedule::OneFOneB;
+  int virtual_stages = 1;  ///< model chunks per stage for the interleaved schedule
+  cost::Recompute recompute = cost::Recompute::None;
+  int zero = 1;  ///< 1 = distributed optimizer (Megatron), the usual default
+  bool sequence_parallel = true;
+  cost::Algorithm grad_sync = cost::Algorithm::Auto;
+  bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlapped with backward
+  bool overlap_tp_comm = false;     ///< TP collectives pipelined with their GEMMs
+  std::vector<ReplicaGroup> groups;
+
+  [[nodiscard]] int replicas() const;
+  [[nodiscard]] int sequences_per_step() const;  ///< Σ replicas · micro_batches · micro_batch
+  [[nodiscard]] int devices() const;
+};
+
+}  // namespace hetsim::plan

@@ -1,0 +1,197 @@
+#include "sim/report/estimate_report.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace hetsim::report {
+namespace {
+
+using nlohmann::ordered_json;
+
+double pct(double x) { return 100.0 * x; }
+
+ordered_json breakdown_json(const cost::TimeBreakdown& b) {
+  ordered_json j = ordered_json::object();
+  for (const auto& [n, v] : b.parts) j[n] = v.v;
+  return j;
+}
+
+ordered_json breakdown_json(const cost::MemoryBreakdown& b) {
+  ordered_json j = ordered_json::object();
+  for (const auto& [n, v] : b.parts) j[n] = v.v;
+  return j;
+}
+
+}  // namespace
+
+std::string plan_summary(const Scenario& s, const plan::Plan& p) {
+  std::string out;
+  for (const auto& g : p.groups) {
+    if (!out.empty()) out += " + ";
+    out += fmt::format("{} × [", g.replicas);
+    for (std::size_t i = 0; i < g.stages.size(); ++i) {
+      const auto& st = g.stages[i];
+      out += fmt::format("{}{} tp{} L{}", i ? " | " : "", s.cluster.pools[st.pool].name, st.tp, st.layers);
+    }
+    out += fmt::format("] × {} mb", g.micro_batches);
+  }
+  out += fmt::format("; micro_batch {}, {}", p.micro_batch, cost::schedule_name(p.schedule));
+  if (p.schedule == cost::Schedule::Interleaved) out += fmt::format(" v{}", p.virtual_stages);
+  out += fmt::format(", recompute {}, ZeRO {}", cost::recompute_name(p.recompute), p.zero);
+  return out;
+}
+
+std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic::Estimate& e) {
+  std::string o;
+  o += fmt::format("scenario   {}  ({})\n", s.name, s.file);
+  const double params = workload::count_params(s.model).total(s.model.layers);
+  o += fmt::format("model      {}: {:.2f} B parameters, {} layers, hidden {}, seq {}, batch {}, {}\n",
+                   s.model.name, params / 1e9, s.model.layers, s.model.hidden, s.training.seq_len,
+                   s.training.global_batch, hw::dtype_name(s.training.precision));
+  o += fmt::format("plan       {}\n", plan_summary(s, p));
+  o += fmt::format("devices    {}\n\n", e.devices);
+
+  o += fmt::format("step time  {:>12}\n", format_duration(e.step_time));
+  for (const auto& [name, d] : e.step.parts) {
+    if (d.v <= 0) continue;
+    o += fmt::format("  {:<18}{:>12}  {:5.1f} %\n", name, format_duration(d), pct(d / e.step_time));
+  }
+  o += fmt::format("\nthroughput {:.4g} tokens/s, {:.1f} TFLOP/s per device (model FLOPs), MFU {:.1f} %\n",
+                   e.tokens_per_s, e.flops_per_device.v / 1e12, pct(e.mfu));
+  o += fmt::format("bubble     {:.1f} % of the step\n\n", pct(e.bubble_fraction));
+
+  o += "memory per device (worst stage)\n";
+  o += fmt::format("  {:<16}{:>7}{:>12}{:>12}{:>10}  {}\n", "pool", "count", "peak", "capacity", "headroom", "verdict");
+  for (const auto& d : e.device_types) {
+    if (d.count == 0) {
+      o += fmt::format("  {:<16}{:>7}  (unused: {} idle devices)\n", d.pool, 0, d.idle);
+      continue;
+    }
+    const double head = 1.0 - d.peak_memory / d.capacity;
+    o += fmt::format("  {:<16}{:>7}{:>12}{:>12}{:>9.1f}%  {}{}\n", d.pool, d.count,
+                     format_bytes(d.peak_memory), format_bytes(d.capacity), pct(head),
+                     d.fits ? "fits" : "DOES NOT FIT",
+                     d.idle > 0 ? fmt::format(" ({} idle)", d.idle) : "");
+    std::string parts;
+    for (const auto& [name, b] : d.memory.parts)
+      if (b.v > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name, format_bytes(b));
+    o += fmt::format("    {}: {}\n", d.worst_stage, parts);
+  }
+  if (s.training.tokens > 0) {
+    o += fmt::format("\ntrain      {:.4g} tokens in {}, {} ${:.4g} , {:.4g} MWh at TDP\n", s.training.tokens,
+                     format_duration(e.time_to_train),
+                     s.cost.mode == CostSpec::Mode::Rent ? "rented for" : "owned, costing",
+                     e.cost_to_train_usd, e.energy_kwh / 1000.0);
+  }
+  if (!e.fits) o += "\nverdict    the plan does NOT fit in device memory (see above)\n";
+  return o;
+}
+
+std::string estimate_json(const Scenario& s, const plan::Plan& p, const analytic::Estimate& e) {
+  ordered_json j;
+  j["scenario"] = s.name;
+  j["file"] = s.file;
+  j["model"] = s.model.name;
+  j["parameters"] = workload::count_params(s.model).total(s.model.layers);
+  j["plan"] = plan_summary(s, p);
+  j["step_time_s"] = e.step_time.v;
+  j["step_breakdown_s"] = breakdown_json(e.step);
+  j["tokens_per_step"] = e.tokens_per_step;
+  j["tokens_per_s"] = e.tokens_per_s;
+  j["model_flops_per_step"] = e.model_flops_per_step.v;
+  j["tflops_per_device"] = e.flops_per_device.v / 1e12;
+  j["mfu"] = e.mfu;
+  j["bubble_fraction"] = e.bubble_fraction;
+  j["time_to_train_s"] = e.time_to_train.v;
+  j["cost_to_train_usd"] = e.cost_to_train_usd;
+  j["energy_kwh"] = e.energy_kwh;
+  j["fits"] = e.fits;
+  j["devices"] = ordered_json::array();
+  for (const auto& d : e.device_types) {
+    ordered_json dj;
+    dj["pool"] = d.pool;
+    dj["device"] = d.device;
+    dj["count"] = d.count;
+    dj["idle"] = d.idle;
+    dj["peak_memory_bytes"] = d.peak_memory.v;
+    dj["memory_capacity_bytes"] = d.capacity.v;
+    dj["fits"] = d.fits;
+    dj["memory_breakdown_bytes"] = breakdown_json(d.memory);
+    dj["worst_stage"] = d.worst_stage;
+    j["devices"].push_back(dj);
+  }
+  j["stages"] = ordered_json::array();
+  for (const auto& st : e.stages) {
+    ordered_json sj;
+    sj["group"] = st.group;
+    sj["stage"] = st.stage;
+    sj["pool"] = st.pool;
+    sj["tp"] = st.tp;
+    sj["first_layer"] = st.first_layer;
+    sj["layers"] = st.layers;
+    sj["per_micro_batch_s"] = breakdown_json(st.per_micro_batch);
+    sj["dp_comm_s"] = st.dp_comm.v;
+    sj["dp_exposed_s"] = st.dp_exposed.v;
+    sj["optimizer_s"] = st.optimizer.v;
+    sj["in_flight_micro_batches"] = st.in_flight;
+    sj["peak_memory_bytes"] = st.memory.total().v;
+    j["stages"].push_back(sj);
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string catalog_text(const hw::Catalog& c) {
+  std::string o = fmt::format("{:<16}{:>11}{:>11}{:>11}{:>11}{:>8}  {:<24}{:>9}\n", "device", "bf16 TF",
+                              "fp8 TF", "memory", "mem bw", "node", "fabric / nic", "$/h");
+  for (const auto& d : c.devices) {
+    auto tf = [&](hw::Dtype dt) {
+      auto p = d.peak_for(dt);
+      return p ? fmt::format("{:.0f}", p->v / 1e12) : std::string("-");
+    };
+    o += fmt::format("{:<16}{:>11}{:>11}{:>11}{:>11}{:>8}  {:<24}{:>9.2f}\n", d.name,
+                     d.peak_for(hw::Dtype::Bf16) ? tf(hw::Dtype::Bf16) : tf(hw::Dtype::Fp16) + "*",
+                     tf(hw::Dtype::Fp8), format_bytes(d.memory), format_bandwidth(d.memory_bandwidth),
+                     d.node.devices, d.node.fabric + " / " + d.node.nic, d.price_usd_per_hour);
+  }
+  o += "(* fp16: the device has no bf16)\n\n";
+  o += fmt::format("{:<16}{:<11}{:>12}{:>10}{:>7}  {}\n", "link", "kind", "bandwidth", "latency", "eff", "what");
+  for (const auto& l : c.links)
+    o += fmt::format("{:<16}{:<11}{:>12}{:>10}{:>7.2f}  {}\n", l.name, l.scale_up ? "scale-up" : "scale-out",
+                     format_bandwidth(l.bandwidth), format_duration(l.latency), l.efficiency, l.display);
+  return o;
+}
+
+std::string catalog_json(const hw::Catalog& c) {
+  ordered_json j;
+  j["devices"] = ordered_json::array();
+  for (const auto& d : c.devices) {
+    ordered_json dj;
+    dj["name"] = d.name;
+    dj["display"] = d.display;
+    dj["vendor"] = d.vendor;
+    ordered_json peak = ordered_json::object();
+    for (const auto& [dt, r] : d.peak) peak[std::string(hw::dtype_name(dt))] = r.v;
+    dj["peak_flops"] = peak;
+    dj["memory_bytes"] = d.memory.v;
+    dj["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth.v;
+    dj["tdp_w"] = d.tdp.v;
+    dj["price_usd_per_hour"] = d.price_usd_per_hour;
+    dj["purchase_usd"] = d.purchase_usd;
+    dj["mtbf_hours"] = d.mtbf_hours;
+    dj["node"] = {{"devices", d.node.devices}, {"fabric", d.node.fabric}, {"nics", d.node.nics}, {"nic", d.node.nic}};
+    dj["efficiency"] = {{"gemm", d.efficiency.gemm}, {"gemm_half_dim", d.efficiency.gemm_half_dim},
+                        {"attention", d.efficiency.attention}, {"memory", d.efficiency.memory},
+                        {"launch_overhead_s", d.efficiency.launch_overhead.v}};
+    dj["sources"] = d.sources;
+    j["devices"].push_back(dj);
+  }
+  j["links"] = ordered_json::array();
+  for (const auto& l : c.links)
+    j["links"].push_back({{"name", l.name}, {"display", l.display}, {"kind", l.scale_up ? "scale-up" : "scale-out"},
+                          {"bandwidth_bytes_per_s", l.bandwidth.v}, {"latency_s", l.latency.v},
+                          {"efficiency", l.efficiency}, {"source", l.source}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace hetsim::report

@@ -1,0 +1,28 @@
+#pragma once
+// Presenting an Estimate: a table for people, a JSON object for programs
+// (keys documented in docs/formats.md#estimate-json).
+
+#include <string>
+
+#include "models/hw/catalog.hpp"
+#include "sim/analytic/estimate.hpp"
+
+namespace hetsim::report {
+
+/// The human-readable summary: plan, step time and its breakdown, throughput, memory verdict
+/// per device type with its breakdown, time and cost to train.
+[[nodiscard]] std::string estimate_text(const Scenario& s, const plan::Plan& p,
+                                        const analytic::Estimate& e);
+
+/// One JSON object (pretty-printed, ending in a newline).
+[[nodiscard]] std::string estimate_json(const Scenario& s, const plan::Plan& p,
+                                        const analytic::Estimate& e);
+
+/// The plan in one line: "dp 16 × pp 8 × tp 8 on h100-sxm5, 1f1b, mb 1 × 96, …".
+[[nodiscard]] std::string plan_summary(const Scenario& s, const plan::Plan& p);
+
+/// The catalogue as a table, or as JSON.
+[[nodiscard]] std::string catalog_text(const hw::Catalog& c);
+[[nodiscard]] std::string catalog_json(const hw::Catalog& c);
+
+}  // namespace hetsim::report

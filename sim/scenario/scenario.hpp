@@ -1,0 +1,43 @@
+#pragma once
+// A validated scenario: the model, how it is trained, the cluster, an optional fixed plan and
+// the cost assumptions. Produced by sim/io's read_scenario; every field already checked.
+
+#include <optional>
+#include <string>
+
+#include "models/hw/catalog.hpp"
+#include "models/hw/device.hpp"
+#include "models/workload/model_spec.hpp"
+#include "models/workload/training.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace hetsim {
+
+/// How money is counted: renting devices by the hour, or owning them.
+struct CostSpec {
+  enum class Mode { Rent, Own } mode = Mode::Rent;
+  double electricity_usd_per_kwh = 0.10;
+  double pue = 1.3;                ///< data-centre power usage effectiveness
+  double amortisation_years = 4;   ///< for Mode::Own: purchase price spread over this
+};
+
+/// Memory assumptions that no datasheet gives (docs/cost-models.md#memory).
+struct MemorySpec {
+  Bytes runtime_reserve{2.0 * kGiB};  ///< CUDA context, allocator pools, library workspaces
+  Bytes comm_buffers{0.5 * kGiB};     ///< NCCL channel buffers
+  double fragmentation = 0.05;        ///< caching-allocator fragmentation
+};
+
+struct Scenario {
+  std::string file;  ///< where it was read from ("" for built in code)
+  std::string name;  ///< [scenario] name, or the file stem
+  workload::ModelSpec model;
+  workload::TrainingSpec training;
+  hw::ClusterSpec cluster;
+  std::optional<plan::Plan> plan;  ///< from [parallel]; absent = for the planner to choose
+  CostSpec cost;
+  MemorySpec memory;
+  std::uint64_t seed = 1;
+};
+
+}  // namespace hetsim
