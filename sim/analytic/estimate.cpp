@@ -137,26 +137,27 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
         const Bytes act{static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden * e};
         const CommGroup g = tp_group(pool, st.tp);
         const bool sp = shape.sequence_parallel;
-        const Duration ag = cost::collective_time(sp ? Collective::AllGather : Collective::AllReduce,
-                                                  act, g).time.total();
-        const Duration rs = sp ? cost::collective_time(Collective::ReduceScatter, act, g).time.total()
-                               : Duration{0};
+        const Duration ag = cost::collective_time(Collective::AllGather, act, g).time.total();
+        const Duration rs = cost::collective_time(Collective::ReduceScatter, act, g).time.total();
+        const Duration ar = cost::collective_time(Collective::AllReduce, act, g).time.total();
         const bool ov = p.overlap_tp_comm;
         // Forward: AG ↔ qkv, RS ↔ attn_out, AG ↔ mlp_up, RS ↔ mlp_down (each hides behind the
-        // GEMM it feeds when overlapped). Backward mirrors it with the data-gradient GEMMs.
+        // GEMM it feeds when overlapped); without sequence parallelism an all-reduce follows
+        // attn_out and mlp_down. Backward mirrors it with the data-gradient GEMMs.
         const char* pairs[4] = {"qkv", "attn_out", m.moe() ? "expert_up" : "mlp_up",
                                 m.moe() ? "expert_down" : "mlp_down"};
-        const Duration comm[4] = {ag, rs, ag, rs};
+        const Duration none{0};
+        const Duration comm[4] = {sp ? ag : none, sp ? rs : ar, sp ? ag : none, sp ? rs : ar};
         Duration fwd_tp{0}, bwd_tp{0};
         for (int k = 0; k < 4; ++k) {
-          if (!sp && (k == 0 || k == 2)) continue;  // all-reduce only after each block
           fwd_tp += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Forward), ov);
           bwd_tp += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Backward) / 2, ov);
         }
         w.tp_comm = (fwd_tp + bwd_tp) * st.layers;
         if (p.recompute == cost::Recompute::Full) w.tp_comm += fwd_tp * st.layers;
-        if (first) w.tp_comm += rs + ag;  // embedding output scattered, gradient gathered
-        if (last) w.tp_comm += ag + rs;   // final norm output gathered for the output GEMM
+        // Vocabulary-parallel embedding output is reduced; the head's input is gathered.
+        if (first) w.tp_comm += sp ? rs + ag : ar;
+        if (last) w.tp_comm += sp ? ag + rs : ar;
       }
 
       // Parameters on one device of this stage.

@@ -492,6 +492,19 @@ void read_memory(TomlReader& r, const TableRef& root, Scenario& s) {
   s.memory.fragmentation = r.number(*t, "fragmentation", 0, 0.9).value_or(s.memory.fragmentation);
 }
 
+void read_reference(TomlReader& r, const TableRef& root, Scenario& s) {
+  auto t = r.table(root, "reference");
+  if (!t) return;
+  r.check_keys(*t, {"step_time_s", "tflops_per_device", "source"});
+  ReferenceSpec ref;
+  ref.step_time_s = r.number(*t, "step_time_s", 0, 1e9).value_or(0);
+  ref.tflops_per_device = r.number(*t, "tflops_per_device", 0, 1e6).value_or(0);
+  ref.source = r.string(*t, "source").value_or("");
+  if (ref.step_time_s <= 0 && !r.failed())
+    r.missing(*t, "step_time_s", "<measured seconds per step>");
+  s.reference = ref;
+}
+
 std::string stem_of(const std::string& file) {
   std::filesystem::path p(file);
   return p.stem().string();
@@ -571,7 +584,7 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
     r.error(r.loc(sw), "sweep", "[sweep] tables are not supported by this version of hetsim",
             "remove [sweep] and run one scenario per value for now");
   r.check_keys(root, {"sweep", "schema", "scenario", "model", "training", "cluster", "parallel", "cost",
-                      "memory"});
+                      "memory", "reference"});
   if (auto schema = r.integer(root, "schema", 1, 1000); schema && *schema != 1)
     r.error(r.loc(r.node(root, "schema")), "schema", "unsupported schema " + std::to_string(*schema),
             "this hetsim reads schema = 1");
@@ -591,6 +604,7 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
   read_cluster(r, root, cat, s);
   read_cost(r, root, s);
   read_memory(r, root, s);
+  read_reference(r, root, s);
   if (r.failed()) return diags;
 
   SourceLoc where{file, 0, 0};

@@ -30,9 +30,16 @@ std::string plan_summary(const Scenario& s, const plan::Plan& p) {
   for (const auto& g : p.groups) {
     if (!out.empty()) out += " + ";
     out += fmt::format("{} × [", g.replicas);
-    for (std::size_t i = 0; i < g.stages.size(); ++i) {
+    // Runs of identical stages print once with their count: "10 × h100 tp8 L6".
+    for (std::size_t i = 0; i < g.stages.size();) {
       const auto& st = g.stages[i];
-      out += fmt::format("{}{} tp{} L{}", i ? " | " : "", s.cluster.pools[st.pool].name, st.tp, st.layers);
+      std::size_t j = i + 1;
+      while (j < g.stages.size() && g.stages[j].pool == st.pool && g.stages[j].tp == st.tp &&
+             g.stages[j].layers == st.layers)
+        ++j;
+      out += fmt::format("{}{}{} tp{} L{}", i ? " | " : "", j - i > 1 ? fmt::format("{} × ", j - i) : "",
+                         s.cluster.pools[st.pool].name, st.tp, st.layers);
+      i = j;
     }
     out += fmt::format("] × {} mb", g.micro_batches);
   }
@@ -84,6 +91,15 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
                      s.cost.mode == CostSpec::Mode::Rent ? "rented for" : "owned, costing",
                      e.cost_to_train_usd, e.energy_kwh / 1000.0);
   }
+  if (s.reference) {
+    const double err = e.step_time.v / s.reference->step_time_s - 1.0;
+    o += fmt::format("\nreference  measured {} per step{}: predicted {:+.1f} %  ({})\n",
+                     format_duration(Duration{s.reference->step_time_s}),
+                     s.reference->tflops_per_device > 0
+                         ? fmt::format(" ({:.1f} TFLOP/s per device)", s.reference->tflops_per_device)
+                         : std::string(),
+                     pct(err), s.reference->source);
+  }
   if (!e.fits) o += "\nverdict    the plan does NOT fit in device memory (see above)\n";
   return o;
 }
@@ -107,6 +123,12 @@ std::string estimate_json(const Scenario& s, const plan::Plan& p, const analytic
   j["cost_to_train_usd"] = e.cost_to_train_usd;
   j["energy_kwh"] = e.energy_kwh;
   j["fits"] = e.fits;
+  if (s.reference) {
+    j["reference"] = {{"step_time_s", s.reference->step_time_s},
+                      {"tflops_per_device", s.reference->tflops_per_device},
+                      {"source", s.reference->source},
+                      {"step_time_error", e.step_time.v / s.reference->step_time_s - 1.0}};
+  }
   j["devices"] = ordered_json::array();
   for (const auto& d : e.device_types) {
     ordered_json dj;

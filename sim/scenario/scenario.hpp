@@ -28,6 +28,14 @@ struct MemorySpec {
   double fragmentation = 0.05;        ///< caching-allocator fragmentation
 };
 
+/// A published or measured result the scenario reproduces ([reference]); reports compare the
+/// prediction with it.
+struct ReferenceSpec {
+  double step_time_s = 0;        ///< 0 = not given
+  double tflops_per_device = 0;  ///< model TFLOP/s per device as the source counts it
+  std::string source;
+};
+
 struct Scenario {
   std::string file;  ///< where it was read from ("" for built in code)
   std::string name;  ///< [scenario] name, or the file stem
@@ -37,6 +45,7 @@ struct Scenario {
   std::optional<plan::Plan> plan;  ///< from [parallel]; absent = for the planner to choose
   CostSpec cost;
   MemorySpec memory;
+  std::optional<ReferenceSpec> reference;
   std::uint64_t seed = 1;
 };
 
