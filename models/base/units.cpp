@@ -65,10 +65,12 @@ std::string case_hint(Dimension d, std::string_view name) {
     return out;
   };
   const std::string want = lower(name);
+  // All case-insensitive matches: "gbps" may mean "GBps" (bytes) or "Gbps" (bits).
   auto scan = [&](const auto& units) -> std::string {
+    std::string out;
     for (const Unit& u : units)
-      if (lower(u.name) == want) return std::string(u.name);
-    return {};
+      if (lower(u.name) == want) out += (out.empty() ? "" : "\" or \"") + std::string(u.name);
+    return out;
   };
   switch (d) {
     case Dimension::Size: return scan(kByteUnits);

@@ -383,12 +383,18 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
   const int pp = as_int(r.integer(*t, "pp", 1, 4096), 1);
   const auto dp_given = r.integer(*t, "dp", 1, 1 << 24);
   if (r.failed()) return std::nullopt;
+  const toml::node* tp_node = r.node(*t, "tp") ? r.node(*t, "tp") : t->table;
+  if (s.model.heads % tp != 0) {
+    r.error(r.loc(tp_node), t->path + ".tp", "tp = " + std::to_string(tp) + " does not divide the model's " +
+            std::to_string(s.model.heads) + " attention heads", "choose tp among the divisors of heads");
+    return std::nullopt;
+  }
   int dp = 0;
   std::vector<int> per_pool;
   for (const auto& pool : s.cluster.pools) {
     const int n = pool.devices();
     if (n % (tp * pp) != 0 && !dp_given) {
-      r.error(where, t->path + ".tp", "pool '" + pool.name + "' has " + std::to_string(n) +
+      r.error(r.loc(tp_node), t->path + ".tp", "pool '" + pool.name + "' has " + std::to_string(n) +
               " devices, not a multiple of tp·pp = " + std::to_string(tp * pp),
               "choose tp and pp whose product divides every pool, give dp, or use [[parallel.replicas]]");
       return std::nullopt;

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# End-to-end checks of the hetsim command line: every bundled scenario, JSON keys, exit codes,
+# and that a failing run leaves no output file. Needs HETSIM (the binary) and SRC (repo root).
+set -u
+pass=0 fail=0
+ok()   { pass=$((pass + 1)); }
+bad()  { fail=$((fail + 1)); echo "FAIL: $*"; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+"$HETSIM" --help >/dev/null && ok || bad "hetsim --help"
+"$HETSIM" estimate --help | grep -q -- "--json" && ok || bad "estimate --help lists --json"
+"$HETSIM" catalog | grep -q "h100-sxm5" && ok || bad "catalog lists h100-sxm5"
+"$HETSIM" catalog --json | grep -q '"peak_flops"' && ok || bad "catalog --json"
+"$HETSIM" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown command exits 2"
+
+for f in "$SRC"/scenarios/*.toml "$SRC"/scenarios/validation/*.toml; do
+  if out=$("$HETSIM" estimate "$f" 2>&1); then
+    echo "$out" | grep -q "step time" && ok || bad "$f: no step time in output"
+  else
+    bad "$f: exit $?: $out"
+  fi
+  json=$("$HETSIM" estimate --json "$f") || { bad "$f --json"; continue; }
+  for key in step_time_s tokens_per_s mfu tflops_per_device time_to_train_s cost_to_train_usd \
+             devices peak_memory_bytes memory_capacity_bytes fits count device; do
+    echo "$json" | grep -q "\"$key\"" || { bad "$f --json lacks $key"; continue 2; }
+  done
+  ok
+done
+
+# Same input, same bytes.
+a=$("$HETSIM" estimate --json "$SRC/scenarios/default.toml"); b=$("$HETSIM" estimate --json "$SRC/scenarios/default.toml")
+[ "$a" = "$b" ] && ok || bad "estimate is not deterministic"
+
+# --output writes the file whole.
+"$HETSIM" estimate --json -o "$tmp/out.json" "$SRC/scenarios/default.toml" && [ -s "$tmp/out.json" ] && ok || bad "--output"
+
+# Bad input: exit 2, the message names file:line:col, no output file.
+printf '[model]\npreset = "tiny"\n[training]\nglobal_batch = 16\nseq_len = 512\n[[cluster.pool]]\ndevice = "h100-sxm"\nnodes = 1\n' > "$tmp/bad.toml"
+err=$("$HETSIM" estimate -o "$tmp/bad.json" "$tmp/bad.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && ok || bad "bad scenario exits $rc, want 2"
+echo "$err" | grep -q "bad.toml:7:10: error: unknown device 'h100-sxm'" && ok || bad "bad scenario message: $err"
+[ ! -e "$tmp/bad.json" ] && ok || bad "bad scenario left an output file"
+"$HETSIM" estimate "$tmp/missing.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "missing file exits 2"
+
+# A plan that does not fit in memory: exit 3, says where, no output file.
+printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 8\nseq_len = 8192\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n[parallel]\ntp = 8\n' > "$tmp/oom.toml"
+err=$("$HETSIM" estimate -o "$tmp/oom.txt" "$tmp/oom.toml" 2>&1); rc=$?
+[ $rc -eq 3 ] && ok || bad "out-of-memory plan exits $rc, want 3"
+echo "$err" | grep -q "does not fit in memory on pool 'h100-sxm5'" && ok || bad "oom message: $err"
+[ ! -e "$tmp/oom.txt" ] && ok || bad "oom plan left an output file"
+
+# No [parallel]: estimate needs a plan.
+printf '[model]\npreset = "tiny"\n[training]\nglobal_batch = 16\nseq_len = 512\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n' > "$tmp/noplan.toml"
+"$HETSIM" estimate "$tmp/noplan.toml" 2>&1 | grep -q "needs a fixed plan" && ok || bad "no plan message"
+
+echo "cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,1 +1,90 @@
+#include "models/cost/collectives.hpp"
+
 #include <gtest/gtest.h>
+
+namespace hetsim::cost {
+namespace {
+
+// 4 ranks, 1 GiB, 100 GB/s, alpha 5 us:
+//   latency 2·3·5us = 30us; bandwidth 2·(3/4)·2^30 B / 1e11 B/s = 16.106 ms
+TEST(RingAllreduce, FourRanksMatchesClosedForm) {
+  auto c = ring_allreduce(Bytes{double(1ull << 30)}, 4, BytesPerSec{1e11}, Duration{5e-6});
+  EXPECT_NEAR(c.total().v, 30e-6 + 0.01610612736, 1e-12);
+  EXPECT_NEAR(c.get("latency").v, 30e-6, 1e-15);
+}
+
+CommGroup node_group(int ranks) {
+  CommGroup g;
+  g.ranks = ranks;
+  g.ranks_per_node = ranks;
+  g.intra = {BytesPerSec{300e9}, Duration{3e-6}};
+  return g;
+}
+
+TEST(Collectives, IntraNodeAllGatherIsOneRingRound) {
+  // 8 ranks, 800 MB gathered: 7·3us + (7/8)·800e6/300e9 = 21us + 2.3333 ms
+  auto c = collective_time(Collective::AllGather, Bytes{800e6}, node_group(8), Algorithm::Ring);
+  EXPECT_NEAR(c.time.total().v, 21e-6 + 7.0 / 8 * 800e6 / 300e9, 1e-12);
+  auto rs = collective_time(Collective::ReduceScatter, Bytes{800e6}, node_group(8), Algorithm::Ring);
+  EXPECT_NEAR(rs.time.total().v, c.time.total().v, 1e-15);
+}
+
+TEST(Collectives, OneRankCostsNothing) {
+  for (auto c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                 Collective::AllToAll, Collective::Broadcast})
+    EXPECT_EQ(collective_time(c, Bytes{1e9}, node_group(1)).time.total().v, 0.0);
+}
+
+CommGroup two_level(int nodes, int per_node) {
+  CommGroup g = node_group(per_node);
+  g.ranks = nodes * per_node;
+  g.inter = {BytesPerSec{50e9}, Duration{10e-6}};
+  return g;
+}
+
+TEST(Collectives, MultiNodeRingIsBoundByTheNodesNics) {
+  // 4 nodes × 8 ranks: ring bus bandwidth min(300, 8·50) = 300 GB/s; 32 ranks, 1 GB:
+  //   2·31·10us + 2·(31/32)·1e9/300e9
+  auto c = collective_time(Collective::AllReduce, Bytes{1e9}, two_level(4, 8), Algorithm::Ring);
+  EXPECT_NEAR(c.time.total().v, 62 * 10e-6 + 2 * 31.0 / 32 * 1e9 / 300e9, 1e-12);
+  // One rank per node: the ring runs at one NIC's 50 GB/s.
+  auto one = collective_time(Collective::AllReduce, Bytes{1e9}, two_level(4, 1), Algorithm::Ring);
+  EXPECT_NEAR(one.time.get("bandwidth").v, 2 * 3.0 / 4 * 1e9 / 50e9, 1e-12);
+}
+
+TEST(Collectives, HierarchicalIsIntraThenInterOnAShard) {
+  // RS + AG inside 8: 2·(7/8)·1e9/300e9 (+14·3us); AR of 1e9/8 across 4 nodes at 50 GB/s:
+  //   2·(3/4)·125e6/50e9 (+6·10us)
+  auto c = collective_time(Collective::AllReduce, Bytes{1e9}, two_level(4, 8), Algorithm::Hierarchical);
+  EXPECT_EQ(c.algorithm, Algorithm::Hierarchical);
+  const double want = 2 * 7.0 / 8 * 1e9 / 300e9 + 14 * 3e-6 + 2 * 0.75 * 125e6 / 50e9 + 6 * 10e-6;
+  EXPECT_NEAR(c.time.total().v, want, 1e-12);
+}
+
+TEST(Collectives, AutoPicksTheFastest) {
+  const CommGroup g = two_level(16, 8);
+  for (double size : {1e3, 1e6, 1e9}) {
+    auto best = collective_time(Collective::AllReduce, Bytes{size}, g, Algorithm::Auto);
+    for (auto a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical})
+      EXPECT_LE(best.time.total().v, collective_time(Collective::AllReduce, Bytes{size}, g, a).time.total().v);
+  }
+  // Small messages over many ranks: the tree's log-depth latency wins.
+  EXPECT_EQ(collective_time(Collective::AllReduce, Bytes{1e3}, g).algorithm, Algorithm::Tree);
+}
+
+TEST(Collectives, SendRecvUsesTheLinkBetweenThePair) {
+  CommGroup same = node_group(2);
+  EXPECT_NEAR(collective_time(Collective::SendRecv, Bytes{3e9}, same).time.total().v, 3e-6 + 0.01, 1e-12);
+  CommGroup apart = two_level(2, 1);
+  EXPECT_NEAR(collective_time(Collective::SendRecv, Bytes{5e9}, apart).time.total().v, 10e-6 + 0.1, 1e-12);
+}
+
+TEST(Collectives, AllToAllCrossNodeShareGoesThroughOwnNic) {
+  // 2 nodes × 4: each rank sends 4/8 of 1 GB off-node at 50 GB/s = 10 ms (intra share 3/8 at
+  // 300 GB/s is faster); 7 steps of 10 us latency.
+  auto c = collective_time(Collective::AllToAll, Bytes{1e9}, two_level(2, 4));
+  EXPECT_NEAR(c.time.total().v, 0.5e9 / 50e9 + 7 * 10e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace hetsim::cost

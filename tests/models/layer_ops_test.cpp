@@ -1,1 +1,79 @@
+#include "models/workload/layer_ops.hpp"
+
 #include <gtest/gtest.h>
+
+namespace hetsim::workload {
+namespace {
+
+ModelSpec gpt(int layers, int h, int heads, int vocab) {
+  ModelSpec m;
+  m.name = "gpt";
+  m.layers = layers; m.hidden = h; m.heads = heads; m.kv_heads = heads; m.ffn_hidden = 4 * h;
+  m.vocab = vocab; m.activation = Activation::Gelu;
+  return m;
+}
+
+const Op& find(const std::vector<Op>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return op;
+  static Op none;
+  ADD_FAILURE() << "no op " << name;
+  return none;
+}
+
+TEST(LayerOps, GemmShapesAndFlopsOfOneRank) {
+  // h = 1024, 16 heads, tp = 2, b = 2, s = 512 -> tokens = 1024
+  // qkv: M 1024, N 3·1024/2 = 1536, K 1024 -> 2·1024·1536·1024 = 3,221,225,472 FLOPs fwd
+  MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
+  const auto ops = layer_ops(gpt(4, 1024, 16, 1000), s);
+  const Op& qkv = find(ops, "qkv");
+  EXPECT_DOUBLE_EQ(qkv.m, 1024);
+  EXPECT_DOUBLE_EQ(qkv.n, 1536);
+  EXPECT_DOUBLE_EQ(qkv.k, 1024);
+  EXPECT_DOUBLE_EQ(qkv.fwd_flops.v, 3221225472.0);
+  EXPECT_DOUBLE_EQ(qkv.bwd_flops.v, 2 * 3221225472.0);
+  // bytes: (M·K + K·N + M·N)·2 = (1048576 + 1572864 + 1572864)·2 = 8,388,608
+  EXPECT_DOUBLE_EQ(qkv.fwd_bytes.v, 8388608.0);
+  const Op& down = find(ops, "mlp_down");
+  EXPECT_DOUBLE_EQ(down.k, 4 * 1024 / 2);
+}
+
+TEST(LayerOps, CausalFusedAttentionExecutesHalfTheModelFlops) {
+  // full: 4·tokens·s·h/t = 4·1024·512·1024/2 = 1,073,741,824; causal fused runs half.
+  MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
+  const Op& attn = find(layer_ops(gpt(4, 1024, 16, 1000), s), "attention");
+  EXPECT_DOUBLE_EQ(attn.model_flops.v, 1073741824.0);
+  EXPECT_DOUBLE_EQ(attn.fwd_flops.v, 1073741824.0 / 2);
+  EXPECT_DOUBLE_EQ(attn.bwd_flops.v, 2.5 * attn.fwd_flops.v);
+  EXPECT_TRUE(attn.selective_recompute);
+}
+
+TEST(ModelFlops, MatchesMegatronFormulaForGpt) {
+  // 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) for the 1.7B row of the Megatron table.
+  const ModelSpec m = gpt(24, 2048, 16, 131072);
+  TrainingSpec t;
+  t.global_batch = 192;
+  t.seq_len = 4096;
+  const double B = 192, s = 4096, l = 24, h = 2048, V = 131072;
+  const double want = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(model_flops_per_step(m, t).v / want, 1.0, 1e-12);
+}
+
+TEST(ModelFlops, MoeCountsTopKExpertsWithoutPadding) {
+  ModelSpec dense = gpt(2, 512, 8, 1000);
+  ModelSpec moe = dense;
+  moe.experts = 8;
+  moe.top_k = 2;
+  moe.capacity_factor = 1.25;
+  TrainingSpec t;
+  t.global_batch = 4;
+  t.seq_len = 256;
+  // MLP per token: 2 GEMMs of 2·h·4h = 16h² fwd; top-2 doubles it; router adds 2·h·E;
+  // per layer, times 2 layers, times 3 for forward + backward.
+  const double tokens = 4 * 256, h = 512;
+  const double extra = 3 * 2 * (tokens * 16 * h * h + tokens * 2 * h * 8);
+  EXPECT_NEAR(model_flops_per_step(moe, t).v - model_flops_per_step(dense, t).v, extra, extra * 1e-9);
+}
+
+}  // namespace
+}  // namespace hetsim::workload

@@ -1,1 +1,87 @@
+#include "models/cost/memory.hpp"
+
 #include <gtest/gtest.h>
+
+namespace hetsim::cost {
+namespace {
+
+// Korthikanti et al.'s model: MHA, GeLU with 4h, dropout, bf16.
+workload::ModelSpec korthikanti(int h, int a) {
+  workload::ModelSpec m;
+  m.layers = 1; m.hidden = h; m.heads = a; m.kv_heads = a; m.ffn_hidden = 4 * h; m.vocab = 1000;
+  m.dropout = true;
+  return m;
+}
+
+TEST(Activations, NoRecomputeWithoutParallelismIs34PlusScores) {
+  // s·b·h·(34 + 5·a·s/h), s 2048, b 1, h 12288, a 96
+  const double s = 2048, b = 1, h = 12288, a = 96;
+  const Bytes got = activation_bytes_per_layer(korthikanti(12288, 96), b, s, 1, false, Recompute::None,
+                                               false, hw::Dtype::Bf16);
+  EXPECT_NEAR(got.v, s * b * h * (34 + 5 * a * s / h), 1.0);
+}
+
+TEST(Activations, TensorParallelWithoutSequenceParallel) {
+  // s·b·h·(10 + 24/t + 5·a·s/(h·t)), t = 8
+  const double s = 2048, b = 2, h = 12288, a = 96, t = 8;
+  const Bytes got = activation_bytes_per_layer(korthikanti(12288, 96), b, s, 8, false, Recompute::None,
+                                               false, hw::Dtype::Bf16);
+  EXPECT_NEAR(got.v, s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), 1.0);
+}
+
+TEST(Activations, SequenceParallelSelectiveAndFull) {
+  const double s = 2048, b = 1, h = 12288, t = 8;
+  const auto m = korthikanti(12288, 96);
+  // selective + SP: s·b·h·34/t
+  EXPECT_NEAR(activation_bytes_per_layer(m, b, s, 8, true, Recompute::Selective, false, hw::Dtype::Bf16).v,
+              s * b * h * 34 / t, 1.0);
+  // full + SP: 2·s·b·h/t (the layer input only)
+  EXPECT_NEAR(activation_bytes_per_layer(m, b, s, 8, true, Recompute::Full, false, hw::Dtype::Bf16).v,
+              2 * s * b * h / t, 1.0);
+}
+
+TEST(Activations, FlashAttentionKeepsOnlyLogSumExp) {
+  // 34·s·b·h/t + 4·a·s·b/t
+  const double s = 4096, b = 1, h = 4096, a = 32, t = 2;
+  EXPECT_NEAR(activation_bytes_per_layer(korthikanti(4096, 32), b, s, 2, true, Recompute::None, true,
+                                         hw::Dtype::Bf16).v,
+              34 * s * b * h / t + 4 * a * s * b / t, 1.0);
+}
+
+TEST(InFlight, SchedulesKeepTheirMicroBatches) {
+  EXPECT_EQ(in_flight_micro_batches(Schedule::GPipe, 0, 4, 16, 1), 16);
+  EXPECT_EQ(in_flight_micro_batches(Schedule::OneFOneB, 0, 4, 16, 1), 4);
+  EXPECT_EQ(in_flight_micro_batches(Schedule::OneFOneB, 3, 4, 16, 1), 1);
+  EXPECT_EQ(in_flight_micro_batches(Schedule::OneFOneB, 0, 8, 2, 1), 2);
+  // Interleaved, first stage: p + (p − 1)/v = 4 + 3/2
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::Interleaved, 0, 4, 16, 2), 5.5);
+}
+
+TEST(StateBytes, MixedPrecisionAdamIs18PerParameter) {
+  const auto sb = state_bytes(hw::Dtype::Bf16, workload::Optimizer::Adam);
+  EXPECT_DOUBLE_EQ(sb.weights + sb.grads + sb.optimizer, 18);
+  const auto f32 = state_bytes(hw::Dtype::Fp32, workload::Optimizer::Adam);
+  EXPECT_DOUBLE_EQ(f32.weights + f32.grads + f32.optimizer, 16);
+}
+
+TEST(DeviceMemory, ZeroStagesShardStateOverDataParallelRanks) {
+  DeviceMemoryInput in;
+  in.params = 1e9;
+  in.state = state_bytes(hw::Dtype::Bf16, workload::Optimizer::Adam);
+  in.dp = 8;
+  // ZeRO 1 (Megatron distributed optimizer): 6 + 12/d bytes per parameter
+  in.zero = 1;
+  EXPECT_DOUBLE_EQ(device_memory(in).total().v, 1e9 * (6 + 12.0 / 8));
+  in.zero = 2;
+  EXPECT_DOUBLE_EQ(device_memory(in).total().v, 1e9 * (2 + 16.0 / 8));
+  in.zero = 3;
+  EXPECT_DOUBLE_EQ(device_memory(in).total().v, 1e9 * 18.0 / 8);
+  in.zero = 0;
+  in.fragmentation = 0.1;
+  in.runtime_reserve = Bytes{1e9};
+  // 18 GB state, +10 % fragmentation, + 1 GB reserve
+  EXPECT_DOUBLE_EQ(device_memory(in).total().v, 18e9 * 1.1 + 1e9);
+}
+
+}  // namespace
+}  // namespace hetsim::cost

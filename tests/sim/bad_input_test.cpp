@@ -1,1 +1,124 @@
+// Every kind of bad scenario gets one clear message with file:line:col and the key path.
+
 #include <gtest/gtest.h>
+
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  const char* where;  ///< "file:line:col" (or "file:line") expected at the start of a message
+  const char* says;   ///< a phrase the message must contain
+  const char* hint;   ///< a phrase the hint must contain ("" = any)
+};
+
+std::string base_with(const std::string& model, const std::string& training, const std::string& cluster,
+                      const std::string& parallel) {
+  return "[model]\n" + model + "[training]\n" + training + cluster + "[parallel]\n" + parallel;
+}
+
+const std::string kModel = "preset = \"tiny\"\n";                                   // lines 2
+const std::string kTraining = "global_batch = 16\nseq_len = 512\n";                 // lines 4-5
+const std::string kCluster = "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n";  // lines 6-8
+const std::string kParallel = "tp = 2\npp = 2\ndp = 4\n";                            // lines 10-12
+
+std::vector<BadCase> cases() {
+  return {
+      {"toml_syntax", "[model\npreset = \"tiny\"\n", "bad.toml:1:", "TOML syntax", ""},
+      {"unknown_top_key", "schema = 1\nmodle = 3\n" + base_with(kModel, kTraining, kCluster, kParallel),
+       "bad.toml:2:1", "unknown key 'modle'", "did you mean 'model'"},
+      {"unknown_model_key", base_with(kModel + "hiden = 64\n", kTraining, kCluster, kParallel),
+       "bad.toml:3:1", "unknown key 'hiden' in [model]", "did you mean 'hidden'"},
+      {"unknown_preset", base_with("preset = \"llama3-7b\"\n", kTraining, kCluster, kParallel),
+       "bad.toml:2:10", "unknown model preset 'llama3-7b'", "did you mean 'llama3-8b'"},
+      {"unknown_device", base_with(kModel, kTraining, "[[cluster.pool]]\ndevice = \"h100-sxm\"\nnodes = 2\n", kParallel),
+       "bad.toml:7:10", "unknown device 'h100-sxm'", "did you mean"},
+      {"wrong_type_integer", base_with(kModel, "global_batch = \"16\"\nseq_len = 512\n", kCluster, kParallel),
+       "bad.toml:4:16", "expected an integer, got a string", "plain integers"},
+      {"wrong_type_bool", base_with(kModel, kTraining + "flash_attention = 1\n", kCluster, kParallel),
+       "bad.toml:6:19", "expected true or false", ""},
+      {"bad_unit", base_with(kModel, kTraining, kCluster + "[cluster.network]\nnic_bandwidth = \"400GBs\"\n", kParallel),
+       "bad.toml:10:17", "unknown unit \"GBs\"", "GB/s"},
+      {"bare_number_for_quantity", base_with(kModel, kTraining, kCluster + "[cluster.network]\nnic_bandwidth = 400\n", kParallel),
+       "bad.toml:10:17", "expected a bandwidth with a unit, got an integer", "Gbps"},
+      {"unknown_choice", base_with(kModel, "global_batch = 16\nseq_len = 512\nprecision = \"bf61\"\n", kCluster, kParallel),
+       "bad.toml:6:13", "unknown precision \"bf61\"", "did you mean \"bf16\""},
+      {"tp_not_dividing_heads", base_with(kModel, kTraining, kCluster, "tp = 3\npp = 1\n"),
+       "bad.toml:10:6", "tp = 3 does not divide the model's 8 attention heads", "divisors"},
+      {"tp_pp_dp_mismatch", base_with(kModel, kTraining, kCluster, "tp = 2\npp = 2\ndp = 3\n"),
+       "bad.toml:12:6", "tp·pp·dp = 2·2·3 = 12 does not match the cluster's 16 devices", "dp = 4"},
+      {"batch_not_divisible", base_with(kModel, "global_batch = 10\nseq_len = 512\n", kCluster, kParallel + "micro_batch = 2\n"),
+       "bad.toml:13:15", "global_batch (10) is not divisible into micro-batches of 2 over dp = 4", ""},
+      {"pp_not_dividing_layers", base_with(kModel, kTraining, kCluster, "tp = 2\npp = 8\n"),
+       "bad.toml:11:6", "pp = 8 does not divide the model's 4 layers", "[[parallel.replicas]]"},
+      {"tp_larger_than_node", base_with(kModel, "global_batch = 16\nseq_len = 512\n",
+                                        "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\ndevices_per_node = 4\n",
+                                        "tp = 8\npp = 1\n"),
+       "bad.toml:", "does not fit inside a node", "devices_per_node"},
+      {"precision_unsupported", base_with(kModel, "global_batch = 16\nseq_len = 512\nprecision = \"fp8\"\n",
+                                          "[[cluster.pool]]\ndevice = \"a100-sxm4-80gb\"\nnodes = 2\n", kParallel),
+       "bad.toml:", "has no fp8 support", "bf16"},
+      {"missing_required", "[model]\npreset = \"tiny\"\n[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n",
+       "bad.toml:", "missing key 'training'", ""},
+      {"out_of_range", base_with(kModel, kTraining, kCluster, kParallel + "zero = 4\n"),
+       "bad.toml:13:8", "zero = 4 is out of range", "0 to 3"},
+      {"stages_do_not_cover_layers",
+       base_with(kModel, kTraining, kCluster, "[[parallel.replicas]]\ncount = 4\nstages = [{tp = 2, layers = 1}, {tp = 2, layers = 2}]\n"),
+       "bad.toml:12:10", "the stages cover 3 layers but the model has 4", ""},
+      {"unknown_pool_in_stage",
+       base_with(kModel, kTraining, kCluster, "[[parallel.replicas]]\ncount = 4\nstages = [{pool = \"h100\", tp = 2, layers = 4}]\n"),
+       "bad.toml:12:19", "unknown pool 'h100'", "did you mean 'h100-sxm5'"},
+      {"too_many_devices",
+       base_with(kModel, "global_batch = 16\nseq_len = 512\n", kCluster, "[[parallel.replicas]]\ncount = 4\nstages = [{tp = 8, layers = 4}]\n"),
+       "bad.toml:", "the plan needs 32 devices of pool 'h100-sxm5' but it has 16", ""},
+      {"unknown_link", base_with(kModel, kTraining, kCluster + "[cluster.network]\nnic = \"ib-ndr400\"\n", kParallel),
+       "bad.toml:10:7", "unknown link 'ib-ndr400'", "did you mean 'ib-ndr-400'"},
+      {"heads_not_dividing_hidden", base_with("preset = \"tiny\"\nheads = 7\n", kTraining, kCluster, kParallel),
+       "bad.toml:", "hidden (256) is not divisible by heads (7)", ""},
+      {"sweep_not_supported", base_with(kModel, kTraining, kCluster, kParallel) + "[sweep]\n\"cluster.pool.0.nodes\" = [1, 2]\n",
+       "bad.toml:13:1", "[sweep] tables are not supported", ""},
+      {"virtual_stages_without_interleaving", base_with(kModel, kTraining, kCluster, kParallel + "virtual_stages = 2\n"),
+       "bad.toml:13:18", "virtual_stages applies to the interleaved schedule only", ""},
+  };
+}
+
+class BadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadInput, GetsOneClearLocatedMessage) {
+  const BadCase& c = GetParam();
+  auto s = test::parse(c.text, "bad.toml");
+  ASSERT_FALSE(s.ok()) << c.name << " was accepted";
+  const std::string all = test::all_errors(s.errors());
+  bool found = false;
+  for (const auto& d : s.errors()) {
+    const std::string line = to_string(d);
+    if (line.rfind(c.where, 0) == 0 && line.find(c.says) != std::string::npos &&
+        d.hint.find(c.hint) != std::string::npos)
+      found = true;
+  }
+  EXPECT_TRUE(found) << "want " << c.where << " … " << c.says << " (hint: " << c.hint << ")\ngot:\n" << all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, BadInput, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(BadInputCount, AtLeastFifteenDistinctCases) { EXPECT_GE(cases().size(), 15u); }
+
+TEST(BadInputAll, SeveralProblemsAreAllReported) {
+  auto s = test::parse("[model]\npreset = \"tiny\"\nlayerz = 3\n[training]\nglobal_batch = \"x\"\nseq_len = 512\n"
+                       "[[cluster.pool]]\ndevice = \"h100\"\nnodes = 1\n", "bad.toml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_GE(s.errors().size(), 3u) << test::all_errors(s.errors());
+}
+
+TEST(BadInputFile, MissingFileSaysSo) {
+  auto s = io::read_scenario("/nonexistent/x.toml", test::catalog());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(to_string(s.errors()[0]).find("cannot open scenario file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetsim

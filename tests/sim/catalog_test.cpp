@@ -1,1 +1,64 @@
 #include <gtest/gtest.h>
+
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+TEST(Catalog, HasEveryRequiredDevice) {
+  const auto& cat = test::catalog();
+  for (const char* name : {"v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-80gb",
+                           "h100-sxm5", "h100-pcie", "h200-sxm", "b200", "l40s", "mi250x", "mi300x",
+                           "tpu-v4", "tpu-v5e", "tpu-v5p", "gaudi2", "gaudi3"})
+    EXPECT_NE(cat.find_device(name), nullptr) << name;
+}
+
+TEST(Catalog, HasEveryRequiredLink) {
+  const auto& cat = test::catalog();
+  for (const char* name : {"nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "xgmi-mi250x",
+                           "xgmi-mi300x", "ici-v4", "ici-v5p", "ib-hdr-200", "ib-ndr-400",
+                           "roce-100", "roce-200", "roce-400"})
+    EXPECT_NE(cat.find_link(name), nullptr) << name;
+}
+
+TEST(Catalog, EveryDeviceIsCompleteAndSourced) {
+  const auto& cat = test::catalog();
+  for (const auto& d : cat.devices) {
+    SCOPED_TRACE(d.name);
+    EXPECT_TRUE(d.peak_for(hw::Dtype::Bf16) || d.peak_for(hw::Dtype::Fp16));
+    EXPECT_GT(d.memory.v, 0);
+    EXPECT_GT(d.memory_bandwidth.v, 0);
+    EXPECT_GT(d.tdp.v, 0);
+    EXPECT_GT(d.price_usd_per_hour, 0);
+    EXPECT_NE(cat.find_link(d.node.fabric), nullptr) << d.node.fabric;
+    EXPECT_NE(cat.find_link(d.node.nic), nullptr) << d.node.nic;
+    EXPECT_TRUE(d.sources.count("peak")) << "no source for the peak rates";
+    EXPECT_GT(d.efficiency.gemm, 0.3);
+    EXPECT_LE(d.efficiency.gemm, 1.0);
+  }
+  for (const auto& l : cat.links) {
+    EXPECT_GT(l.bandwidth.v, 0) << l.name;
+    EXPECT_FALSE(l.source.empty()) << l.name;
+  }
+}
+
+TEST(Catalog, H100FiguresMatchTheDatasheet) {
+  const auto* d = test::catalog().find_device("h100-sxm5");
+  ASSERT_NE(d, nullptr);
+  EXPECT_DOUBLE_EQ(d->peak_for(hw::Dtype::Bf16)->v, 989e12);
+  EXPECT_DOUBLE_EQ(d->peak_for(hw::Dtype::Fp8)->v, 1979e12);
+  EXPECT_DOUBLE_EQ(d->memory.v, 80 * kGiB);
+  EXPECT_DOUBLE_EQ(d->memory_bandwidth.v, 3.35e12);
+  EXPECT_EQ(d->node.devices, 8);
+  EXPECT_FALSE(test::catalog().find_device("v100-sxm2-32gb")->peak_for(hw::Dtype::Bf16).has_value());
+}
+
+TEST(Catalog, BrokenCatalogTextIsReported) {
+  hw::Catalog cat;
+  auto d = io::read_catalog_text("[[device]]\nname = \"x\"\nmemory = 80\n", "extra.toml", cat);
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(test::all_errors(d).find("extra.toml:3:10"), std::string::npos) << test::all_errors(d);
+}
+
+}  // namespace
+}  // namespace hetsim

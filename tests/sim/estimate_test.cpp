@@ -1,1 +1,139 @@
+#include "sim/analytic/estimate.hpp"
+
 #include <gtest/gtest.h>
+
+#include "models/cost/compute.hpp"
+#include "sim/report/estimate_report.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+Scenario load(const std::string& text) {
+  auto s = test::parse(text);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
+  return s.ok() ? *s : Scenario{};
+}
+
+// One pool of 8 H100 in one node, tp 1, pp 4, dp 1, no TP/DP communication:
+// 1F1B step = (m + p − 1)·(t_f + t_b) + pp comm + optimizer; the bubble is (p − 1)·(t_f + t_b).
+TEST(Estimate, UniformOneFOneBMatchesTheClosedForm) {
+  const std::string text =
+      "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 16\nseq_len = 512\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 4\n"
+      "[parallel]\ntp = 1\npp = 4\ndp = 1\nmicro_batch = 1\nschedule = \"1f1b\"\n";
+  const Scenario s = load(text);
+  ASSERT_TRUE(s.plan);
+  const auto e = analytic::estimate(s, *s.plan);
+  ASSERT_EQ(e.stages.size(), 4u);
+  // Interior stages are identical: c = fwd + bwd + pp; first/last differ by embedding/head.
+  // Take the closed form over the real per-stage times: T = m·max c + Σc − max c.
+  double cmax = 0, csum = 0;
+  for (const auto& st : e.stages) {
+    const double c = st.per_micro_batch.total().v;
+    cmax = std::max(cmax, c);
+    csum += c;
+  }
+  const int m = 16;
+  EXPECT_NEAR(e.step.get("pipeline bubble").v + e.step.get("compute").v + e.step.get("pp comm").v +
+                  e.step.get("recompute").v + e.step.get("tp comm").v,
+              m * cmax + csum - cmax, 1e-12);
+  // With equal stages the bubble is exactly (p − 1)·c: check against an all-interior bound.
+  EXPECT_NEAR(e.step.get("pipeline bubble").v, csum - cmax, 1e-12);
+  EXPECT_EQ(e.step.get("dp comm").v, 0.0);  // one replica: nothing to synchronise
+}
+
+TEST(Estimate, InterleavingShrinksTheBubbleByV) {
+  const std::string base =
+      "[model]\npreset = \"tiny\"\nlayers = 8\n[training]\nglobal_batch = 16\nseq_len = 512\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 4\n"
+      "[parallel]\ntp = 1\npp = 4\nmicro_batch = 1\n";
+  const Scenario plain = load(base + "schedule = \"1f1b\"\n");
+  const Scenario inter = load(base + "schedule = \"interleaved\"\nvirtual_stages = 2\n");
+  const auto a = analytic::estimate(plain, *plain.plan);
+  const auto b = analytic::estimate(inter, *inter.plan);
+  // Bubble (Σc − max c)/v; the per-stage c grows only by the extra p2p messages.
+  EXPECT_LT(b.step.get("pipeline bubble").v, 0.6 * a.step.get("pipeline bubble").v);
+  EXPECT_GT(b.step.get("pipeline bubble").v, 0.4 * a.step.get("pipeline bubble").v);
+}
+
+TEST(Estimate, GPipeKeepsAllMicroBatchesInMemory) {
+  const std::string base =
+      "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 32\nseq_len = 512\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 2\n"
+      "[parallel]\ntp = 1\npp = 2\nmicro_batch = 1\n";
+  const Scenario g = load(base + "schedule = \"gpipe\"\n");
+  const Scenario o = load(base + "schedule = \"1f1b\"\n");
+  const auto eg = analytic::estimate(g, *g.plan);
+  const auto eo = analytic::estimate(o, *o.plan);
+  EXPECT_DOUBLE_EQ(eg.stages[0].in_flight, 32);
+  EXPECT_DOUBLE_EQ(eo.stages[0].in_flight, 2);
+  EXPECT_NEAR(eg.step_time.v, eo.step_time.v, 1e-12);  // same time, more memory
+  EXPECT_GT(eg.stages[0].memory.get("activations").v, 15 * eo.stages[0].memory.get("activations").v);
+}
+
+TEST(Estimate, MfuAndThroughputAreConsistent) {
+  const Scenario s = load(test::minimal());
+  const auto e = analytic::estimate(s, *s.plan);
+  EXPECT_NEAR(e.tokens_per_s, 16.0 * 512 / e.step_time.v, 1e-6);
+  EXPECT_NEAR(e.mfu, e.flops_per_device.v / 989e12, 1e-12);
+  EXPECT_GT(e.mfu, 0.0);
+  EXPECT_LT(e.mfu, 1.0);
+  EXPECT_TRUE(e.fits);
+  EXPECT_EQ(e.devices, 16);
+}
+
+TEST(Estimate, TimeAndCostToTrain) {
+  const Scenario s = load(test::minimal() + "[cost]\n[cost.price_usd_per_hour]\n\"h100-sxm5\" = 2.0\n");
+  Scenario t = s;
+  t.training.tokens = 1e9;
+  const auto e = analytic::estimate(t, *t.plan);
+  const double seconds = 1e9 / e.tokens_per_s;
+  EXPECT_NEAR(e.time_to_train.v, seconds, 1e-6 * seconds);
+  // 16 devices · $2/h
+  EXPECT_NEAR(e.cost_to_train_usd, 16 * 2.0 * seconds / 3600, 1e-6);
+}
+
+TEST(Estimate, OutOfMemoryPlanIsFlagged) {
+  const std::string text =
+      "[model]\npreset = \"llama3-70b\"\n[training]\nglobal_batch = 8\nseq_len = 8192\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 8\npp = 1\n";
+  const Scenario s = load(text);
+  const auto e = analytic::estimate(s, *s.plan);
+  EXPECT_FALSE(e.fits);
+  ASSERT_EQ(e.device_types.size(), 1u);
+  // 70.6 B params / 8 · 18 B ≈ 159 GB of state alone
+  EXPECT_GT(e.device_types[0].peak_memory.v, 150e9);
+  EXPECT_FALSE(e.device_types[0].fits);
+}
+
+TEST(Estimate, FasterReplicasTakingMoreMicroBatchesBalanceTheStep) {
+  auto make = [](int fast_mb) {
+    return "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 64\nseq_len = 1024\nprecision = \"fp16\"\n"
+           "[[cluster.pool]]\nname = \"h\"\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 1\n"
+           "[[cluster.pool]]\nname = \"v\"\ndevice = \"v100-sxm2-32gb\"\nnodes = 1\ndevices_per_node = 1\n"
+           "[parallel]\nmicro_batch = 1\n"
+           "[[parallel.replicas]]\nmicro_batches = " + std::to_string(fast_mb) +
+           "\nstages = [{pool = \"h\", layers = 4}]\n"
+           "[[parallel.replicas]]\nstages = [{pool = \"v\", layers = 4}]\n";
+  };
+  const Scenario even = load(make(32));
+  const Scenario skew = load(make(48));
+  const auto a = analytic::estimate(even, *even.plan);
+  const auto b = analytic::estimate(skew, *skew.plan);
+  EXPECT_LT(b.step_time.v, a.step_time.v);  // the V100 replica no longer holds everyone up
+}
+
+TEST(Estimate, SameInputSameBytes) {
+  const Scenario s = load(test::minimal());
+  const auto a = report::estimate_json(s, *s.plan, analytic::estimate(s, *s.plan));
+  const auto b = report::estimate_json(s, *s.plan, analytic::estimate(s, *s.plan));
+  EXPECT_EQ(a, b);
+  for (const char* key : {"\"step_time_s\"", "\"tokens_per_s\"", "\"mfu\"", "\"tflops_per_device\"",
+                          "\"time_to_train_s\"", "\"cost_to_train_usd\"", "\"peak_memory_bytes\"",
+                          "\"memory_capacity_bytes\"", "\"fits\"", "\"count\"", "\"device\""})
+    EXPECT_NE(a.find(key), std::string::npos) << key;
+}
+
+}  // namespace
+}  // namespace hetsim

@@ -1,1 +1,50 @@
+// The published runs in scenarios/validation/: each estimate is compared with its [reference].
+// docs/validation.md records the figures; this test keeps them from drifting unnoticed.
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "sim/analytic/estimate.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+TEST(Validation, EveryPublishedRunIsEstimatedWithinTheRecordedBand) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(HETSIM_SOURCE_DIR) + "/scenarios/validation")) {
+    if (e.path().extension() != ".toml") continue;
+    SCOPED_TRACE(e.path().filename().string());
+    auto s = io::read_scenario(e.path(), test::catalog());
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    ASSERT_TRUE(s->reference.has_value());
+    const auto est = analytic::estimate(*s, *s->plan);
+    EXPECT_TRUE(est.fits);
+    const double err = est.step_time.v / s->reference->step_time_s - 1.0;
+    // The design target is 10 %; docs/validation.md shows where the model stands today. This
+    // band only catches regressions and gross mistakes (a unit slip gives ×10 or more).
+    EXPECT_LT(std::fabs(err), 0.45) << "predicted " << est.step_time.v << " s vs measured "
+                                    << s->reference->step_time_s << " s";
+    ++n;
+  }
+  EXPECT_GE(n, 10);
+}
+
+TEST(Validation, MegatronTflopsUseTheSameFlopCount) {
+  // Published TFLOP/s × GPUs × step time = the Megatron FLOP count, which hetsim's model FLOPs
+  // reproduce exactly (see ModelFlops.MatchesMegatronFormulaForGpt); so the reference step time
+  // and TFLOP/s in each file agree to the rounding of the step time.
+  for (const auto& e : std::filesystem::directory_iterator(std::string(HETSIM_SOURCE_DIR) + "/scenarios/validation")) {
+    if (e.path().filename().string().rfind("megatron", 0) != 0) continue;
+    auto s = io::read_scenario(e.path(), test::catalog());
+    ASSERT_TRUE(s.ok());
+    const auto est = analytic::estimate(*s, *s->plan);
+    const double implied = est.model_flops_per_step.v / (s->reference->step_time_s * est.devices) / 1e12;
+    EXPECT_NEAR(implied / s->reference->tflops_per_device, 1.0, 2e-3) << e.path();
+  }
+}
+
+}  // namespace
+}  // namespace hetsim
