@@ -85,6 +85,8 @@ std::vector<BadCase> cases() {
   };
 }
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 class BadInput : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadInput, GetsOneClearLocatedMessage) {
@@ -103,7 +105,7 @@ TEST_P(BadInput, GetsOneClearLocatedMessage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, BadInput, ::testing::ValuesIn(cases()),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(BadInputCount, AtLeastFifteenDistinctCases) { EXPECT_GE(cases().size(), 15u); }
 
