@@ -201,6 +201,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
     }
     const double mb = grp.micro_batches;
     const Duration pipe = cmax * mb + (csum - cmax) / v;
+    est.groups.push_back({grp.replicas, grp.micro_batches, pipe});
     if (pipe >= pipe_max) {
       pipe_max = pipe;
       const StageWork& w = work[bottleneck];

@@ -37,6 +37,14 @@ struct DeviceEstimate {
   std::string worst_stage;       ///< "group 0 stage 3"
 };
 
+/// One group of identical replicas: how long its pipeline takes per step. In a heterogeneous
+/// plan the slowest group sets the step; the others wait at the gradient sync.
+struct GroupEstimate {
+  int replicas = 0;
+  int micro_batches = 0;
+  Duration pipeline;  ///< forward + backward of all its micro-batches, bubble included
+};
+
 struct Estimate {
   Duration step_time;
   cost::TimeBreakdown step;  ///< "compute", "recompute", "tp comm", "pp comm", "pipeline bubble",
@@ -54,6 +62,7 @@ struct Estimate {
   bool fits = true;
   std::vector<DeviceEstimate> device_types;
   std::vector<StageEstimate> stages;
+  std::vector<GroupEstimate> groups;
 };
 
 /// Estimates `p` for scenario `s`. Requires: p was validated against s (sim/io does this).

@@ -1,5 +1,7 @@
 #include "sim/io/catalog_reader.hpp"
 
+#include <algorithm>
+
 #include "models/base/nearest.hpp"
 #include "sim/io/detail/catalog_data.hpp"
 #include "sim/io/detail/hw_tables.hpp"
@@ -102,16 +104,16 @@ Diagnostics read_catalog_text(std::string_view text, const std::string& file, hw
   detail::TomlReader r(file, diags);
   const detail::TableRef root{&*tbl, ""};
   r.check_keys(root, {"link", "device"});
+  // A later definition of the same name replaces the earlier one.
+  auto upsert = [](auto& list, auto item) {
+    auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.name == item.name; });
+    if (it != list.end()) *it = std::move(item);
+    else list.push_back(std::move(item));
+  };
   for (const auto& lt : r.table_array(root, "link"))
-    if (auto l = detail::read_link(r, lt)) {
-      if (auto* old = const_cast<hw::LinkSpec*>(into.find_link(l->name))) *old = *l;
-      else into.links.push_back(*l);
-    }
+    if (auto l = detail::read_link(r, lt)) upsert(into.links, *l);
   for (const auto& dt : r.table_array(root, "device"))
-    if (auto d = detail::read_device(r, dt, &into)) {
-      if (auto* old = const_cast<hw::DeviceSpec*>(into.find_device(d->name))) *old = *d;
-      else into.devices.push_back(*d);
-    }
+    if (auto d = detail::read_device(r, dt, &into)) upsert(into.devices, *d);
   return diags;
 }
 

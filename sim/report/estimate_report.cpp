@@ -64,6 +64,12 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
     if (d.v <= 0) continue;
     o += fmt::format("  {:<18}{:>12}  {:5.1f} %\n", name, format_duration(d), pct(d / e.step_time));
   }
+  if (e.groups.size() > 1) {
+    o += "\nreplica groups (the slowest sets the step; the others wait)\n";
+    for (std::size_t g = 0; g < e.groups.size(); ++g)
+      o += fmt::format("  group {}: {} replica(s) × {} micro-batches: pipeline {}\n", g, e.groups[g].replicas,
+                       e.groups[g].micro_batches, format_duration(e.groups[g].pipeline));
+  }
   o += fmt::format("\nthroughput {:.4g} tokens/s, {:.1f} TFLOP/s per device (model FLOPs), MFU {:.1f} %\n",
                    e.tokens_per_s, e.flops_per_device.v / 1e12, pct(e.mfu));
   o += fmt::format("bubble     {:.1f} % of the step\n\n", pct(e.bubble_fraction));
@@ -143,6 +149,10 @@ std::string estimate_json(const Scenario& s, const plan::Plan& p, const analytic
     dj["worst_stage"] = d.worst_stage;
     j["devices"].push_back(dj);
   }
+  j["groups"] = ordered_json::array();
+  for (const auto& g : e.groups)
+    j["groups"].push_back({{"replicas", g.replicas}, {"micro_batches", g.micro_batches},
+                           {"pipeline_s", g.pipeline.v}});
   j["stages"] = ordered_json::array();
   for (const auto& st : e.stages) {
     ordered_json sj;
