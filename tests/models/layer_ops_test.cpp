@@ -41,7 +41,8 @@ TEST(LayerOps, GemmShapesAndFlopsOfOneRank) {
 TEST(LayerOps, CausalFusedAttentionExecutesHalfTheModelFlops) {
   // full: 4·tokens·s·h/t = 4·1024·512·1024/2 = 1,073,741,824; causal fused runs half.
   MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
-  const Op& attn = find(layer_ops(gpt(4, 1024, 16, 1000), s), "attention");
+  const auto ops = layer_ops(gpt(4, 1024, 16, 1000), s);
+  const Op& attn = find(ops, "attention");
   EXPECT_DOUBLE_EQ(attn.model_flops.v, 1073741824.0);
   EXPECT_DOUBLE_EQ(attn.fwd_flops.v, 1073741824.0 / 2);
   EXPECT_DOUBLE_EQ(attn.bwd_flops.v, 2.5 * attn.fwd_flops.v);
