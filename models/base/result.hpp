@@ -19,7 +19,7 @@ struct SourceLoc {
   std::uint32_t col = 0;
 };
 
-/// One problem, printed as "file:line:col: error: message (key)\n  hint: hint".
+/// One problem, printed as "file:line:col: error: message [key]\n  hint: hint".
 struct Diagnostic {
   SourceLoc where;
   std::string key;  ///< dotted key path, e.g. "cluster.pool[1].device"; may be empty

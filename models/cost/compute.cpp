@@ -30,7 +30,10 @@ Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op&
   hw::Dtype fmt = dtype;
   using workload::OpKind;
   switch (op.kind) {
-    case OpKind::Gemm: eff = gemm_efficiency(dev, op.m, op.n, op.k); break;
+    case OpKind::Gemm:
+      eff = gemm_efficiency(dev, op.m, op.n, op.k);
+      if (op.keep_16bit && fmt == hw::Dtype::Fp8) fmt = hw::Dtype::Bf16;
+      break;
     case OpKind::Attention:
       eff = dev.efficiency.attention;
       if (fmt == hw::Dtype::Fp8) fmt = hw::Dtype::Bf16;

@@ -24,8 +24,9 @@ Op gemm(std::string name, double m, double n, double k, double elem_bytes, int c
 }
 
 // A memory-bound op over `elems` elements: forward reads `reads` and writes `writes` tensors
-// of that size; backward reads one more (the incoming gradient) and writes `writes` + reads
-// gradients. `flops_per_elem` counts the arithmetic (small; it matters only for the roofline).
+// of that size; backward reads the saved inputs and the incoming gradient and writes one
+// gradient per input: (2·reads + 1) tensors. `flops_per_elem` counts the arithmetic (small; it
+// matters only for the roofline).
 Op streaming(std::string name, OpKind kind, double elems, double elem_bytes, int reads, int writes,
              double flops_per_elem) {
   Op op;
@@ -148,8 +149,10 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, e, 1, 1, 5));
   // The output projection stays in bf16 even in fp8 training (Transformer Engine keeps the
   // first and last layers in higher precision).
-  ops.push_back(gemm("output", tokens, m.vocab / t, m.hidden,
-                     hw::dtype_bytes(s.dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : s.dtype)));
+  Op output = gemm("output", tokens, m.vocab / t, m.hidden,
+                   hw::dtype_bytes(s.dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : s.dtype));
+  output.keep_16bit = true;
+  ops.push_back(output);
   // Softmax cross-entropy over fp32 logits, vocabulary-parallel.
   ops.push_back(streaming("loss", OpKind::Loss, tokens * m.vocab / t, 4, 1, 1, 5));
   return ops;

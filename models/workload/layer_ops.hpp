@@ -29,6 +29,7 @@ struct Op {
   int fwd_kernels = 1;
   int bwd_kernels = 1;
   bool selective_recompute = false;  ///< re-run in backward under selective recompute
+  bool keep_16bit = false;  ///< runs in bf16 even in fp8 training (output layer, attention)
 };
 
 /// The shape of the work one TP rank does for one micro-batch.

@@ -163,7 +163,10 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       // Parameters on one device of this stage.
       w.params = (pc.per_layer * st.layers) / st.tp;
       if (first) w.params += pc.embedding / st.tp;
-      if (last) w.params += (m.tied_embeddings ? (pp > 1 ? pc.embedding : 0) : pc.output) / st.tp +
+      // With tied embeddings and pp > 1 the last stage keeps its own copy of the token
+      // embedding (not the position table) for the output layer.
+      const double token_embedding = static_cast<double>(m.vocab) * m.hidden;
+      if (last) w.params += (m.tied_embeddings ? (pp > 1 ? token_embedding : 0) : pc.output) / st.tp +
                            pc.final_norm;
     }
 
@@ -242,8 +245,12 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
         g.ranks_per_node = p.groups.size() == 1 ? k : 1;
         g.intra = fabric_cost(pool);
         g.inter = nic_cost(pool, cl.network);
+        // Members: in every group, the stages that hold any of this stage's layers.
         for (const auto& other : p.groups)
           for (const auto& os : other.stages) {
+            const bool overlaps = os.first_layer < st.first_layer + st.layers &&
+                                  st.first_layer < os.first_layer + os.layers;
+            if (!overlaps) continue;
             g.intra = slower(g.intra, fabric_cost(cl.pools[os.pool]));
             g.inter = slower(g.inter, nic_cost(cl.pools[os.pool], cl.network));
           }
@@ -343,7 +350,11 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
             ? pool.device.price_usd_per_hour
             : pool.device.purchase_usd / (s.cost.amortisation_years * 365.25 * 24) +
                   pool.device.tdp.v * s.cost.pue / 1000.0 * s.cost.electricity_usd_per_kwh;
+    // Rented devices are paid while used; owned ones cost their amortisation (and, idle, no
+    // power) whether the plan uses them or not.
     usd_per_hour += de.count * hourly;
+    if (s.cost.mode == CostSpec::Mode::Own)
+      usd_per_hour += de.idle * pool.device.purchase_usd / (s.cost.amortisation_years * 365.25 * 24);
     est.device_types.push_back(std::move(de));
   }
   const double model_rate = est.model_flops_per_step.v / est.step_time.v;

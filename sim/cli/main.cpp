@@ -1,5 +1,6 @@
 // hetsim: the command-line front end. Thin: parses arguments, calls sim/'s public functions,
-// prints, and decides the exit status (0 ok, 1 environment, 2 bad input, 3 plan does not fit).
+// prints, and decides the exit status (0 ok, 1 environment, 2 bad input — a missing or unreadable
+// scenario file included, since it is the user's argument — 3 plan does not fit).
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -152,7 +152,11 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
   r.check_keys(*t, {"pool", "network", "link"});
   // Inline links first: pools and devices may refer to them.
   for (const auto& lt : r.table_array(*t, "link"))
-    if (auto l = detail::read_link(r, lt)) cat.links.push_back(*l);
+    if (auto l = detail::read_link(r, lt)) {
+      auto it = std::find_if(cat.links.begin(), cat.links.end(), [&](const auto& x) { return x.name == l->name; });
+      if (it != cat.links.end()) *it = *l;  // a scenario's own definition wins
+      else cat.links.push_back(*l);
+    }
 
   // The network's defaults apply to every pool that does not say otherwise.
   const hw::LinkSpec* net_nic = nullptr;
@@ -175,6 +179,9 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
       l.source = "scenario " + r.file();
       custom_nic = l;
     }
+    if (r.node(*n, "nic_latency") && !r.node(*n, "nic_bandwidth"))
+      r.error(r.loc(r.node(*n, "nic_latency")), n->path + ".nic_latency",
+              "nic_latency applies to a custom NIC only", "give nic_bandwidth too, or drop nic_latency");
     if (auto k = r.integer(*n, "nics_per_node", 0, 4096)) net_nics = static_cast<int>(*k);
     if (auto topo = pick<hw::Topology>(r, *n, "topology", {{"fat-tree", hw::Topology::FatTree},
                                                            {"rail-optimized", hw::Topology::RailOptimized},
@@ -201,7 +208,6 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
       auto d = detail::read_device(r, {dev->as_table(), pt.path + ".device"}, &cat);
       if (!d) continue;
       pool.device = *d;
-      cat.devices.push_back(*d);
     } else if (auto name = r.string(pt, "device")) {
       const hw::DeviceSpec* d = cat.find_device(*name);
       if (d == nullptr) {
@@ -611,6 +617,12 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
   read_cost(r, root, s);
   read_memory(r, root, s);
   read_reference(r, root, s);
+  if (!r.failed() && s.model.positions == workload::Positions::Learned &&
+      s.training.seq_len > s.model.max_positions)
+    r.error(r.loc(r.node(root, "training")), "training.seq_len",
+            "seq_len " + std::to_string(s.training.seq_len) + " exceeds the model's " +
+                std::to_string(s.model.max_positions) + " learned positions",
+            "shorten seq_len or raise model.max_positions");
   if (r.failed()) return diags;
 
   SourceLoc where{file, 0, 0};

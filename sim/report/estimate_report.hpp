@@ -18,7 +18,8 @@ namespace hetsim::report {
 [[nodiscard]] std::string estimate_json(const Scenario& s, const plan::Plan& p,
                                         const analytic::Estimate& e);
 
-/// The plan in one line: "dp 16 × pp 8 × tp 8 on h100-sxm5, 1f1b, mb 1 × 96, …".
+/// The plan in one line: "16 × [8 × h100-sxm5 tp8 L12] × 96 mb; micro_batch 1, 1f1b, …"
+/// (replica groups, runs of identical stages, micro-batches per replica, then the settings).
 [[nodiscard]] std::string plan_summary(const Scenario& s, const plan::Plan& p);
 
 /// The catalogue as a table, or as JSON.

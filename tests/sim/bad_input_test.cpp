@@ -80,6 +80,11 @@ std::vector<BadCase> cases() {
        "bad.toml:", "hidden (256) is not divisible by heads (7)", ""},
       {"sweep_not_supported", base_with(kModel, kTraining, kCluster, kParallel) + "[sweep]\n\"cluster.pool.0.nodes\" = [1, 2]\n",
        "bad.toml:13:1", "[sweep] tables are not supported", ""},
+      {"seq_len_beyond_learned_positions",
+       base_with("preset = \"gpt3-175b\"\nlayers = 8\n", "global_batch = 16\nseq_len = 4096\n", kCluster, "tp = 8\npp = 1\n"),
+       "bad.toml:", "seq_len 4096 exceeds the model's 2048 learned positions", "max_positions"},
+      {"nic_latency_without_custom_nic", base_with(kModel, kTraining, kCluster + "[cluster.network]\nnic_latency = \"2us\"\n", kParallel),
+       "bad.toml:10:15", "nic_latency applies to a custom NIC only", "nic_bandwidth"},
       {"virtual_stages_without_interleaving", base_with(kModel, kTraining, kCluster, kParallel + "virtual_stages = 2\n"),
        "bad.toml:13:18", "virtual_stages applies to the interleaved schedule only", ""},
   };

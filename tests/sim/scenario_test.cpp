@@ -94,6 +94,13 @@ TEST(Scenario, InlineDeviceAndLink) {
   EXPECT_EQ(s->plan->replicas(), 2);
 }
 
+TEST(Scenario, InlineLinkReplacesTheCatalogueEntryOfTheSameName) {
+  auto s = test::parse(test::minimal() +
+                       "[[cluster.link]]\nname = \"nvlink4\"\nkind = \"scale-up\"\nbandwidth = \"100GB/s\"\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  EXPECT_DOUBLE_EQ(s->cluster.pools[0].fabric.bandwidth.v, 100e9);
+}
+
 TEST(Scenario, NetworkAndCostOverrides) {
   auto s = test::parse(test::minimal() +
                        "[cluster.network]\nnic_bandwidth = \"100Gbps\"\nnics_per_node = 2\noversubscription = 2.0\n"
