@@ -53,6 +53,12 @@ if(HETSIM_WITH_CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()
 
+if(HETSIM_WITH_HIP)
+  # Compile-only in this project (Debian ships no AMD runtime libraries beyond HIP itself).
+  find_package(hip CONFIG PATHS /usr/lib/x86_64-linux-gnu/cmake)
+  hetsim_require(hip_FOUND "HIP (./install-deps.sh --hip)" HETSIM_WITH_HIP)
+endif()
+
 if(HETSIM_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
