@@ -1,0 +1,205 @@
+#include "sim/analytic/stage_cost.hpp"
+
+#include <algorithm>
+
+#include "models/cost/collectives.hpp"
+#include "models/cost/compute.hpp"
+#include "models/workload/layer_ops.hpp"
+
+namespace hetsim::analytic {
+namespace {
+
+using cost::Collective;
+using cost::CommGroup;
+using cost::LinkCost;
+using cost::Pass;
+
+LinkCost fabric_cost(const hw::PoolSpec& p) { return {p.fabric.effective(), p.fabric.latency}; }
+
+LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
+  const double eff = p.nic.efficiency / std::max(1.0, net.oversubscription);
+  return {p.nic_bandwidth_per_device() * eff, p.nic.latency};
+}
+
+LinkCost slower(LinkCost a, LinkCost b) {
+  return {a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, max(a.latency, b.latency)};
+}
+
+// Time of the TP collectives around one GEMM, after overlap with that GEMM if enabled.
+Duration tp_exposed(Duration comm, Duration gemm, bool overlap) {
+  if (!overlap) return comm;
+  return Duration{std::max(0.0, (comm - gemm).v)};
+}
+
+Duration op_named(const std::vector<workload::Op>& ops, const hw::DeviceSpec& dev, hw::Dtype dt,
+                  const char* name, Pass pass) {
+  for (const auto& op : ops)
+    if (op.name == name) return cost::op_time(dev, dt, op, pass);
+  return Duration{0};
+}
+
+}  // namespace
+
+std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p) {
+  const auto& m = s.model;
+  const auto& tr = s.training;
+  const auto& cl = s.cluster;
+  const hw::Dtype dt = tr.precision;
+  const double e = dt == hw::Dtype::Fp32 ? 4.0 : 2.0;  // activation bytes on the wire
+  const workload::ParamCount pc = workload::count_params(m);
+  const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer);
+  const int replicas = p.replicas();
+  const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
+
+  std::vector<std::vector<StageCost>> out;
+  for (const auto& grp : p.groups) {
+    const int pp = static_cast<int>(grp.stages.size());
+    std::vector<StageCost> costs(pp);
+    for (int si = 0; si < pp; ++si) {
+      const plan::Stage& st = grp.stages[si];
+      const hw::PoolSpec& pool = cl.pools[st.pool];
+      const hw::DeviceSpec& dev = pool.device;
+      const bool first = si == 0, last = si == pp - 1;
+      workload::MicroBatchShape shape;
+      shape.micro_batch = p.micro_batch;
+      shape.seq_len = tr.seq_len;
+      shape.tp = st.tp;
+      shape.sequence_parallel = p.sequence_parallel && st.tp > 1;
+      shape.dtype = dt;
+      shape.flash_attention = tr.flash_attention;
+      shape.causal = tr.causal;
+      const bool sp = shape.sequence_parallel;
+
+      StageCost& c = costs[si];
+      const auto layer = workload::layer_ops(m, shape);
+      c.layer_fwd = cost::ops_time(dev, dt, layer, Pass::Forward);
+      c.layer_bwd = cost::ops_time(dev, dt, layer, Pass::Backward);
+      if (p.recompute == cost::Recompute::Full) {
+        c.layer_recompute = c.layer_fwd;
+      } else if (p.recompute == cost::Recompute::Selective) {
+        for (const auto& op : layer)
+          if (op.selective_recompute) c.layer_recompute += cost::op_time(dev, dt, op, Pass::Forward);
+      }
+      if (first) {
+        const auto emb = workload::embedding_ops(m, shape);
+        c.edge_fwd += cost::ops_time(dev, dt, emb, Pass::Forward);
+        c.edge_bwd += cost::ops_time(dev, dt, emb, Pass::Backward);
+      }
+      if (last) {
+        const auto head = workload::head_ops(m, shape);
+        c.edge_fwd += cost::ops_time(dev, dt, head, Pass::Forward);
+        c.edge_bwd += cost::ops_time(dev, dt, head, Pass::Backward);
+      }
+
+      // Tensor-parallel collectives: with sequence parallelism, an all-gather before and a
+      // reduce-scatter after each of the attention and MLP blocks, forward and backward
+      // (Korthikanti et al. §4.2.2); without it, one all-reduce after each block. The full
+      // activation of the micro-batch (b·s·h) is the buffer.
+      if (st.tp > 1) {
+        const Bytes act{sbh * e};
+        CommGroup g;
+        g.ranks = st.tp;
+        g.ranks_per_node = st.tp;
+        g.intra = fabric_cost(pool);
+        const Duration ag = cost::collective_time(Collective::AllGather, act, g).time.total();
+        const Duration rs = cost::collective_time(Collective::ReduceScatter, act, g).time.total();
+        const Duration ar = cost::collective_time(Collective::AllReduce, act, g).time.total();
+        const bool ov = p.overlap_tp_comm;
+        // Forward: AG ↔ qkv, RS ↔ attn_out, AG ↔ mlp_up, RS ↔ mlp_down (each hides behind the
+        // GEMM it feeds when overlapped); without sequence parallelism an all-reduce follows
+        // attn_out and mlp_down. Backward mirrors it with the data-gradient GEMMs.
+        const char* pairs[4] = {"qkv", "attn_out", m.moe() ? "expert_up" : "mlp_up",
+                                m.moe() ? "expert_down" : "mlp_down"};
+        const Duration none{0};
+        const Duration comm[4] = {sp ? ag : none, sp ? rs : ar, sp ? ag : none, sp ? rs : ar};
+        for (int k = 0; k < 4; ++k) {
+          c.layer_tp_fwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Forward), ov);
+          c.layer_tp_bwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Backward) / 2, ov);
+        }
+        if (p.recompute == cost::Recompute::Full) c.layer_tp_recompute = c.layer_tp_fwd;
+        // Vocabulary-parallel embedding output is reduced; the head's input is gathered.
+        if (first) c.edge_tp += sp ? rs + ag : ar;
+        if (last) c.edge_tp += sp ? ag + rs : ar;
+      }
+
+      // Parameters on one device of this stage. With tied embeddings and pp > 1 the last stage
+      // keeps its own copy of the token embedding (not the position table).
+      c.params = (pc.per_layer * st.layers) / st.tp;
+      if (first) c.params += pc.embedding / st.tp;
+      const double token_embedding = static_cast<double>(m.vocab) * m.hidden;
+      if (last)
+        c.params += (m.tied_embeddings ? (pp > 1 ? token_embedding : 0) : pc.output) / st.tp + pc.final_norm;
+
+      // Pipeline point-to-point to the next stage: the activation (1/tp of it per rank with
+      // the scatter-gather optimisation). Neighbouring stages share a node only when both
+      // stages' tp × replicas block fits in one node of one pool (Megatron rank order tp, dp,
+      // pp); otherwise the message crosses the NICs.
+      if (!last) {
+        const plan::Stage& nx = grp.stages[si + 1];
+        const hw::PoolSpec& pb = cl.pools[nx.pool];
+        const double scatter = p.sequence_parallel ? std::max(st.tp, nx.tp) : 1;
+        CommGroup g;
+        g.ranks = 2;
+        const bool same_node = st.pool == nx.pool && 2 * st.tp * grp.replicas <= pool.devices_per_node;
+        g.ranks_per_node = same_node ? 2 : 1;
+        g.intra = fabric_cost(pool);
+        g.inter = slower(nic_cost(pool, cl.network), nic_cost(pb, cl.network));
+        c.send_next = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
+      }
+
+      // Data-parallel sync of this stage's parameters. The replicas' copies of its layers form
+      // the DP group; Megatron orders ranks tp, dp, pp, so a node of D devices holds D/tp
+      // replicas of the stage. A mixed group is bounded by its slowest members' links: in
+      // every group, the stages that hold any of these layers.
+      if (replicas > 1) {
+        CommGroup g;
+        g.ranks = replicas;
+        int k = std::max(1, std::min(replicas, pool.devices_per_node / st.tp));
+        while (replicas % k) --k;
+        g.ranks_per_node = p.groups.size() == 1 ? k : 1;
+        g.intra = fabric_cost(pool);
+        g.inter = nic_cost(pool, cl.network);
+        for (const auto& other : p.groups)
+          for (const auto& os : other.stages) {
+            const bool overlaps = os.first_layer < st.first_layer + st.layers &&
+                                  st.first_layer < os.first_layer + os.layers;
+            if (!overlaps) continue;
+            g.intra = slower(g.intra, fabric_cost(cl.pools[os.pool]));
+            g.inter = slower(g.inter, nic_cost(cl.pools[os.pool], cl.network));
+          }
+        const Bytes grads{c.params * sb.grads};
+        const Bytes weights{c.params * sb.weights};
+        if (p.zero == 0) {
+          c.dp_reduce = cost::collective_time(Collective::AllReduce, grads, g, p.grad_sync).time.total();
+        } else {
+          c.dp_reduce = cost::collective_time(Collective::ReduceScatter, grads, g, p.grad_sync).time.total();
+          c.dp_gather = cost::collective_time(Collective::AllGather, weights, g, p.grad_sync).time.total();
+          if (p.zero == 3) c.dp_gather = c.dp_gather * 2;  // gathered again for the backward pass
+        }
+      }
+      const double opt_params = c.params / (p.zero >= 1 ? replicas : 1);
+      c.optimizer = cost::optimizer_time(dev, opt_params, sb.grads + 2 * sb.optimizer + sb.weights);
+
+      // Memory.
+      c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
+                                                         p.recompute, tr.flash_attention, dt);
+      if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
+      if (last)  // bf16 logits and their fp32 copy for the loss
+        c.transient = Bytes{6.0 * p.micro_batch * tr.seq_len * m.vocab / st.tp};
+      if (p.zero == 3)  // two layers' weights gathered ahead of use
+        c.transient = c.transient + Bytes{2 * pc.per_layer / st.tp * sb.weights};
+      c.memory.params = c.params;
+      c.memory.state = sb;
+      c.memory.zero = p.zero;
+      c.memory.dp = replicas;
+      c.memory.transient = c.transient;
+      c.memory.comm_buffers = s.memory.comm_buffers;
+      c.memory.runtime_reserve = s.memory.runtime_reserve;
+      c.memory.fragmentation = s.memory.fragmentation;
+    }
+    out.push_back(std::move(costs));
+  }
+  return out;
+}
+
+}  // namespace hetsim::analytic

@@ -1,0 +1,47 @@
+#pragma once
+// What each pipeline stage of a plan costs, per micro-batch and per transformer layer, so that
+// the closed-form estimate and the schedule (which cuts stages into chunks and micro-batches)
+// use the very same numbers. Formulas: docs/cost-models.md.
+
+#include <vector>
+
+#include "models/cost/memory.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace hetsim::analytic {
+
+/// Costs of one stage of one replica group on one of its devices.
+struct StageCost {
+  // Per micro-batch and per transformer layer:
+  Duration layer_fwd, layer_bwd, layer_recompute;
+  Duration layer_tp_fwd, layer_tp_bwd, layer_tp_recompute;  ///< exposed TP collectives
+  // Per micro-batch, once: the embedding (first stage) and the head (last stage).
+  Duration edge_fwd, edge_bwd;
+  Duration edge_tp;  ///< their TP collectives, forward and backward together
+  /// One activation message to the next stage (its gradient comes back at the same size);
+  /// 0 on the last stage.
+  Duration send_next;
+  double params = 0;    ///< parameters on one device, after TP, before ZeRO
+  Bytes act_per_layer;  ///< activations kept per layer per micro-batch
+  Bytes act_edge;       ///< the embedding output kept on the first stage
+  Bytes transient;      ///< logits (last stage), gathered ZeRO-3 layers
+  Duration dp_reduce;   ///< gradient all-reduce / reduce-scatter for the whole stage, per step
+  Duration dp_gather;   ///< parameter all-gather (ZeRO ≥ 1), per step
+  Duration optimizer;
+  cost::DeviceMemoryInput memory;  ///< state and reserves; activations and in_flight unset
+
+  [[nodiscard]] Duration fwd(int layers) const { return layer_fwd * layers + edge_fwd; }
+  [[nodiscard]] Duration bwd(int layers) const { return layer_bwd * layers + edge_bwd; }
+  [[nodiscard]] Duration recompute(int layers) const { return layer_recompute * layers; }
+  [[nodiscard]] Duration tp(int layers) const {
+    return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + edge_tp;
+  }
+};
+
+/// costs[group][stage] for every stage of the plan. Requires: p validated against s.
+[[nodiscard]] std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p);
+
+/// Megatron-LM's default gradient bucket: 40 M parameters.
+inline constexpr double kBucketParams = 40e6;
+
+}  // namespace hetsim::analytic
