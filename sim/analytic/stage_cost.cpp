@@ -82,13 +82,13 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       }
       if (first) {
         const auto emb = workload::embedding_ops(m, shape);
-        c.edge_fwd += cost::ops_time(dev, dt, emb, Pass::Forward);
-        c.edge_bwd += cost::ops_time(dev, dt, emb, Pass::Backward);
+        c.emb_fwd = cost::ops_time(dev, dt, emb, Pass::Forward);
+        c.emb_bwd = cost::ops_time(dev, dt, emb, Pass::Backward);
       }
       if (last) {
         const auto head = workload::head_ops(m, shape);
-        c.edge_fwd += cost::ops_time(dev, dt, head, Pass::Forward);
-        c.edge_bwd += cost::ops_time(dev, dt, head, Pass::Backward);
+        c.head_fwd = cost::ops_time(dev, dt, head, Pass::Forward);
+        c.head_bwd = cost::ops_time(dev, dt, head, Pass::Backward);
       }
 
       // Tensor-parallel collectives: with sequence parallelism, an all-gather before and a
@@ -118,17 +118,18 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         }
         if (p.recompute == cost::Recompute::Full) c.layer_tp_recompute = c.layer_tp_fwd;
         // Vocabulary-parallel embedding output is reduced; the head's input is gathered.
-        if (first) c.edge_tp += sp ? rs + ag : ar;
-        if (last) c.edge_tp += sp ? ag + rs : ar;
+        if (first) c.emb_tp = sp ? rs + ag : ar;
+        if (last) c.head_tp = sp ? ag + rs : ar;
       }
 
       // Parameters on one device of this stage. With tied embeddings and pp > 1 the last stage
       // keeps its own copy of the token embedding (not the position table).
-      c.params = (pc.per_layer * st.layers) / st.tp;
-      if (first) c.params += pc.embedding / st.tp;
+      c.params_layer = pc.per_layer / st.tp;
+      if (first) c.params_emb = pc.embedding / st.tp;
       const double token_embedding = static_cast<double>(m.vocab) * m.hidden;
       if (last)
-        c.params += (m.tied_embeddings ? (pp > 1 ? token_embedding : 0) : pc.output) / st.tp + pc.final_norm;
+        c.params_head = (m.tied_embeddings ? (pp > 1 ? token_embedding : 0) : pc.output) / st.tp + pc.final_norm;
+      c.params = c.params_layer * st.layers + c.params_emb + c.params_head;
 
       // Pipeline point-to-point to the next stage: the activation (1/tp of it per rank with
       // the scatter-gather optimisation). Neighbouring stages share a node only when both

@@ -15,13 +15,17 @@ struct StageCost {
   // Per micro-batch and per transformer layer:
   Duration layer_fwd, layer_bwd, layer_recompute;
   Duration layer_tp_fwd, layer_tp_bwd, layer_tp_recompute;  ///< exposed TP collectives
-  // Per micro-batch, once: the embedding (first stage) and the head (last stage).
-  Duration edge_fwd, edge_bwd;
-  Duration edge_tp;  ///< their TP collectives, forward and backward together
+  // Per micro-batch, once: the embedding (first stage) and the head (last stage), with their
+  // TP collectives (forward and backward together).
+  Duration emb_fwd, emb_bwd, emb_tp;
+  Duration head_fwd, head_bwd, head_tp;
   /// One activation message to the next stage (its gradient comes back at the same size);
   /// 0 on the last stage.
   Duration send_next;
   double params = 0;    ///< parameters on one device, after TP, before ZeRO
+  double params_layer = 0;  ///< of which each transformer layer holds this many
+  double params_emb = 0;    ///< the embedding (first stage)
+  double params_head = 0;   ///< output layer or tied copy, final norm (last stage)
   Bytes act_per_layer;  ///< activations kept per layer per micro-batch
   Bytes act_edge;       ///< the embedding output kept on the first stage
   Bytes transient;      ///< logits (last stage), gathered ZeRO-3 layers
@@ -30,11 +34,11 @@ struct StageCost {
   Duration optimizer;
   cost::DeviceMemoryInput memory;  ///< state and reserves; activations and in_flight unset
 
-  [[nodiscard]] Duration fwd(int layers) const { return layer_fwd * layers + edge_fwd; }
-  [[nodiscard]] Duration bwd(int layers) const { return layer_bwd * layers + edge_bwd; }
+  [[nodiscard]] Duration fwd(int layers) const { return layer_fwd * layers + emb_fwd + head_fwd; }
+  [[nodiscard]] Duration bwd(int layers) const { return layer_bwd * layers + emb_bwd + head_bwd; }
   [[nodiscard]] Duration recompute(int layers) const { return layer_recompute * layers; }
   [[nodiscard]] Duration tp(int layers) const {
-    return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + edge_tp;
+    return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + emb_tp + head_tp;
   }
 };
 

@@ -9,10 +9,14 @@
 #include <iostream>
 
 #include "sim/analytic/estimate.hpp"
+#include "sim/engine/native_engine.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
+#include "sim/io/plan_json.hpp"
 #include "sim/io/scenario_reader.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/report/simulation_report.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace {
 
@@ -48,41 +52,105 @@ int run_catalog(bool json, const std::string& output) {
   return emit(json ? hetsim::report::catalog_json(*cat) : hetsim::report::catalog_text(*cat), output);
 }
 
-int run_estimate(const std::string& file, bool json, const std::string& output) {
+struct Common {
+  std::string scenario, plan_file, output, save_plan;
+  bool json = false;
+};
+
+// Loads the scenario and the plan to evaluate: --plan if given, else the scenario's [parallel].
+// Prints diagnostics and returns the exit status on failure.
+int load(const Common& c, hetsim::Scenario& sc, hetsim::plan::Plan& plan) {
   auto cat = hetsim::io::builtin_catalog();
   if (!cat) {
     print_diagnostics(cat.errors());
     return kExitEnvironment;
   }
-  auto sc = hetsim::io::read_scenario(file, *cat);
-  if (!sc) {
-    print_diagnostics(sc.errors());
-    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing estimated\n", sc.errors().size(), file);
+  auto r = hetsim::io::read_scenario(c.scenario, *cat);
+  if (!r) {
+    print_diagnostics(r.errors());
+    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), c.scenario);
     return kExitBadInput;
   }
-  if (!sc->plan) {
+  sc = std::move(*r);
+  if (!c.plan_file.empty()) {
+    auto p = hetsim::io::read_plan_json(c.plan_file, sc);
+    if (!p) {
+      print_diagnostics(p.errors());
+      return kExitBadInput;
+    }
+    plan = std::move(*p);
+  } else if (sc.plan) {
+    plan = *sc.plan;
+  } else {
     std::cerr << fmt::format(
         "{}: error: `hetsim estimate` needs a fixed plan\n  hint: add a [parallel] table (tp, pp, dp, "
-        "micro_batch, …; see docs/scenario-format.md)\n",
-        file);
+        "micro_batch, …; see docs/scenario-format.md) or give --plan PLAN.json\n",
+        c.scenario);
     return kExitBadInput;
   }
-  const auto est = hetsim::analytic::estimate(*sc, *sc->plan);
-  const std::string text = json ? hetsim::report::estimate_json(*sc, *sc->plan, est)
-                                : hetsim::report::estimate_text(*sc, *sc->plan, est);
+  return kExitOk;
+}
+
+// Reports a plan that does not fit (exit 3, no output file) or writes the output.
+int finish(const Common& c, const hetsim::Scenario& sc, const hetsim::plan::Plan& plan,
+           const hetsim::analytic::Estimate& est, const std::string& text) {
   if (!est.fits) {
     // Show why, but write no output file: a plan that does not fit is not an answer.
-    std::fwrite(text.data(), 1, text.size(), json ? stderr : stdout);
+    std::fwrite(text.data(), 1, text.size(), c.json ? stderr : stdout);
     for (const auto& d : est.device_types)
       if (!d.fits)
         std::cerr << fmt::format("{}: error: plan does not fit in memory on pool '{}' ({}): needs {} of {} ({})\n",
-                                 file, d.pool, d.device, hetsim::format_bytes(d.peak_memory),
+                                 c.scenario, d.pool, d.device, hetsim::format_bytes(d.peak_memory),
                                  hetsim::format_bytes(d.capacity), d.worst_stage);
     std::cerr << "  hint: more pipeline or tensor parallelism, recompute = \"selective\" or \"full\", "
                  "a higher zero stage, or a smaller micro_batch\n";
     return kExitDoesNotFit;
   }
-  return emit(text, output);
+  if (!c.save_plan.empty()) {
+    auto errs = hetsim::io::write_file_atomic(c.save_plan, hetsim::io::plan_to_json(sc, plan));
+    if (!errs.empty()) {
+      print_diagnostics(errs);
+      return kExitEnvironment;
+    }
+  }
+  return emit(text, c.output);
+}
+
+int run_estimate(const Common& c) {
+  hetsim::Scenario sc;
+  hetsim::plan::Plan plan;
+  if (int rc = load(c, sc, plan)) return rc;
+  const auto est = hetsim::analytic::estimate(sc, plan);
+  const std::string text = c.json ? hetsim::report::estimate_json(sc, plan, est)
+                                  : hetsim::report::estimate_text(sc, plan, est);
+  return finish(c, sc, plan, est, text);
+}
+
+int run_simulate(const Common& c, const std::string& trace_file) {
+  hetsim::Scenario sc;
+  hetsim::plan::Plan plan;
+  if (int rc = load(c, sc, plan)) return rc;
+  hetsim::report::Simulation sim;
+  sim.estimate = hetsim::analytic::estimate(sc, plan);
+  sim.graph = hetsim::schedule::build_schedule(sc, plan);
+  auto trace = hetsim::engine::run_native(sim.graph);
+  if (!trace) {
+    print_diagnostics(trace.errors());
+    return kExitEnvironment;
+  }
+  sim.trace = std::move(*trace);
+  sim.summary = hetsim::engine::summarize(sim.graph, sim.trace);
+  hetsim::report::apply_simulation(sc, sim);
+  const std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim)
+                                  : hetsim::report::simulate_text(sc, plan, sim);
+  if (!trace_file.empty() && sim.simulated.fits) {
+    auto errs = hetsim::io::write_file_atomic(trace_file, hetsim::report::chrome_trace(sc, sim.graph, sim.trace));
+    if (!errs.empty()) {
+      print_diagnostics(errs);
+      return kExitEnvironment;
+    }
+  }
+  return finish(c, sc, plan, sim.simulated, text);
 }
 
 }  // namespace
@@ -100,14 +168,28 @@ int main(int argc, char** argv) {
   cat->add_flag("--json", cat_json, "Print JSON (every figure with its source) instead of a table");
   cat->add_option("-o,--output", cat_out, "Write to this file (atomically) instead of stdout");
 
-  bool est_json = false;
-  std::string est_file, est_out;
+  Common est_opts;
   auto* est = app.add_subcommand("estimate",
-                                 "Analytical estimate of a scenario's fixed plan: step time and its "
-                                 "breakdown, throughput, MFU, memory per device, time and cost to train");
-  est->add_option("scenario", est_file, "Scenario TOML file")->required();
-  est->add_flag("--json", est_json, "Print one JSON object (docs/formats.md) instead of a table");
-  est->add_option("-o,--output", est_out, "Write to this file (atomically) instead of stdout");
+                                 "Analytical estimate of a plan: step time and its breakdown, "
+                                 "throughput, MFU, memory per device, time and cost to train");
+  est->add_option("scenario", est_opts.scenario, "Scenario TOML file")->required();
+  est->add_option("--plan", est_opts.plan_file, "Plan JSON to use instead of the scenario's [parallel]");
+  est->add_flag("--json", est_opts.json, "Print one JSON object (docs/formats.md) instead of a table");
+  est->add_option("-o,--output", est_opts.output, "Write to this file (atomically) instead of stdout");
+  est->add_option("--save-plan", est_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
+
+  Common sim_opts;
+  std::string trace_file;
+  auto* sim = app.add_subcommand("simulate",
+                                 "Discrete-event simulation of one training step of a plan: the "
+                                 "estimate's figures measured from a timeline, pipeline bubble, "
+                                 "exposed communication, utilisation, memory over time");
+  sim->add_option("scenario", sim_opts.scenario, "Scenario TOML file")->required();
+  sim->add_option("--plan", sim_opts.plan_file, "Plan JSON to use instead of the scenario's [parallel]");
+  sim->add_flag("--json", sim_opts.json, "Print one JSON object (docs/formats.md) instead of a table");
+  sim->add_option("-o,--output", sim_opts.output, "Write to this file (atomically) instead of stdout");
+  sim->add_option("--trace", trace_file, "Write a Chrome/Perfetto trace JSON of the step to this file");
+  sim->add_option("--save-plan", sim_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
 
   try {
     app.parse(argc, argv);
@@ -116,6 +198,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitBadInput;
   }
   if (*cat) return run_catalog(cat_json, cat_out);
-  if (*est) return run_estimate(est_file, est_json, est_out);
+  if (*est) return run_estimate(est_opts);
+  if (*sim) return run_simulate(sim_opts, trace_file);
   return kExitBadInput;
 }

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "models/hw/catalog.hpp"
 #include "sim/analytic/estimate.hpp"
 
@@ -13,6 +15,10 @@ namespace hetsim::report {
 /// per device type with its breakdown, time and cost to train.
 [[nodiscard]] std::string estimate_text(const Scenario& s, const plan::Plan& p,
                                         const analytic::Estimate& e);
+
+/// The JSON object of an estimate (docs/formats.md#estimate-json); simulate extends it.
+[[nodiscard]] nlohmann::ordered_json estimate_object(const Scenario& s, const plan::Plan& p,
+                                                     const analytic::Estimate& e);
 
 /// One JSON object (pretty-printed, ending in a newline).
 [[nodiscard]] std::string estimate_json(const Scenario& s, const plan::Plan& p,

@@ -1,0 +1,125 @@
+#include "sim/engine/native_engine.hpp"
+
+#include <algorithm>
+#include <queue>
+
+namespace hetsim::engine {
+namespace {
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+
+struct Event {
+  EventKey key;
+  std::uint32_t task = 0;
+  bool operator>(const Event& o) const { return key > o.key; }
+};
+
+class Run {
+ public:
+  explicit Run(const schedule::TaskGraph& g) : g_(g) {
+    const std::size_t n = g.tasks.size();
+    tr_.start.assign(n, -1);
+    tr_.end.assign(n, -1);
+    pending_ = g.pred_count;
+    via_.assign(n, kNone);
+    arrived_.assign(g.collectives.size(), 0);
+    last_via_.assign(g.collectives.size(), kNone);
+    live_.resize(g.devices.size());
+    tr_.memory.resize(g.devices.size());
+    tr_.peak_bytes.resize(g.devices.size());
+    tr_.busy.assign(g.devices.size(), {});
+    for (std::size_t d = 0; d < g.devices.size(); ++d) {
+      live_[d] = g.devices[d].baseline_bytes;
+      tr_.peak_bytes[d] = live_[d];
+      tr_.memory[d].push_back({0, live_[d]});
+    }
+  }
+
+  Result<Trace> go() {
+    for (std::uint32_t t = 0; t < g_.tasks.size(); ++t)
+      if (pending_[t] == 0) ready(t, 0, kNone);
+    while (!queue_.empty()) {
+      const Event e = queue_.top();
+      queue_.pop();
+      ++tr_.events;
+      complete(e.task, e.key.time);
+    }
+    for (std::uint32_t t = 0; t < g_.tasks.size(); ++t)
+      if (tr_.end[t] < 0) {
+        const auto& task = g_.tasks[t];
+        return Diagnostic{{}, "",
+                          "the schedule deadlocks: task '" + schedule::task_name(task) + "' on device " +
+                              g_.devices[task.device].label + " never runs",
+                          "this is a bug in the schedule; please report it with the scenario"};
+      }
+    critical_path();
+    return std::move(tr_);
+  }
+
+ private:
+  void ready(std::uint32_t t, SimTime now, std::uint32_t via) {
+    via_[t] = via;
+    const std::uint32_t c = g_.tasks[t].collective;
+    if (c == schedule::kNoCollective) {
+      start(t, now);
+      return;
+    }
+    // A collective starts when its last member is ready; its members share that member's
+    // predecessor on the critical path.
+    last_via_[c] = via;
+    if (++arrived_[c] < g_.collectives[c].size()) return;
+    for (std::uint32_t m : g_.collectives[c]) {
+      via_[m] = last_via_[c];
+      start(m, now);
+    }
+  }
+
+  void start(std::uint32_t t, SimTime now) {
+    const auto& task = g_.tasks[t];
+    tr_.start[t] = now;
+    tr_.busy[task.device][static_cast<int>(task.stream)] += task.duration;
+    if (task.alloc_bytes != 0) change_memory(task.device, now, task.alloc_bytes);
+    queue_.push({{now + task.duration, Phase::Complete, seq_++}, t});
+  }
+
+  void complete(std::uint32_t t, SimTime now) {
+    const auto& task = g_.tasks[t];
+    tr_.end[t] = now;
+    if (now > tr_.makespan) tr_.makespan = now;
+    if (task.free_bytes != 0) change_memory(task.device, now, -task.free_bytes);
+    for (std::uint32_t i = g_.succ_begin[t]; i < g_.succ_begin[t + 1]; ++i) {
+      const std::uint32_t s = g_.succ[i];
+      if (--pending_[s] == 0) ready(s, now, t);
+    }
+  }
+
+  void change_memory(std::uint32_t d, SimTime now, std::int64_t delta) {
+    live_[d] += delta;
+    auto& pts = tr_.memory[d];
+    if (!pts.empty() && pts.back().time == now) pts.back().bytes = live_[d];
+    else pts.push_back({now, live_[d]});
+    if (live_[d] > tr_.peak_bytes[d]) tr_.peak_bytes[d] = live_[d];
+  }
+
+  // From the task that ends last, follow the predecessor that made each task ready.
+  void critical_path() {
+    std::uint32_t last = kNone;
+    for (std::uint32_t t = 0; t < g_.tasks.size(); ++t)
+      if (last == kNone || tr_.end[t] > tr_.end[last]) last = t;
+    for (std::uint32_t t = last; t != kNone; t = via_[t]) tr_.critical_path.push_back(t);
+    std::reverse(tr_.critical_path.begin(), tr_.critical_path.end());
+  }
+
+  const schedule::TaskGraph& g_;
+  Trace tr_;
+  std::vector<std::uint32_t> pending_, via_, arrived_, last_via_;
+  std::vector<std::int64_t> live_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::uint64_t seq_ = 0;
+};
+
+}  // namespace
+
+Result<Trace> run_native(const schedule::TaskGraph& g) { return Run(g).go(); }
+
+}  // namespace hetsim::engine

@@ -1,0 +1,61 @@
+#include "sim/engine/summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hetsim::engine {
+
+using schedule::Stream;
+using schedule::TaskKind;
+
+Summary summarize(const schedule::TaskGraph& g, const Trace& t) {
+  Summary s;
+  s.step = t.makespan;
+  const double step = static_cast<double>(std::max<SimTime>(1, t.makespan));
+  const std::size_t nd = g.devices.size();
+  std::vector<SimTime> first(nd, -1), last(nd, -1);
+  for (std::uint32_t i = 0; i < g.tasks.size(); ++i) {
+    const auto& task = g.tasks[i];
+    if (task.stream != Stream::Compute || task.kind == TaskKind::Optimizer) continue;
+    if (first[task.device] < 0 || t.start[i] < first[task.device]) first[task.device] = t.start[i];
+    last[task.device] = std::max(last[task.device], t.end[i]);
+  }
+  // Busy compute time inside the pipeline span (the optimizer comes after it).
+  std::vector<SimTime> pipeline_busy(nd, 0);
+  for (std::uint32_t i = 0; i < g.tasks.size(); ++i) {
+    const auto& task = g.tasks[i];
+    const bool blocks = task.stream == Stream::TpComm || task.stream == Stream::PpComm ||
+                        (task.stream == Stream::Compute && task.kind != TaskKind::Optimizer);
+    if (blocks) pipeline_busy[task.device] += task.duration;
+  }
+  for (std::size_t d = 0; d < nd; ++d) {
+    DeviceUsage u;
+    for (int k = 0; k < schedule::kStreams; ++k) u.stream_fraction[k] = static_cast<double>(t.busy[d][k]) / step;
+    u.busy_fraction = u.stream_fraction[0];
+    u.bubble = first[d] < 0 ? 0 : std::max<SimTime>(0, last[d] - first[d] - pipeline_busy[d]);
+    const auto& dev = g.devices[d];
+    u.peak_bytes = static_cast<std::int64_t>(std::llround(static_cast<double>(t.peak_bytes[d]) * (1.0 + dev.fragmentation))) +
+                   dev.reserve_bytes;
+    s.bubble_fraction = std::max(s.bubble_fraction, static_cast<double>(u.bubble) / step);
+    s.devices.push_back(u);
+  }
+  // The critical path by kind, with the time it spent waiting (collective rendezvous).
+  std::vector<std::pair<std::string, SimTime>> kinds;
+  auto add = [&](const std::string& k, SimTime v) {
+    for (auto& [n, x] : kinds)
+      if (n == k) { x += v; return; }
+    kinds.emplace_back(k, v);
+  };
+  SimTime cursor = 0;
+  for (std::uint32_t id : t.critical_path) {
+    const auto& task = g.tasks[id];
+    if (t.start[id] > cursor) add("waiting", t.start[id] - cursor);
+    add(std::string(schedule::task_kind_name(task.kind)), task.duration);
+    if (task.stream != Stream::Compute) s.exposed_comm += task.duration;
+    cursor = t.end[id];
+  }
+  s.critical_by_kind = std::move(kinds);
+  return s;
+}
+
+}  // namespace hetsim::engine

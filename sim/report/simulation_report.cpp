@@ -1,0 +1,112 @@
+#include "sim/report/simulation_report.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/report/estimate_report.hpp"
+
+namespace hetsim::report {
+
+void apply_simulation(const Scenario& s, Simulation& sim) {
+  analytic::Estimate e = sim.estimate;
+  const double step = static_cast<double>(sim.trace.makespan) * 1e-9;
+  const double r = e.step_time.v / step;  // >1 when the simulation is faster
+  e.step_time = Duration{step};
+  e.tokens_per_s *= r;
+  e.flops_per_device = e.flops_per_device * r;
+  e.mfu *= r;
+  e.time_to_train = e.time_to_train / r;
+  e.cost_to_train_usd /= r;
+  e.energy_kwh /= r;
+  e.bubble_fraction = sim.summary.bubble_fraction;
+  e.fits = true;
+  for (std::size_t pi = 0; pi < e.device_types.size(); ++pi) {
+    auto& d = e.device_types[pi];
+    d.peak_memory = Bytes{0};
+    for (std::size_t k = 0; k < sim.graph.devices.size(); ++k) {
+      const auto& rep = sim.graph.devices[k];
+      if (rep.pool != static_cast<int>(pi)) continue;
+      const Bytes peak{static_cast<double>(sim.summary.devices[k].peak_bytes)};
+      if (peak > d.peak_memory) {
+        d.peak_memory = peak;
+        d.worst_stage = "group " + std::to_string(rep.group) + " stage " + std::to_string(rep.stage);
+      }
+    }
+    d.fits = d.count == 0 || d.peak_memory <= d.capacity;
+    e.fits = e.fits && d.fits;
+  }
+  (void)s;
+  sim.simulated = std::move(e);
+}
+
+namespace {
+
+// Busy fraction of a device type: the compute-stream busy fraction of its simulated devices,
+// weighted by the real devices each stands for.
+double busy_of_pool(const Simulation& sim, int pool) {
+  double busy = 0, n = 0;
+  for (std::size_t k = 0; k < sim.graph.devices.size(); ++k) {
+    const auto& rep = sim.graph.devices[k];
+    if (rep.pool != pool) continue;
+    busy += sim.summary.devices[k].busy_fraction * rep.count;
+    n += rep.count;
+  }
+  return n > 0 ? busy / n : 0;
+}
+
+double seconds(schedule::SimTime t) { return static_cast<double>(t) * 1e-9; }
+
+}  // namespace
+
+std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim) {
+  std::string o = estimate_text(s, p, sim.simulated);
+  o += fmt::format("\nsimulated  {} tasks ({:.4g} unfolded) on {} simulated devices, {} events\n",
+                   sim.graph.size(), sim.graph.unfolded_size(), sim.graph.devices.size(), sim.trace.events);
+  o += fmt::format("  step {} (closed-form estimate {}, {:+.2f} %)\n", format_duration(sim.simulated.step_time),
+                   format_duration(sim.estimate.step_time),
+                   100.0 * (sim.estimate.step_time.v / sim.simulated.step_time.v - 1.0));
+  o += fmt::format("  exposed communication on the critical path {}\n",
+                   format_duration(Duration{seconds(sim.summary.exposed_comm)}));
+  o += "  critical path:";
+  for (std::size_t i = 0; i < sim.summary.critical_by_kind.size(); ++i) {
+    const auto& [kind, t] = sim.summary.critical_by_kind[i];
+    o += fmt::format("{} {} {}", i ? " ·" : "", kind, format_duration(Duration{seconds(t)}));
+  }
+  o += "\n";
+  o += fmt::format("  {:<34}{:>8}{:>8}{:>8}{:>8}{:>12}{:>12}\n", "device (stands for)", "compute", "tp", "pp",
+                   "dp", "bubble", "peak mem");
+  for (std::size_t k = 0; k < sim.graph.devices.size(); ++k) {
+    const auto& rep = sim.graph.devices[k];
+    const auto& u = sim.summary.devices[k];
+    o += fmt::format("  {:<34}{:>7.1f}%{:>7.1f}%{:>7.1f}%{:>7.1f}%{:>12}{:>12}\n", rep.label,
+                     100 * u.stream_fraction[0], 100 * u.stream_fraction[1], 100 * u.stream_fraction[2],
+                     100 * u.stream_fraction[3], format_duration(Duration{seconds(u.bubble)}),
+                     format_bytes(Bytes{static_cast<double>(u.peak_bytes)}));
+  }
+  return o;
+}
+
+std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulation& sim) {
+  nlohmann::ordered_json j = estimate_object(s, p, sim.simulated);
+  j["estimate_step_time_s"] = sim.estimate.step_time.v;
+  j["exposed_comm_s"] = seconds(sim.summary.exposed_comm);
+  nlohmann::ordered_json crit = nlohmann::ordered_json::object();
+  for (const auto& [kind, t] : sim.summary.critical_by_kind) crit[kind] = seconds(t);
+  j["critical_path_s"] = crit;
+  j["tasks"] = sim.graph.size();
+  j["unfolded_tasks"] = sim.graph.unfolded_size();
+  for (std::size_t pi = 0; pi < j["devices"].size(); ++pi)
+    j["devices"][pi]["busy_fraction"] = busy_of_pool(sim, static_cast<int>(pi));
+  j["simulated_devices"] = nlohmann::ordered_json::array();
+  for (std::size_t k = 0; k < sim.graph.devices.size(); ++k) {
+    const auto& rep = sim.graph.devices[k];
+    const auto& u = sim.summary.devices[k];
+    j["simulated_devices"].push_back({{"label", rep.label}, {"group", rep.group}, {"stage", rep.stage},
+                                      {"pool", s.cluster.pools[rep.pool].name}, {"count", rep.count},
+                                      {"busy_fraction", u.busy_fraction},
+                                      {"stream_busy_fraction", u.stream_fraction},
+                                      {"bubble_s", seconds(u.bubble)}, {"peak_memory_bytes", u.peak_bytes}});
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace hetsim::report

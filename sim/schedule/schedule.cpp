@@ -1,0 +1,399 @@
+#include "sim/schedule/schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "models/base/assert.hpp"
+#include "sim/analytic/stage_cost.hpp"
+
+namespace hetsim::schedule {
+
+SimTime to_ns(Duration d) { return static_cast<SimTime>(std::floor(d.v * 1e9 + 0.5)); }
+
+namespace {
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+
+std::int64_t to_bytes(Bytes b) { return static_cast<std::int64_t>(std::llround(b.v)); }
+
+// The order in which one stage runs its forward (F) and backward (B) units: pairs of
+// (is_backward, unit index). Units are numbered per schedule (see unit_of below).
+std::vector<std::pair<bool, int>> stage_order(cost::Schedule sch, int stage, int stages, int mb, int v) {
+  std::vector<std::pair<bool, int>> order;
+  const int units = mb * v;
+  if (sch == cost::Schedule::GPipe) {
+    for (int u = 0; u < units; ++u) order.push_back({false, u});
+    for (int u = 0; u < units; ++u) order.push_back({true, u});
+    return order;
+  }
+  // 1F1B (v = 1) and Megatron's interleaved 1F1B: a warm-up of forwards, a steady state of one
+  // forward and one backward, a cool-down of backwards.
+  const int warm = v == 1 ? std::min(stages - stage - 1, mb)
+                          : std::min((stages - stage - 1) * 2 + (v - 1) * stages, units);
+  for (int u = 0; u < warm; ++u) order.push_back({false, u});
+  for (int u = 0; u < units - warm; ++u) {
+    order.push_back({false, warm + u});
+    order.push_back({true, u});
+  }
+  for (int u = units - warm; u < units; ++u) order.push_back({true, u});
+  return order;
+}
+
+// Unit u of a stage → (local chunk, micro-batch). Interleaved: groups of p micro-batches per
+// chunk, forward chunks ascending and backward chunks descending (Megatron-LM).
+std::pair<int, int> unit_of(bool backward, int u, int stages, int v) {
+  if (v == 1) return {0, u};
+  const int per_group = stages * v;
+  const int group = u / per_group;
+  const int r = u % per_group;
+  int chunk = r / stages;
+  if (backward) chunk = v - 1 - chunk;
+  return {chunk, group * stages + r % stages};
+}
+
+class Builder {
+ public:
+  Builder(const Scenario& s, const plan::Plan& p) : s_(s), p_(p), costs_(analytic::stage_costs(s, p)) {}
+
+  TaskGraph build() {
+    const int v = p_.schedule == cost::Schedule::Interleaved ? p_.virtual_stages : 1;
+    for (std::size_t gi = 0; gi < p_.groups.size(); ++gi) build_group(static_cast<int>(gi), v);
+    link_dp_collectives();
+    finalize(g_, edges_);
+    return std::move(g_);
+  }
+
+ private:
+  struct Chunk {
+    int stage = 0, first_layer = 0, layers = 0;
+    bool has_emb = false, has_head = false;
+  };
+  struct UnitIds {
+    std::uint32_t first = kNone, done = kNone, send = kNone;
+  };
+
+  std::uint32_t add(Task t) {
+    g_.tasks.push_back(t);
+    return static_cast<std::uint32_t>(g_.tasks.size() - 1);
+  }
+  void edge(std::uint32_t a, std::uint32_t b) {
+    if (a != kNone && b != kNone && a != b) edges_.emplace_back(a, b);
+  }
+  // Appends t to its device's stream: after the stream's previous task and, for compute tasks,
+  // after whatever blocks the compute stream (a TP collective or a blocking send).
+  std::uint32_t push(Task t) {
+    const std::uint32_t id = add(t);
+    auto& dev = state_[t.device];
+    edge(dev.last[static_cast<int>(t.stream)], id);
+    dev.last[static_cast<int>(t.stream)] = id;
+    if (t.stream == Stream::Compute) {
+      edge(dev.blocking, id);
+      dev.blocking = id;
+    }
+    return id;
+  }
+  // A task that blocks the device's compute stream until it ends (exposed TP, synchronous p2p).
+  std::uint32_t push_blocking(Task t) {
+    const std::uint32_t id = push(t);
+    edge(state_[t.device].blocking, id);
+    state_[t.device].blocking = id;
+    return id;
+  }
+
+  void build_group(int gi, int v) {
+    const plan::ReplicaGroup& grp = p_.groups[gi];
+    const int P = static_cast<int>(grp.stages.size());
+    const int K = P * v;
+    const int M = grp.micro_batches;
+    const auto& costs = costs_[gi];
+
+    // Devices: one per stage.
+    const std::uint32_t base = static_cast<std::uint32_t>(g_.devices.size());
+    for (int si = 0; si < P; ++si) {
+      const plan::Stage& st = grp.stages[si];
+      const auto& c = costs[si];
+      DeviceRep d;
+      d.group = gi;
+      d.stage = si;
+      d.pool = st.pool;
+      d.tp = st.tp;
+      d.replicas = grp.replicas;
+      d.count = st.tp * grp.replicas;
+      cost::DeviceMemoryInput mi = c.memory;
+      mi.transient = Bytes{0};
+      mi.fragmentation = 0;
+      mi.runtime_reserve = Bytes{0};
+      d.baseline_bytes = to_bytes(cost::device_memory(mi).total());
+      d.reserve_bytes = to_bytes(c.memory.runtime_reserve);
+      d.fragmentation = c.memory.fragmentation;
+      d.label = "g" + std::to_string(gi) + " s" + std::to_string(si) + " " +
+                s_.cluster.pools[st.pool].name + " tp" + std::to_string(st.tp) + " ×" +
+                std::to_string(grp.replicas);
+      g_.devices.push_back(d);
+      state_.emplace_back();
+    }
+
+    // Chunks in model order: chunk k lives on stage k mod P and holds 1/v of its layers.
+    std::vector<Chunk> chunks(K);
+    int layer = 0;
+    for (int k = 0; k < K; ++k) {
+      Chunk& ch = chunks[k];
+      ch.stage = k % P;
+      ch.layers = grp.stages[ch.stage].layers / v;
+      ch.first_layer = layer;
+      ch.has_emb = k == 0;
+      ch.has_head = k == K - 1;
+      layer += ch.layers;
+    }
+    HETSIM_ASSERT(layer == s_.model.layers, "chunks must cover the model");
+
+    const bool dp = p_.replicas() > 1;
+    const bool split_bwd = dp && p_.overlap_grad_reduce;
+    const bool gather = dp && p_.zero >= 1;
+    const bool split_fwd = gather && p_.overlap_grad_reduce;
+
+    std::vector<std::vector<UnitIds>> F(K, std::vector<UnitIds>(M)), B(K, std::vector<UnitIds>(M));
+    std::vector<std::vector<std::uint32_t>> fwd_layer_task(K), bwd_layer_task(K);  // split units
+
+    for (int si = 0; si < P; ++si) {
+      const std::uint32_t dev = base + si;
+      const auto& c = costs[si];
+      const auto order = stage_order(p_.schedule, si, P, M, v);
+      // The first forward and the last backward of each chunk on this stage.
+      std::vector<int> first_fwd_mb(v, -1), last_bwd_mb(v, -1);
+      for (const auto& [bw, u] : order) {
+        const auto [lc, mb] = unit_of(bw, u, P, v);
+        if (!bw && first_fwd_mb[lc] < 0) first_fwd_mb[lc] = mb;
+        if (bw) last_bwd_mb[lc] = mb;
+      }
+
+      // Overlapped parameter gathers run first, on the DP stream, chunk by chunk in the order
+      // of their first forward.
+      if (split_fwd) {
+        std::vector<int> seen;
+        for (const auto& [bw, u] : order) {
+          if (bw) continue;
+          const int lc = unit_of(false, u, P, v).first;
+          if (std::find(seen.begin(), seen.end(), lc) != seen.end()) continue;
+          seen.push_back(lc);
+          const Chunk& ch = chunks[lc * P + si];
+          for (int l = 0; l < ch.layers; ++l)
+            gathers_.push_back(dp_task(dev, c, ch, lc * P + si, l, TaskKind::ParamGather));
+        }
+      }
+
+      for (const auto& [bw, u] : order) {
+        const auto [lc, mb] = unit_of(bw, u, P, v);
+        const int k = lc * P + si;
+        const Chunk& ch = chunks[k];
+        Task base_task;
+        base_task.device = dev;
+        base_task.micro_batch = mb;
+        base_task.chunk = k;
+        base_task.first_layer = ch.first_layer;
+        base_task.layers = ch.layers;
+        const Bytes act = c.act_per_layer * ch.layers + (ch.has_emb ? c.act_edge : Bytes{0});
+        const std::int64_t transient = ch.has_head ? to_bytes(c.transient) : 0;
+        if (!bw) {
+          UnitIds& ids = F[k][mb];
+          const bool split = split_fwd && mb == first_fwd_mb[lc];
+          const Duration extra = (ch.has_emb ? c.emb_fwd : Duration{0}) + (ch.has_head ? c.head_fwd : Duration{0});
+          ids.first = emit_compute(base_task, TaskKind::Forward, c.layer_fwd, extra, split, false,
+                                   to_bytes(act) + transient, transient, fwd_layer_task[k]);
+          ids.done = state_[dev].last[0];
+          const Duration tp = c.layer_tp_fwd * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
+                              (ch.has_head ? c.head_tp / 2 : Duration{0});
+          if (to_ns(tp) > 0) {
+            Task t = base_task;
+            t.stream = Stream::TpComm;
+            t.kind = TaskKind::TpCollective;
+            t.duration = to_ns(tp);
+            ids.done = push_blocking(t);
+          }
+          if (k + 1 < K && chunks[k + 1].stage != si) {
+            Task t = base_task;
+            t.stream = Stream::PpComm;
+            t.kind = TaskKind::SendActivation;
+            t.duration = to_ns(send_cost(costs, si, chunks[k + 1].stage));
+            ids.send = push_blocking(t);
+            edge(ids.done, ids.send);
+          }
+        } else {
+          UnitIds& ids = B[k][mb];
+          if (to_ns(c.layer_recompute) > 0) {
+            Task t = base_task;
+            t.kind = TaskKind::Recompute;
+            t.duration = to_ns(c.layer_recompute * ch.layers);
+            ids.first = push(t);
+          }
+          const bool split = split_bwd && mb == last_bwd_mb[lc];
+          const Duration extra = (ch.has_emb ? c.emb_bwd : Duration{0}) + (ch.has_head ? c.head_bwd : Duration{0});
+          const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd, extra, split, true,
+                                                transient, to_bytes(act) + transient, bwd_layer_task[k]);
+          if (ids.first == kNone) ids.first = b0;
+          ids.done = state_[dev].last[0];
+          const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers +
+                              (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0});
+          if (to_ns(tp) > 0) {
+            Task t = base_task;
+            t.stream = Stream::TpComm;
+            t.kind = TaskKind::TpCollective;
+            t.duration = to_ns(tp);
+            ids.done = push_blocking(t);
+          }
+          if (k > 0 && chunks[k - 1].stage != si) {
+            Task t = base_task;
+            t.stream = Stream::PpComm;
+            t.kind = TaskKind::SendGradient;
+            t.duration = to_ns(send_cost(costs, si, chunks[k - 1].stage));
+            ids.send = push_blocking(t);
+            edge(ids.done, ids.send);
+          }
+        }
+      }
+
+      // Gradient reduction: per layer, right after its backward in the last micro-batch when
+      // overlapped, else after the whole backward. Then the optimizer; then (not overlapped)
+      // the parameter gathers.
+      const std::uint32_t last_compute = state_[dev].last[0];
+      std::vector<std::uint32_t> reduces;
+      if (dp) {
+        for (int lc = v - 1; lc >= 0; --lc) {
+          const int k = lc * P + si;
+          const Chunk& ch = chunks[k];
+          for (int l = ch.layers - 1; l >= 0; --l) {
+            const std::uint32_t r = dp_task(dev, c, ch, k, l, TaskKind::GradReduce);
+            edge(split_bwd ? bwd_layer_task[k][ch.layers - 1 - l] : last_compute, r);
+            reduces.push_back(r);
+          }
+        }
+      }
+      Task opt;
+      opt.device = dev;
+      opt.kind = TaskKind::Optimizer;
+      opt.duration = to_ns(c.optimizer);
+      const std::uint32_t o = push(opt);
+      for (std::uint32_t r : reduces) edge(r, o);
+      if (gather && !split_fwd) {
+        for (int lc = 0; lc < v; ++lc) {
+          const Chunk& ch = chunks[lc * P + si];
+          for (int l = 0; l < ch.layers; ++l) edge(o, dp_task(dev, c, ch, lc * P + si, l, TaskKind::ParamGather));
+        }
+      }
+    }
+
+    // Cross-device dependencies: a chunk's forward waits for the previous chunk's activation,
+    // its backward (recompute first) for the next chunk's gradient.
+    for (int k = 0; k < K; ++k)
+      for (int mb = 0; mb < M; ++mb) {
+        if (k > 0) edge(F[k - 1][mb].send != kNone ? F[k - 1][mb].send : F[k - 1][mb].done, F[k][mb].first);
+        if (k + 1 < K) edge(B[k + 1][mb].send != kNone ? B[k + 1][mb].send : B[k + 1][mb].done, B[k][mb].first);
+        else edge(F[k][mb].done, B[k][mb].first);
+      }
+    // Overlapped gathers feed the split first forward, layer by layer.
+    if (split_fwd) {
+      for (std::uint32_t gt : gathers_) {
+        const Task& t = g_.tasks[gt];
+        if (t.device < base) continue;
+        const auto& layers = fwd_layer_task[t.chunk];
+        const int idx = t.first_layer - chunks[t.chunk].first_layer;
+        if (!layers.empty()) edge(gt, layers[idx]);
+      }
+    }
+  }
+
+  // Emits a compute unit: one task, or one per layer when split (backward in reverse layer
+  // order). Memory: `alloc` at the start of the first task, `free` at the end of the last.
+  // Returns the first task id; per-layer ids go to `layer_tasks` (in execution order).
+  std::uint32_t emit_compute(const Task& base, TaskKind kind, Duration per_layer, Duration extra,
+                             bool split, bool reverse, std::int64_t alloc, std::int64_t free,
+                             std::vector<std::uint32_t>& layer_tasks) {
+    Task t = base;
+    t.kind = kind;
+    if (!split) {
+      t.duration = to_ns(per_layer * base.layers + extra);
+      t.alloc_bytes = alloc;
+      t.free_bytes = free;
+      return push(t);
+    }
+    std::uint32_t first = kNone;
+    layer_tasks.clear();
+    for (int i = 0; i < base.layers; ++i) {
+      const int l = reverse ? base.layers - 1 - i : i;
+      Task lt = base;
+      lt.kind = kind;
+      lt.first_layer = base.first_layer + l;
+      lt.layers = 1;
+      // The embedding/head work rides on the first task of the unit.
+      lt.duration = to_ns(per_layer + (i == 0 ? extra : Duration{0}));
+      lt.alloc_bytes = i == 0 ? alloc : 0;
+      lt.free_bytes = i == base.layers - 1 ? free : 0;
+      const std::uint32_t id = push(lt);
+      if (first == kNone) first = id;
+      layer_tasks.push_back(id);
+    }
+    return first;
+  }
+
+  // A DP collective's share for one layer of a chunk: its parameters' share of the stage's sync.
+  std::uint32_t dp_task(std::uint32_t dev, const analytic::StageCost& c, const Chunk& ch, int k, int l,
+                        TaskKind kind) {
+    double params = c.params_layer;
+    if (ch.has_emb && l == 0) params += c.params_emb;
+    if (ch.has_head && l == ch.layers - 1) params += c.params_head;
+    const double share = c.params > 0 ? params / c.params : 0;
+    Task t;
+    t.device = dev;
+    t.stream = Stream::DpComm;
+    t.kind = kind;
+    t.first_layer = ch.first_layer + l;
+    t.layers = 1;
+    t.chunk = k;
+    t.duration = to_ns((kind == TaskKind::GradReduce ? c.dp_reduce : c.dp_gather) * share);
+    const std::uint32_t id = push(t);
+    dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
+    return id;
+  }
+
+  // The time to send one micro-batch's activation (or gradient) between two stages: the link
+  // cost computed for the pair (a, a+1) in stage_costs; for the interleaved wrap-around from
+  // the last stage to the first, the first stage's link.
+  static Duration send_cost(const std::vector<analytic::StageCost>& costs, int from, int to) {
+    const int lo = std::min(from, to);
+    const int hi = std::max(from, to);
+    if (hi == lo + 1) return costs[lo].send_next;
+    return costs[0].send_next;
+  }
+
+  // Every layer's DP collective joins the same layer's tasks in the other groups.
+  void link_dp_collectives() {
+    if (p_.groups.size() <= 1) return;
+    for (const auto& [key, members] : dp_members_) {
+      if (members.size() <= 1) continue;
+      const auto id = static_cast<std::uint32_t>(g_.collectives.size());
+      for (std::uint32_t t : members) g_.tasks[t].collective = id;
+      g_.collectives.push_back(members);
+    }
+  }
+
+  struct DeviceState {
+    std::uint32_t last[kStreams] = {kNone, kNone, kNone, kNone};
+    std::uint32_t blocking = kNone;
+  };
+
+  const Scenario& s_;
+  const plan::Plan& p_;
+  std::vector<std::vector<analytic::StageCost>> costs_;
+  TaskGraph g_;
+  std::vector<DeviceState> state_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  std::vector<std::uint32_t> gathers_;
+  std::map<std::pair<int, int>, std::vector<std::uint32_t>> dp_members_;
+};
+
+}  // namespace
+
+TaskGraph build_schedule(const Scenario& s, const plan::Plan& p) { return Builder(s, p).build(); }
+
+}  // namespace hetsim::schedule

@@ -1,0 +1,73 @@
+#include "sim/schedule/task_graph.hpp"
+
+#include <algorithm>
+
+#include "models/base/assert.hpp"
+
+namespace hetsim::schedule {
+
+std::string_view stream_name(Stream s) {
+  switch (s) {
+    case Stream::Compute: return "compute";
+    case Stream::TpComm: return "tp comm";
+    case Stream::PpComm: return "pp send/recv";
+    case Stream::DpComm: return "dp comm";
+  }
+  return "?";
+}
+
+std::string_view task_kind_name(TaskKind k) {
+  switch (k) {
+    case TaskKind::Forward: return "forward";
+    case TaskKind::Backward: return "backward";
+    case TaskKind::Recompute: return "recompute";
+    case TaskKind::Optimizer: return "optimizer";
+    case TaskKind::TpCollective: return "tp collective";
+    case TaskKind::SendActivation: return "send activation";
+    case TaskKind::SendGradient: return "send gradient";
+    case TaskKind::GradReduce: return "gradient reduce";
+    case TaskKind::ParamGather: return "parameter gather";
+  }
+  return "?";
+}
+
+double TaskGraph::unfolded_size() const {
+  double n = 0;
+  for (const auto& t : tasks) n += devices[t.device].count;
+  return n;
+}
+
+void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges) {
+  const auto n = static_cast<std::uint32_t>(g.tasks.size());
+  g.succ_begin.assign(n + 1, 0);
+  g.pred_count.assign(n, 0);
+  for (const auto& [a, b] : edges) {
+    HETSIM_ASSERT(a < n && b < n && a != b, "bad task edge");
+    ++g.succ_begin[a + 1];
+    ++g.pred_count[b];
+  }
+  for (std::uint32_t i = 0; i < n; ++i) g.succ_begin[i + 1] += g.succ_begin[i];
+  g.succ.assign(edges.size(), 0);
+  std::vector<std::uint32_t> fill(g.succ_begin.begin(), g.succ_begin.end() - 1);
+  for (const auto& [a, b] : edges) g.succ[fill[a]++] = b;
+}
+
+std::string task_name(const Task& t) {
+  std::string layers = "L" + std::to_string(t.first_layer);
+  if (t.layers > 1) layers += "-" + std::to_string(t.first_layer + t.layers - 1);
+  const std::string mb = t.micro_batch >= 0 ? " mb" + std::to_string(t.micro_batch) : "";
+  switch (t.kind) {
+    case TaskKind::Forward: return "F " + layers + mb;
+    case TaskKind::Backward: return "B " + layers + mb;
+    case TaskKind::Recompute: return "R " + layers + mb;
+    case TaskKind::Optimizer: return "optimizer";
+    case TaskKind::TpCollective: return "tp " + layers + mb;
+    case TaskKind::SendActivation: return "send act " + layers + mb;
+    case TaskKind::SendGradient: return "send grad " + layers + mb;
+    case TaskKind::GradReduce: return "grad reduce " + layers;
+    case TaskKind::ParamGather: return "param gather " + layers;
+  }
+  return "?";
+}
+
+}  // namespace hetsim::schedule

@@ -1,0 +1,77 @@
+#pragma once
+// The TaskGraph: what every device does in one training step, as tasks on in-order streams
+// with dependencies. Built from a Plan by schedule/ (the single source of truth that engines
+// and the executor share); run by engine/. Times are integral nanoseconds so that event order
+// never depends on floating-point rounding.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hetsim::schedule {
+
+using SimTime = std::int64_t;  ///< nanoseconds
+
+/// Streams of a device: tasks on one stream run one at a time, in the order they were added.
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm };
+inline constexpr int kStreams = 4;
+[[nodiscard]] std::string_view stream_name(Stream s);
+
+enum class TaskKind : std::uint8_t {
+  Forward, Backward, Recompute, Optimizer,  // compute stream
+  TpCollective,                             // TP stream
+  SendActivation, SendGradient,             // PP stream (the sender's)
+  GradReduce, ParamGather                   // DP stream
+};
+[[nodiscard]] std::string_view task_kind_name(TaskKind k);
+
+inline constexpr std::uint32_t kNoCollective = 0xffffffffu;
+
+struct Task {
+  std::uint32_t device = 0;  ///< index into TaskGraph::devices
+  Stream stream = Stream::Compute;
+  TaskKind kind = TaskKind::Forward;
+  std::int32_t micro_batch = -1;  ///< -1: once per step
+  std::int32_t chunk = -1;        ///< model chunk (virtual stage) index in the replica, -1: none
+  std::int32_t first_layer = 0;
+  std::int32_t layers = 0;
+  SimTime duration = 0;
+  std::int64_t alloc_bytes = 0;  ///< allocated on the device when the task starts
+  std::int64_t free_bytes = 0;   ///< freed when it ends
+  std::uint32_t collective = kNoCollective;  ///< members of one collective start together
+};
+
+/// One simulated device standing for `count` identical real devices: the tp ranks of a stage
+/// (symmetric by construction) times the identical replicas of its group.
+struct DeviceRep {
+  int group = 0, stage = 0, pool = 0, tp = 1, replicas = 1;
+  int count = 1;                  ///< real devices it stands for (tp · replicas)
+  std::int64_t baseline_bytes = 0;  ///< weights, gradients, optimizer state, comm buffers
+  std::int64_t reserve_bytes = 0;   ///< runtime reserve (added after fragmentation)
+  double fragmentation = 0;
+  std::string label;  ///< "g0 s3 h100-sxm5 tp8 ×4"
+};
+
+struct TaskGraph {
+  std::vector<DeviceRep> devices;
+  std::vector<Task> tasks;
+  /// Dependencies in CSR form: the successors of task t are succ[succ_begin[t] .. succ_begin[t+1]).
+  std::vector<std::uint32_t> succ_begin;
+  std::vector<std::uint32_t> succ;
+  std::vector<std::uint32_t> pred_count;
+  /// Members of each collective (task ids).
+  std::vector<std::vector<std::uint32_t>> collectives;
+
+  [[nodiscard]] std::size_t size() const { return tasks.size(); }
+  /// Real tasks the folded graph stands for (each task times its device's count).
+  [[nodiscard]] double unfolded_size() const;
+};
+
+/// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
+void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);
+
+/// "F L12-23 mb5", "R L0-11 mb0", "send act L24 mb3", "reduce-scatter L0-11", "optimizer".
+[[nodiscard]] std::string task_name(const Task& t);
+
+}  // namespace hetsim::schedule

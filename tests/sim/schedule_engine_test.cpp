@@ -1,0 +1,219 @@
+// The schedule and the native engine: closed forms of the pipeline schedules, memory, the
+// invariants every simulated step must keep, determinism, agreement with the estimate.
+
+#include <gtest/gtest.h>
+
+#include "sim/analytic/estimate.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/engine/summary.hpp"
+#include "sim/report/simulation_report.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+using schedule::Stream;
+using schedule::TaskKind;
+
+// A device whose memory-bound work and launches cost nothing and a fabric with no cost, so that
+// pipeline stages are exactly uniform (embedding and head are free) and sends take 0 ns.
+std::string ideal(int stages, int micro_batches, const std::string& schedule_lines, int layers = 8) {
+  return "[model]\npreset = \"tiny\"\nlayers = " + std::to_string(layers) + "\nvocab = 8\n"
+         "[training]\nglobal_batch = " + std::to_string(micro_batches) + "\nseq_len = 1024\n"
+         "[[cluster.link]]\nname = \"ideal\"\nkind = \"scale-up\"\nbandwidth = \"1000000000TB/s\"\nlatency = \"0us\"\n"
+         "[[cluster.pool]]\nnodes = 1\nfabric = \"ideal\"\nnic = \"ideal\"\n"
+         "[cluster.pool.device]\nname = \"ideal-gpu\"\npeak = { bf16 = \"100TFLOPS\", fp32 = \"1000000TFLOPS\" }\n"
+         "memory = \"80GiB\"\nmemory_bandwidth = \"1000000000TB/s\"\n"
+         "node = { devices = " + std::to_string(stages) + ", fabric = \"ideal\", nics = 1, nic = \"ideal\" }\n"
+         "efficiency = { gemm = 1.0, gemm_half_dim = 0, attention = 1.0, memory = 1.0, launch_overhead = \"0us\" }\n"
+         "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
+         "[parallel]\ntp = 1\npp = " + std::to_string(stages) + "\ndp = 1\nmicro_batch = 1\n" + schedule_lines;
+}
+
+struct SimRun {
+  Scenario s;
+  schedule::TaskGraph g;
+  engine::Trace t;
+};
+
+SimRun simulate(const std::string& text) {
+  SimRun r;
+  auto s = test::parse(text);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
+  if (!s.ok()) return r;
+  r.s = *s;
+  r.g = schedule::build_schedule(r.s, *r.s.plan);
+  auto t = engine::run_native(r.g);
+  EXPECT_TRUE(t.ok());
+  if (t.ok()) r.t = *t;
+  return r;
+}
+
+schedule::SimTime duration_of(const schedule::TaskGraph& g, TaskKind k, int device = 0) {
+  for (const auto& t : g.tasks)
+    if (t.kind == k && t.device == static_cast<std::uint32_t>(device)) return t.duration;
+  return -1;
+}
+
+// Every simulated step keeps these, whatever the plan.
+void check_invariants(const SimRun& r) {
+  const auto& g = r.g;
+  const auto& t = r.t;
+  ASSERT_EQ(t.start.size(), g.size());
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    ASSERT_GE(t.start[i], 0) << "task " << i << " never ran";
+    ASSERT_EQ(t.end[i], t.start[i] + g.tasks[i].duration) << "task " << i;
+    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
+      ASSERT_LE(t.end[i], t.start[g.succ[k]]) << "dependency " << i << " -> " << g.succ[k] << " violated";
+  }
+  // No overlap inside a stream: tasks of one device and stream, in start order, never overlap.
+  std::vector<std::vector<std::uint32_t>> per(g.devices.size() * schedule::kStreams);
+  for (std::uint32_t i = 0; i < g.size(); ++i)
+    per[g.tasks[i].device * schedule::kStreams + static_cast<int>(g.tasks[i].stream)].push_back(i);
+  for (auto& v : per) {
+    std::sort(v.begin(), v.end(), [&](auto a, auto b) { return t.start[a] < t.start[b] || (t.start[a] == t.start[b] && a < b); });
+    for (std::size_t k = 1; k < v.size(); ++k) ASSERT_LE(t.end[v[k - 1]], t.start[v[k]]) << "stream overlap";
+  }
+  // Memory returns to its baseline after the step.
+  for (std::size_t d = 0; d < g.devices.size(); ++d)
+    EXPECT_EQ(t.memory[d].back().bytes, g.devices[d].baseline_bytes) << "device " << d;
+}
+
+// The last stage also runs the (tiny, 8-token vocabulary) output layer: Δ = its extra forward
+// and backward time per micro-batch. With c = t_f + t_b of the other stages the closed form
+// is (m + p − 1)·c + m·Δ: the slowest stage is busy m times, the others fill and drain.
+schedule::SimTime head_extra(const schedule::TaskGraph& g, int p) {
+  return duration_of(g, TaskKind::Forward, p - 1) + duration_of(g, TaskKind::Backward, p - 1) -
+         duration_of(g, TaskKind::Forward, 0) - duration_of(g, TaskKind::Backward, 0);
+}
+
+TEST(Schedule, OneFOneBMatchesTheClosedForm) {
+  const int p = 4, m = 8;
+  const SimRun r = simulate(ideal(p, m, "schedule = \"1f1b\"\n"));
+  const auto tf = duration_of(r.g, TaskKind::Forward), tb = duration_of(r.g, TaskKind::Backward);
+  ASSERT_GT(tf, 0);
+  ASSERT_LT(head_extra(r.g, p), (tf + tb) / 1000);
+  // (m + p − 1)·(t_f + t_b) + m·Δ, and the optimizer (free on this device)
+  EXPECT_EQ(r.t.makespan, (m + p - 1) * (tf + tb) + m * head_extra(r.g, p) +
+                              duration_of(r.g, TaskKind::Optimizer, p - 1));
+  check_invariants(r);
+}
+
+TEST(Schedule, GPipeMatchesTheClosedForm) {
+  const int p = 4, m = 6;
+  const SimRun r = simulate(ideal(p, m, "schedule = \"gpipe\"\n"));
+  const auto tf = duration_of(r.g, TaskKind::Forward), tb = duration_of(r.g, TaskKind::Backward);
+  EXPECT_EQ(r.t.makespan, (m + p - 1) * (tf + tb) + m * head_extra(r.g, p) +
+                              duration_of(r.g, TaskKind::Optimizer, p - 1));
+  check_invariants(r);
+}
+
+TEST(Schedule, InterleavedShrinksTheBubbleByV) {
+  // Per chunk t_f/v, t_b/v: T = m·v·(t_fc + t_bc) + (p − 1)·(t_fc + t_bc) = (m + (p − 1)/v)·(t_f + t_b)
+  const int p = 4, m = 8, v = 2;
+  const SimRun r = simulate(ideal(p, m, "schedule = \"interleaved\"\nvirtual_stages = 2\n"));
+  const auto tfc = duration_of(r.g, TaskKind::Forward), tbc = duration_of(r.g, TaskKind::Backward);
+  // The head rides on the last chunk only: m·Δ more, Δ its extra forward + backward.
+  auto chunk_time = [&](int chunk) {
+    schedule::SimTime t = 0;
+    for (TaskKind k : {TaskKind::Forward, TaskKind::Backward})
+      for (const auto& task : r.g.tasks)
+        if (task.kind == k && task.chunk == chunk) { t += task.duration; break; }
+    return t;
+  };
+  const auto delta = chunk_time(p * v - 1) - chunk_time(0);
+  EXPECT_EQ(r.t.makespan, (m * v + p - 1) * (tfc + tbc) + m * delta +
+                              duration_of(r.g, TaskKind::Optimizer, p - 1));
+  check_invariants(r);
+}
+
+TEST(Schedule, OneFOneBPeakActivationsAreStageDepthMicroBatches) {
+  // Stage i keeps min(p − i, m) micro-batches: peak = baseline + (p − i)·activations.
+  const int p = 4, m = 8;
+  const SimRun r = simulate(ideal(p, m, "schedule = \"1f1b\"\n"));
+  for (int i = 0; i < p; ++i) {
+    std::int64_t act = 0;
+    for (const auto& t : r.g.tasks)
+      if (t.device == static_cast<std::uint32_t>(i) && t.kind == TaskKind::Forward) { act = t.alloc_bytes; break; }
+    EXPECT_EQ(r.t.peak_bytes[i], r.g.devices[i].baseline_bytes + std::min(p - i, m) * act) << "stage " << i;
+  }
+  const SimRun gp = simulate(ideal(p, m, "schedule = \"gpipe\"\n"));
+  std::int64_t act0 = 0;
+  for (const auto& t : gp.g.tasks)
+    if (t.device == 0 && t.kind == TaskKind::Forward) { act0 = t.alloc_bytes; break; }
+  EXPECT_EQ(gp.t.peak_bytes[0], gp.g.devices[0].baseline_bytes + m * act0);
+}
+
+TEST(Schedule, EstimateAndSimulationAgreeWhereTheClosedFormIsExact) {
+  for (const char* sch : {"schedule = \"1f1b\"\n", "schedule = \"gpipe\"\n"}) {
+    const SimRun r = simulate(ideal(4, 8, sch));
+    const auto e = analytic::estimate(r.s, *r.s.plan);
+    EXPECT_NEAR(static_cast<double>(r.t.makespan) * 1e-9, e.step_time.v, 1e-9 * 64) << sch;
+    // And the estimate's memory peak is the timeline's (no fragmentation or reserve here).
+    EXPECT_NEAR(static_cast<double>(r.t.peak_bytes[0]), e.stages[0].memory.total().v, 64.0);
+  }
+}
+
+TEST(Schedule, RealScenariosStayCloseToTheEstimate) {
+  for (const char* f : {"default.toml", "gpt3-175b-a100.toml", "mixed-h100-a100.toml", "mixtral-8x7b-mi300x.toml"}) {
+    auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/" + f, test::catalog());
+    ASSERT_TRUE(s.ok());
+    SimRun r;
+    r.s = *s;
+    r.g = schedule::build_schedule(r.s, *r.s.plan);
+    r.t = *engine::run_native(r.g);
+    check_invariants(r);
+    const double est = analytic::estimate(r.s, *r.s.plan).step_time.v;
+    EXPECT_NEAR(static_cast<double>(r.t.makespan) * 1e-9 / est, 1.0, 0.05) << f;
+  }
+}
+
+TEST(Schedule, SameInputSameTrace) {
+  const std::string text = ideal(4, 8, "schedule = \"interleaved\"\nvirtual_stages = 2\n");
+  const SimRun a = simulate(text), b = simulate(text);
+  EXPECT_EQ(report::chrome_trace(a.s, a.g, a.t), report::chrome_trace(b.s, b.g, b.t));
+}
+
+TEST(Schedule, TasksCarryLayerMicroBatchAndPhase) {
+  const SimRun r = simulate(ideal(2, 4, "schedule = \"1f1b\"\n"));
+  int fwd = 0, bwd = 0;
+  for (const auto& t : r.g.tasks) {
+    if (t.kind == TaskKind::Forward) ++fwd;
+    if (t.kind == TaskKind::Backward) ++bwd;
+  }
+  EXPECT_EQ(fwd, 2 * 4);  // every (stage, micro-batch) once
+  EXPECT_EQ(bwd, 2 * 4);
+  EXPECT_EQ(schedule::task_name(r.g.tasks[0]), "F L0-3 mb0");
+}
+
+TEST(Schedule, DataParallelReplicasAreFoldedAndSynchronised) {
+  auto s = test::parse(test::minimal());  // TP 2 · PP 2 · DP 4 on 16 H100
+  ASSERT_TRUE(s.ok());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  ASSERT_EQ(g.devices.size(), 2u);        // one per stage
+  EXPECT_EQ(g.devices[0].count, 2 * 4);   // tp × replicas
+  int reduces = 0;
+  for (const auto& t : g.tasks) reduces += t.kind == TaskKind::GradReduce;
+  EXPECT_EQ(reduces, 4);  // one per layer
+  auto t = engine::run_native(g);
+  ASSERT_TRUE(t.ok());
+  SimRun r{*s, g, *t};
+  check_invariants(r);
+}
+
+TEST(Schedule, HeterogeneousGroupsMeetInTheirGradientCollectives) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixed-h100-a100.toml", test::catalog());
+  ASSERT_TRUE(s.ok());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  EXPECT_EQ(g.collectives.size(), 2u * 80);  // per layer: gradient reduce and parameter gather
+  auto t = engine::run_native(g);
+  ASSERT_TRUE(t.ok());
+  for (const auto& members : g.collectives) {
+    ASSERT_EQ(members.size(), 2u);
+    EXPECT_EQ(t->start[members[0]], t->start[members[1]]);  // they start together
+  }
+}
+
+}  // namespace
+}  // namespace hetsim
