@@ -38,7 +38,12 @@ class Reader {
  public:
   Reader(std::string file, Diagnostics& d) : file_(std::move(file)), d_(d) {}
   void error(const std::string& path, std::string msg, std::string hint = {}) {
-    d_.push_back({{file_, 0, 0}, path, std::move(msg), std::move(hint)});
+    Diagnostic d;
+    d.where.file = file_;
+    d.key = path;
+    d.message = std::move(msg);
+    d.hint = std::move(hint);
+    d_.push_back(std::move(d));
   }
   void check_keys(const json& obj, const std::string& path, const std::vector<std::string>& allowed) {
     for (const auto& [k, v] : obj.items()) {

@@ -53,5 +53,30 @@ echo "$err" | grep -q "does not fit in memory on pool 'h100-sxm5'" && ok || bad 
 printf '[model]\npreset = "tiny"\n[training]\nglobal_batch = 16\nseq_len = 512\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n' > "$tmp/noplan.toml"
 "$HETSIM" estimate "$tmp/noplan.toml" 2>&1 | grep -q "needs a fixed plan" && ok || bad "no plan message"
 
+# simulate: every bundled scenario, the extra JSON keys, a trace file, plan files.
+for f in "$SRC"/scenarios/*.toml; do
+  json=$("$HETSIM" simulate --json "$f") || { bad "simulate $f exit $?"; continue; }
+  for key in step_time_s estimate_step_time_s bubble_fraction exposed_comm_s busy_fraction peak_memory_bytes fits; do
+    echo "$json" | grep -q "\"$key\"" || { bad "simulate $f --json lacks $key"; continue 2; }
+  done
+  ok
+done
+"$HETSIM" simulate --trace "$tmp/trace.json" "$SRC/scenarios/default.toml" >/dev/null && ok || bad "simulate --trace"
+head -c 40 "$tmp/trace.json" | grep -q '"traceEvents"' && tail -c 4 "$tmp/trace.json" | grep -q ']}' && ok || bad "trace file shape"
+grep -q '"ph":"C"' "$tmp/trace.json" && grep -q '"thread_name"' "$tmp/trace.json" && ok || bad "trace lacks memory counters or thread names"
+
+"$HETSIM" estimate --save-plan "$tmp/plan.json" "$SRC/scenarios/mixed-h100-a100.toml" >/dev/null && ok || bad "--save-plan"
+grep -q '"format": "hetsim-plan"' "$tmp/plan.json" && ok || bad "plan file format"
+a=$("$HETSIM" estimate --json "$SRC/scenarios/mixed-h100-a100.toml" | grep step_time_s)
+b=$("$HETSIM" estimate --json --plan "$tmp/plan.json" "$SRC/scenarios/mixed-h100-a100.toml" | grep step_time_s)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "plan round trip: $a vs $b"
+sed 's/"tp": 8/"tp": 3/' "$tmp/plan.json" > "$tmp/badplan.json"
+err=$("$HETSIM" simulate --plan "$tmp/badplan.json" "$SRC/scenarios/mixed-h100-a100.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "badplan.json: error: tp = 3 does not divide" && ok || bad "bad plan: rc $rc: $err"
+echo '{"format": "hetsim-plan", "version": 1,' > "$tmp/broken.json"
+"$HETSIM" simulate --plan "$tmp/broken.json" "$SRC/scenarios/default.toml" 2>&1 | grep -q "broken.json:.*JSON syntax" && ok || bad "broken plan JSON"
+"$HETSIM" simulate --trace "$tmp/oom-trace.json" "$tmp/oom.toml" >/dev/null 2>&1; rc=$?
+[ $rc -eq 3 ] && [ ! -e "$tmp/oom-trace.json" ] && ok || bad "simulate of an out-of-memory plan: rc $rc"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

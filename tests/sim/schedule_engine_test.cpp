@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/analytic/estimate.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/engine/summary.hpp"
@@ -173,6 +175,28 @@ TEST(Schedule, SameInputSameTrace) {
   const std::string text = ideal(4, 8, "schedule = \"interleaved\"\nvirtual_stages = 2\n");
   const SimRun a = simulate(text), b = simulate(text);
   EXPECT_EQ(report::chrome_trace(a.s, a.g, a.t), report::chrome_trace(b.s, b.g, b.t));
+}
+
+TEST(Trace, ChromeTraceIsWellFormed) {
+  const SimRun r = simulate(ideal(4, 8, "schedule = \"1f1b\"\n"));
+  const auto j = nlohmann::json::parse(report::chrome_trace(r.s, r.g, r.t));
+  std::size_t spans = 0, counters = 0, processes = 0, threads = 0;
+  for (const auto& ev : j["traceEvents"]) {
+    const std::string ph = ev["ph"];
+    if (ph == "X") {
+      ++spans;
+      EXPECT_TRUE(ev.contains("ts") && ev.contains("dur") && ev.contains("tid"));
+    }
+    if (ph == "C") ++counters;
+    if (ph == "M" && ev["name"] == "process_name") ++processes;
+    if (ph == "M" && ev["name"] == "thread_name") ++threads;
+  }
+  std::size_t nonzero = 0;
+  for (const auto& t : r.g.tasks) nonzero += t.duration > 0;
+  EXPECT_EQ(spans, nonzero);
+  EXPECT_EQ(processes, r.g.devices.size());
+  EXPECT_EQ(threads, r.g.devices.size() * schedule::kStreams);
+  EXPECT_GT(counters, 2 * r.g.devices.size());
 }
 
 TEST(Schedule, TasksCarryLayerMicroBatchAndPhase) {
