@@ -28,17 +28,35 @@ Summary summarize(const schedule::TaskGraph& g, const Trace& t) {
                         (task.stream == Stream::Compute && task.kind != TaskKind::Optimizer);
     if (blocks) pipeline_busy[task.device] += task.duration;
   }
+  // The pipeline window of each replica group: from its first compute task to its last.
+  // A device's bubble is the part of that window it spends neither computing nor blocked on
+  // its own TP collectives and sends: fill, drain and waiting for slower stages.
+  std::vector<SimTime> win_first, win_last;
+  for (std::size_t d = 0; d < nd; ++d) {
+    const auto grp = static_cast<std::size_t>(g.devices[d].group);
+    if (win_first.size() <= grp) {
+      win_first.resize(grp + 1, -1);
+      win_last.resize(grp + 1, -1);
+    }
+    if (first[d] >= 0 && (win_first[grp] < 0 || first[d] < win_first[grp])) win_first[grp] = first[d];
+    win_last[grp] = std::max(win_last[grp], last[d]);
+  }
+  std::size_t bottleneck = 0;
   for (std::size_t d = 0; d < nd; ++d) {
     DeviceUsage u;
     for (int k = 0; k < schedule::kStreams; ++k) u.stream_fraction[k] = static_cast<double>(t.busy[d][k]) / step;
     u.busy_fraction = u.stream_fraction[0];
-    u.bubble = first[d] < 0 ? 0 : std::max<SimTime>(0, last[d] - first[d] - pipeline_busy[d]);
+    const auto grp = static_cast<std::size_t>(g.devices[d].group);
+    u.bubble = first[d] < 0 ? 0 : std::max<SimTime>(0, win_last[grp] - win_first[grp] - pipeline_busy[d]);
     const auto& dev = g.devices[d];
     u.peak_bytes = static_cast<std::int64_t>(std::llround(static_cast<double>(t.peak_bytes[d]) * (1.0 + dev.fragmentation))) +
                    dev.reserve_bytes;
-    s.bubble_fraction = std::max(s.bubble_fraction, static_cast<double>(u.bubble) / step);
+    if (pipeline_busy[d] > pipeline_busy[bottleneck]) bottleneck = d;
     s.devices.push_back(u);
   }
+  // The bubble that costs time is the busiest device's: every other device idles longer only
+  // because it waits for that one.
+  if (nd > 0) s.bubble_fraction = static_cast<double>(s.devices[bottleneck].bubble) / step;
   // The critical path by kind, with the time it spent waiting (collective rendezvous).
   std::vector<std::pair<std::string, SimTime>> kinds;
   auto add = [&](const std::string& k, SimTime v) {

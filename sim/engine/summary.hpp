@@ -13,14 +13,14 @@ namespace hetsim::engine {
 struct DeviceUsage {
   double busy_fraction = 0;  ///< compute-stream busy time / step
   std::array<double, schedule::kStreams> stream_fraction{};  ///< per stream busy / step
-  SimTime bubble = 0;  ///< compute idle between its first and last compute task, not explained
-                       ///< by its own blocking TP collectives and sends
+  SimTime bubble = 0;  ///< idle in its group's pipeline window (first to last compute task of
+                       ///< the group), not explained by its own TP collectives and sends
   std::int64_t peak_bytes = 0;  ///< live peak × (1 + fragmentation) + runtime reserve
 };
 
 struct Summary {
   SimTime step = 0;
-  double bubble_fraction = 0;  ///< the largest device bubble / step
+  double bubble_fraction = 0;  ///< the busiest device's bubble / step
   SimTime exposed_comm = 0;    ///< communication tasks on the critical path
   std::vector<std::pair<std::string, SimTime>> critical_by_kind;  ///< incl. "waiting"
   std::vector<DeviceUsage> devices;

@@ -100,6 +100,10 @@ TEST(Schedule, OneFOneBMatchesTheClosedForm) {
   EXPECT_EQ(r.t.makespan, (m + p - 1) * (tf + tb) + m * head_extra(r.g, p) +
                               duration_of(r.g, TaskKind::Optimizer, p - 1));
   check_invariants(r);
+  // The busiest stage (the last) idles (p − 1)·(t_f + t_b) of its group's pipeline window.
+  const auto sum = engine::summarize(r.g, r.t);
+  EXPECT_EQ(sum.devices[p - 1].bubble, (p - 1) * (tf + tb));
+  EXPECT_DOUBLE_EQ(sum.bubble_fraction, static_cast<double>((p - 1) * (tf + tb)) / static_cast<double>(r.t.makespan));
 }
 
 TEST(Schedule, GPipeMatchesTheClosedForm) {

@@ -1,0 +1,67 @@
+// Plans as JSON: round trip, and bad plans rejected with the file and JSON path.
+
+#include <gtest/gtest.h>
+
+#include "sim/io/plan_json.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+Scenario mixed() {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixed-h100-a100.toml", test::catalog());
+  EXPECT_TRUE(s.ok());
+  return *s;
+}
+
+TEST(PlanJson, RoundTripsExactly) {
+  const Scenario s = mixed();
+  const std::string text = io::plan_to_json(s, *s.plan);
+  auto back = io::parse_plan_json(text, "plan.json", s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_EQ(io::plan_to_json(s, *back), text);
+  EXPECT_EQ(back->groups.size(), 2u);
+  EXPECT_EQ(back->groups[1].micro_batches, 36);
+}
+
+struct BadPlan {
+  const char* name;
+  std::string from, to;  // textual edit of the valid plan
+  const char* says;
+};
+
+class PlanJsonBad : public ::testing::TestWithParam<BadPlan> {};
+
+TEST_P(PlanJsonBad, IsRejectedWithFileAndPath) {
+  const Scenario s = mixed();
+  std::string text = io::plan_to_json(s, *s.plan);
+  const auto& c = GetParam();
+  const auto at = text.find(c.from);
+  ASSERT_NE(at, std::string::npos) << c.from;
+  text.replace(at, c.from.size(), c.to);
+  auto p = io::parse_plan_json(text, "plan.json", s);
+  ASSERT_FALSE(p.ok()) << c.name;
+  const std::string all = test::all_errors(p.errors());
+  EXPECT_NE(all.find("plan.json"), std::string::npos) << all;
+  EXPECT_NE(all.find(c.says), std::string::npos) << all;
+}
+
+void PrintTo(const BadPlan& b, std::ostream* os) { *os << b.name; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Plans, PlanJsonBad,
+    ::testing::Values(
+        BadPlan{"syntax", "\"groups\": [", "\"groups\": [[", "JSON syntax"},
+        BadPlan{"not_a_plan", "\"hetsim-plan\"", "\"other\"", "not a hetsim plan"},
+        BadPlan{"future_version", "\"version\": 1", "\"version\": 2", "unsupported plan version 2"},
+        BadPlan{"unknown_key", "\"zero\": 1", "\"zeros\": 1", "unknown key 'zeros' [/zeros]"},
+        BadPlan{"unknown_pool", "\"pool\": \"a100\"", "\"pool\": \"a10\"", "unknown pool 'a10'"},
+        BadPlan{"bad_schedule", "\"1f1b\"", "\"1f2b\"", "unknown schedule \"1f2b\""},
+        BadPlan{"layers_not_covered", "\"layers\": 20\n", "\"layers\": 19\n", "cover"},
+        BadPlan{"tp_too_wide", "\"tp\": 8", "\"tp\": 16", "does not fit inside a node"},
+        BadPlan{"too_many_replicas", "\"replicas\": 4", "\"replicas\": 40", "devices of pool"},
+        BadPlan{"wrong_type", "\"micro_batch\": 1", "\"micro_batch\": \"1\"", "expected an integer"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace hetsim
