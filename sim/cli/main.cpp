@@ -130,6 +130,16 @@ int run_simulate(const Common& c, const std::string& trace_file) {
   hetsim::Scenario sc;
   hetsim::plan::Plan plan;
   if (int rc = load(c, sc, plan)) return rc;
+  // Refuse a step too large to hold in memory, before trying (about 100 bytes per task).
+  constexpr double kMaxTasks = 20e6;
+  if (const double n = hetsim::schedule::estimated_tasks(sc, plan); n > kMaxTasks) {
+    std::cerr << fmt::format(
+        "{}: error: the simulated step would have about {:.3g} tasks, more than the {:.3g} this "
+        "command simulates\n  hint: fewer micro-batches per replica (a larger micro_batch), or "
+        "`hetsim estimate` for the closed-form answer\n",
+        c.scenario, n, kMaxTasks);
+    return kExitBadInput;
+  }
   hetsim::report::Simulation sim;
   sim.estimate = hetsim::analytic::estimate(sc, plan);
   sim.graph = hetsim::schedule::build_schedule(sc, plan);

@@ -396,4 +396,14 @@ class Builder {
 
 TaskGraph build_schedule(const Scenario& s, const plan::Plan& p) { return Builder(s, p).build(); }
 
+double estimated_tasks(const Scenario& s, const plan::Plan& p) {
+  const double v = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
+  double n = 0;
+  // Per stage and micro-batch at most: F, TP, send, R, B, TP, send; plus per layer the split
+  // units and two DP collectives, and the optimizer.
+  for (const auto& g : p.groups)
+    n += static_cast<double>(g.stages.size()) * g.micro_batches * v * 7 + g.stages.size();
+  return n + 4.0 * s.model.layers * static_cast<double>(p.groups.size());
+}
+
 }  // namespace hetsim::schedule

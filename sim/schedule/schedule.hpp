@@ -17,6 +17,9 @@ namespace hetsim::schedule {
 /// Requires: p validated against s.
 [[nodiscard]] TaskGraph build_schedule(const Scenario& s, const plan::Plan& p);
 
+/// An upper bound on the tasks build_schedule would create (to refuse absurd sizes up front).
+[[nodiscard]] double estimated_tasks(const Scenario& s, const plan::Plan& p);
+
 /// Converts seconds to integral nanoseconds (round half up).
 [[nodiscard]] SimTime to_ns(Duration d);
 

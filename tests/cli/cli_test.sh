@@ -78,5 +78,9 @@ echo '{"format": "hetsim-plan", "version": 1,' > "$tmp/broken.json"
 "$HETSIM" simulate --trace "$tmp/oom-trace.json" "$tmp/oom.toml" >/dev/null 2>&1; rc=$?
 [ $rc -eq 3 ] && [ ! -e "$tmp/oom-trace.json" ] && ok || bad "simulate of an out-of-memory plan: rc $rc"
 
+printf '[model]\npreset = "tiny"\n[training]\nglobal_batch = 100000000\nseq_len = 16\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n[parallel]\ntp = 1\npp = 4\n' > "$tmp/huge.toml"
+err=$("$HETSIM" simulate "$tmp/huge.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "tasks, more than" && ok || bad "oversized simulation: rc $rc: $err"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
