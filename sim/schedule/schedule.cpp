@@ -402,7 +402,7 @@ double estimated_tasks(const Scenario& s, const plan::Plan& p) {
   // Per stage and micro-batch at most: F, TP, send, R, B, TP, send; plus per layer the split
   // units and two DP collectives, and the optimizer.
   for (const auto& g : p.groups)
-    n += static_cast<double>(g.stages.size()) * g.micro_batches * v * 7 + g.stages.size();
+    n += static_cast<double>(g.stages.size()) * g.micro_batches * v * 7 + static_cast<double>(g.stages.size());
   return n + 4.0 * s.model.layers * static_cast<double>(p.groups.size());
 }
 
