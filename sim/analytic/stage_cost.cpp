@@ -186,14 +186,14 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
                                                          p.recompute, tr.flash_attention, dt);
       if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
       if (last)  // bf16 logits and their fp32 copy for the loss
-        c.transient = Bytes{6.0 * p.micro_batch * tr.seq_len * m.vocab / st.tp};
+        c.logits = Bytes{6.0 * p.micro_batch * tr.seq_len * m.vocab / st.tp};
       if (p.zero == 3)  // two layers' weights gathered ahead of use
-        c.transient = c.transient + Bytes{2 * pc.per_layer / st.tp * sb.weights};
+        c.gathered = Bytes{2 * pc.per_layer / st.tp * sb.weights};
       c.memory.params = c.params;
       c.memory.state = sb;
       c.memory.zero = p.zero;
       c.memory.dp = replicas;
-      c.memory.transient = c.transient;
+      c.memory.transient = c.logits + c.gathered;
       c.memory.comm_buffers = s.memory.comm_buffers;
       c.memory.runtime_reserve = s.memory.runtime_reserve;
       c.memory.fragmentation = s.memory.fragmentation;

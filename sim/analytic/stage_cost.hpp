@@ -28,7 +28,8 @@ struct StageCost {
   double params_head = 0;   ///< output layer or tied copy, final norm (last stage)
   Bytes act_per_layer;  ///< activations kept per layer per micro-batch
   Bytes act_edge;       ///< the embedding output kept on the first stage
-  Bytes transient;      ///< logits (last stage), gathered ZeRO-3 layers
+  Bytes logits;         ///< bf16 logits and their fp32 copy (last stage), during its head work
+  Bytes gathered;       ///< ZeRO-3: two layers' weights gathered ahead of use, during compute
   Duration dp_reduce;   ///< gradient all-reduce / reduce-scatter for the whole stage, per step
   Duration dp_gather;   ///< parameter all-gather (ZeRO ≥ 1), per step
   Duration optimizer;

@@ -53,6 +53,7 @@ int run_catalog(bool json, const std::string& output) {
 }
 
 struct Common {
+  std::string command;
   std::string scenario, plan_file, output, save_plan;
   bool json = false;
 };
@@ -83,9 +84,9 @@ int load(const Common& c, hetsim::Scenario& sc, hetsim::plan::Plan& plan) {
     plan = *sc.plan;
   } else {
     std::cerr << fmt::format(
-        "{}: error: `hetsim estimate` needs a fixed plan\n  hint: add a [parallel] table (tp, pp, dp, "
+        "{}: error: `hetsim {}` needs a fixed plan\n  hint: add a [parallel] table (tp, pp, dp, "
         "micro_batch, …; see docs/scenario-format.md) or give --plan PLAN.json\n",
-        c.scenario);
+        c.scenario, c.command);
     return kExitBadInput;
   }
   return kExitOk;
@@ -153,14 +154,16 @@ int run_simulate(const Common& c, const std::string& trace_file) {
   hetsim::report::apply_simulation(sc, sim);
   const std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim)
                                   : hetsim::report::simulate_text(sc, plan, sim);
-  if (!trace_file.empty() && sim.simulated.fits) {
+  // The trace is written last, only when everything else was: a failed run leaves no files.
+  if (int rc = finish(c, sc, plan, sim.simulated, text); rc != kExitOk) return rc;
+  if (!trace_file.empty()) {
     auto errs = hetsim::io::write_file_atomic(trace_file, hetsim::report::chrome_trace(sc, sim.graph, sim.trace));
     if (!errs.empty()) {
       print_diagnostics(errs);
       return kExitEnvironment;
     }
   }
-  return finish(c, sc, plan, sim.simulated, text);
+  return kExitOk;
 }
 
 }  // namespace
@@ -179,6 +182,7 @@ int main(int argc, char** argv) {
   cat->add_option("-o,--output", cat_out, "Write to this file (atomically) instead of stdout");
 
   Common est_opts;
+  est_opts.command = "estimate";
   auto* est = app.add_subcommand("estimate",
                                  "Analytical estimate of a plan: step time and its breakdown, "
                                  "throughput, MFU, memory per device, time and cost to train");
@@ -189,6 +193,7 @@ int main(int argc, char** argv) {
   est->add_option("--save-plan", est_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
 
   Common sim_opts;
+  sim_opts.command = "simulate";
   std::string trace_file;
   auto* sim = app.add_subcommand("simulate",
                                  "Discrete-event simulation of one training step of a plan: the "

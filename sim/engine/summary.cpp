@@ -41,36 +41,43 @@ Summary summarize(const schedule::TaskGraph& g, const Trace& t) {
     if (first[d] >= 0 && (win_first[grp] < 0 || first[d] < win_first[grp])) win_first[grp] = first[d];
     win_last[grp] = std::max(win_last[grp], last[d]);
   }
-  std::size_t bottleneck = 0;
+  // The group whose pipeline ends last sets the step; its busiest device is the bottleneck.
+  std::size_t slowest = 0;
+  for (std::size_t k = 0; k < win_last.size(); ++k)
+    if (win_last[k] > win_last[slowest]) slowest = k;
+  std::vector<int> stages_in_group(win_last.size(), 0);
+  for (std::size_t d = 0; d < nd; ++d) ++stages_in_group[static_cast<std::size_t>(g.devices[d].group)];
+  std::size_t bottleneck = nd;
   for (std::size_t d = 0; d < nd; ++d) {
     DeviceUsage u;
     for (int k = 0; k < schedule::kStreams; ++k) u.stream_fraction[k] = static_cast<double>(t.busy[d][k]) / step;
     u.busy_fraction = u.stream_fraction[0];
     const auto grp = static_cast<std::size_t>(g.devices[d].group);
-    u.bubble = first[d] < 0 ? 0 : std::max<SimTime>(0, win_last[grp] - win_first[grp] - pipeline_busy[d]);
+    // Without a pipeline there is no bubble (waiting for gathers is exposed DP communication).
+    u.bubble = first[d] < 0 || stages_in_group[grp] < 2
+                   ? 0
+                   : std::max<SimTime>(0, win_last[grp] - win_first[grp] - pipeline_busy[d]);
     const auto& dev = g.devices[d];
     u.peak_bytes = static_cast<std::int64_t>(std::llround(static_cast<double>(t.peak_bytes[d]) * (1.0 + dev.fragmentation))) +
                    dev.reserve_bytes;
-    if (pipeline_busy[d] > pipeline_busy[bottleneck]) bottleneck = d;
+    if (grp == slowest && (bottleneck == nd || pipeline_busy[d] > pipeline_busy[bottleneck])) bottleneck = d;
     s.devices.push_back(u);
   }
   // The bubble that costs time is the busiest device's: every other device idles longer only
   // because it waits for that one.
-  if (nd > 0) s.bubble_fraction = static_cast<double>(s.devices[bottleneck].bubble) / step;
-  // The critical path by kind, with the time it spent waiting (collective rendezvous).
+  if (bottleneck < nd) s.bubble_fraction = static_cast<double>(s.devices[bottleneck].bubble) / step;
+  // The critical path by kind of task (it has no gaps: each task starts when its predecessor
+  // on the path ends).
   std::vector<std::pair<std::string, SimTime>> kinds;
   auto add = [&](const std::string& k, SimTime v) {
     for (auto& [n, x] : kinds)
       if (n == k) { x += v; return; }
     kinds.emplace_back(k, v);
   };
-  SimTime cursor = 0;
   for (std::uint32_t id : t.critical_path) {
     const auto& task = g.tasks[id];
-    if (t.start[id] > cursor) add("waiting", t.start[id] - cursor);
     add(std::string(schedule::task_kind_name(task.kind)), task.duration);
     if (task.stream != Stream::Compute) s.exposed_comm += task.duration;
-    cursor = t.end[id];
   }
   s.critical_by_kind = std::move(kinds);
   return s;

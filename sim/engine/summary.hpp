@@ -20,9 +20,9 @@ struct DeviceUsage {
 
 struct Summary {
   SimTime step = 0;
-  double bubble_fraction = 0;  ///< the busiest device's bubble / step
+  double bubble_fraction = 0;  ///< bubble / step of the busiest device of the slowest group
   SimTime exposed_comm = 0;    ///< communication tasks on the critical path
-  std::vector<std::pair<std::string, SimTime>> critical_by_kind;  ///< incl. "waiting"
+  std::vector<std::pair<std::string, SimTime>> critical_by_kind;  ///< sums to the step
   std::vector<DeviceUsage> devices;
 };
 

@@ -155,7 +155,8 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   plan::Plan p;
   p.micro_batch = static_cast<int>(r.integer(j, "", "micro_batch", 1, 1 << 20, true).value_or(1));
   p.schedule = r.choice(j, "", "schedule", kSchedules).value_or(p.schedule);
-  p.virtual_stages = static_cast<int>(r.integer(j, "", "virtual_stages", 1, 1024, false).value_or(1));
+  p.virtual_stages = static_cast<int>(r.integer(j, "", "virtual_stages", 1, 1024, false)
+                                          .value_or(p.schedule == cost::Schedule::Interleaved ? 2 : 1));
   p.recompute = r.choice(j, "", "recompute", kRecompute).value_or(p.recompute);
   p.zero = static_cast<int>(r.integer(j, "", "zero", 0, 3, false).value_or(p.zero));
   p.sequence_parallel = r.boolean(j, "", "sequence_parallel").value_or(p.sequence_parallel);

@@ -583,6 +583,11 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
         " sequences per step but global_batch is " + std::to_string(s.training.global_batch),
         "Σ count · micro_batches · micro_batch must equal global_batch");
   if (p.devices() == 0) err("parallel", "the plan uses no devices");
+  if (p.schedule != cost::Schedule::Interleaved && p.virtual_stages != 1)
+    err("parallel.virtual_stages", "virtual_stages applies to the interleaved schedule only",
+        "set schedule = \"interleaved\"");
+  if (p.schedule == cost::Schedule::Interleaved && p.virtual_stages < 2)
+    err("parallel.virtual_stages", "the interleaved schedule needs virtual_stages ≥ 2");
   return d;
 }
 

@@ -194,7 +194,9 @@ class Builder {
         base_task.first_layer = ch.first_layer;
         base_task.layers = ch.layers;
         const Bytes act = c.act_per_layer * ch.layers + (ch.has_emb ? c.act_edge : Bytes{0});
-        const std::int64_t transient = ch.has_head ? to_bytes(c.transient) : 0;
+        // Short-lived buffers held while this unit computes: the logits around the head, and
+        // ZeRO-3's gathered layers.
+        const std::int64_t transient = to_bytes((ch.has_head ? c.logits : Bytes{0}) + c.gathered);
         if (!bw) {
           UnitIds& ids = F[k][mb];
           const bool split = split_fwd && mb == first_fwd_mb[lc];
@@ -372,7 +374,13 @@ class Builder {
     for (const auto& [key, members] : dp_members_) {
       if (members.size() <= 1) continue;
       const auto id = static_cast<std::uint32_t>(g_.collectives.size());
-      for (std::uint32_t t : members) g_.tasks[t].collective = id;
+      // One collective ends for all its members at once: it lasts as long as its slowest side.
+      SimTime longest = 0;
+      for (std::uint32_t t : members) longest = std::max(longest, g_.tasks[t].duration);
+      for (std::uint32_t t : members) {
+        g_.tasks[t].collective = id;
+        g_.tasks[t].duration = longest;
+      }
       g_.collectives.push_back(members);
     }
   }

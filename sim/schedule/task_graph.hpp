@@ -71,7 +71,8 @@ struct TaskGraph {
 /// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);
 
-/// "F L12-23 mb5", "R L0-11 mb0", "send act L24 mb3", "reduce-scatter L0-11", "optimizer".
+/// "F L12-23 mb5", "R L0-11 mb0", "send act L24-35 mb3", "grad reduce L5", "param gather L5",
+/// "optimizer".
 [[nodiscard]] std::string task_name(const Task& t);
 
 }  // namespace hetsim::schedule

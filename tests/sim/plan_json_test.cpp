@@ -60,6 +60,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadPlan{"layers_not_covered", "\"layers\": 20\n", "\"layers\": 19\n", "cover"},
         BadPlan{"tp_too_wide", "\"tp\": 8", "\"tp\": 16", "does not fit inside a node"},
         BadPlan{"too_many_replicas", "\"replicas\": 4", "\"replicas\": 40", "devices of pool"},
+        BadPlan{"virtual_stages_without_interleaving", "\"virtual_stages\": 1", "\"virtual_stages\": 2",
+                "virtual_stages applies to the interleaved schedule only"},
         BadPlan{"wrong_type", "\"micro_batch\": 1", "\"micro_batch\": \"1\"", "expected an integer"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 

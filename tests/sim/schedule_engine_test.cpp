@@ -161,6 +161,21 @@ TEST(Schedule, EstimateAndSimulationAgreeWhereTheClosedFormIsExact) {
   }
 }
 
+TEST(Schedule, MemoryPeaksMatchTheEstimateForEveryZeroStage) {
+  for (int zero = 0; zero <= 3; ++zero) {
+    auto s = test::parse(test::minimal("tp = 2\npp = 2\ndp = 4\nmicro_batch = 1\nzero = " + std::to_string(zero) + "\n"));
+    ASSERT_TRUE(s.ok());
+    const auto e = analytic::estimate(*s, *s->plan);
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    const auto t = engine::run_native(g);
+    ASSERT_TRUE(t.ok());
+    const auto sum = engine::summarize(g, *t);
+    for (std::size_t d = 0; d < g.devices.size(); ++d)
+      EXPECT_NEAR(static_cast<double>(sum.devices[d].peak_bytes) / e.stages[d].memory.total().v, 1.0, 1e-6)
+          << "ZeRO " << zero << " stage " << d;
+  }
+}
+
 TEST(Schedule, RealScenariosStayCloseToTheEstimate) {
   for (const char* f : {"default.toml", "gpt3-175b-a100.toml", "mixed-h100-a100.toml", "mixtral-8x7b-mi300x.toml"}) {
     auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/" + f, test::catalog());
