@@ -152,6 +152,8 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
   const double model_rate = est.model_flops_per_step.v / est.step_time.v;
   est.flops_per_device = FlopRate{model_rate / std::max(1, est.devices)};
   est.mfu = peak_sum > 0 ? model_rate / peak_sum : 0;
+  est.usd_per_hour = usd_per_hour;
+  est.usd_per_million_tokens = usd_per_hour / 3600.0 / est.tokens_per_s * 1e6;
   if (tr.tokens > 0) {
     est.time_to_train = Duration{tr.tokens / est.tokens_per_s};
     const double hours = est.time_to_train.v / 3600.0;

@@ -58,6 +58,8 @@ struct Estimate {
   int devices = 0;
   Duration time_to_train;  ///< 0 when the scenario gives no token target
   double cost_to_train_usd = 0;
+  double usd_per_hour = 0;           ///< what the plan's devices cost per hour (rent or own)
+  double usd_per_million_tokens = 0;
   double energy_kwh = 0;  ///< at TDP × PUE for the whole run
   bool fits = true;
   std::vector<DeviceEstimate> device_types;

@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -14,6 +17,8 @@
 #include "sim/io/output_file.hpp"
 #include "sim/io/plan_json.hpp"
 #include "sim/io/scenario_reader.hpp"
+#include "sim/plan/planner.hpp"
+#include "sim/report/plan_report.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -141,17 +146,12 @@ int run_simulate(const Common& c, const std::string& trace_file) {
         c.scenario, n, kMaxTasks);
     return kExitBadInput;
   }
-  hetsim::report::Simulation sim;
-  sim.estimate = hetsim::analytic::estimate(sc, plan);
-  sim.graph = hetsim::schedule::build_schedule(sc, plan);
-  auto trace = hetsim::engine::run_native(sim.graph);
-  if (!trace) {
-    print_diagnostics(trace.errors());
+  auto run = hetsim::report::run_simulation(sc, plan);
+  if (!run) {
+    print_diagnostics(run.errors());
     return kExitEnvironment;
   }
-  sim.trace = std::move(*trace);
-  sim.summary = hetsim::engine::summarize(sim.graph, sim.trace);
-  hetsim::report::apply_simulation(sc, sim);
+  const hetsim::report::Simulation& sim = *run;
   const std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim)
                                   : hetsim::report::simulate_text(sc, plan, sim);
   // The trace is written last, only when everything else was: a failed run leaves no files.
@@ -164,6 +164,51 @@ int run_simulate(const Common& c, const std::string& trace_file) {
     }
   }
   return kExitOk;
+}
+
+int run_plan(const Common& c, int top, int verify, const std::string& objective) {
+  auto cat = hetsim::io::builtin_catalog();
+  if (!cat) {
+    print_diagnostics(cat.errors());
+    return kExitEnvironment;
+  }
+  auto r = hetsim::io::read_scenario(c.scenario, *cat);
+  if (!r) {
+    print_diagnostics(r.errors());
+    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing planned\n", r.errors().size(), c.scenario);
+    return kExitBadInput;
+  }
+  const hetsim::Scenario& sc = *r;
+  hetsim::planner::Options opts;
+  opts.objective = objective == "cost" ? hetsim::planner::Objective::Cost : hetsim::planner::Objective::Time;
+  opts.top = top;
+  opts.verify = std::max(verify, top);
+  const bool bar = isatty(fileno(stderr)) != 0;
+  if (bar)
+    opts.progress = [](double f) {
+      std::fprintf(stderr, "\rsearching plans [%-30s] %3.0f %%", std::string(static_cast<std::size_t>(f * 30), '#').c_str(),
+                   100 * f);
+      std::fflush(stderr);
+    };
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result = hetsim::planner::search(sc, opts);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (bar) std::fprintf(stderr, "\r%60s\r", "");
+  if (result.top.empty()) {
+    std::cerr << fmt::format(
+        "{}: error: no plan fits this cluster's memory ({} plans tried)\n  hint: more devices, devices with more "
+        "memory, a shorter seq_len or a smaller global_batch\n",
+        c.scenario, result.evaluated);
+    return kExitDoesNotFit;
+  }
+  auto best = hetsim::report::run_simulation(sc, result.top.front().plan);
+  if (!best) {
+    print_diagnostics(best.errors());
+    return kExitEnvironment;
+  }
+  const std::string text = c.json ? hetsim::report::plan_json(sc, result, *best, opts.objective, seconds)
+                                  : hetsim::report::plan_text(sc, result, *best, opts.objective, seconds);
+  return finish(c, sc, result.top.front().plan, best->simulated, text);
 }
 
 }  // namespace
@@ -206,6 +251,26 @@ int main(int argc, char** argv) {
   sim->add_option("--trace", trace_file, "Write a Chrome/Perfetto trace JSON of the step to this file");
   sim->add_option("--save-plan", sim_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
 
+  Common plan_opts;
+  plan_opts.command = "plan";
+  int top = 5, verify = 10;
+  std::string objective = "time";
+  auto* pln = app.add_subcommand("plan",
+                                 "Search the best plan for the scenario's cluster (uneven layer and batch "
+                                 "splits across device types), verify it by simulation, and compare it "
+                                 "with the plans a homogeneous framework would use");
+  pln->add_option("scenario", plan_opts.scenario, "Scenario TOML file ([parallel] is ignored)")->required();
+  pln->add_option("--top", top, "How many plans to list")->check(CLI::Range(1, 100))->default_val(5);
+  pln->add_option("--verify", verify, "How many of the best estimates to re-rank by simulation")
+      ->check(CLI::Range(1, 1000))
+      ->default_val(10);
+  pln->add_option("--objective", objective, "Rank by step time or by cost per token")
+      ->check(CLI::IsMember({"time", "cost"}))
+      ->default_val("time");
+  pln->add_option("--out", plan_opts.save_plan, "Write the best plan as JSON (input of simulate --plan)");
+  pln->add_flag("--json", plan_opts.json, "Print one JSON object (docs/formats.md#plan-search-json)");
+  pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -215,5 +280,6 @@ int main(int argc, char** argv) {
   if (*cat) return run_catalog(cat_json, cat_out);
   if (*est) return run_estimate(est_opts);
   if (*sim) return run_simulate(sim_opts, trace_file);
+  if (*pln) return run_plan(plan_opts, top, verify, objective);
   return kExitBadInput;
 }

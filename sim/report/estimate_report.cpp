@@ -132,6 +132,8 @@ ordered_json estimate_object(const Scenario& s, const plan::Plan& p, const analy
   j["bubble_fraction"] = e.bubble_fraction;
   j["time_to_train_s"] = e.time_to_train.v;
   j["cost_to_train_usd"] = e.cost_to_train_usd;
+  j["usd_per_hour"] = e.usd_per_hour;
+  j["usd_per_million_tokens"] = e.usd_per_million_tokens;
   j["energy_kwh"] = e.energy_kwh;
   j["fits"] = e.fits;
   if (s.reference) {

@@ -3,8 +3,21 @@
 #include <fmt/format.h>
 
 #include "sim/report/estimate_report.hpp"
+#include "sim/schedule/schedule.hpp"
 
 namespace hetsim::report {
+
+Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p) {
+  Simulation sim;
+  sim.estimate = analytic::estimate(s, p);
+  sim.graph = schedule::build_schedule(s, p);
+  auto trace = engine::run_native(sim.graph);
+  if (!trace) return trace.errors();
+  sim.trace = std::move(*trace);
+  sim.summary = engine::summarize(sim.graph, sim.trace);
+  apply_simulation(s, sim);
+  return sim;
+}
 
 void apply_simulation(const Scenario& s, Simulation& sim) {
   analytic::Estimate e = sim.estimate;
@@ -16,6 +29,7 @@ void apply_simulation(const Scenario& s, Simulation& sim) {
   e.mfu *= r;
   e.time_to_train = e.time_to_train / r;
   e.cost_to_train_usd /= r;
+  e.usd_per_million_tokens /= r;
   e.energy_kwh /= r;
   e.bubble_fraction = sim.summary.bubble_fraction;
   e.fits = true;

@@ -19,6 +19,10 @@ struct Simulation {
   analytic::Estimate simulated;  ///< the estimate with simulated step time and memory peaks
 };
 
+/// Estimates, schedules and simulates `p` on `s`: everything `hetsim simulate` shows.
+/// Fails only if the schedule deadlocks (a bug).
+[[nodiscard]] Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p);
+
 /// Fills `simulated` from the estimate, the graph and the trace: throughput, MFU, time/cost/
 /// energy scale with the simulated step; per device type, the peak memory is the timeline's.
 void apply_simulation(const Scenario& s, Simulation& sim);

@@ -1,0 +1,566 @@
+#include "sim/plan/planner.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "sim/analytic/stage_cost.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/schedule/schedule.hpp"
+
+namespace hetsim::planner {
+
+double Candidate::score(Objective o) const {
+  const double ratio = verified() ? simulated_step_s / estimate.step_time.v : 1.0;
+  return o == Objective::Time ? step_s() : estimate.usd_per_million_tokens * ratio;
+}
+
+std::vector<int> tp_choices(const Scenario& s, const hw::PoolSpec& pool) {
+  std::vector<int> out;
+  const auto& m = s.model;
+  for (int t = 1; t <= pool.devices_per_node; ++t) {
+    if (pool.devices_per_node % t || m.heads % t || m.ffn_hidden % t) continue;
+    if (m.kv_heads % t && t % m.kv_heads) continue;
+    out.push_back(t);
+  }
+  return out;
+}
+
+namespace {
+
+int virtual_of(const plan::Plan& p) {
+  return p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
+}
+
+// Per-micro-batch time of every stage of group g: c_i, and the pipeline time for m
+// micro-batches, T(m) = m·max c + (Σ c − max c)/v (docs/cost-models.md#pipeline).
+struct GroupTime {
+  double cmax = 0, fill = 0;
+  [[nodiscard]] double at(double m) const { return m * cmax + fill; }
+};
+
+std::vector<double> stage_times(const plan::Plan& p, std::size_t g, const std::vector<analytic::StageCost>& c) {
+  const auto& grp = p.groups[g];
+  const int v = virtual_of(p);
+  std::vector<double> out;
+  for (std::size_t i = 0; i < grp.stages.size(); ++i) {
+    const int L = grp.stages[i].layers;
+    Duration t = c[i].fwd(L) + c[i].bwd(L) + c[i].recompute(L) + c[i].tp(L) + c[i].send_next * v;
+    if (i > 0) t += c[i - 1].send_next * v;
+    out.push_back(t.v);
+  }
+  return out;
+}
+
+GroupTime group_time(const plan::Plan& p, std::size_t g, const std::vector<analytic::StageCost>& c) {
+  const auto t = stage_times(p, g, c);
+  GroupTime gt;
+  double sum = 0;
+  for (double x : t) {
+    gt.cmax = std::max(gt.cmax, x);
+    sum += x;
+  }
+  gt.fill = (sum - gt.cmax) / virtual_of(p);
+  return gt;
+}
+
+}  // namespace
+
+bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
+  auto& grp = p.groups[g];
+  const int S = static_cast<int>(grp.stages.size());
+  const int v = virtual_of(p);
+  const int L = s.model.layers;
+  if (S * v > L) return false;
+  // Provisional equal split: per-layer costs do not depend on it.
+  for (int i = 0, first = 0; i < S; ++i) {
+    grp.stages[i].layers = v * (L / v / S + (i < (L / v) % S ? 1 : 0));
+    grp.stages[i].first_layer = first;
+    first += grp.stages[i].layers;
+  }
+  if (L % v) return false;
+  const auto costs = analytic::stage_costs(s, p)[g];
+  // For stage i: time(L_i) = a_i + b_i·L_i per micro-batch; memory(L_i) = f_i + k_i·L_i.
+  std::vector<double> a(S), b(S), cap_mem(S);
+  for (int i = 0; i < S; ++i) {
+    const auto& c = costs[i];
+    b[i] = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd +
+            c.layer_tp_recompute).v;
+    a[i] = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.send_next * v).v;
+    if (i > 0) a[i] += costs[i - 1].send_next.v * v;
+    const auto& mi = c.memory;
+    const double d = std::max(1, mi.dp);
+    const double per_param = mi.state.weights / (mi.zero >= 3 ? d : 1) + mi.state.grads / (mi.zero >= 2 ? d : 1) +
+                             mi.state.optimizer / (mi.zero >= 1 ? d : 1);
+    const double inflight = cost::in_flight_micro_batches(p.schedule, i, S, grp.micro_batches, v);
+    const double k = c.params_layer * per_param + c.act_per_layer.v * inflight;
+    const double f = (c.params_emb + c.params_head) * per_param + c.act_edge.v * inflight + mi.transient.v +
+                     mi.comm_buffers.v;
+    const auto& pool = s.cluster.pools[grp.stages[i].pool];
+    const double room = (pool.device.memory.v - mi.runtime_reserve.v) / (1.0 + mi.fragmentation) - f;
+    cap_mem[i] = room <= 0 ? 0 : std::floor(room / k / v) * v;  // in layers, a multiple of v
+  }
+  // Smallest bottleneck T such that the stages' capacities cover the layers: capacity of stage
+  // i at T is min(memory cap, largest multiple of v with a_i + b_i·L ≤ T).
+  auto cap_at = [&](int i, double T) {
+    const double by_time = b[i] > 0 ? std::floor((T - a[i]) / b[i] / v) * v : L;
+    return std::max(0.0, std::min(cap_mem[i], by_time));
+  };
+  std::vector<double> candidates;
+  for (int i = 0; i < S; ++i)
+    for (int l = v; l <= L; l += v) candidates.push_back(a[i] + b[i] * l);
+  std::sort(candidates.begin(), candidates.end());
+  auto feasible = [&](double T) {
+    double total = 0;
+    for (int i = 0; i < S; ++i) {
+      const double c = cap_at(i, T);
+      if (c < v) return false;
+      total += c;
+    }
+    return total >= L;
+  };
+  std::size_t lo = 0, hi = candidates.size();
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (feasible(candidates[mid])) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo == candidates.size()) return false;
+  const double T = candidates[lo];
+  std::vector<int> layers(S);
+  int total = 0;
+  for (int i = 0; i < S; ++i) {
+    layers[i] = static_cast<int>(cap_at(i, T));
+    total += layers[i];
+  }
+  // Give back the surplus from the slowest stages first (each stays ≥ v).
+  while (total > L) {
+    int worst = -1;
+    for (int i = 0; i < S; ++i)
+      if (layers[i] > v && (worst < 0 || a[i] + b[i] * layers[i] > a[worst] + b[worst] * layers[worst])) worst = i;
+    const int give = std::min(v, total - L);
+    layers[worst] -= give;
+    total -= give;
+  }
+  for (int i = 0, first = 0; i < S; ++i) {
+    grp.stages[i].layers = layers[i];
+    grp.stages[i].first_layer = first;
+    first += layers[i];
+  }
+  return true;
+}
+
+bool split_batch(const Scenario& s, plan::Plan& p) {
+  const int B = s.training.global_batch;
+  if (B % p.micro_batch) return false;
+  const long M = B / p.micro_batch;
+  const std::size_t G = p.groups.size();
+  if (G == 1) {
+    if (M % p.groups[0].replicas) return false;
+    p.groups[0].micro_batches = static_cast<int>(M / p.groups[0].replicas);
+    return p.groups[0].micro_batches >= 1;
+  }
+  const auto costs = analytic::stage_costs(s, p);
+  std::vector<GroupTime> gt(G);
+  for (std::size_t g = 0; g < G; ++g) gt[g] = group_time(p, g, costs[g]);
+  // Continuous optimum: every group finishes at T*, Σ r_g·(T* − fill_g)/cmax_g = M.
+  double num = static_cast<double>(M), den = 0;
+  for (std::size_t g = 0; g < G; ++g) {
+    num += p.groups[g].replicas * gt[g].fill / gt[g].cmax;
+    den += p.groups[g].replicas / gt[g].cmax;
+  }
+  const double T = num / den;
+  long used = 0;
+  std::vector<long> m(G);
+  for (std::size_t g = 0; g < G; ++g) {
+    m[g] = std::max(1L, static_cast<long>(std::floor((T - gt[g].fill) / gt[g].cmax)));
+    used += m[g] * p.groups[g].replicas;
+  }
+  // Too many: take from the group that finishes last. Too few: give to the group that would
+  // finish first. A group's replicas move together.
+  for (int guard = 0; used != M && guard < 100000; ++guard) {
+    std::size_t pick = G;
+    if (used > M) {
+      for (std::size_t g = 0; g < G; ++g)
+        if (m[g] > 1 && (pick == G || gt[g].at(double(m[g])) > gt[pick].at(double(m[pick])))) pick = g;
+      if (pick == G) return false;
+      m[pick] -= 1;
+      used -= p.groups[pick].replicas;
+    } else {
+      for (std::size_t g = 0; g < G; ++g)
+        if (p.groups[g].replicas <= M - used &&
+            (pick == G || gt[g].at(double(m[g] + 1)) < gt[pick].at(double(m[pick] + 1))))
+          pick = g;
+      if (pick == G) {
+        // No group fits the remainder: free room from the slowest group and retry.
+        std::size_t slow = G;
+        for (std::size_t g = 0; g < G; ++g)
+          if (m[g] > 1 && (slow == G || gt[g].at(double(m[g])) > gt[slow].at(double(m[slow])))) slow = g;
+        if (slow == G) return false;
+        m[slow] -= 1;
+        used -= p.groups[slow].replicas;
+        continue;
+      }
+      m[pick] += 1;
+      used += p.groups[pick].replicas;
+    }
+  }
+  if (used != M) return false;
+  for (std::size_t g = 0; g < G; ++g) p.groups[g].micro_batches = static_cast<int>(m[g]);
+  return true;
+}
+
+namespace {
+
+const std::vector<int> kPipelineDepths = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64, 80, 96, 128};
+
+struct Settings {
+  int micro_batch = 1;
+  cost::Schedule schedule = cost::Schedule::OneFOneB;
+  cost::Recompute recompute = cost::Recompute::None;
+  bool operator<(const Settings& o) const {
+    return std::tie(micro_batch, schedule, recompute) < std::tie(o.micro_batch, o.schedule, o.recompute);
+  }
+};
+
+class Search {
+ public:
+  Search(const Scenario& s, const Options& o) : s_(s), o_(o) {
+    for (int mb : {1, 2, 4, 8})
+      if (s.training.global_batch % mb == 0) micro_batches_.push_back(mb);
+  }
+
+  Result run() {
+    Result r;
+    const std::size_t P = s_.cluster.pools.size();
+    // 1. Each pool alone: the building blocks, and baselines (b) and (c).
+    std::vector<std::vector<Candidate>> alone(P);
+    for (std::size_t pi = 0; pi < P; ++pi) {
+      alone[pi] = single_pool(static_cast<int>(pi));
+      progress(0.4 * double(pi + 1) / double(P));
+    }
+    // 2. Heterogeneous plans.
+    std::vector<Candidate> all;
+    for (auto& v : alone) all.insert(all.end(), v.begin(), v.end());
+    if (P > 1) {
+      pool_local(alone, all);
+      progress(0.55);
+      mixed_pipelines(alone, all);
+      progress(0.75);
+    }
+    std::optional<Candidate> uniform_best = uniform(all);
+    progress(0.8);
+    // 3. Rank by the estimate, verify the best (and every baseline's best) with the engine.
+    std::sort(all.begin(), all.end(), [&](const Candidate& a, const Candidate& b) { return better(a, b); });
+    r.evaluated = evaluated_;
+    if (all.empty()) return r;
+    std::vector<Candidate> verified;
+    auto verify = [&](Candidate c) {
+      simulate(c);
+      ++r.simulated;
+      verified.push_back(std::move(c));
+    };
+    const std::size_t n = std::min<std::size_t>(all.size(), static_cast<std::size_t>(std::max(o_.verify, o_.top)));
+    for (std::size_t i = 0; i < n; ++i) verify(all[i]);
+    auto best_of = [&](int pool) -> std::optional<Candidate> {
+      std::optional<Candidate> b;
+      for (const auto& c : all)
+        if (c.family == "single pool" && c.plan.groups[0].stages[0].pool == pool && (!b || better(c, *b))) b = c;
+      if (b) simulate(*b), ++r.simulated;
+      return b;
+    };
+    if (uniform_best) simulate(*uniform_best), ++r.simulated;
+    r.baselines.push_back({"uniform Megatron over all devices", uniform_best});
+    std::optional<Candidate> fastest;
+    for (std::size_t pi = 0; pi < P; ++pi) {
+      Baseline b{s_.cluster.pools[pi].name + " alone", best_of(static_cast<int>(pi))};
+      if (b.best && (!fastest || b.best->step_s() < fastest->step_s())) fastest = b.best;
+      r.baselines.push_back(std::move(b));
+    }
+    r.baselines.insert(r.baselines.begin() + 1, Baseline{"fastest pool alone", fastest});
+    // A baseline can only win if the verified ranking missed it: keep the answer honest.
+    for (const auto& b : r.baselines)
+      if (b.best) verified.push_back(*b.best);
+    std::stable_sort(verified.begin(), verified.end(), [&](const Candidate& a, const Candidate& b) { return better(a, b); });
+    // Distinct plans only.
+    for (auto& c : verified) {
+      bool dup = false;
+      for (const auto& t : r.top) dup = dup || same(t.plan, c.plan);
+      if (!dup && static_cast<int>(r.top.size()) < o_.top) r.top.push_back(std::move(c));
+    }
+    progress(1.0);
+    return r;
+  }
+
+ private:
+  bool better(const Candidate& a, const Candidate& b) const {
+    const double sa = a.score(o_.objective), sb = b.score(o_.objective);
+    if (sa != sb) return sa < sb;
+    return a.estimate.devices < b.estimate.devices;  // fewer devices on a tie
+  }
+
+  static bool same(const plan::Plan& a, const plan::Plan& b) {
+    if (a.micro_batch != b.micro_batch || a.schedule != b.schedule || a.recompute != b.recompute ||
+        a.virtual_stages != b.virtual_stages || a.groups.size() != b.groups.size())
+      return false;
+    for (std::size_t g = 0; g < a.groups.size(); ++g) {
+      const auto &x = a.groups[g], &y = b.groups[g];
+      if (x.replicas != y.replicas || x.micro_batches != y.micro_batches || x.stages.size() != y.stages.size())
+        return false;
+      for (std::size_t i = 0; i < x.stages.size(); ++i)
+        if (x.stages[i].pool != y.stages[i].pool || x.stages[i].tp != y.stages[i].tp ||
+            x.stages[i].layers != y.stages[i].layers)
+          return false;
+    }
+    return true;
+  }
+
+  void progress(double f) const {
+    if (o_.progress) o_.progress(f);
+  }
+
+  plan::Plan base(const Settings& st) const {
+    plan::Plan p;
+    p.micro_batch = st.micro_batch;
+    p.schedule = st.schedule;
+    p.virtual_stages = st.schedule == cost::Schedule::Interleaved ? 2 : 1;
+    p.recompute = st.recompute;
+    p.zero = 1;
+    return p;
+  }
+
+  // Estimates a complete plan; keeps it when it fits.
+  bool evaluate(plan::Plan p, const std::string& family, std::vector<Candidate>& out) {
+    if (!io_valid(p)) return false;
+    ++evaluated_;
+    Candidate c;
+    c.estimate = analytic::estimate(s_, p);
+    if (!c.estimate.fits) return false;
+    c.plan = std::move(p);
+    c.family = family;
+    out.push_back(std::move(c));
+    return true;
+  }
+
+  // The invariants validate_plan checks, cheaply (the search only builds valid shapes).
+  bool io_valid(const plan::Plan& p) const {
+    std::vector<int> used(s_.cluster.pools.size(), 0);
+    for (const auto& g : p.groups) {
+      int covered = 0;
+      for (const auto& st : g.stages) {
+        used[st.pool] += g.replicas * st.tp;
+        covered += st.layers;
+        if (st.layers < 1) return false;
+      }
+      if (covered != s_.model.layers || g.micro_batches < 1) return false;
+      if (p.schedule == cost::Schedule::Interleaved && g.micro_batches % static_cast<int>(g.stages.size())) return false;
+    }
+    for (std::size_t pi = 0; pi < used.size(); ++pi)
+      if (used[pi] > s_.cluster.pools[pi].devices()) return false;
+    return p.sequences_per_step() == s_.training.global_batch;
+  }
+
+  std::vector<Settings> settings() const {
+    std::vector<Settings> out;
+    for (int mb : micro_batches_)
+      for (auto sch : {cost::Schedule::OneFOneB, cost::Schedule::Interleaved})
+        for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full})
+          out.push_back({mb, sch, rc});
+    return out;
+  }
+
+  // Every (tp, pipeline depth, replicas, settings) of one pool, layers split by partition_layers.
+  std::vector<Candidate> single_pool(int pi) {
+    std::vector<Candidate> out;
+    const auto& pool = s_.cluster.pools[pi];
+    const int L = s_.model.layers;
+    for (int tp : tp_choices(s_, pool))
+      for (int pp : kPipelineDepths) {
+        if (pp > L || pp * tp > pool.devices()) continue;
+        const int rmax = pool.devices() / (tp * pp);
+        std::map<std::pair<int, cost::Schedule>, bool> fitted;  // recompute only adds time
+        for (const Settings& st : settings()) {
+          if (st.schedule == cost::Schedule::Interleaved && (pp == 1 || L < 2 * pp)) continue;
+          auto& done = fitted[{st.micro_batch, st.schedule}];
+          if (done) continue;
+          const long M = s_.training.global_batch / st.micro_batch;
+          int r = rmax;
+          while (r > 1 && M % r) --r;
+          plan::Plan p = base(st);
+          plan::ReplicaGroup g;
+          g.replicas = r;
+          g.micro_batches = static_cast<int>(M / r);
+          g.stages.assign(pp, plan::Stage{pi, tp, 0, 0});
+          p.groups.push_back(g);
+          if (!partition_layers(s_, p, 0)) continue;
+          done = evaluate(std::move(p), "single pool", out);
+        }
+      }
+    std::sort(out.begin(), out.end(), [&](const Candidate& a, const Candidate& b) { return better(a, b); });
+    return out;
+  }
+
+  // Each pool runs its own replicas (its best few configurations); the batch is split unevenly
+  // so the groups finish together.
+  void pool_local(const std::vector<std::vector<Candidate>>& alone, std::vector<Candidate>& all) {
+    const std::size_t P = alone.size();
+    constexpr std::size_t kPerPool = 3;
+    for (unsigned mask = 1; mask < (1u << P); ++mask) {
+      if (std::popcount(mask) < 2) continue;
+      // Configurations per pool, by shared settings.
+      std::map<Settings, std::vector<std::vector<const Candidate*>>> by;
+      for (std::size_t pi = 0; pi < P; ++pi) {
+        if (!(mask & (1u << pi))) continue;
+        for (const auto& c : alone[pi]) {
+          const Settings key{c.plan.micro_batch, c.plan.schedule, c.plan.recompute};
+          auto& lists = by[key];
+          lists.resize(P);
+          if (lists[pi].size() < kPerPool) lists[pi].push_back(&c);
+        }
+      }
+      for (auto& [key, lists] : by) {
+        std::vector<std::size_t> pools;
+        for (std::size_t pi = 0; pi < P; ++pi)
+          if (mask & (1u << pi)) pools.push_back(pi);
+        bool complete = true;
+        for (auto pi : pools) complete = complete && !lists[pi].empty();
+        if (!complete) continue;
+        std::vector<std::size_t> idx(pools.size(), 0);
+        while (true) {
+          plan::Plan p = base(key);
+          for (std::size_t k = 0; k < pools.size(); ++k) p.groups.push_back(lists[pools[k]][idx[k]]->plan.groups[0]);
+          if (split_batch(s_, p)) {
+            bool ok = true;
+            for (std::size_t g = 0; g < p.groups.size() && ok; ++g) ok = partition_layers(s_, p, g);
+            if (ok) evaluate(std::move(p), "pool-local replicas", all);
+          }
+          std::size_t k = 0;
+          while (k < pools.size() && ++idx[k] == lists[pools[k]].size()) idx[k++] = 0;
+          if (k == pools.size()) break;
+        }
+      }
+    }
+  }
+
+  // Every replica's pipeline spans several pools (in each order); the layer split follows the
+  // stages' speeds and memories.
+  void mixed_pipelines(const std::vector<std::vector<Candidate>>& alone, std::vector<Candidate>& all) {
+    const std::size_t P = alone.size();
+    const int L = s_.model.layers;
+    for (unsigned mask = 1; mask < (1u << P); ++mask) {
+      if (std::popcount(mask) < 2) continue;
+      std::vector<int> pools;
+      for (std::size_t pi = 0; pi < P; ++pi)
+        if (mask & (1u << pi)) pools.push_back(static_cast<int>(pi));
+      // TP per pool: what the pool chose alone (its best plan), else its largest.
+      std::map<int, int> tp;
+      bool any = true;
+      for (int pi : pools) {
+        if (!alone[pi].empty()) tp[pi] = alone[pi][0].plan.groups[0].stages[0].tp;
+        else if (auto t = tp_choices(s_, s_.cluster.pools[pi]); !t.empty()) tp[pi] = t.back();
+        else any = false;
+      }
+      if (!any) continue;
+      std::vector<int> order = pools;
+      do {
+        for (int mb : micro_batches_) {
+          const long M = s_.training.global_batch / mb;
+          for (long R = 1; R <= M; ++R) {
+            if (M % R) continue;
+            // Stages per pool: fill the pool, or half of that.
+            std::vector<std::vector<int>> depth_opts;
+            bool fits = true;
+            for (int pi : order) {
+              const int full = s_.cluster.pools[pi].devices() / (static_cast<int>(R) * tp[pi]);
+              if (full < 1) { fits = false; break; }
+              std::vector<int> d{std::min(full, L)};
+              if (full / 2 >= 1 && full / 2 != d[0]) d.push_back(full / 2);
+              depth_opts.push_back(d);
+            }
+            if (!fits) continue;
+            std::vector<std::size_t> di(order.size(), 0);
+            while (true) {
+              int stages = 0;
+              for (std::size_t k = 0; k < order.size(); ++k) stages += depth_opts[k][di[k]];
+              if (stages <= L) {
+                for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full}) {
+                  plan::Plan p = base({mb, cost::Schedule::OneFOneB, rc});
+                  plan::ReplicaGroup g;
+                  g.replicas = static_cast<int>(R);
+                  g.micro_batches = static_cast<int>(M / R);
+                  for (std::size_t k = 0; k < order.size(); ++k)
+                    for (int d = 0; d < depth_opts[k][di[k]]; ++d) g.stages.push_back({order[k], tp[order[k]], 0, 0});
+                  p.groups.push_back(std::move(g));
+                  if (partition_layers(s_, p, 0) && evaluate(std::move(p), "mixed pipeline", all)) break;
+                }
+              }
+              std::size_t k = 0;
+              while (k < order.size() && ++di[k] == depth_opts[k].size()) di[k++] = 0;
+              if (k == order.size()) break;
+            }
+          }
+        }
+      } while (std::next_permutation(order.begin(), order.end()));
+    }
+  }
+
+  // Baseline (a): one tp and pp for every pool, equal layers per stage, equal micro-batches per
+  // replica, as a homogeneous framework would run the cluster.
+  std::optional<Candidate> uniform(std::vector<Candidate>& all) {
+    std::vector<Candidate> found;
+    const int L = s_.model.layers;
+    std::vector<int> tps = tp_choices(s_, s_.cluster.pools[0]);
+    for (const auto& pool : s_.cluster.pools) {
+      const auto t = tp_choices(s_, pool);
+      std::vector<int> both;
+      std::set_intersection(tps.begin(), tps.end(), t.begin(), t.end(), std::back_inserter(both));
+      tps = both;
+    }
+    for (int tp : tps)
+      for (int pp = 1; pp <= L; ++pp) {
+        if (L % pp) continue;
+        for (int mb : micro_batches_) {
+          const long M = s_.training.global_batch / mb;
+          int R = 0;
+          for (const auto& pool : s_.cluster.pools) R += pool.devices() / (tp * pp);
+          if (R == 0 || M % R) continue;
+          for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full}) {
+            plan::Plan p = base({mb, cost::Schedule::OneFOneB, rc});
+            for (std::size_t pi = 0; pi < s_.cluster.pools.size(); ++pi) {
+              const int r = s_.cluster.pools[pi].devices() / (tp * pp);
+              if (r == 0) continue;
+              plan::ReplicaGroup g;
+              g.replicas = r;
+              g.micro_batches = static_cast<int>(M / R);
+              for (int k = 0; k < pp; ++k) g.stages.push_back({static_cast<int>(pi), tp, k * (L / pp), L / pp});
+              p.groups.push_back(std::move(g));
+            }
+            if (evaluate(std::move(p), "uniform", found)) break;
+          }
+        }
+      }
+    if (found.empty()) return std::nullopt;
+    std::sort(found.begin(), found.end(), [&](const Candidate& a, const Candidate& b) { return better(a, b); });
+    all.insert(all.end(), found.begin(), found.begin() + std::min<std::size_t>(found.size(), 3));
+    return found.front();
+  }
+
+  void simulate(Candidate& c) const {
+    const auto g = schedule::build_schedule(s_, c.plan);
+    auto t = engine::run_native(g);
+    if (t) c.simulated_step_s = static_cast<double>(t->makespan) * 1e-9;
+  }
+
+  const Scenario& s_;
+  const Options& o_;
+  std::vector<int> micro_batches_;
+  std::size_t evaluated_ = 0;
+};
+
+}  // namespace
+
+Result search(const Scenario& s, const Options& o) { return Search(s, o).run(); }
+
+}  // namespace hetsim::planner

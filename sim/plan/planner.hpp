@@ -1,0 +1,67 @@
+#pragma once
+// The planner: searches plans for a scenario's cluster (replica and stage structure over the
+// pools, TP per stage, pipeline depth, uneven layer partition, uneven batch split across
+// heterogeneous replicas, micro-batch size, recompute), ranks them with the closed-form
+// estimate, verifies the best with the native engine, and reports the baselines a user would
+// otherwise get. Method: docs/planner.md.
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/analytic/estimate.hpp"
+
+namespace hetsim::planner {
+
+enum class Objective { Time, Cost };
+
+struct Options {
+  Objective objective = Objective::Time;
+  int top = 5;      ///< plans to report
+  int verify = 10;  ///< best candidates re-ranked by the engine
+  /// Called with the fraction done (0..1) as the search goes; may be empty.
+  std::function<void(double)> progress;
+};
+
+struct Candidate {
+  plan::Plan plan;
+  std::string family;  ///< "single pool", "pool-local replicas", "mixed pipeline", "uniform"
+  analytic::Estimate estimate;
+  double simulated_step_s = 0;  ///< 0 until verified by the engine
+  [[nodiscard]] bool verified() const { return simulated_step_s > 0; }
+  /// Step time (simulated when verified) for Objective::Time; $ per million tokens for Cost.
+  [[nodiscard]] double score(Objective o) const;
+  [[nodiscard]] double step_s() const { return verified() ? simulated_step_s : estimate.step_time.v; }
+};
+
+struct Baseline {
+  std::string name;  ///< "uniform Megatron over all devices", "h100 alone", …
+  std::optional<Candidate> best;  ///< empty when no plan of that kind fits
+};
+
+struct Result {
+  std::vector<Candidate> top;  ///< best first; top[0] is the answer
+  std::vector<Baseline> baselines;
+  std::size_t evaluated = 0;   ///< plans estimated
+  std::size_t simulated = 0;   ///< plans verified by the engine
+};
+
+/// Searches plans for `s` (its [parallel] table, if any, is ignored). Deterministic.
+/// Fails when no plan fits in memory.
+[[nodiscard]] Result search(const Scenario& s, const Options& o);
+
+/// Splits the layers of group `g` of `p` over its stages (pools and tp already set) to minimise
+/// the slowest stage's per-micro-batch time under each stage's memory; false when no split fits.
+[[nodiscard]] bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g);
+
+/// Splits the step's micro-batches over the plan's replica groups (their replicas fixed) so
+/// that the groups finish together as nearly as whole micro-batches allow; false if impossible.
+[[nodiscard]] bool split_batch(const Scenario& s, plan::Plan& p);
+
+/// The TP degrees a pool can use for this model: divisors of its devices per node that divide
+/// the heads and the FFN width (and fit the KV heads).
+[[nodiscard]] std::vector<int> tp_choices(const Scenario& s, const hw::PoolSpec& pool);
+
+}  // namespace hetsim::planner

@@ -1,0 +1,145 @@
+#include "sim/report/plan_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "sim/report/estimate_report.hpp"
+
+namespace hetsim::report {
+namespace {
+
+double headroom(const analytic::Estimate& e) {
+  double h = 1.0;
+  for (const auto& d : e.device_types)
+    if (d.count > 0) h = std::min(h, 1.0 - d.peak_memory / d.capacity);
+  return h;
+}
+
+std::string unused(const Scenario& s, const analytic::Estimate& e) {
+  std::string out;
+  for (const auto& d : e.device_types)
+    if (d.idle > 0) out += fmt::format("{}{} of {} '{}' devices", out.empty() ? "" : ", ", d.idle, d.idle + d.count, d.pool);
+  (void)s;
+  return out;
+}
+
+// Why the winner wins, from its simulation: where time goes on its busiest device, its splits,
+// what limits it.
+std::vector<std::string> explain(const Scenario& s, const planner::Candidate& c, const Simulation& sim) {
+  std::vector<std::string> lines;
+  const auto& g = sim.graph;
+  std::size_t busiest = 0;
+  double most = -1;
+  for (std::size_t d = 0; d < g.devices.size(); ++d) {
+    const auto& u = sim.summary.devices[d];
+    const double busy = u.stream_fraction[0] + u.stream_fraction[1] + u.stream_fraction[2];
+    if (busy > most) { most = busy; busiest = d; }
+  }
+  const auto& u = sim.summary.devices[busiest];
+  lines.push_back(fmt::format("bottleneck: {} — compute {:.0f} %, TP collectives {:.0f} %, pipeline sends {:.0f} %, "
+                              "bubble {:.0f} % of the step",
+                              g.devices[busiest].label, 100 * u.stream_fraction[0], 100 * u.stream_fraction[1],
+                              100 * u.stream_fraction[2], 100.0 * static_cast<double>(u.bubble) / static_cast<double>(sim.trace.makespan)));
+  for (std::size_t gi = 0; gi < c.plan.groups.size(); ++gi) {
+    const auto& grp = c.plan.groups[gi];
+    std::string layers;
+    for (const auto& st : grp.stages)
+      layers += fmt::format("{}{}", layers.empty() ? "" : "/", st.layers);
+    lines.push_back(fmt::format("group {}: {} replica(s) × {} micro-batches; layers per stage {} on {}", gi, grp.replicas,
+                                grp.micro_batches, layers, [&] {
+                                  std::string pools;
+                                  for (const auto& st : grp.stages) {
+                                    const auto& n = s.cluster.pools[st.pool].name;
+                                    if (pools.find(n) == std::string::npos) pools += (pools.empty() ? "" : "+") + n;
+                                  }
+                                  return pools;
+                                }()));
+  }
+  const double h = headroom(sim.simulated);
+  std::string limit;
+  if (h < 0.1) limit = fmt::format("memory (only {:.0f} % headroom on the fullest device type)", 100 * h);
+  else if (u.stream_fraction[1] > 0.25) limit = "tensor-parallel communication on the intra-node fabric";
+  else if (sim.summary.bubble_fraction > 0.2) limit = "the pipeline bubble (too few micro-batches per replica)";
+  else if (sim.summary.exposed_comm > sim.trace.makespan / 5) limit = "exposed communication";
+  else limit = "compute on " + s.cluster.pools[g.devices[busiest].pool].name;
+  lines.push_back("limited by: " + limit);
+  if (const auto idle = unused(s, c.estimate); !idle.empty()) lines.push_back("leaves unused: " + idle);
+  return lines;
+}
+
+}  // namespace
+
+std::string plan_text(const Scenario& s, const planner::Result& r, const Simulation& best, planner::Objective o,
+                      double seconds) {
+  std::string out;
+  out += fmt::format("scenario   {}  ({})\n", s.name, s.file);
+  std::string cluster;
+  for (const auto& p : s.cluster.pools)
+    cluster += fmt::format("{}{} × {}", cluster.empty() ? "" : " + ", p.devices(), p.name);
+  out += fmt::format("cluster    {}\n", cluster);
+  out += fmt::format("searched   {} plans estimated, {} simulated, in {:.2f} s; ranked by {}\n\n", r.evaluated, r.simulated,
+                     seconds, o == planner::Objective::Time ? "step time" : "cost per token");
+  out += fmt::format(" #  {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "step", "tokens/s", "MFU", "headroom", "$/Mtok", "plan");
+  for (std::size_t i = 0; i < r.top.size(); ++i) {
+    const auto& c = r.top[i];
+    const double ratio = c.estimate.step_time.v / c.step_s();
+    out += fmt::format("{:>2}  {:>10} {:>12.4g} {:>5.1f}% {:>8.1f}% {:>9.3g}  {} [{}]\n", i + 1,
+                       format_duration(Duration{c.step_s()}), c.estimate.tokens_per_s * ratio, 100 * c.estimate.mfu * ratio,
+                       100 * headroom(c.estimate), c.estimate.usd_per_million_tokens / ratio, plan_summary(s, c.plan), c.family);
+  }
+  out += "\nbaselines (step simulated)                    step      best is\n";
+  const double b = r.top.front().step_s();
+  for (const auto& bl : r.baselines) {
+    if (!bl.best) {
+      out += fmt::format("  {:<40} {:>10}\n", bl.name, "no plan fits");
+      continue;
+    }
+    out += fmt::format("  {:<40} {:>10}  {:.2f}× faster\n", bl.name, format_duration(Duration{bl.best->step_s()}),
+                       bl.best->step_s() / b);
+  }
+  out += "\nwhy the winner\n";
+  for (const auto& line : explain(s, r.top.front(), best)) out += "  " + line + "\n";
+  out += "\n" + simulate_text(s, r.top.front().plan, best);
+  return out;
+}
+
+std::string plan_json(const Scenario& s, const planner::Result& r, const Simulation& best, planner::Objective o,
+                      double seconds) {
+  nlohmann::ordered_json j;
+  j["objective"] = o == planner::Objective::Time ? "time" : "cost";
+  j["evaluated"] = r.evaluated;
+  j["simulated"] = r.simulated;
+  j["search_s"] = seconds;
+  j["best"] = nlohmann::ordered_json::parse(simulate_json(s, r.top.front().plan, best));
+  j["best"]["family"] = r.top.front().family;
+  j["why"] = explain(s, r.top.front(), best);
+  j["top"] = nlohmann::ordered_json::array();
+  for (const auto& c : r.top) {
+    const double ratio = c.estimate.step_time.v / c.step_s();
+    j["top"].push_back({{"plan", plan_summary(s, c.plan)}, {"family", c.family}, {"step_time_s", c.step_s()},
+                        {"estimate_step_time_s", c.estimate.step_time.v},
+                        {"tokens_per_s", c.estimate.tokens_per_s * ratio}, {"mfu", c.estimate.mfu * ratio},
+                        {"memory_headroom", headroom(c.estimate)},
+                        {"usd_per_million_tokens", c.estimate.usd_per_million_tokens / ratio},
+                        {"devices", c.estimate.devices}});
+  }
+  j["baselines"] = nlohmann::ordered_json::array();
+  const double b = r.top.front().step_s();
+  for (const auto& bl : r.baselines) {
+    nlohmann::ordered_json x{{"name", bl.name}};
+    if (bl.best) {
+      x["step_time_s"] = bl.best->step_s();
+      x["speedup"] = bl.best->step_s() / b;
+      x["plan"] = plan_summary(s, bl.best->plan);
+    } else {
+      x["step_time_s"] = nullptr;
+      x["speedup"] = nullptr;
+    }
+    j["baselines"].push_back(x);
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace hetsim::report

@@ -1,0 +1,19 @@
+#pragma once
+// Presenting a planner result: the top plans, the baselines with the best plan's speed-up over
+// each, and why the winner wins (its bottleneck, its splits, what limits it).
+
+#include <string>
+
+#include "sim/plan/planner.hpp"
+#include "sim/report/simulation_report.hpp"
+
+namespace hetsim::report {
+
+/// `best` is the full simulation of r.top[0].
+[[nodiscard]] std::string plan_text(const Scenario& s, const planner::Result& r, const Simulation& best,
+                                    planner::Objective o, double seconds);
+/// {"best": <simulate JSON>, "top": [...], "baselines": [{"name", "step_time_s", "speedup"}], …}
+[[nodiscard]] std::string plan_json(const Scenario& s, const planner::Result& r, const Simulation& best,
+                                    planner::Objective o, double seconds);
+
+}  // namespace hetsim::report
