@@ -1,0 +1,248 @@
+// The planner: matches exhaustive enumeration on small clusters, respects memory, splits
+// unevenly only when devices differ, never loses to its baselines, is deterministic.
+
+#include "sim/plan/planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "sim/io/plan_json.hpp"
+#include "sim/report/simulation_report.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+// 4 H100 + 4 A100 (one node of 4 each), a 6-layer Llama-shaped model: small enough to
+// enumerate every plan.
+std::string small_cluster(const std::string& second_device = "a100-sxm4-80gb") {
+  return "[model]\npreset = \"tiny\"\nlayers = 6\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn_hidden = 4096\nvocab = 32000\n"
+         "[training]\nglobal_batch = 16\nseq_len = 2048\n"
+         "[[cluster.pool]]\nname = \"fast\"\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 4\n"
+         "[[cluster.pool]]\nname = \"slow\"\ndevice = \"" + second_device + "\"\nnodes = 1\ndevices_per_node = 4\n";
+}
+
+Scenario load(const std::string& text) {
+  auto s = test::parse(text);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
+  return s.ok() ? *s : Scenario{};
+}
+
+void compositions(int n, int parts, std::vector<int>& cur, const std::function<void(const std::vector<int>&)>& f) {
+  if (parts == 1) {
+    cur.push_back(n);
+    f(cur);
+    cur.pop_back();
+    return;
+  }
+  for (int k = 1; k <= n - parts + 1; ++k) {
+    cur.push_back(k);
+    compositions(n - k, parts - 1, cur, f);
+    cur.pop_back();
+  }
+}
+
+std::vector<plan::Stage> stages_of(const std::vector<std::pair<int, int>>& pool_tp, const std::vector<int>& layers) {
+  std::vector<plan::Stage> out;
+  int first = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    out.push_back({pool_tp[i].first, pool_tp[i].second, first, layers[i]});
+    first += layers[i];
+  }
+  return out;
+}
+
+// Every 1F1B plan with ZeRO 1: one pool alone, each pool its own replicas (any batch split), or
+// pipelines spanning both pools in either order; every layer composition, micro-batch 1 or 2.
+// Returns the best estimated step time of the plans that fit.
+double exhaustive_best(const Scenario& s, plan::Plan* best_plan) {
+  const int L = s.model.layers;
+  double best = 1e300;
+  auto consider = [&](plan::Plan p) {
+    if (!io::validate_plan(s, p, {}).empty()) return;
+    const auto e = analytic::estimate(s, p);
+    if (e.fits && e.step_time.v < best) {
+      best = e.step_time.v;
+      *best_plan = p;
+    }
+  };
+  struct Shape {
+    std::vector<std::pair<int, int>> pool_tp;  // per stage
+    int replicas;
+  };
+  // Pipelines on one pool: (tp, pp, replicas).
+  auto pool_shapes = [&](int pi) {
+    std::vector<Shape> out;
+    const auto& pool = s.cluster.pools[pi];
+    for (int tp : planner::tp_choices(s, pool))
+      for (int pp = 1; pp <= L && tp * pp <= pool.devices(); ++pp)
+        for (int r = 1; r * tp * pp <= pool.devices(); ++r) out.push_back({std::vector<std::pair<int, int>>(pp, {pi, tp}), r});
+    return out;
+  };
+  for (int mb : {1, 2}) {
+    const int M = s.training.global_batch / mb;
+    plan::Plan base;
+    base.micro_batch = mb;
+    // One group: a pool alone, or a pipeline over both pools.
+    std::vector<Shape> single = pool_shapes(0);
+    for (const auto& sh : pool_shapes(1)) single.push_back(sh);
+    for (int first = 0; first < 2; ++first)
+      for (int tpa : planner::tp_choices(s, s.cluster.pools[first]))
+        for (int tpb : planner::tp_choices(s, s.cluster.pools[1 - first]))
+          for (int r = 1; r <= 4; ++r)
+            for (int pa = 1; r * tpa * pa <= 4; ++pa)
+              for (int pb = 1; r * tpb * pb <= 4 && pa + pb <= L; ++pb) {
+                Shape sh{{}, r};
+                for (int k = 0; k < pa; ++k) sh.pool_tp.push_back({first, tpa});
+                for (int k = 0; k < pb; ++k) sh.pool_tp.push_back({1 - first, tpb});
+                single.push_back(sh);
+              }
+    for (const auto& sh : single) {
+      if (M % sh.replicas) continue;
+      std::vector<int> cur;
+      compositions(L, static_cast<int>(sh.pool_tp.size()), cur, [&](const std::vector<int>& layers) {
+        plan::Plan p = base;
+        p.groups.push_back({sh.replicas, M / sh.replicas, stages_of(sh.pool_tp, layers)});
+        consider(p);
+      });
+    }
+    // Two groups, one per pool, every batch split.
+    for (const auto& a : pool_shapes(0))
+      for (const auto& b : pool_shapes(1))
+        for (int ma = 1; ma * a.replicas < M; ++ma) {
+          const int rest = M - ma * a.replicas;
+          if (rest % b.replicas) continue;
+          std::vector<int> ca, cb;
+          compositions(L, static_cast<int>(a.pool_tp.size()), ca, [&](const std::vector<int>& la) {
+            compositions(L, static_cast<int>(b.pool_tp.size()), cb, [&](const std::vector<int>& lb) {
+              plan::Plan p = base;
+              p.groups.push_back({a.replicas, ma, stages_of(a.pool_tp, la)});
+              p.groups.push_back({b.replicas, rest / b.replicas, stages_of(b.pool_tp, lb)});
+              consider(p);
+            });
+          });
+        }
+  }
+  return best;
+}
+
+TEST(Planner, MatchesExhaustiveSearchOnSmallClusters) {
+  for (const char* second : {"a100-sxm4-80gb", "v100-sxm2-32gb", "h100-sxm5"}) {
+    std::string text = small_cluster(second);
+    if (std::string(second) == "v100-sxm2-32gb")  // no bf16 on V100
+      text.replace(text.find("seq_len = 2048"), 14, "seq_len = 2048\nprecision = \"fp16\"");
+    const Scenario s = load(text);
+    plan::Plan ex_plan;
+    const double ex = exhaustive_best(s, &ex_plan);
+    ASSERT_LT(ex, 1e300) << second;
+    planner::Options o;
+    const auto r = planner::search(s, o);
+    ASSERT_FALSE(r.top.empty());
+    // Compare like with like: both answers simulated.
+    auto ex_sim = report::run_simulation(s, ex_plan);
+    ASSERT_TRUE(ex_sim.ok());
+    const double ex_step = ex_sim->simulated.step_time.v;
+    EXPECT_LE(r.top[0].step_s(), ex_step * 1.02) << second << ": planner " << r.top[0].step_s() << " s vs exhaustive "
+                                                 << ex_step << " s";
+  }
+}
+
+TEST(Planner, EveryReportedPlanFitsInMemory) {
+  for (const char* f : {"mixed-h100-a100.toml", "default.toml"}) {
+    auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/" + f, test::catalog());
+    ASSERT_TRUE(s.ok());
+    const auto r = planner::search(*s, {});
+    ASSERT_FALSE(r.top.empty());
+    for (const auto& c : r.top) {
+      EXPECT_TRUE(c.estimate.fits);
+      EXPECT_TRUE(io::validate_plan(*s, c.plan, {}).empty());
+      auto sim = report::run_simulation(*s, c.plan);
+      ASSERT_TRUE(sim.ok());
+      EXPECT_TRUE(sim->simulated.fits) << f;
+    }
+  }
+}
+
+TEST(Planner, NeverSlowerThanABaseline) {
+  for (const char* second : {"a100-sxm4-80gb", "h100-sxm5"}) {
+    const Scenario s = load(small_cluster(second));
+    const auto r = planner::search(s, {});
+    ASSERT_FALSE(r.top.empty());
+    ASSERT_GE(r.baselines.size(), 4u);  // uniform, fastest pool, each pool
+    for (const auto& b : r.baselines)
+      if (b.best) {
+        EXPECT_LE(r.top[0].step_s(), b.best->step_s() + 1e-12) << b.name;
+      }
+  }
+}
+
+TEST(Planner, UnevenSplitsOnlyWhenDevicesDiffer) {
+  // Two pools of the same device: whatever the structure, replicas get equal batch shares.
+  {
+    const Scenario s = load(small_cluster("h100-sxm5"));
+    const auto r = planner::search(s, {});
+    const auto& p = r.top[0].plan;
+    for (std::size_t g = 1; g < p.groups.size(); ++g)
+      EXPECT_EQ(p.groups[g].micro_batches, p.groups[0].micro_batches);
+  }
+  // H100 with A100: the faster pool gets more work (more micro-batches per replica, or more
+  // layers per stage).
+  {
+    const Scenario s = load(small_cluster("a100-sxm4-80gb"));
+    const auto r = planner::search(s, {});
+    const auto& p = r.top[0].plan;
+    double fast_work = 0, slow_work = 0;
+    for (const auto& g : p.groups)
+      for (const auto& st : g.stages)
+        (st.pool == 0 ? fast_work : slow_work) += double(g.micro_batches) * st.layers / st.tp;
+    EXPECT_GT(fast_work, slow_work) << r.top[0].family;
+  }
+}
+
+TEST(Planner, BatchSplitEqualisesFinishTimes) {
+  const Scenario s = load(small_cluster("a100-sxm4-80gb"));
+  plan::Plan p;
+  p.micro_batch = 1;
+  p.groups.push_back({1, 1, {{0, 4, 0, 6}}});
+  p.groups.push_back({1, 1, {{1, 4, 0, 6}}});
+  ASSERT_TRUE(planner::split_batch(s, p));
+  EXPECT_EQ(p.groups[0].micro_batches + p.groups[1].micro_batches, 16);
+  EXPECT_GT(p.groups[0].micro_batches, p.groups[1].micro_batches);  // H100 takes more
+  const auto e = analytic::estimate(s, p);
+  EXPECT_NEAR(e.groups[0].pipeline.v / e.groups[1].pipeline.v, 1.0, 0.25);
+}
+
+TEST(Planner, LayerPartitionBalancesStagesOfDifferentSpeed) {
+  // A small vocabulary, so the head on the last stage does not dominate.
+  std::string text = small_cluster("a100-sxm4-80gb");
+  text.replace(text.find("vocab = 32000"), 13, "vocab = 1000");
+  const Scenario s = load(text);
+  plan::Plan p;
+  p.micro_batch = 1;
+  p.groups.push_back({1, 16, {{1, 4, 0, 0}, {0, 4, 0, 0}}});  // A100 stage, then H100 stage
+  ASSERT_TRUE(planner::partition_layers(s, p, 0));
+  EXPECT_EQ(p.groups[0].stages[0].layers + p.groups[0].stages[1].layers, 6);
+  EXPECT_LT(p.groups[0].stages[0].layers, p.groups[0].stages[1].layers);
+}
+
+TEST(Planner, IsDeterministic) {
+  const Scenario s = load(small_cluster("a100-sxm4-80gb"));
+  const auto a = planner::search(s, {});
+  const auto b = planner::search(s, {});
+  ASSERT_EQ(a.top.size(), b.top.size());
+  for (std::size_t i = 0; i < a.top.size(); ++i)
+    EXPECT_EQ(io::plan_to_json(s, a.top[i].plan), io::plan_to_json(s, b.top[i].plan));
+}
+
+TEST(Planner, ReportsWhenNothingFits) {
+  const Scenario s = load(
+      "[model]\npreset = \"llama3-70b\"\n[training]\nglobal_batch = 8\nseq_len = 8192\n"
+      "[[cluster.pool]]\ndevice = \"l40s\"\nnodes = 1\n");
+  const auto r = planner::search(s, {});
+  EXPECT_TRUE(r.top.empty());
+  EXPECT_GT(r.evaluated, 0u);
+}
+
+}  // namespace
+}  // namespace hetsim
