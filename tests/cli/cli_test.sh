@@ -82,5 +82,21 @@ printf '[model]\npreset = "tiny"\n[training]\nglobal_batch = 100000000\nseq_len 
 err=$("$HETSIM" simulate "$tmp/huge.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$err" | grep -q "tasks, more than" && ok || bad "oversized simulation: rc $rc: $err"
 
+# plan: a table, JSON with best (simulate's keys) and baselines, a plan file simulate accepts.
+out=$("$HETSIM" plan "$SRC/scenarios/default.toml" 2>/dev/null) && echo "$out" | grep -q "uniform Megatron over all devices" && echo "$out" | grep -q "why the winner" && ok || bad "plan table"
+json=$("$HETSIM" plan --json --out "$tmp/best.json" "$SRC/scenarios/default.toml" 2>/dev/null) || bad "plan --json exit $?"
+for key in best baselines top step_time_s bubble_fraction busy_fraction speedup name; do
+  echo "$json" | grep -q "\"$key\"" || bad "plan --json lacks $key"
+done
+ok
+best=$(echo "$json" | grep -m1 '"step_time_s"' | tr -d " ")
+again=$("$HETSIM" simulate --json --plan "$tmp/best.json" "$SRC/scenarios/default.toml" | grep -m1 '"step_time_s"' | tr -d " ")
+[ -n "$best" ] && [ "$best" = "$again" ] && ok || bad "plan --out does not simulate as planned: $best vs $again"
+"$HETSIM" plan --objective cost --top 2 "$SRC/scenarios/llama3-8b-a100-l40s.toml" 2>/dev/null | grep -q "ranked by cost per token" && ok || bad "plan --objective cost"
+"$HETSIM" plan --objective speed "$SRC/scenarios/default.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "plan bad objective exits 2"
+printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 8\nseq_len = 8192\n[[cluster.pool]]\ndevice = "l40s"\nnodes = 1\n' > "$tmp/nofit.toml"
+err=$("$HETSIM" plan --out "$tmp/nofit.json" "$tmp/nofit.toml" 2>&1); rc=$?
+[ $rc -eq 3 ] && echo "$err" | grep -q "no plan fits" && [ ! -e "$tmp/nofit.json" ] && ok || bad "plan with nothing fitting: rc $rc: $err"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
