@@ -68,6 +68,10 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       critical.add("pipeline bubble", pipe - cmax * mb);
     }
 
+    // In 1F1B the stages before stage i are still draining their last backwards when stage i
+    // has finished its own, and were already filling when its first forward began: its
+    // gradient reduction and parameter gathers can hide behind those too.
+    Duration drain{0}, fill{0};
     for (int si = 0; si < pp; ++si) {
       const plan::Stage& st = grp.stages[si];
       const StageCost& c = costs[gi][si];
@@ -84,13 +88,15 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
         // Buckets are reduced as the last micro-batch's backward produces them; the last
         // bucket cannot hide. Parameter gathers hide behind the next step's first forward.
         const double bucket = std::min(1.0, kBucketParams / std::max(1.0, c.params));
-        const Duration hide_b = c.bwd(st.layers) + c.recompute(st.layers);
-        const Duration hide_f = c.fwd(st.layers);
+        const Duration hide_b = c.bwd(st.layers) + c.recompute(st.layers) + drain;
+        const Duration hide_f = c.fwd(st.layers) + fill;
         se.dp_exposed = max(c.dp_reduce - hide_b, c.dp_reduce * bucket) +
                         max(c.dp_gather - hide_f, c.dp_gather * bucket);
       } else {
         se.dp_exposed = se.dp_comm;
       }
+      drain += per_mb[si].get("backward") + per_mb[si].get("recompute");
+      fill += per_mb[si].get("forward");
       se.optimizer = c.optimizer;
       dp_exposed_max = max(dp_exposed_max, se.dp_exposed);
       optimizer_max = max(optimizer_max, se.optimizer);
