@@ -83,15 +83,28 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       se.first_layer = st.first_layer;
       se.layers = st.layers;
       se.per_micro_batch = per_mb[si];
-      se.dp_comm = c.dp_reduce + c.dp_gather;
+      // ZeRO ≤ 1 syncs once per step. ZeRO 2 reduce-scatters the gradients after every
+      // micro-batch (they are not kept whole); ZeRO 3 also gathers the weights before every
+      // forward and every backward (docs/cost-models.md#data-parallel-sync).
+      const double mb_count = grp.micro_batches;
+      const double reduces = p.zero >= 2 ? mb_count : 1;
+      const double gathers = p.zero >= 3 ? 2 * mb_count : 1;
+      se.dp_comm = c.dp_reduce * reduces + c.dp_gather * gathers;
       if (p.overlap_grad_reduce) {
-        // Buckets are reduced as the last micro-batch's backward produces them; the last
-        // bucket cannot hide. Parameter gathers hide behind the next step's first forward.
+        // Buckets are reduced as a backward produces them; the last bucket cannot hide.
         const double bucket = std::min(1.0, kBucketParams / std::max(1.0, c.params));
-        const Duration hide_b = c.bwd(st.layers) + c.recompute(st.layers) + drain;
-        const Duration hide_f = c.fwd(st.layers) + fill;
-        se.dp_exposed = max(c.dp_reduce - hide_b, c.dp_reduce * bucket) +
-                        max(c.dp_gather - hide_f, c.dp_gather * bucket);
+        const Duration bwd = c.bwd(st.layers) + c.recompute(st.layers);
+        const Duration fwd = c.fwd(st.layers);
+        auto exposed = [&](Duration comm, Duration hide) { return max(comm - hide, comm * bucket); };
+        if (p.zero <= 1) {
+          se.dp_exposed = exposed(c.dp_reduce, bwd + drain) + exposed(c.dp_gather, fwd + fill);
+        } else {
+          // One DP stream carries each micro-batch's collectives while the stage computes the
+          // micro-batches around them: what exceeds a micro-batch's compute is exposed.
+          const Duration load = c.dp_reduce + (p.zero >= 3 ? c.dp_gather * 2 : Duration{0});
+          se.dp_exposed = exposed(load, fwd + bwd) * mb_count;
+          if (p.zero == 2) se.dp_exposed += exposed(c.dp_gather, fwd + fill);
+        }
       } else {
         se.dp_exposed = se.dp_comm;
       }

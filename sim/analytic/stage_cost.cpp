@@ -1,6 +1,7 @@
 #include "sim/analytic/stage_cost.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "models/cost/collectives.hpp"
 #include "models/cost/compute.hpp"
@@ -51,6 +52,58 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   const int replicas = p.replicas();
   const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
 
+  // Per-layer costs of a (pool, tp) pair, per micro-batch.
+  struct LayerCost {
+    Duration fwd, bwd, recompute, tp_fwd, tp_bwd, tp_recompute;
+    Duration ag, rs, ar;  // one TP collective of the micro-batch's activation
+  };
+  std::map<std::pair<int, int>, LayerCost> memo;
+  auto layer_cost = [&](int pool_index, int tp, const workload::MicroBatchShape& shape) -> const LayerCost& {
+    auto [it, fresh] = memo.try_emplace({pool_index, tp});
+    LayerCost& lc = it->second;
+    if (!fresh) return lc;
+    const hw::PoolSpec& pool = cl.pools[pool_index];
+    const hw::DeviceSpec& dev = pool.device;
+    const auto layer = workload::layer_ops(m, shape);
+    lc.fwd = cost::ops_time(dev, dt, layer, Pass::Forward);
+    lc.bwd = cost::ops_time(dev, dt, layer, Pass::Backward);
+    if (p.recompute == cost::Recompute::Full) {
+      lc.recompute = lc.fwd;
+    } else if (p.recompute == cost::Recompute::Selective) {
+      for (const auto& op : layer)
+        if (op.selective_recompute) lc.recompute += cost::op_time(dev, dt, op, Pass::Forward);
+    }
+    // Tensor-parallel collectives: with sequence parallelism, an all-gather before and a
+    // reduce-scatter after each of the attention and MLP blocks, forward and backward
+    // (Korthikanti et al. §4.2.2); without it, one all-reduce after each block. The full
+    // activation of the micro-batch (b·s·h) is the buffer.
+    if (tp > 1) {
+      const bool sp = shape.sequence_parallel;
+      CommGroup g;
+      g.ranks = tp;
+      g.ranks_per_node = tp;
+      g.intra = fabric_cost(pool);
+      const Bytes act{sbh * e};
+      lc.ag = cost::collective_time(Collective::AllGather, act, g).time.total();
+      lc.rs = cost::collective_time(Collective::ReduceScatter, act, g).time.total();
+      lc.ar = cost::collective_time(Collective::AllReduce, act, g).time.total();
+      const bool ov = p.overlap_tp_comm;
+      // Forward: AG ↔ qkv, RS ↔ attn_out, AG ↔ mlp_up, RS ↔ mlp_down (each hides behind the
+      // GEMM it feeds when overlapped); without sequence parallelism an all-reduce follows
+      // attn_out and mlp_down. Backward mirrors it with the data-gradient GEMMs.
+      const char* pairs[4] = {"qkv", "attn_out", m.moe() ? "expert_up" : "mlp_up",
+                              m.moe() ? "expert_down" : "mlp_down"};
+      const Duration none{0};
+      const Duration comm[4] = {sp ? lc.ag : none, sp ? lc.rs : lc.ar, sp ? lc.ag : none, sp ? lc.rs : lc.ar};
+      for (int k = 0; k < 4; ++k) {
+        lc.tp_fwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Forward), ov);
+        lc.tp_bwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Backward) / 2, ov);
+      }
+      if (p.recompute == cost::Recompute::Full) lc.tp_recompute = lc.tp_fwd;
+    }
+    return lc;
+  };
+
   std::vector<std::vector<StageCost>> out;
   for (const auto& grp : p.groups) {
     const int pp = static_cast<int>(grp.stages.size());
@@ -71,55 +124,26 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const bool sp = shape.sequence_parallel;
 
       StageCost& c = costs[si];
-      const auto layer = workload::layer_ops(m, shape);
-      c.layer_fwd = cost::ops_time(dev, dt, layer, Pass::Forward);
-      c.layer_bwd = cost::ops_time(dev, dt, layer, Pass::Backward);
-      if (p.recompute == cost::Recompute::Full) {
-        c.layer_recompute = c.layer_fwd;
-      } else if (p.recompute == cost::Recompute::Selective) {
-        for (const auto& op : layer)
-          if (op.selective_recompute) c.layer_recompute += cost::op_time(dev, dt, op, Pass::Forward);
-      }
+      // Per-layer costs depend on the pool and tp only: computed once per pair (a deep
+      // pipeline repeats them, and the planner calls this a great deal).
+      const LayerCost& lc = layer_cost(st.pool, st.tp, shape);
+      c.layer_fwd = lc.fwd;
+      c.layer_bwd = lc.bwd;
+      c.layer_recompute = lc.recompute;
+      c.layer_tp_fwd = lc.tp_fwd;
+      c.layer_tp_bwd = lc.tp_bwd;
+      c.layer_tp_recompute = lc.tp_recompute;
       if (first) {
         const auto emb = workload::embedding_ops(m, shape);
         c.emb_fwd = cost::ops_time(dev, dt, emb, Pass::Forward);
         c.emb_bwd = cost::ops_time(dev, dt, emb, Pass::Backward);
+        if (st.tp > 1) c.emb_tp = sp ? lc.rs + lc.ag : lc.ar;  // vocabulary-parallel output reduced
       }
       if (last) {
         const auto head = workload::head_ops(m, shape);
         c.head_fwd = cost::ops_time(dev, dt, head, Pass::Forward);
         c.head_bwd = cost::ops_time(dev, dt, head, Pass::Backward);
-      }
-
-      // Tensor-parallel collectives: with sequence parallelism, an all-gather before and a
-      // reduce-scatter after each of the attention and MLP blocks, forward and backward
-      // (Korthikanti et al. §4.2.2); without it, one all-reduce after each block. The full
-      // activation of the micro-batch (b·s·h) is the buffer.
-      if (st.tp > 1) {
-        const Bytes act{sbh * e};
-        CommGroup g;
-        g.ranks = st.tp;
-        g.ranks_per_node = st.tp;
-        g.intra = fabric_cost(pool);
-        const Duration ag = cost::collective_time(Collective::AllGather, act, g).time.total();
-        const Duration rs = cost::collective_time(Collective::ReduceScatter, act, g).time.total();
-        const Duration ar = cost::collective_time(Collective::AllReduce, act, g).time.total();
-        const bool ov = p.overlap_tp_comm;
-        // Forward: AG ↔ qkv, RS ↔ attn_out, AG ↔ mlp_up, RS ↔ mlp_down (each hides behind the
-        // GEMM it feeds when overlapped); without sequence parallelism an all-reduce follows
-        // attn_out and mlp_down. Backward mirrors it with the data-gradient GEMMs.
-        const char* pairs[4] = {"qkv", "attn_out", m.moe() ? "expert_up" : "mlp_up",
-                                m.moe() ? "expert_down" : "mlp_down"};
-        const Duration none{0};
-        const Duration comm[4] = {sp ? ag : none, sp ? rs : ar, sp ? ag : none, sp ? rs : ar};
-        for (int k = 0; k < 4; ++k) {
-          c.layer_tp_fwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Forward), ov);
-          c.layer_tp_bwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Backward) / 2, ov);
-        }
-        if (p.recompute == cost::Recompute::Full) c.layer_tp_recompute = c.layer_tp_fwd;
-        // Vocabulary-parallel embedding output is reduced; the head's input is gathered.
-        if (first) c.emb_tp = sp ? rs + ag : ar;
-        if (last) c.head_tp = sp ? ag + rs : ar;
+        if (st.tp > 1) c.head_tp = sp ? lc.ag + lc.rs : lc.ar;  // the head's input gathered
       }
 
       // Parameters on one device of this stage. With tied embeddings and pp > 1 the last stage
@@ -175,7 +199,6 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         } else {
           c.dp_reduce = cost::collective_time(Collective::ReduceScatter, grads, g, p.grad_sync).time.total();
           c.dp_gather = cost::collective_time(Collective::AllGather, weights, g, p.grad_sync).time.total();
-          if (p.zero == 3) c.dp_gather = c.dp_gather * 2;  // gathered again for the backward pass
         }
       }
       const double opt_params = c.params / (p.zero >= 1 ? replicas : 1);

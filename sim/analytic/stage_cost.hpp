@@ -30,8 +30,8 @@ struct StageCost {
   Bytes act_edge;       ///< the embedding output kept on the first stage
   Bytes logits;         ///< bf16 logits and their fp32 copy (last stage), during its head work
   Bytes gathered;       ///< ZeRO-3: two layers' weights gathered ahead of use, during compute
-  Duration dp_reduce;   ///< gradient all-reduce / reduce-scatter for the whole stage, per step
-  Duration dp_gather;   ///< parameter all-gather (ZeRO ≥ 1), per step
+  Duration dp_reduce;   ///< one gradient all-reduce (ZeRO 0) / reduce-scatter of the whole stage
+  Duration dp_gather;   ///< one parameter all-gather of the whole stage (ZeRO ≥ 1)
   Duration optimizer;
   cost::DeviceMemoryInput memory;  ///< state and reserves; activations and in_flight unset
 

@@ -220,10 +220,15 @@ struct Settings {
   int micro_batch = 1;
   cost::Schedule schedule = cost::Schedule::OneFOneB;
   cost::Recompute recompute = cost::Recompute::None;
+  int zero = 1;
   bool operator<(const Settings& o) const {
-    return std::tie(micro_batch, schedule, recompute) < std::tie(o.micro_batch, o.schedule, o.recompute);
+    return std::tie(micro_batch, schedule, recompute, zero) < std::tie(o.micro_batch, o.schedule, o.recompute, o.zero);
   }
 };
+
+// ZeRO stages searched: 1 (Megatron's distributed optimizer) first; 2 and 3 trade DP traffic
+// for memory. 0 is never better than 1 here (same traffic, more memory).
+constexpr int kZeroStages[] = {1, 2, 3};
 
 class Search {
  public:
@@ -262,13 +267,32 @@ class Search {
       ++r.simulated;
       verified.push_back(std::move(c));
     };
+    // Verify the best estimates, at most three of each kind (family and ZeRO stage) first, so
+    // that one kind the closed form flatters cannot crowd out the others.
     const std::size_t n = std::min<std::size_t>(all.size(), static_cast<std::size_t>(std::max(o_.verify, o_.top)));
-    for (std::size_t i = 0; i < n; ++i) verify(all[i]);
+    std::map<std::pair<std::string, int>, int> per_kind;
+    std::vector<bool> taken(all.size(), false);
+    for (std::size_t i = 0; i < all.size() && verified.size() < n; ++i)
+      if (per_kind[{all[i].family, all[i].plan.zero}]++ < 3) {
+        taken[i] = true;
+        verify(all[i]);
+      }
+    for (std::size_t i = 0; i < all.size() && verified.size() < n; ++i)
+      if (!taken[i]) verify(all[i]);
+    // A pool's baseline: its best few estimates (one per ZeRO stage first), simulated.
     auto best_of = [&](int pool) -> std::optional<Candidate> {
       std::optional<Candidate> b;
-      for (const auto& c : all)
-        if (c.family == "single pool" && c.plan.groups[0].stages[0].pool == pool && (!b || better(c, *b))) b = c;
-      if (b) simulate(*b), ++r.simulated;
+      std::map<int, int> per_zero;
+      int tried = 0;
+      for (const auto& c : all) {
+        if (c.family != "single pool" || c.plan.groups[0].stages[0].pool != pool) continue;
+        if (per_zero[c.plan.zero]++ >= 1 && tried >= 3) continue;
+        Candidate v = c;
+        simulate(v);
+        ++r.simulated;
+        if (!b || better(v, *b)) b = v;
+        if (++tried >= 5) break;
+      }
       return b;
     };
     if (uniform_best) simulate(*uniform_best), ++r.simulated;
@@ -327,7 +351,7 @@ class Search {
     p.schedule = st.schedule;
     p.virtual_stages = st.schedule == cost::Schedule::Interleaved ? 2 : 1;
     p.recompute = st.recompute;
-    p.zero = 1;
+    p.zero = st.zero;
     return p;
   }
 
@@ -366,8 +390,9 @@ class Search {
     std::vector<Settings> out;
     for (int mb : micro_batches_)
       for (auto sch : {cost::Schedule::OneFOneB, cost::Schedule::Interleaved})
-        for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full})
-          out.push_back({mb, sch, rc});
+        for (int z : kZeroStages)
+          for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full})
+            out.push_back({mb, sch, rc, z});
     return out;
   }
 
@@ -380,10 +405,11 @@ class Search {
       for (int pp : kPipelineDepths) {
         if (pp > L || pp * tp > pool.devices()) continue;
         const int rmax = pool.devices() / (tp * pp);
-        std::map<std::pair<int, cost::Schedule>, bool> fitted;  // recompute only adds time
+        std::map<std::tuple<int, cost::Schedule, int>, bool> fitted;  // recompute only adds time
         for (const Settings& st : settings()) {
           if (st.schedule == cost::Schedule::Interleaved && (pp == 1 || L < 2 * pp)) continue;
-          auto& done = fitted[{st.micro_batch, st.schedule}];
+          if (st.zero > 1 && rmax == 1) continue;  // nothing to shard without data parallelism
+          auto& done = fitted[{st.micro_batch, st.schedule, st.zero}];
           if (done) continue;
           const long M = s_.training.global_batch / st.micro_batch;
           int r = rmax;
@@ -414,7 +440,7 @@ class Search {
       for (std::size_t pi = 0; pi < P; ++pi) {
         if (!(mask & (1u << pi))) continue;
         for (const auto& c : alone[pi]) {
-          const Settings key{c.plan.micro_batch, c.plan.schedule, c.plan.recompute};
+          const Settings key{c.plan.micro_batch, c.plan.schedule, c.plan.recompute, c.plan.zero};
           auto& lists = by[key];
           lists.resize(P);
           if (lists[pi].size() < kPerPool) lists[pi].push_back(&c);
@@ -454,15 +480,24 @@ class Search {
       std::vector<int> pools;
       for (std::size_t pi = 0; pi < P; ++pi)
         if (mask & (1u << pi)) pools.push_back(static_cast<int>(pi));
-      // TP per pool: what the pool chose alone (its best plan), else its largest.
-      std::map<int, int> tp;
-      bool any = true;
+      // TP per pool: what the pool chose alone (its best plan) and its largest; every
+      // combination over the pools.
+      std::vector<std::vector<int>> tp_opts;
       for (int pi : pools) {
-        if (!alone[pi].empty()) tp[pi] = alone[pi][0].plan.groups[0].stages[0].tp;
-        else if (auto t = tp_choices(s_, s_.cluster.pools[pi]); !t.empty()) tp[pi] = t.back();
-        else any = false;
+        std::vector<int> t;
+        if (!alone[pi].empty()) t.push_back(alone[pi][0].plan.groups[0].stages[0].tp);
+        if (auto all_tp = tp_choices(s_, s_.cluster.pools[pi]); !all_tp.empty() &&
+            std::find(t.begin(), t.end(), all_tp.back()) == t.end())
+          t.push_back(all_tp.back());
+        tp_opts.push_back(t);
       }
+      bool any = true;
+      for (const auto& t : tp_opts) any = any && !t.empty();
       if (!any) continue;
+      std::vector<std::size_t> ti(pools.size(), 0);
+      while (true) {
+      std::map<int, int> tp;
+      for (std::size_t k = 0; k < pools.size(); ++k) tp[pools[k]] = tp_opts[k][ti[k]];
       std::vector<int> order = pools;
       do {
         for (int mb : micro_batches_) {
@@ -485,8 +520,9 @@ class Search {
               int stages = 0;
               for (std::size_t k = 0; k < order.size(); ++k) stages += depth_opts[k][di[k]];
               if (stages <= L) {
+                for (int z : {1, 2})  // ZeRO 3's per-micro-batch gathers do not pay in a pipeline
                 for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full}) {
-                  plan::Plan p = base({mb, cost::Schedule::OneFOneB, rc});
+                  plan::Plan p = base({mb, cost::Schedule::OneFOneB, rc, z});
                   plan::ReplicaGroup g;
                   g.replicas = static_cast<int>(R);
                   g.micro_batches = static_cast<int>(M / R);
@@ -503,6 +539,10 @@ class Search {
           }
         }
       } while (std::next_permutation(order.begin(), order.end()));
+      std::size_t k = 0;
+      while (k < pools.size() && ++ti[k] == tp_opts[k].size()) ti[k++] = 0;
+      if (k == pools.size()) break;
+      }
     }
   }
 

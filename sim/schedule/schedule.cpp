@@ -149,9 +149,15 @@ class Builder {
     HETSIM_ASSERT(layer == s_.model.layers, "chunks must cover the model");
 
     const bool dp = p_.replicas() > 1;
-    const bool split_bwd = dp && p_.overlap_grad_reduce;
-    const bool gather = dp && p_.zero >= 1;
+    // ZeRO ≤ 1: one reduction per step, per layer as the last backward produces it. ZeRO 2:
+    // a reduce-scatter after every backward unit. ZeRO 3: also a gather before every forward
+    // and backward unit. Parameter gathers once per step for ZeRO 1 and 2.
+    const bool per_unit_reduce = dp && p_.zero >= 2;
+    const bool per_unit_gather = dp && p_.zero >= 3;
+    const bool split_bwd = dp && p_.overlap_grad_reduce && !per_unit_reduce;
+    const bool gather = dp && p_.zero >= 1 && !per_unit_gather;
     const bool split_fwd = gather && p_.overlap_grad_reduce;
+    std::vector<std::uint32_t> unit_reduces;
 
     std::vector<std::vector<UnitIds>> F(K, std::vector<UnitIds>(M)), B(K, std::vector<UnitIds>(M));
     std::vector<std::vector<std::uint32_t>> fwd_layer_task(K), bwd_layer_task(K);  // split units
@@ -197,12 +203,15 @@ class Builder {
         // Short-lived buffers held while this unit computes: the logits around the head, and
         // ZeRO-3's gathered layers.
         const std::int64_t transient = to_bytes((ch.has_head ? c.logits : Bytes{0}) + c.gathered);
+        const std::uint32_t unit_gather =
+            per_unit_gather ? dp_chunk_task(dev, c, ch, k, TaskKind::ParamGather, mb) : kNone;
         if (!bw) {
           UnitIds& ids = F[k][mb];
           const bool split = split_fwd && mb == first_fwd_mb[lc];
           const Duration extra = (ch.has_emb ? c.emb_fwd : Duration{0}) + (ch.has_head ? c.head_fwd : Duration{0});
           ids.first = emit_compute(base_task, TaskKind::Forward, c.layer_fwd, extra, split, false,
                                    to_bytes(act) + transient, transient, fwd_layer_task[k]);
+          edge(unit_gather, ids.first);
           ids.done = state_[dev].last[0];
           const Duration tp = c.layer_tp_fwd * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
                               (ch.has_head ? c.head_tp / 2 : Duration{0});
@@ -234,7 +243,13 @@ class Builder {
           const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd, extra, split, true,
                                                 transient, to_bytes(act) + transient, bwd_layer_task[k]);
           if (ids.first == kNone) ids.first = b0;
+          edge(unit_gather, ids.first);
           ids.done = state_[dev].last[0];
+          if (per_unit_reduce) {
+            const std::uint32_t r = dp_chunk_task(dev, c, ch, k, TaskKind::GradReduce, mb);
+            edge(ids.done, r);
+            unit_reduces.push_back(r);
+          }
           const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers +
                               (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0});
           if (to_ns(tp) > 0) {
@@ -260,7 +275,9 @@ class Builder {
       // the parameter gathers.
       const std::uint32_t last_compute = state_[dev].last[0];
       std::vector<std::uint32_t> reduces;
-      if (dp) {
+      for (std::uint32_t r : unit_reduces)
+        if (g_.tasks[r].device == dev) reduces.push_back(r);
+      if (dp && !per_unit_reduce) {
         for (int lc = v - 1; lc >= 0; --lc) {
           const int k = lc * P + si;
           const Chunk& ch = chunks[k];
@@ -356,6 +373,26 @@ class Builder {
     const std::uint32_t id = push(t);
     dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
     return id;
+  }
+
+  // A DP collective for a whole chunk in one micro-batch (ZeRO 2 and 3): its parameters' share
+  // of the stage's collective. Not joined across replica groups (their micro-batches differ).
+  std::uint32_t dp_chunk_task(std::uint32_t dev, const analytic::StageCost& c, const Chunk& ch, int k,
+                              TaskKind kind, int mb) {
+    double params = c.params_layer * ch.layers;
+    if (ch.has_emb) params += c.params_emb;
+    if (ch.has_head) params += c.params_head;
+    const double share = c.params > 0 ? params / c.params : 0;
+    Task t;
+    t.device = dev;
+    t.stream = Stream::DpComm;
+    t.kind = kind;
+    t.first_layer = ch.first_layer;
+    t.layers = ch.layers;
+    t.chunk = k;
+    t.micro_batch = mb;
+    t.duration = to_ns((kind == TaskKind::GradReduce ? c.dp_reduce : c.dp_gather) * share);
+    return push(t);
   }
 
   // The time to send one micro-batch's activation (or gradient) between two stages: the link
