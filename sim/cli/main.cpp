@@ -193,7 +193,7 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective)
   const auto t0 = std::chrono::steady_clock::now();
   const auto result = hetsim::planner::search(sc, opts);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (bar) std::fprintf(stderr, "\r%60s\r", "");
+  if (bar) std::fprintf(stderr, "\r%60s\rsearched in %.2f s\n", "", seconds);
   if (result.top.empty()) {
     std::cerr << fmt::format(
         "{}: error: no plan fits this cluster's memory ({} plans tried)\n  hint: more devices, devices with more "

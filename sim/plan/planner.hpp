@@ -48,8 +48,8 @@ struct Result {
   std::size_t simulated = 0;   ///< plans verified by the engine
 };
 
-/// Searches plans for `s` (its [parallel] table, if any, is ignored). Deterministic.
-/// Fails when no plan fits in memory.
+/// Searches plans for `s` (its [parallel] table, if any, is ignored). Deterministic. When no
+/// plan fits in memory, `top` is empty.
 [[nodiscard]] Result search(const Scenario& s, const Options& o);
 
 /// Splits the layers of group `g` of `p` over its stages (pools and tp already set) to minimise

@@ -79,8 +79,9 @@ std::string plan_text(const Scenario& s, const planner::Result& r, const Simulat
   for (const auto& p : s.cluster.pools)
     cluster += fmt::format("{}{} × {}", cluster.empty() ? "" : " + ", p.devices(), p.name);
   out += fmt::format("cluster    {}\n", cluster);
-  out += fmt::format("searched   {} plans estimated, {} simulated, in {:.2f} s; ranked by {}\n\n", r.evaluated, r.simulated,
-                     seconds, o == planner::Objective::Time ? "step time" : "cost per token");
+  (void)seconds;  // wall time stays out of the output: same input, same bytes
+  out += fmt::format("searched   {} plans estimated, {} simulated; ranked by {}\n\n", r.evaluated, r.simulated,
+                     o == planner::Objective::Time ? "step time" : "cost per token");
   out += fmt::format(" #  {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "step", "tokens/s", "MFU", "headroom", "$/Mtok", "plan");
   for (std::size_t i = 0; i < r.top.size(); ++i) {
     const auto& c = r.top[i];
@@ -89,15 +90,17 @@ std::string plan_text(const Scenario& s, const planner::Result& r, const Simulat
                        format_duration(Duration{c.step_s()}), c.estimate.tokens_per_s * ratio, 100 * c.estimate.mfu * ratio,
                        100 * headroom(c.estimate), c.estimate.usd_per_million_tokens / ratio, plan_summary(s, c.plan), c.family);
   }
-  out += "\nbaselines (step simulated)                    step      best is\n";
-  const double b = r.top.front().step_s();
+  out += fmt::format("\nbaselines (simulated)                          step    $/Mtok   best is\n");
+  const auto& best_c = r.top.front();
   for (const auto& bl : r.baselines) {
     if (!bl.best) {
       out += fmt::format("  {:<40} {:>10}\n", bl.name, "no plan fits");
       continue;
     }
-    out += fmt::format("  {:<40} {:>10}  {:.2f}× faster\n", bl.name, format_duration(Duration{bl.best->step_s()}),
-                       bl.best->step_s() / b);
+    const double ratio = bl.best->score(o) / best_c.score(o);
+    out += fmt::format("  {:<40} {:>10} {:>9.3g}   {:.2f}× {}\n", bl.name, format_duration(Duration{bl.best->step_s()}),
+                       bl.best->score(planner::Objective::Cost), ratio,
+                       o == planner::Objective::Time ? "faster" : "cheaper per token");
   }
   out += "\nwhy the winner\n";
   for (const auto& line : explain(s, r.top.front(), best)) out += "  " + line + "\n";
@@ -111,7 +114,7 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
   j["objective"] = o == planner::Objective::Time ? "time" : "cost";
   j["evaluated"] = r.evaluated;
   j["simulated"] = r.simulated;
-  j["search_s"] = seconds;
+  (void)seconds;  // wall time stays out of the output: same input, same bytes
   j["best"] = nlohmann::ordered_json::parse(simulate_json(s, r.top.front().plan, best));
   j["best"]["family"] = r.top.front().family;
   j["why"] = explain(s, r.top.front(), best);
@@ -131,7 +134,9 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
     nlohmann::ordered_json x{{"name", bl.name}};
     if (bl.best) {
       x["step_time_s"] = bl.best->step_s();
+      x["usd_per_million_tokens"] = bl.best->score(planner::Objective::Cost);
       x["speedup"] = bl.best->step_s() / b;
+      x["cost_ratio"] = bl.best->score(planner::Objective::Cost) / r.top.front().score(planner::Objective::Cost);
       x["plan"] = plan_summary(s, bl.best->plan);
     } else {
       x["step_time_s"] = nullptr;
