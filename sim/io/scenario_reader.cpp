@@ -7,6 +7,7 @@
 
 #include "models/base/nearest.hpp"
 #include "sim/io/detail/hw_tables.hpp"
+#include "sim/io/catalog_reader.hpp"
 #include "sim/io/detail/toml_reader.hpp"
 
 namespace hetsim::io {
@@ -197,8 +198,23 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
             "add a [[cluster.pool]] with device = \"…\" and nodes = …");
   for (const auto& pt : pools) {
     r.check_keys(pt, {"name", "device", "nodes", "devices_per_node", "fabric", "nic",
-                      "nics_per_node"});
+                      "nics_per_node", "catalog"});
     hw::PoolSpec pool;
+    // An extra catalogue file (e.g. a device profile from `hetsim-exec calibrate`), relative to
+    // the scenario; its devices and links join the catalogue.
+    if (auto extra = r.string(pt, "catalog")) {
+      const std::filesystem::path path = std::filesystem::path(r.file()).parent_path() / *extra;
+      std::ifstream in(path, std::ios::binary);
+      if (!in) {
+        r.error(r.loc(r.node(pt, "catalog")), pt.path + ".catalog", "cannot open catalogue file '" + path.string() + "'",
+                "write one with `hetsim-exec calibrate --out FILE`");
+        continue;
+      }
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      for (auto& d : read_catalog_text(ss.str(), path.string(), cat)) r.error(d.where, d.key, d.message, d.hint);
+      if (r.failed()) continue;
+    }
     const toml::node* dev = r.node(pt, "device");
     if (dev == nullptr) {
       r.missing(pt, "device", "\"h100-sxm5\" (a catalogue name; `hetsim catalog` lists them)");

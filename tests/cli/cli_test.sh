@@ -98,5 +98,41 @@ printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 8\nseq_len = 
 err=$("$HETSIM" plan --out "$tmp/nofit.json" "$tmp/nofit.toml" 2>&1); rc=$?
 [ $rc -eq 3 ] && echo "$err" | grep -q "no plan fits" && [ ! -e "$tmp/nofit.json" ] && ok || bad "plan with nothing fitting: rc $rc: $err"
 
+# hetsim-exec: calibrate → a profile a scenario loads → plan → run on the cpu backend → compare.
+if [ -n "${HETSIM_EXEC:-}" ]; then
+  "$HETSIM_EXEC" calibrate --seconds 0.3 --name cpu-ci --out "$tmp/cpu-ci.toml" 2>/dev/null && grep -q 'name = "cpu-ci"' "$tmp/cpu-ci.toml" && ok || bad "calibrate"
+  cat > "$tmp/cpu.toml" <<TOML
+[model]
+preset = "tiny"
+layers = 4
+hidden = 128
+heads = 4
+kv_heads = 4
+ffn_hidden = 512
+vocab = 512
+[training]
+global_batch = 4
+seq_len = 64
+precision = "fp32"
+[[cluster.pool]]
+catalog = "cpu-ci.toml"
+device = "cpu-ci"
+nodes = 1
+[memory]
+runtime_reserve = "0GiB"
+comm_buffers = "0GiB"
+fragmentation = 0.0
+[parallel]
+tp = 1
+pp = 2
+dp = 1
+TOML
+  "$HETSIM" plan --out "$tmp/cpu-plan.json" "$tmp/cpu.toml" >/dev/null 2>&1 && ok || bad "plan on a calibrated cpu profile"
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --out "$tmp/measured.json" --predicted "$tmp/predicted.json" "$tmp/cpu.toml" 2>&1)
+  echo "$out" | grep -q "step        predicted" && ok || bad "exec run: $out"
+  "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "exec compare"
+  "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/cpu.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "exec compare of a non-trace exits 2"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

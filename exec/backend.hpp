@@ -1,0 +1,42 @@
+#pragma once
+// The executor's view of hardware: a device that computes on real buffers and times itself, and
+// the point-to-point channel between devices. Vendor code (Eigen threads, CUDA, HIP) stays behind
+// these interfaces. Collectives arrive with the communicator of a later step (issue #5).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/base/result.hpp"
+
+namespace hetsim::exec {
+
+/// One compute device. Not thread-safe: one thread drives one device.
+class Device {
+ public:
+  virtual ~Device() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// Reserves `bytes` of device memory (fails when the device would exceed its capacity).
+  [[nodiscard]] virtual Result<void*> allocate(std::size_t bytes) = 0;
+  virtual void release(void* p, std::size_t bytes) = 0;
+  /// C[m×n] = A[m×k]·B[k×n] in fp32 on buffers the device owns (row-major).
+  virtual void gemm(int m, int n, int k, const float* a, const float* b, float* c) = 0;
+  /// A memory-bound pass: reads `src`, writes `dst`, `count` floats, one multiply-add each.
+  virtual void stream(const float* src, float* dst, std::size_t count) = 0;
+  /// Nanoseconds on a clock shared by all devices of the backend.
+  [[nodiscard]] virtual std::int64_t now_ns() const = 0;
+  [[nodiscard]] virtual std::size_t live_bytes() const = 0;
+  [[nodiscard]] virtual std::size_t peak_bytes() const = 0;
+};
+
+/// Creates the devices of a backend. "cpu" is always available.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual int device_count() const = 0;
+  [[nodiscard]] virtual std::unique_ptr<Device> open(int index) = 0;
+};
+
+}  // namespace hetsim::exec

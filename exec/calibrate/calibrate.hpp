@@ -1,0 +1,45 @@
+#pragma once
+// Calibration: microbenchmarks on a backend's device → the cost model's parameters for it,
+// fitted by least squares (Eigen), written as a catalogue file a scenario can load.
+
+#include <string>
+#include <vector>
+
+#include "exec/backend.hpp"
+
+namespace hetsim::exec {
+
+/// One timed GEMM: shape and seconds per call.
+struct GemmSample {
+  double m = 0, n = 0, k = 0, seconds = 0;
+};
+
+/// The cost model's view of a device, fitted from samples (docs/cost-models.md#compute):
+///   t(m,n,k) = 2mnk / (peak · d/(d + half_dim)) + launch,  d = min(m,n,k).
+struct GemmFit {
+  double peak_flops = 0;  ///< asymptotic FLOP/s
+  double half_dim = 0;
+  double launch_s = 0;
+  double rms_rel_error = 0;  ///< of the fit over the samples
+};
+
+/// Least-squares fit over a grid of half_dim values (the model is linear in 1/peak and launch
+/// for a fixed half_dim). Requires: at least 3 samples.
+[[nodiscard]] GemmFit fit_gemm(const std::vector<GemmSample>& samples);
+
+struct Profile {
+  GemmFit gemm;
+  double attention_efficiency = 1;  ///< attention-shaped GEMMs / the fitted model
+  double memory_bandwidth = 0;      ///< bytes/s of the streaming pass
+  double copy_bandwidth = 0;        ///< bytes/s of a device-to-device copy
+  std::vector<GemmSample> samples;
+};
+
+/// Runs the microbenchmarks on device 0 of `backend` (about `seconds` of work in total).
+[[nodiscard]] Profile calibrate(Backend& backend, double seconds = 2.0);
+
+/// The profile as a catalogue file: one [[link]] "<name>-copy" and one [[device]] "<name>",
+/// every figure sourced to this calibration.
+[[nodiscard]] std::string profile_toml(const Profile& p, const std::string& name, double memory_bytes, int devices);
+
+}  // namespace hetsim::exec

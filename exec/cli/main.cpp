@@ -1,0 +1,147 @@
+// hetsim-exec: runs plans on real devices, compares with the prediction, calibrates device
+// profiles. Exit status: 0 ok, 1 environment (device failure, out of memory), 2 bad input.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "exec/calibrate/calibrate.hpp"
+#include "exec/compare/compare.hpp"
+#include "exec/cpu/cpu_backend.hpp"
+#include "exec/replay/replay.hpp"
+#include "sim/io/catalog_reader.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/io/plan_json.hpp"
+#include "sim/io/scenario_reader.hpp"
+#include "sim/io/trace_json.hpp"
+
+namespace {
+
+constexpr int kOk = 0, kEnvironment = 1, kBadInput = 2;
+
+void print(const hetsim::Diagnostics& d) {
+  for (const auto& x : d) std::cerr << hetsim::to_string(x) << "\n";
+}
+
+int write(const std::string& path, const std::string& text) {
+  if (path.empty()) return kOk;
+  auto e = hetsim::io::write_file_atomic(path, text);
+  if (!e.empty()) {
+    print(e);
+    return kEnvironment;
+  }
+  return kOk;
+}
+
+std::unique_ptr<hetsim::exec::Backend> backend_for(const std::string& name, int devices, double memory_gib) {
+  if (name == "cpu") return hetsim::exec::make_cpu_backend(devices, static_cast<std::size_t>(memory_gib * 1073741824.0));
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hetsim-exec: runs a plan for real, compares the measurement with hetsim's prediction, and "
+               "calibrates device profiles. Backends: cpu (always); cuda and hip are built where their toolchains "
+               "are (not in this version)."};
+  app.require_subcommand(1);
+  std::string backend_name = "cpu";
+  int devices = 2;
+  double memory_gib = 4;
+
+  std::string scenario, plan_file, out, predicted_out;
+  int steps = 5, warmup = 1;
+  bool json = false;
+  auto* run = app.add_subcommand("run", "Replay a plan's training step on real devices and compare with the prediction");
+  run->add_option("scenario", scenario, "Scenario TOML (its [parallel], or --plan)")->required();
+  run->add_option("--plan", plan_file, "Plan JSON (from `hetsim plan --out`)");
+  run->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu"}))->default_val("cpu");
+  run->add_option("--devices", devices, "Devices the backend offers (cpu: worker threads)")->default_val(2);
+  run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->default_val(4);
+  run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
+  run->add_option("--warmup", warmup, "Steps run first and discarded")->check(CLI::Range(0, 100))->default_val(1);
+  run->add_option("--out", out, "Write the measured trace (docs/formats.md#trace-json)");
+  run->add_option("--predicted", predicted_out, "Write the predicted trace of the same step");
+  run->add_flag("--json", json, "Print the comparison as JSON");
+
+  std::string pred_in, meas_in;
+  bool cmp_json = false;
+  auto* cmp = app.add_subcommand("compare", "Compare a predicted trace with a measured one");
+  cmp->add_option("predicted", pred_in, "Predicted trace JSON")->required();
+  cmp->add_option("measured", meas_in, "Measured trace JSON")->required();
+  cmp->add_flag("--json", cmp_json, "Print JSON");
+
+  std::string profile_out, profile_name = "cpu-calibrated";
+  double seconds = 2;
+  auto* cal = app.add_subcommand("calibrate", "Microbenchmark a device and fit the cost model's parameters");
+  cal->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu"}))->default_val("cpu");
+  cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)");
+  cal->add_option("--name", profile_name, "Device name in the profile")->default_val("cpu-calibrated");
+  cal->add_option("--seconds", seconds, "Time to spend measuring")->check(CLI::Range(0.2, 600.0))->default_val(2);
+  cal->add_option("--devices", devices, "Devices per node recorded in the profile")->default_val(2);
+  cal->add_option("--memory", memory_gib, "Memory per device recorded in the profile, GiB")->default_val(4);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kOk : kBadInput;
+  }
+
+  if (*run) {
+    auto cat = hetsim::io::builtin_catalog();
+    if (!cat) { print(cat.errors()); return kEnvironment; }
+    auto sc = hetsim::io::read_scenario(scenario, *cat);
+    if (!sc) { print(sc.errors()); return kBadInput; }
+    hetsim::plan::Plan plan;
+    if (!plan_file.empty()) {
+      auto p = hetsim::io::read_plan_json(plan_file, *sc);
+      if (!p) { print(p.errors()); return kBadInput; }
+      plan = *p;
+    } else if (sc->plan) {
+      plan = *sc->plan;
+    } else {
+      std::cerr << scenario << ": error: no plan to run\n  hint: add [parallel] or give --plan PLAN.json\n";
+      return kBadInput;
+    }
+    auto backend = backend_for(backend_name, devices, memory_gib);
+    auto r = hetsim::exec::replay(*sc, plan, *backend, {steps, warmup});
+    if (!r) { print(r.errors()); return kBadInput; }
+    const auto pred = hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)");
+    const auto meas = hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + " backend)");
+    if (int rc = write(out, hetsim::io::trace_to_json(meas))) return rc;
+    if (int rc = write(predicted_out, hetsim::io::trace_to_json(pred))) return rc;
+    auto c = hetsim::exec::compare(pred, meas);
+    if (!c) { print(c.errors()); return kEnvironment; }
+    std::string steps_txt;
+    for (auto s : r->step_ns) steps_txt += fmt::format("{}{:.4f}", steps_txt.empty() ? "" : " ", static_cast<double>(s) * 1e-9);
+    if (json) std::cout << hetsim::exec::comparison_json(*c);
+    else std::cout << fmt::format("measured steps (s): {}\n", steps_txt) << hetsim::exec::comparison_text(*c);
+    return kOk;
+  }
+  if (*cmp) {
+    auto p = hetsim::io::read_trace_json(pred_in);
+    if (!p) { print(p.errors()); return kBadInput; }
+    auto m = hetsim::io::read_trace_json(meas_in);
+    if (!m) { print(m.errors()); return kBadInput; }
+    auto c = hetsim::exec::compare(*p, *m);
+    if (!c) { print(c.errors()); return kBadInput; }
+    std::cout << (cmp_json ? hetsim::exec::comparison_json(*c) : hetsim::exec::comparison_text(*c));
+    return kOk;
+  }
+  if (*cal) {
+    auto backend = backend_for(backend_name, 1, memory_gib);
+    const auto prof = hetsim::exec::calibrate(*backend, seconds);
+    const std::string toml = hetsim::exec::profile_toml(prof, profile_name, memory_gib * 1073741824.0, devices);
+    if (profile_out.empty()) std::cout << toml;
+    else if (int rc = write(profile_out, toml)) return rc;
+    std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak, half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
+                             "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}\n",
+                             prof.gemm.peak_flops / 1e9, prof.gemm.half_dim, prof.gemm.launch_s * 1e6,
+                             100 * prof.gemm.rms_rel_error, prof.memory_bandwidth / 1e9, prof.copy_bandwidth / 1e9,
+                             prof.attention_efficiency);
+    return kOk;
+  }
+  return kBadInput;
+}

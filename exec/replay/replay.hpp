@@ -1,0 +1,33 @@
+#pragma once
+// Replay: runs a plan's step for real. The schedule is sim/'s own (build_schedule), so the
+// measured trace describes exactly the predicted tasks: each simulated device becomes one real
+// device driven by one thread, which runs its tasks in the predicted order, waiting for their
+// dependencies, on real buffers of the planned shapes and sizes.
+
+#include <string>
+
+#include "exec/backend.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/schedule/task_graph.hpp"
+
+namespace hetsim::exec {
+
+struct ReplayOptions {
+  int steps = 3;   ///< measured steps; the median one is reported
+  int warmup = 1;  ///< steps run first and discarded
+};
+
+struct Replay {
+  schedule::TaskGraph graph;   ///< the planned tasks
+  engine::Trace predicted;     ///< the native engine's step
+  engine::Trace measured;      ///< the median measured step (same task indexes)
+  std::vector<std::int64_t> step_ns;  ///< every measured step
+};
+
+/// Replays `p` on `backend`. Fails, naming the device and task, when the plan needs devices the
+/// backend lacks, when a device runs out of memory, or when the plan uses what this version of
+/// the executor cannot run yet (TP or DP collectives: every stage must be one device).
+[[nodiscard]] Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o);
+
+}  // namespace hetsim::exec

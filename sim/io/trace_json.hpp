@@ -1,0 +1,34 @@
+#pragma once
+// Traces as JSON (docs/formats.md#trace-json): the predicted step (engine) and the measured one
+// (executor) in one schema, so `hetsim-exec compare` reads both the same way.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/base/result.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/schedule/task_graph.hpp"
+
+namespace hetsim::io {
+
+struct TraceTask {
+  std::uint32_t device = 0;
+  std::string kind;  ///< schedule::task_kind_name
+  std::string name;  ///< schedule::task_name
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
+struct TraceFile {
+  std::string source;  ///< "predicted (native engine)", "measured (cpu backend)"
+  std::int64_t makespan_ns = 0;
+  std::vector<std::string> devices;         ///< labels
+  std::vector<std::int64_t> peak_bytes;     ///< per device
+  std::vector<TraceTask> tasks;             ///< in task-graph order
+};
+
+[[nodiscard]] TraceFile make_trace_file(const schedule::TaskGraph& g, const engine::Trace& t, std::string source);
+[[nodiscard]] std::string trace_to_json(const TraceFile& t);
+[[nodiscard]] Result<TraceFile> read_trace_json(const std::filesystem::path& file);
+
+}  // namespace hetsim::io
