@@ -40,6 +40,9 @@ std::string simulate_json(const std::string& text, const std::string& name) {
 
 TEST(Golden, EveryScenarioMatchesItsGoldenOutput) {
   const std::filesystem::path src(HETSIM_SOURCE_DIR);
+  // Scenario names are relative to the repository (so the golden files do not depend on where
+  // it is checked out), and so are the catalogue files they load.
+  std::filesystem::current_path(src);
   const bool update = std::getenv("HETSIM_UPDATE_GOLDEN") != nullptr;
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(src / "scenarios")) {
