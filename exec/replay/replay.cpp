@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "exec/comm/shm_group.hpp"
 #include "models/workload/layer_ops.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -74,163 +75,246 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   out.predicted = *pred;
   const auto& g = out.graph;
 
-  const int needed = static_cast<int>(g.devices.size());
+  // Every folded device is unfolded into its real devices: tp ranks × replicas, one thread each.
+  if (p.groups.size() > 1)
+    return Diagnostic{{}, "", "the plan has " + std::to_string(p.groups.size()) +
+                                  " replica groups: this executor runs plans with one group (identical replicas)",
+                      "collectives across heterogeneous replica groups come next"};
+  std::vector<int> first_real(g.devices.size());
+  int needed = 0;
+  for (std::size_t d = 0; d < g.devices.size(); ++d) {
+    first_real[d] = needed;
+    needed += g.devices[d].count;
+  }
   if (needed > backend.device_count())
     return Diagnostic{{}, "", "the plan needs " + std::to_string(needed) + " devices but the " + backend.name() +
                                   " backend has " + std::to_string(backend.device_count()),
-                      "run with more devices (--devices) or a plan with fewer stages"};
-  for (const auto& d : g.devices)
-    if (d.count != 1)
-      return Diagnostic{{}, "", "device " + d.label + " stands for " + std::to_string(d.count) +
-                                    " devices (tp " + std::to_string(d.tp) + " × " + std::to_string(d.replicas) +
-                                    " replicas): this executor runs plans whose every stage is one device",
-                        "use tp = 1 and one replica per stage; tensor- and data-parallel collectives come next"};
+                      "run with more devices (--devices) or a smaller plan"};
+  int max_count = 1;
+  for (const auto& d : g.devices) max_count = std::max(max_count, d.count);
 
   // The work of each compute task, from the same op lists the cost model prices.
   workload::MicroBatchShape shape;
   shape.micro_batch = p.micro_batch;
   shape.seq_len = s.training.seq_len;
-  shape.tp = 1;
-  shape.sequence_parallel = false;
+  shape.tp = p.groups[0].stages[0].tp;
+  shape.sequence_parallel = p.sequence_parallel && shape.tp > 1;
   shape.dtype = s.training.precision;
   shape.flash_attention = s.training.flash_attention;
   shape.causal = s.training.causal;
-  const auto layer = workload::layer_ops(s.model, shape);
-  const auto emb = workload::embedding_ops(s.model, shape);
-  const auto head = workload::head_ops(s.model, shape);
+  std::vector<std::vector<workload::Op>> layer(g.devices.size()), emb(g.devices.size()), head(g.devices.size());
+  for (std::size_t d = 0; d < g.devices.size(); ++d) {
+    workload::MicroBatchShape sh = shape;
+    sh.tp = g.devices[d].tp;
+    sh.sequence_parallel = p.sequence_parallel && sh.tp > 1;
+    layer[d] = workload::layer_ops(s.model, sh);
+    emb[d] = workload::embedding_ops(s.model, sh);
+    head[d] = workload::head_ops(s.model, sh);
+  }
 
   // Each device runs its tasks in the predicted order (a valid topological order).
   std::vector<std::vector<std::uint32_t>> order(g.devices.size());
   for (std::uint32_t i = 0; i < g.size(); ++i) order[g.tasks[i].device].push_back(i);
   for (auto& v : order)
     std::stable_sort(v.begin(), v.end(), [&](auto a, auto b) { return out.predicted.start[a] < out.predicted.start[b]; });
-  // Predecessors, from the CSR successor lists.
   std::vector<std::vector<std::uint32_t>> preds(g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i)
     for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k) preds[g.succ[k]].push_back(i);
 
+  // Optimizer bytes and DP parameter counts per device: what the cost model moves.
+  const auto costs = analytic::stage_costs(s, p);
+  const auto sb = cost::state_bytes(s.training.precision, s.training.optimizer);
+  const int replicas = p.replicas();
+  std::vector<std::size_t> optimizer_floats;
+  for (const auto& d : g.devices) {
+    const double params = costs[d.group][d.stage].params / (p.zero >= 1 ? replicas : 1);
+    optimizer_floats.push_back(static_cast<std::size_t>(params * (sb.grads + 2 * sb.optimizer + sb.weights) / 8));
+  }
+  auto dp_floats = [&](const schedule::Task& t) {
+    const auto& c = costs[g.devices[t.device].group][g.devices[t.device].stage];
+    double params = c.params_layer * t.layers;
+    if (t.first_layer == 0) params += c.params_emb;
+    if (t.first_layer + t.layers == s.model.layers) params += c.params_head;
+    const auto n = static_cast<std::size_t>(params);
+    const auto r = static_cast<std::size_t>(replicas);
+    return std::max<std::size_t>(r, (n + r - 1) / r * r);  // a multiple of the replicas
+  };
+
+  // Communicators: the tp ranks of each (device, replica); the replicas of each (device, rank).
+  std::vector<std::vector<std::unique_ptr<ShmGroup>>> tp_groups(g.devices.size()), dp_groups(g.devices.size());
+  for (std::size_t d = 0; d < g.devices.size(); ++d) {
+    for (int r = 0; r < g.devices[d].replicas; ++r) tp_groups[d].push_back(std::make_unique<ShmGroup>(g.devices[d].tp));
+    for (int t = 0; t < g.devices[d].tp; ++t) dp_groups[d].push_back(std::make_unique<ShmGroup>(g.devices[d].replicas));
+  }
+
   const int model_layers = s.model.layers;
   std::vector<std::unique_ptr<Device>> devices;
   for (int d = 0; d < needed; ++d) devices.push_back(backend.open(d));
+  std::vector<Scratch> scratch(static_cast<std::size_t>(needed));
+  const std::size_t act_elems = static_cast<std::size_t>(p.micro_batch) * static_cast<std::size_t>(s.training.seq_len) *
+                                static_cast<std::size_t>(s.model.hidden);
 
-  // Optimizer bytes per device: what the cost model's optimizer sweep moves.
-  const auto costs = analytic::stage_costs(s, p);
-  const auto sb = cost::state_bytes(s.training.precision, s.training.optimizer);
-  std::vector<std::size_t> optimizer_floats;
-  for (const auto& d : g.devices) {
-    const double params = costs[d.group][d.stage].params / (p.zero >= 1 ? p.replicas() : 1);
-    optimizer_floats.push_back(static_cast<std::size_t>(params * (sb.grads + 2 * sb.optimizer + sb.weights) / 8));
-  }
-  // Scratch buffers live across steps: the warm-up step sizes them, so no measured task pays
-  // for an allocation it would not make in a real run.
-  std::vector<Scratch> scratch(g.devices.size());
   std::vector<engine::Trace> steps;
-  std::vector<Diagnostic> failures;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
-    std::vector<std::atomic<bool>> done(g.size());
+    // done[task · max_count + member]: member = replica · tp + rank of the task's device.
+    std::vector<std::atomic<bool>> done(g.size() * static_cast<std::size_t>(max_count));
+    // Timings of member 0 of every folded device (the members run the same tasks in lock step
+    // through their collectives).
     std::vector<std::int64_t> start(g.size()), end(g.size());
-    std::vector<std::string> error(g.devices.size());
+    std::vector<std::string> error(static_cast<std::size_t>(needed));
+    std::atomic<bool> failed{false};
     const std::int64_t t0 = devices[0]->now_ns();
     std::vector<std::thread> threads;
-    for (int d = 0; d < needed; ++d)
-      threads.emplace_back([&, d] {
-        Device& dev = *devices[static_cast<std::size_t>(d)];
-        Scratch& sc = scratch[static_cast<std::size_t>(d)];
-        // The device's resident state (weights, gradients, optimizer, buffers), then the
-        // activations each task allocates and frees as planned.
-        auto fail = [&](const std::string& why) {
-          error[d] = why;
-          for (std::uint32_t rest : order[d]) {  // let the other devices finish their waits
-            done[rest] = true;
-            done[rest].notify_all();
-          }
-        };
-        auto base = dev.allocate(static_cast<std::size_t>(g.devices[d].baseline_bytes));
-        if (!base) { fail(to_string(base.errors()[0])); return; }
-        // Activations held between tasks, per (chunk, micro-batch): a task allocates its block at
-        // its start; at its end the block joins what that micro-batch holds, less what it frees.
-        std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held;
-        for (std::uint32_t id : order[d]) {
-          for (std::uint32_t pr : preds[id]) done[pr].wait(false);
-          const auto& t = g.tasks[id];
-          start[id] = dev.now_ns() - t0;
-          void* own = nullptr;
-          if (t.alloc_bytes > 0) {
-            auto a = dev.allocate(static_cast<std::size_t>(t.alloc_bytes));
-            if (!a) { fail(to_string(a.errors()[0]) + " in task '" + schedule::task_name(t) + "'"); return; }
-            own = *a;
-            std::memset(own, 0, std::min<std::size_t>(static_cast<std::size_t>(t.alloc_bytes), 4096));
-          }
-          const bool bwd = t.kind == TaskKind::Backward;
-          switch (t.kind) {
-            case TaskKind::Forward:
-            case TaskKind::Backward:
-              for (int l = 0; l < t.layers; ++l)
-                for (const auto& op : layer)
-                  run_op(dev, sc, op, bwd, s.model.heads, s.training.seq_len, s.model.head_dim(), p.micro_batch);
-              if (t.first_layer == 0)
-                for (const auto& op : emb) run_op(dev, sc, op, bwd, 0, 0, 0, 0);
-              if (t.first_layer + t.layers == model_layers)
-                for (const auto& op : head) run_op(dev, sc, op, bwd, 0, 0, 0, 0);
-              break;
-            case TaskKind::Recompute:
-              for (int l = 0; l < t.layers; ++l)
-                for (const auto& op : layer)
-                  if (p.recompute == cost::Recompute::Full || op.selective_recompute)
-                    run_op(dev, sc, op, false, s.model.heads, s.training.seq_len, s.model.head_dim(), p.micro_batch);
-              break;
-            case TaskKind::SendActivation:
-            case TaskKind::SendGradient: {
-              // Copy the micro-batch's activation (or gradient) into a buffer the receiver reads.
-              const std::size_t elems = static_cast<std::size_t>(p.micro_batch) * static_cast<std::size_t>(s.training.seq_len) *
-                                        static_cast<std::size_t>(s.model.hidden);
-              const std::size_t floats = s.training.precision == hw::Dtype::Fp32 ? elems : elems / 2;
-              sc.fit(floats, 1, floats);
-              std::memcpy(sc.c.data(), sc.a.data(), floats * sizeof(float));
-              break;
+    for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
+      for (int member = 0; member < g.devices[rep].count; ++member)
+        threads.emplace_back([&, rep, member] {
+          const auto& info = g.devices[rep];
+          const int tp = info.tp;
+          const int replica = member / tp, rank = member % tp;
+          const auto real = static_cast<std::size_t>(first_real[rep] + member);
+          Device& dev = *devices[real];
+          Scratch& sc = scratch[real];
+          auto flag = [&](std::uint32_t task, int m) -> std::atomic<bool>& {
+            return done[task * static_cast<std::size_t>(max_count) + static_cast<std::size_t>(m)];
+          };
+          ShmGroup& tpg = *tp_groups[rep][static_cast<std::size_t>(replica)];
+          ShmGroup& dpg = *dp_groups[rep][static_cast<std::size_t>(rank)];
+          auto fail = [&](const std::string& why) {
+            if (!why.empty()) error[real] = why;
+            failed = true;
+            tpg.leave(rank);
+            dpg.leave(replica);
+            for (std::uint32_t rest : order[rep]) {  // let the other devices finish their waits
+              flag(rest, member) = true;
+              flag(rest, member).notify_all();
             }
-            case TaskKind::Optimizer: {
-              // Streams the optimizer's bytes in slices of at most 16 M floats.
-              const std::size_t floats = optimizer_floats[static_cast<std::size_t>(d)];
-              const std::size_t slice = std::min<std::size_t>(floats, 1 << 24);
-              sc.fit(slice, 1, slice);
-              for (std::size_t n = 0; n < floats; n += slice) dev.stream(sc.a.data(), sc.c.data(), std::min(slice, floats - n));
-              break;
+          };
+          auto base = dev.allocate(static_cast<std::size_t>(info.baseline_bytes));
+          if (!base) { fail(to_string(base.errors()[0])); return; }
+          // Activations held between tasks, per (chunk, micro-batch): a task allocates its block
+          // at its start; at its end the block joins what that micro-batch holds, less what it
+          // frees.
+          std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held;
+          for (std::uint32_t id : order[rep]) {
+            for (std::uint32_t pr : preds[id]) {
+              // The predecessor's member that feeds this one: same replica, same rank (mod its tp).
+              const auto& pinfo = g.devices[g.tasks[pr].device];
+              flag(pr, replica * pinfo.tp + rank % pinfo.tp).wait(false);
             }
-            default:
-              break;  // no collectives in the plans this executor accepts
-          }
-          if (t.alloc_bytes > 0 || t.free_bytes > 0) {
-            auto& [ptr, n] = held[{t.chunk, t.micro_batch}];
-            const auto keep = static_cast<std::int64_t>(n) + t.alloc_bytes - t.free_bytes;
-            if (own != nullptr) dev.release(own, static_cast<std::size_t>(t.alloc_bytes));
-            if (ptr != nullptr) dev.release(ptr, n);
-            ptr = nullptr;
-            n = 0;
-            if (keep > 0) {
-              auto a = dev.allocate(static_cast<std::size_t>(keep));
-              if (!a) { fail(to_string(a.errors()[0])); return; }
-              ptr = *a;
-              n = static_cast<std::size_t>(keep);
+            if (failed) { fail(""); return; }
+            const auto& t = g.tasks[id];
+            const std::int64_t t_start = dev.now_ns() - t0;
+            void* own = nullptr;
+            if (t.alloc_bytes > 0) {
+              auto a = dev.allocate(static_cast<std::size_t>(t.alloc_bytes));
+              if (!a) { fail(to_string(a.errors()[0]) + " in task '" + schedule::task_name(t) + "'"); return; }
+              own = *a;
+              std::memset(own, 0, std::min<std::size_t>(static_cast<std::size_t>(t.alloc_bytes), 4096));
             }
+            const bool bwd = t.kind == TaskKind::Backward;
+            switch (t.kind) {
+              case TaskKind::Forward:
+              case TaskKind::Backward:
+                for (int l = 0; l < t.layers; ++l)
+                  for (const auto& op : layer[rep])
+                    run_op(dev, sc, op, bwd, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch);
+                if (t.first_layer == 0)
+                  for (const auto& op : emb[rep]) run_op(dev, sc, op, bwd, 0, 0, 0, 0);
+                if (t.first_layer + t.layers == model_layers)
+                  for (const auto& op : head[rep]) run_op(dev, sc, op, bwd, 0, 0, 0, 0);
+                break;
+              case TaskKind::Recompute:
+                for (int l = 0; l < t.layers; ++l)
+                  for (const auto& op : layer[rep])
+                    if (p.recompute == cost::Recompute::Full || op.selective_recompute)
+                      run_op(dev, sc, op, false, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch);
+                break;
+              case TaskKind::TpCollective: {
+                // Per layer: all-gather before and reduce-scatter after the attention and MLP
+                // blocks (sequence parallel), or an all-reduce after each (not).
+                const bool sp = p.sequence_parallel;
+                const std::size_t shard = act_elems / static_cast<std::size_t>(tp);
+                sc.fit(act_elems, act_elems, act_elems);
+                // The collectives after a backward also cover the recomputed forward (full recompute).
+                bool after_backward = false;
+                for (std::uint32_t pr : preds[id]) after_backward = after_backward || g.tasks[pr].kind == TaskKind::Backward;
+                const int rounds = t.layers * (after_backward && p.recompute == cost::Recompute::Full ? 4 : 2);
+                for (int k = 0; k < rounds; ++k) {
+                  if (sp) {
+                    tpg.all_gather(rank, sc.a.data(), sc.c.data(), shard);
+                    tpg.reduce_scatter(rank, sc.c.data(), sc.b.data(), shard);
+                  } else {
+                    tpg.all_reduce(rank, sc.c.data(), act_elems);
+                  }
+                }
+                break;
+              }
+              case TaskKind::GradReduce:
+              case TaskKind::ParamGather: {
+                const std::size_t n = dp_floats(t);
+                const std::size_t per = n / static_cast<std::size_t>(replicas);
+                sc.fit(n, n, n);
+                if (t.kind == TaskKind::ParamGather) dpg.all_gather(replica, sc.a.data(), sc.c.data(), per);
+                else if (p.zero == 0) dpg.all_reduce(replica, sc.c.data(), n);
+                else dpg.reduce_scatter(replica, sc.a.data(), sc.b.data(), per);
+                break;
+              }
+              case TaskKind::SendActivation:
+              case TaskKind::SendGradient: {
+                // This rank's share of the micro-batch's activation (or gradient), copied into
+                // the buffer the next stage reads.
+                const std::size_t elems = act_elems / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
+                const std::size_t floats = s.training.precision == hw::Dtype::Fp32 ? elems : elems / 2;
+                sc.fit(floats, 1, floats);
+                std::memcpy(sc.c.data(), sc.a.data(), floats * sizeof(float));
+                break;
+              }
+              case TaskKind::Optimizer: {
+                // Streams the optimizer's bytes in slices of at most 16 M floats.
+                const std::size_t floats = optimizer_floats[rep];
+                const std::size_t slice = std::min<std::size_t>(floats, 1 << 24);
+                sc.fit(slice, 1, slice);
+                for (std::size_t n = 0; n < floats; n += slice)
+                  dev.stream(sc.a.data(), sc.c.data(), std::min(slice, floats - n));
+                break;
+              }
+            }
+            if (t.alloc_bytes > 0 || t.free_bytes > 0) {
+              auto& [ptr, n] = held[{t.chunk, t.micro_batch}];
+              const auto keep = static_cast<std::int64_t>(n) + t.alloc_bytes - t.free_bytes;
+              if (own != nullptr) dev.release(own, static_cast<std::size_t>(t.alloc_bytes));
+              if (ptr != nullptr) dev.release(ptr, n);
+              ptr = nullptr;
+              n = 0;
+              if (keep > 0) {
+                auto a = dev.allocate(static_cast<std::size_t>(keep));
+                if (!a) { fail(to_string(a.errors()[0])); return; }
+                ptr = *a;
+                n = static_cast<std::size_t>(keep);
+              }
+            }
+            if (member == 0) {
+              start[id] = t_start;
+              end[id] = dev.now_ns() - t0;
+            }
+            flag(id, member) = true;
+            flag(id, member).notify_all();
           }
-          end[id] = dev.now_ns() - t0;
-          done[id] = true;
-          done[id].notify_all();
-        }
-        for (auto& [key, block] : held)
-          if (block.first != nullptr) dev.release(block.first, block.second);
-        dev.release(*base, static_cast<std::size_t>(g.devices[d].baseline_bytes));
-      });
+          for (auto& [key, block] : held)
+            if (block.first != nullptr) dev.release(block.first, block.second);
+          dev.release(*base, static_cast<std::size_t>(info.baseline_bytes));
+        });
     for (auto& th : threads) th.join();
-    for (int d = 0; d < needed; ++d)
+    for (std::size_t d = 0; d < error.size(); ++d)
       if (!error[d].empty()) return Diagnostic{{}, "", "step " + std::to_string(step) + ": " + error[d], ""};
+    if (failed) return Diagnostic{{}, "", "step " + std::to_string(step) + " failed", ""};
     if (step < o.warmup) continue;
     engine::Trace tr;
     tr.start = start;
     tr.end = end;
     tr.makespan = *std::max_element(end.begin(), end.end());
-    for (auto& dev : devices) tr.peak_bytes.push_back(static_cast<std::int64_t>(dev->peak_bytes()));
+    for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
+      tr.peak_bytes.push_back(static_cast<std::int64_t>(devices[static_cast<std::size_t>(first_real[rep])]->peak_bytes()));
     out.step_ns.push_back(tr.makespan);
     steps.push_back(std::move(tr));
   }

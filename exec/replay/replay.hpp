@@ -25,9 +25,10 @@ struct Replay {
   std::vector<std::int64_t> step_ns;  ///< every measured step
 };
 
-/// Replays `p` on `backend`. Fails, naming the device and task, when the plan needs devices the
-/// backend lacks, when a device runs out of memory, or when the plan uses what this version of
-/// the executor cannot run yet (TP or DP collectives: every stage must be one device).
+/// Replays `p` on `backend`: every folded device is unfolded into its real devices (tp ranks ×
+/// replicas, one thread each), TP and DP collectives run for real among them. Fails, naming the
+/// device and task, when the plan needs devices the backend lacks, when a device runs out of
+/// memory, or when the plan has several replica groups (not yet supported).
 [[nodiscard]] Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o);
 
 }  // namespace hetsim::exec

@@ -128,7 +128,7 @@ pp = 2
 dp = 1
 TOML
   "$HETSIM" plan --out "$tmp/cpu-plan.json" "$tmp/cpu.toml" >/dev/null 2>&1 && ok || bad "plan on a calibrated cpu profile"
-  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --out "$tmp/measured.json" --predicted "$tmp/predicted.json" "$tmp/cpu.toml" 2>&1)
+  out=$("$HETSIM_EXEC" run --plan "$tmp/cpu-plan.json" --devices 2 --steps 1 --warmup 0 --out "$tmp/measured.json" --predicted "$tmp/predicted.json" "$tmp/cpu.toml" 2>&1)
   echo "$out" | grep -q "step        predicted" && ok || bad "exec run: $out"
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "exec compare"
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/cpu.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "exec compare of a non-trace exits 2"

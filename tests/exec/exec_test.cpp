@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "exec/calibrate/calibrate.hpp"
+#include "exec/comm/shm_group.hpp"
 #include "exec/compare/compare.hpp"
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/replay/replay.hpp"
@@ -51,21 +54,75 @@ TEST(Replay, RunsExactlyThePlannedTasksInOrder) {
   for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(m.peak_bytes[d], r->predicted.peak_bytes[d]);
 }
 
+void check_replay(const exec::Replay& r) {
+  const auto& g = r.graph;
+  const auto& m = r.measured;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    ASSERT_GE(m.start[i], 0);
+    ASSERT_GE(m.end[i], m.start[i]);
+  }
+  for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(m.peak_bytes[d], r.predicted.peak_bytes[d]);
+}
+
+TEST(Replay, TensorAndDataParallelPlansRunWithRealCollectives) {
+  auto backend = exec::make_cpu_backend(4);
+  // (plan, devices per node)
+  for (const auto& [par, devs] : std::vector<std::pair<const char*, int>>{{"tp = 2\npp = 1\ndp = 1\n", 2},
+                                                                        {"tp = 1\npp = 1\ndp = 2\n", 2},
+                                                                        {"tp = 2\npp = 1\ndp = 2\n", 4},
+                                                                        {"tp = 1\npp = 2\ndp = 2\nzero = 3\n", 4},
+                                                                        {"tp = 1\npp = 1\ndp = 2\nzero = 0\n", 2}}) {
+    auto s = test::parse(small(par, devs));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+    ASSERT_TRUE(r.ok()) << par << test::all_errors(r.errors());
+    check_replay(*r);
+  }
+}
+
 TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
   auto backend = exec::make_cpu_backend(2);
-  {
-    auto s = test::parse(small("tp = 2\npp = 1\ndp = 1\n"));
-    ASSERT_TRUE(s.ok());
-    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(to_string(r.errors()[0]).find("stands for 2 devices"), std::string::npos);
-  }
   {
     auto s = test::parse(small("tp = 1\npp = 4\ndp = 1\n", 4));
     ASSERT_TRUE(s.ok());
     auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(to_string(r.errors()[0]).find("needs 4 devices but the cpu backend has 2"), std::string::npos);
+  }
+  {
+    auto s = test::parse(small("micro_batch = 1\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\n"
+                               "stages = [{tp = 1, layers = 4}]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\n"
+                               "stages = [{tp = 1, layers = 2}, {tp = 1, layers = 2}]\n", 4));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(to_string(r.errors()[0]).find("replica groups"), std::string::npos);
+  }
+}
+
+TEST(ShmGroup, CollectivesAreNumericallyRight) {
+  // 3 members; member r holds values r + 1 + i/10. Sum over members: 6 + 3·i/10.
+  const int n = 3;
+  const std::size_t count = 6;
+  exec::ShmGroup grp(n);
+  std::vector<std::vector<float>> reduced(n), gathered(n, std::vector<float>(n * count)), scattered(n, std::vector<float>(2));
+  std::vector<std::thread> th;
+  for (int r = 0; r < n; ++r)
+    th.emplace_back([&, r] {
+      std::vector<float> mine(count);
+      for (std::size_t i = 0; i < count; ++i) mine[i] = float(r + 1) + float(i) / 10;
+      reduced[r] = mine;
+      grp.all_reduce(r, reduced[r].data(), count);
+      grp.all_gather(r, mine.data(), gathered[r].data(), count);
+      grp.reduce_scatter(r, mine.data(), scattered[r].data(), 2);
+    });
+  for (auto& t : th) t.join();
+  for (int r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < count; ++i) {
+      EXPECT_FLOAT_EQ(reduced[r][i], 6.0f + 3.0f * float(i) / 10);
+      for (int q = 0; q < n; ++q) EXPECT_FLOAT_EQ(gathered[r][q * count + i], float(q + 1) + float(i) / 10);
+    }
+    for (std::size_t i = 0; i < 2; ++i) EXPECT_FLOAT_EQ(scattered[r][i], 6.0f + 3.0f * float(r * 2 + i) / 10);
   }
 }
 

@@ -1,0 +1,37 @@
+#pragma once
+// Collectives among threads of one process over shared memory: the cpu backend's communicator.
+// Every member calls the same collective with its rank; the call returns when the result is in
+// place for everyone. Thread-safe by construction (barrier phases); deterministic sums (ranks
+// added in order).
+
+#include <barrier>
+#include <cstddef>
+#include <vector>
+
+namespace hetsim::exec {
+
+class ShmGroup {
+ public:
+  explicit ShmGroup(int members);
+  [[nodiscard]] int size() const { return n_; }
+
+  /// Every member's `buf` (count floats) becomes the elementwise sum over members.
+  void all_reduce(int rank, float* buf, std::size_t count);
+  /// `out` (n·count floats) receives every member's `in` (count floats), in rank order.
+  void all_gather(int rank, const float* in, float* out, std::size_t count);
+  /// `in` holds n·count floats; `out` (count floats) receives slice `rank` summed over members.
+  void reduce_scatter(int rank, const float* in, float* out, std::size_t count);
+  /// Waits until every member arrives.
+  void barrier();
+  /// A failing member leaves for good: the others no longer wait for it (their results are then
+  /// meaningless, and the run reports the failure).
+  void leave(int rank);
+
+ private:
+  int n_;
+  std::barrier<> bar_;
+  std::vector<const float*> in_;
+  std::vector<float> sum_;
+};
+
+}  // namespace hetsim::exec
