@@ -24,6 +24,14 @@ class Device {
   virtual void gemm(int m, int n, int k, const float* a, const float* b, float* c) = 0;
   /// A memory-bound pass: reads `src`, writes `dst`, `count` floats, one multiply-add each.
   virtual void stream(const float* src, float* dst, std::size_t count) = 0;
+  /// Copies `count` floats between buffers of devices of this backend.
+  virtual void copy(const float* src, float* dst, std::size_t count) = 0;
+  /// Scratch buffer `slot` (0–2) of at least `floats` floats, owned by the device and not
+  /// counted in its memory (the planned sizes are what allocate() counts). Grows as needed;
+  /// a call may invalidate earlier pointers of the same slot.
+  [[nodiscard]] virtual float* workspace(int slot, std::size_t floats) = 0;
+  /// True when the device's buffers are host memory (the shared-memory collectives need it).
+  [[nodiscard]] virtual bool host_memory() const = 0;
   /// Nanoseconds on a clock shared by all devices of the backend.
   [[nodiscard]] virtual std::int64_t now_ns() const = 0;
   [[nodiscard]] virtual std::size_t live_bytes() const = 0;

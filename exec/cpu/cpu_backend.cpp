@@ -3,6 +3,8 @@
 #include <Eigen/Core>
 
 #include <chrono>
+#include <cstring>
+#include <vector>
 #include <cstdlib>
 #include <new>
 
@@ -45,6 +47,15 @@ class CpuDevice final : public Device {
     for (std::size_t i = 0; i < count; ++i) dst[i] = src[i] * 0.999f + 1e-3f;
   }
 
+  void copy(const float* src, float* dst, std::size_t count) override { std::memcpy(dst, src, count * sizeof(float)); }
+
+  float* workspace(int slot, std::size_t floats) override {
+    auto& w = work_[static_cast<std::size_t>(slot)];
+    if (w.size() < floats) w.assign(floats, 0.5f);
+    return w.data();
+  }
+  bool host_memory() const override { return true; }
+
   std::int64_t now_ns() const override {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
@@ -56,6 +67,7 @@ class CpuDevice final : public Device {
   int index_;
   std::size_t capacity_;
   std::size_t live_ = 0, peak_ = 0;
+  std::vector<float> work_[3];
 };
 
 class CpuBackend final : public Backend {

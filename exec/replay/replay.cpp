@@ -16,13 +16,15 @@ namespace {
 
 using schedule::TaskKind;
 
-// Scratch buffers one device reuses for every kernel: big enough for the largest operands.
+// The device's three scratch buffers, big enough for the largest operands seen so far.
 struct Scratch {
-  std::vector<float> a, b, c;
-  void fit(std::size_t na, std::size_t nb, std::size_t nc) {
-    if (a.size() < na) a.assign(na, 0.5f);
-    if (b.size() < nb) b.assign(nb, 0.25f);
-    if (c.size() < nc) c.assign(nc, 0.0f);
+  Device* dev = nullptr;
+  float *pa = nullptr, *pb = nullptr, *pc = nullptr;
+  std::size_t na = 0, nb = 0, nc = 0;
+  void fit(std::size_t a, std::size_t b, std::size_t c) {
+    if (a > na) { pa = dev->workspace(0, a); na = a; }
+    if (b > nb) { pb = dev->workspace(1, b); nb = b; }
+    if (c > nc) { pc = dev->workspace(2, c); nc = c; }
   }
 };
 
@@ -39,10 +41,10 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int
     sc.fit(std::size_t(m) * std::max(n, k), std::size_t(std::max(n, m)) * k, std::size_t(std::max(m, k)) * n);
     for (int i = 0; i < op.count; ++i) {
       if (!backward) {
-        dev.gemm(m, n, k, sc.a.data(), sc.b.data(), sc.c.data());
+        dev.gemm(m, n, k, sc.pa, sc.pb, sc.pc);
       } else {
-        dev.gemm(m, k, n, sc.a.data(), sc.b.data(), sc.c.data());  // dA = dC·Bᵀ
-        dev.gemm(k, n, m, sc.a.data(), sc.b.data(), sc.c.data());  // dB = Aᵀ·dC
+        dev.gemm(m, k, n, sc.pa, sc.pb, sc.pc);  // dA = dC·Bᵀ
+        dev.gemm(k, n, m, sc.pa, sc.pb, sc.pc);  // dB = Aᵀ·dC
       }
     }
     return;
@@ -54,15 +56,15 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int
     const int repeats = backward ? 5 : 2;  // FlashAttention-2: 2 GEMMs forward, 5 backward
     for (int r = 0; r < sequences * heads_per_rank; ++r)
       for (int g = 0; g < repeats; ++g) {
-        if (g % 2 == 0) dev.gemm(seq, half, head_dim, sc.a.data(), sc.b.data(), sc.c.data());
-        else dev.gemm(seq, head_dim, half, sc.a.data(), sc.b.data(), sc.c.data());
+        if (g % 2 == 0) dev.gemm(seq, half, head_dim, sc.pa, sc.pb, sc.pc);
+        else dev.gemm(seq, head_dim, half, sc.pa, sc.pb, sc.pc);
       }
     return;
   }
   const double bytes = (backward ? op.bwd_bytes : op.fwd_bytes).v;
   const auto floats = static_cast<std::size_t>(bytes / 8);  // read one float, write one
   sc.fit(floats, 1, floats);
-  dev.stream(sc.a.data(), sc.c.data(), floats);
+  dev.stream(sc.pa, sc.pc, floats);
 }
 
 }  // namespace
@@ -151,6 +153,12 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   std::vector<std::unique_ptr<Device>> devices;
   for (int d = 0; d < needed; ++d) devices.push_back(backend.open(d));
   std::vector<Scratch> scratch(static_cast<std::size_t>(needed));
+  for (int d = 0; d < needed; ++d) scratch[static_cast<std::size_t>(d)].dev = devices[static_cast<std::size_t>(d)].get();
+  for (const auto& d : g.devices)
+    if ((d.tp > 1 || d.replicas > 1) && !devices[0]->host_memory())
+      return Diagnostic{{}, "", "the " + backend.name() + " backend has no collectives yet; device " + d.label +
+                                    " needs tensor- or data-parallel collectives",
+                        "replay a plan with tp 1 and one replica on this backend"};
   const std::size_t act_elems = static_cast<std::size_t>(p.micro_batch) * static_cast<std::size_t>(s.training.seq_len) *
                                 static_cast<std::size_t>(s.model.hidden);
 
@@ -209,8 +217,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               auto a = dev.allocate(static_cast<std::size_t>(t.alloc_bytes));
               if (!a) { fail(to_string(a.errors()[0]) + " in task '" + schedule::task_name(t) + "'"); return; }
               own = *a;
-              std::memset(own, 0, std::min<std::size_t>(static_cast<std::size_t>(t.alloc_bytes), 4096));
-            }
+              }
             const bool bwd = t.kind == TaskKind::Backward;
             switch (t.kind) {
               case TaskKind::Forward:
@@ -241,10 +248,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const int rounds = t.layers * (after_backward && p.recompute == cost::Recompute::Full ? 4 : 2);
                 for (int k = 0; k < rounds; ++k) {
                   if (sp) {
-                    tpg.all_gather(rank, sc.a.data(), sc.c.data(), shard);
-                    tpg.reduce_scatter(rank, sc.c.data(), sc.b.data(), shard);
+                    tpg.all_gather(rank, sc.pa, sc.pc, shard);
+                    tpg.reduce_scatter(rank, sc.pc, sc.pb, shard);
                   } else {
-                    tpg.all_reduce(rank, sc.c.data(), act_elems);
+                    tpg.all_reduce(rank, sc.pc, act_elems);
                   }
                 }
                 break;
@@ -254,9 +261,9 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const std::size_t n = dp_floats(t);
                 const std::size_t per = n / static_cast<std::size_t>(replicas);
                 sc.fit(n, n, n);
-                if (t.kind == TaskKind::ParamGather) dpg.all_gather(replica, sc.a.data(), sc.c.data(), per);
-                else if (p.zero == 0) dpg.all_reduce(replica, sc.c.data(), n);
-                else dpg.reduce_scatter(replica, sc.a.data(), sc.b.data(), per);
+                if (t.kind == TaskKind::ParamGather) dpg.all_gather(replica, sc.pa, sc.pc, per);
+                else if (p.zero == 0) dpg.all_reduce(replica, sc.pc, n);
+                else dpg.reduce_scatter(replica, sc.pa, sc.pb, per);
                 break;
               }
               case TaskKind::SendActivation:
@@ -266,7 +273,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const std::size_t elems = act_elems / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
                 const std::size_t floats = s.training.precision == hw::Dtype::Fp32 ? elems : elems / 2;
                 sc.fit(floats, 1, floats);
-                std::memcpy(sc.c.data(), sc.a.data(), floats * sizeof(float));
+                dev.copy(sc.pa, sc.pc, floats);
                 break;
               }
               case TaskKind::Optimizer: {
@@ -275,7 +282,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const std::size_t slice = std::min<std::size_t>(floats, 1 << 24);
                 sc.fit(slice, 1, slice);
                 for (std::size_t n = 0; n < floats; n += slice)
-                  dev.stream(sc.a.data(), sc.c.data(), std::min(slice, floats - n));
+                  dev.stream(sc.pa, sc.pc, std::min(slice, floats - n));
                 break;
               }
             }
