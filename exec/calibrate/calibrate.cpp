@@ -66,25 +66,29 @@ Profile calibrate(Backend& backend, double seconds) {
       {1024, 1024, 1024}, {2048, 256, 256}, {256, 2048, 256}, {1024, 64, 1024}, {32, 1024, 1024},
       {2048, 1024, 256}, {512, 2048, 512}};
   const double per = seconds * 0.7 / static_cast<double>(shapes.size() + 2);
-  std::vector<float> a(2048 * 2048, 0.5f), b(2048 * 2048, 0.25f), c(2048 * 2048, 0.0f);
+  // Operands in the device's own memory (host or GPU).
+  float* a = dev->workspace(0, 2048 * 2048);
+  float* b = dev->workspace(1, 2048 * 2048);
+  float* c = dev->workspace(2, 2048 * 2048);
   for (const auto& s : shapes) {
-    const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], a.data(), b.data(), c.data()); }, per);
+    const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], a, b, c); }, per);
     p.samples.push_back({double(s[0]), double(s[1]), double(s[2]), t});
   }
   p.gemm = fit_gemm(p.samples);
   // Attention-shaped GEMMs (sequence × half sequence × head dim), as replay runs them.
   {
-    const double t = time_per_call(*dev, [&] { dev->gemm(1024, 512, 64, a.data(), b.data(), c.data()); }, per);
+    const double t = time_per_call(*dev, [&] { dev->gemm(1024, 512, 64, a, b, c); }, per);
     const double model = 2.0 * 1024 * 512 * 64 / (p.gemm.peak_flops * 64 / (64 + p.gemm.half_dim)) + p.gemm.launch_s;
     p.attention_efficiency = std::clamp(model / t * 64 / (64 + p.gemm.half_dim), 0.01, 1.0);
   }
   // Streaming bandwidth: read one float, write one, over 64 MiB.
   {
     const std::size_t count = 16u << 20;
-    std::vector<float> src(count, 1.0f), dst(count, 0.0f);
-    const double t = time_per_call(*dev, [&] { dev->stream(src.data(), dst.data(), count); }, per);
+    float* src = dev->workspace(0, count);
+    float* dst = dev->workspace(1, count);
+    const double t = time_per_call(*dev, [&] { dev->stream(src, dst, count); }, per);
     p.memory_bandwidth = 8.0 * static_cast<double>(count) / t;
-    const double tc = time_per_call(*dev, [&] { std::memcpy(dst.data(), src.data(), count * 4); }, per);
+    const double tc = time_per_call(*dev, [&] { dev->copy(src, dst, count); }, per);
     p.copy_bandwidth = 4.0 * static_cast<double>(count) / tc;
   }
   return p;

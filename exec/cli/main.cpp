@@ -10,6 +10,9 @@
 #include "exec/calibrate/calibrate.hpp"
 #include "exec/compare/compare.hpp"
 #include "exec/cpu/cpu_backend.hpp"
+#ifdef HETSIM_HAVE_CUDA
+#include "exec/cuda/cuda_backend.hpp"
+#endif
 #include "exec/replay/replay.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
@@ -35,17 +38,24 @@ int write(const std::string& path, const std::string& text) {
   return kOk;
 }
 
-std::unique_ptr<hetsim::exec::Backend> backend_for(const std::string& name, int devices, double memory_gib) {
-  if (name == "cpu") return hetsim::exec::make_cpu_backend(devices, static_cast<std::size_t>(memory_gib * 1073741824.0));
-  return nullptr;
+// The backend by name; cuda only where it was built (HETSIM_WITH_CUDA) and a GPU is present.
+hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::string& name, int devices,
+                                                                     double memory_gib) {
+  if (name == "cpu")
+    return hetsim::exec::make_cpu_backend(devices, static_cast<std::size_t>(memory_gib * 1073741824.0));
+#ifdef HETSIM_HAVE_CUDA
+  if (name == "cuda") return hetsim::exec::make_cuda_backend();
+#endif
+  return hetsim::Diagnostic{{}, "", "backend '" + name + "' is not built into this hetsim-exec",
+                            "build with -DHETSIM_WITH_CUDA=ON (needs /usr/local/cuda), or use --backend cpu"};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"hetsim-exec: runs a plan for real, compares the measurement with hetsim's prediction, and "
-               "calibrates device profiles. Backends: cpu (always); cuda and hip are built where their toolchains "
-               "are (not in this version)."};
+               "calibrates device profiles. Backends: cpu (always); cuda where built with HETSIM_WITH_CUDA (one "
+               "process driving the local GPUs; no multi-GPU collectives yet)."};
   app.require_subcommand(1);
   std::string backend_name = "cpu";
   int devices = 2;
@@ -57,7 +67,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Replay a plan's training step on real devices and compare with the prediction");
   run->add_option("scenario", scenario, "Scenario TOML (its [parallel], or --plan)")->required();
   run->add_option("--plan", plan_file, "Plan JSON (from `hetsim plan --out`)");
-  run->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu"}))->default_val("cpu");
+  run->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu", "cuda"}))->default_val("cpu");
   run->add_option("--devices", devices, "Devices the backend offers (cpu: worker threads)")->default_val(2);
   run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
@@ -76,7 +86,7 @@ int main(int argc, char** argv) {
   std::string profile_out, profile_name = "cpu-calibrated";
   double seconds = 2;
   auto* cal = app.add_subcommand("calibrate", "Microbenchmark a device and fit the cost model's parameters");
-  cal->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu"}))->default_val("cpu");
+  cal->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu", "cuda"}))->default_val("cpu");
   cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)");
   cal->add_option("--name", profile_name, "Device name in the profile")->default_val("cpu-calibrated");
   cal->add_option("--seconds", seconds, "Time to spend measuring")->check(CLI::Range(0.2, 600.0))->default_val(2);
@@ -106,7 +116,8 @@ int main(int argc, char** argv) {
       return kBadInput;
     }
     auto backend = backend_for(backend_name, devices, memory_gib);
-    auto r = hetsim::exec::replay(*sc, plan, *backend, {steps, warmup});
+    if (!backend) { print(backend.errors()); return kEnvironment; }
+    auto r = hetsim::exec::replay(*sc, plan, **backend, {steps, warmup});
     if (!r) { print(r.errors()); return kBadInput; }
     const auto pred = hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)");
     const auto meas = hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + " backend)");
@@ -132,7 +143,8 @@ int main(int argc, char** argv) {
   }
   if (*cal) {
     auto backend = backend_for(backend_name, 1, memory_gib);
-    const auto prof = hetsim::exec::calibrate(*backend, seconds);
+    if (!backend) { print(backend.errors()); return kEnvironment; }
+    const auto prof = hetsim::exec::calibrate(**backend, seconds);
     const std::string toml = hetsim::exec::profile_toml(prof, profile_name, memory_gib * 1073741824.0, devices);
     if (profile_out.empty()) std::cout << toml;
     else if (int rc = write(profile_out, toml)) return rc;

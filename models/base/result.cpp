@@ -6,7 +6,13 @@
 namespace hetsim {
 
 std::string to_string(const Diagnostic& d) {
-  std::string out = d.where.file.empty() ? std::string("<input>") : d.where.file;
+  if (d.where.file.empty()) {  // not about an input file: the environment, a device
+    std::string out = "error: " + d.message;
+    if (!d.key.empty()) out += " [" + d.key + "]";
+    if (!d.hint.empty()) out += "\n  hint: " + d.hint;
+    return out;
+  }
+  std::string out = d.where.file;
   if (d.where.line > 0) {
     out += ":" + std::to_string(d.where.line);
     if (d.where.col > 0) out += ":" + std::to_string(d.where.col);

@@ -7,7 +7,12 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <vector>
 #include <cstdio>
 #include <iostream>
 
@@ -213,9 +218,24 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective)
 
 }  // namespace
 
+// `hetsim exec …` runs `hetsim-exec …` from the same directory (git-style).
+int forward_to_exec(int argc, char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto exe = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "hetsim-exec";
+  std::vector<char*> args{const_cast<char*>(exe.c_str())};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(exe.c_str(), args.data());
+  std::cerr << fmt::format("hetsim: error: cannot run {}: {}\n", exe.string(), std::strerror(errno));
+  return kExitEnvironment;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "exec") return forward_to_exec(argc, argv);
   CLI::App app{"hetsim: predicts how a large-model training job runs on a heterogeneous cluster.\n"
-               "Scenario format: docs/scenario-format.md. Exit status: 0 ok, 1 environment error, "
+               "Scenario format: docs/scenario-format.md. `hetsim exec …` runs hetsim-exec (real execution). "
+               "Exit status: 0 ok, 1 environment error, "
                "2 bad input, 3 plan does not fit in memory."};
   app.set_version_flag("--version", std::string("hetsim ") + HETSIM_VERSION);
   app.require_subcommand(1);

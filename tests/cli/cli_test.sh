@@ -132,6 +132,7 @@ TOML
   echo "$out" | grep -q "step        predicted" && ok || bad "exec run: $out"
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "exec compare"
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/cpu.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "exec compare of a non-trace exits 2"
+  "$HETSIM" exec compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "hetsim exec forwards to hetsim-exec"
 fi
 
 echo "cli: $pass passed, $fail failed"
