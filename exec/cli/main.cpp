@@ -149,10 +149,11 @@ int main(int argc, char** argv) {
     if (profile_out.empty()) std::cout << toml;
     else if (int rc = write(profile_out, toml)) return rc;
     std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak, half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
-                             "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}\n",
+                             "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "
+                             "{:.3g} GB/s\n",
                              prof.gemm.peak_flops / 1e9, prof.gemm.half_dim, prof.gemm.launch_s * 1e6,
                              100 * prof.gemm.rms_rel_error, prof.memory_bandwidth / 1e9, prof.copy_bandwidth / 1e9,
-                             prof.attention_efficiency);
+                             prof.attention_efficiency, prof.link_latency_s * 1e6, prof.link_bandwidth / 1e9);
     return kOk;
   }
   return kBadInput;

@@ -1,6 +1,7 @@
 #include "exec/comm/shm_group.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace hetsim::exec {
@@ -9,51 +10,70 @@ ShmGroup::ShmGroup(int members) : n_(members), bar_(members), in_(static_cast<st
 
 void ShmGroup::barrier() { bar_.arrive_and_wait(); }
 
+std::int64_t ShmGroup::now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// out[i − lo] (or out[i] when out is the shared sum) = Σ_r in_r[offset + i] for i in [lo, hi):
+// members added in rank order, one vectorisable pass per member.
+void ShmGroup::sum_slice(float* out, std::size_t offset, std::size_t lo, std::size_t hi) {
+  bool first = true;
+  for (int r = 0; r < n_; ++r) {
+    const float* in = in_[static_cast<std::size_t>(r)];
+    if (in == nullptr) continue;
+    in += offset;
+    if (first) {
+      for (std::size_t i = lo; i < hi; ++i) out[i] = in[i];
+      first = false;
+    } else {
+      for (std::size_t i = lo; i < hi; ++i) out[i] += in[i];
+    }
+  }
+  if (first)
+    for (std::size_t i = lo; i < hi; ++i) out[i] = 0.0f;
+}
+
 void ShmGroup::leave(int rank) {
   in_[static_cast<std::size_t>(rank)] = nullptr;
   bar_.arrive_and_drop();
 }
 
-void ShmGroup::all_reduce(int rank, float* buf, std::size_t count) {
-  if (n_ == 1) return;
+std::int64_t ShmGroup::all_reduce(int rank, float* buf, std::size_t count) {
+  if (n_ == 1) return now();
   in_[static_cast<std::size_t>(rank)] = buf;
   if (rank == 0) sum_.assign(count, 0.0f);
   bar_.arrive_and_wait();
+  const std::int64_t began = now();
   // Each member sums its slice of the vector (ranks in order: the same bits every time).
   const std::size_t per = (count + static_cast<std::size_t>(n_) - 1) / static_cast<std::size_t>(n_);
   const std::size_t lo = std::min(count, per * static_cast<std::size_t>(rank));
   const std::size_t hi = std::min(count, lo + per);
-  for (std::size_t i = lo; i < hi; ++i) {
-    float s = 0;
-    for (int r = 0; r < n_; ++r)
-      if (in_[static_cast<std::size_t>(r)] != nullptr) s += in_[static_cast<std::size_t>(r)][i];
-    sum_[i] = s;
-  }
+  sum_slice(sum_.data(), 0, lo, hi);
   bar_.arrive_and_wait();
   std::memcpy(buf, sum_.data(), count * sizeof(float));
   bar_.arrive_and_wait();  // nobody reuses sum_ before all have copied
+  return began;
 }
 
-void ShmGroup::all_gather(int rank, const float* in, float* out, std::size_t count) {
+std::int64_t ShmGroup::all_gather(int rank, const float* in, float* out, std::size_t count) {
   in_[static_cast<std::size_t>(rank)] = in;
   bar_.arrive_and_wait();
+  const std::int64_t began = now();
   for (int r = 0; r < n_; ++r)
     if (in_[static_cast<std::size_t>(r)] != nullptr)
       std::memcpy(out + static_cast<std::size_t>(r) * count, in_[static_cast<std::size_t>(r)], count * sizeof(float));
   bar_.arrive_and_wait();
+  return began;
 }
 
-void ShmGroup::reduce_scatter(int rank, const float* in, float* out, std::size_t count) {
+std::int64_t ShmGroup::reduce_scatter(int rank, const float* in, float* out, std::size_t count) {
   in_[static_cast<std::size_t>(rank)] = in;
   bar_.arrive_and_wait();
-  const std::size_t off = static_cast<std::size_t>(rank) * count;
-  for (std::size_t i = 0; i < count; ++i) {
-    float s = 0;
-    for (int r = 0; r < n_; ++r)
-      if (in_[static_cast<std::size_t>(r)] != nullptr) s += in_[static_cast<std::size_t>(r)][off + i];
-    out[i] = s;
-  }
+  const std::int64_t began = now();
+  sum_slice(out, static_cast<std::size_t>(rank) * count, 0, count);
   bar_.arrive_and_wait();
+  return began;
 }
 
 }  // namespace hetsim::exec

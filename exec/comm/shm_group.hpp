@@ -6,6 +6,7 @@
 
 #include <barrier>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace hetsim::exec {
@@ -15,12 +16,15 @@ class ShmGroup {
   explicit ShmGroup(int members);
   [[nodiscard]] int size() const { return n_; }
 
+  // Each collective returns when it started for real: the steady-clock time (ns) at which the
+  // last member arrived, so a measured duration excludes waiting for slower members.
+
   /// Every member's `buf` (count floats) becomes the elementwise sum over members.
-  void all_reduce(int rank, float* buf, std::size_t count);
+  std::int64_t all_reduce(int rank, float* buf, std::size_t count);
   /// `out` (n·count floats) receives every member's `in` (count floats), in rank order.
-  void all_gather(int rank, const float* in, float* out, std::size_t count);
+  std::int64_t all_gather(int rank, const float* in, float* out, std::size_t count);
   /// `in` holds n·count floats; `out` (count floats) receives slice `rank` summed over members.
-  void reduce_scatter(int rank, const float* in, float* out, std::size_t count);
+  std::int64_t reduce_scatter(int rank, const float* in, float* out, std::size_t count);
   /// Waits until every member arrives.
   void barrier();
   /// A failing member leaves for good: the others no longer wait for it (their results are then
@@ -28,6 +32,8 @@ class ShmGroup {
   void leave(int rank);
 
  private:
+  void sum_slice(float* out, std::size_t offset, std::size_t lo, std::size_t hi);
+  static std::int64_t now();
   int n_;
   std::barrier<> bar_;
   std::vector<const float*> in_;

@@ -38,7 +38,10 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int
   using workload::OpKind;
   if (op.kind == OpKind::Gemm) {
     const int m = as_int(op.m), n = as_int(op.n), k = as_int(op.k);
-    sc.fit(std::size_t(m) * std::max(n, k), std::size_t(std::max(n, m)) * k, std::size_t(std::max(m, k)) * n);
+    // Forward reads m×k and k×n and writes m×n; backward swaps the roles: every buffer must
+    // hold the largest of the three matrices.
+    const std::size_t most = std::max({std::size_t(m) * n, std::size_t(n) * k, std::size_t(m) * k});
+    sc.fit(most, most, most);
     for (int i = 0; i < op.count; ++i) {
       if (!backward) {
         dev.gemm(m, n, k, sc.pa, sc.pb, sc.pc);
@@ -51,8 +54,8 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int
   }
   if (op.kind == OpKind::Attention) {
     const int half = std::max(1, seq / 2);
-    sc.fit(std::size_t(seq) * std::max(head_dim, half), std::size_t(std::max(head_dim, half)) * seq,
-           std::size_t(seq) * std::max(seq, head_dim));
+    const std::size_t most = std::size_t(seq) * std::max({seq, head_dim, half});
+    sc.fit(most, most, most);
     const int repeats = backward ? 5 : 2;  // FlashAttention-2: 2 GEMMs forward, 5 backward
     for (int r = 0; r < sequences * heads_per_rank; ++r)
       for (int g = 0; g < repeats; ++g) {
@@ -211,7 +214,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             }
             if (failed) { fail(""); return; }
             const auto& t = g.tasks[id];
-            const std::int64_t t_start = dev.now_ns() - t0;
+            std::int64_t t_start = dev.now_ns() - t0;
+            std::int64_t began = -1;  // a collective's real start: when its last member arrived
             void* own = nullptr;
             if (t.alloc_bytes > 0) {
               auto a = dev.allocate(static_cast<std::size_t>(t.alloc_bytes));
@@ -247,12 +251,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 for (std::uint32_t pr : preds[id]) after_backward = after_backward || g.tasks[pr].kind == TaskKind::Backward;
                 const int rounds = t.layers * (after_backward && p.recompute == cost::Recompute::Full ? 4 : 2);
                 for (int k = 0; k < rounds; ++k) {
+                  std::int64_t b0 = 0;
                   if (sp) {
-                    tpg.all_gather(rank, sc.pa, sc.pc, shard);
+                    b0 = tpg.all_gather(rank, sc.pa, sc.pc, shard);
                     tpg.reduce_scatter(rank, sc.pc, sc.pb, shard);
                   } else {
-                    tpg.all_reduce(rank, sc.pc, act_elems);
+                    b0 = tpg.all_reduce(rank, sc.pc, act_elems);
                   }
+                  if (k == 0) began = b0;
                 }
                 break;
               }
@@ -261,9 +267,9 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const std::size_t n = dp_floats(t);
                 const std::size_t per = n / static_cast<std::size_t>(replicas);
                 sc.fit(n, n, n);
-                if (t.kind == TaskKind::ParamGather) dpg.all_gather(replica, sc.pa, sc.pc, per);
-                else if (p.zero == 0) dpg.all_reduce(replica, sc.pc, n);
-                else dpg.reduce_scatter(replica, sc.pa, sc.pb, per);
+                if (t.kind == TaskKind::ParamGather) began = dpg.all_gather(replica, sc.pa, sc.pc, per);
+                else if (p.zero == 0) began = dpg.all_reduce(replica, sc.pc, n);
+                else began = dpg.reduce_scatter(replica, sc.pa, sc.pb, per);
                 break;
               }
               case TaskKind::SendActivation:
@@ -300,6 +306,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 n = static_cast<std::size_t>(keep);
               }
             }
+            if (began >= 0) t_start = std::max(t_start, began - t0);
             if (member == 0) {
               start[id] = t_start;
               end[id] = dev.now_ns() - t0;
