@@ -1,7 +1,7 @@
 #pragma once
-// The executor's view of hardware: a device that computes on real buffers and times itself, and
-// the point-to-point channel between devices. Vendor code (Eigen threads, CUDA, HIP) stays behind
-// these interfaces. Collectives arrive with the communicator of a later step (issue #5).
+// The executor's view of hardware: a device that computes on real buffers and times itself.
+// Vendor code (Eigen threads, CUDA, HIP) stays behind these interfaces; collectives among host-
+// memory devices are exec/comm/shm_group.hpp (NCCL for cuda comes later, issue #5).
 
 #include <cstddef>
 #include <cstdint>

@@ -118,7 +118,12 @@ int main(int argc, char** argv) {
     auto backend = backend_for(backend_name, devices, memory_gib);
     if (!backend) { print(backend.errors()); return kEnvironment; }
     auto r = hetsim::exec::replay(*sc, plan, **backend, {steps, warmup});
-    if (!r) { print(r.errors()); return kBadInput; }
+    if (!r) {
+      // A plan this executor cannot run is bad input; a device that fails (out of memory,
+      // missing) is the environment.
+      print(r.errors());
+      return r.errors()[0].key == "plan" ? kBadInput : kEnvironment;
+    }
     const auto pred = hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)");
     const auto meas = hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + " backend)");
     if (int rc = write(out, hetsim::io::trace_to_json(meas))) return rc;

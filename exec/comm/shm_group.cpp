@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <cstring>
 
 namespace hetsim::exec {
@@ -42,7 +43,11 @@ void ShmGroup::leave(int rank) {
 std::int64_t ShmGroup::all_reduce(int rank, float* buf, std::size_t count) {
   if (n_ == 1) return now();
   in_[static_cast<std::size_t>(rank)] = buf;
-  if (rank == 0) sum_.assign(count, 0.0f);
+  {
+    // Every member makes room (a member may have left; the buffer only grows).
+    const std::lock_guard<std::mutex> lock(sum_mutex_);
+    if (sum_.size() < count) sum_.resize(count);
+  }
   bar_.arrive_and_wait();
   const std::int64_t began = now();
   // Each member sums its slice of the vector (ranks in order: the same bits every time).

@@ -7,6 +7,7 @@
 #include <barrier>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 namespace hetsim::exec {
@@ -38,6 +39,7 @@ class ShmGroup {
   std::barrier<> bar_;
   std::vector<const float*> in_;
   std::vector<float> sum_;
+  std::mutex sum_mutex_;
 };
 
 }  // namespace hetsim::exec

@@ -51,7 +51,14 @@ class CpuDevice final : public Device {
 
   float* workspace(int slot, std::size_t floats) override {
     auto& w = work_[static_cast<std::size_t>(slot)];
-    if (w.size() < floats) w.assign(floats, 0.5f);
+    if (w.size() < floats) {
+      try {
+        w.assign(floats, 0.5f);
+      } catch (const std::bad_alloc&) {  // the caller fails the task with a message
+        w = {};
+        return nullptr;
+      }
+    }
     return w.data();
   }
   bool host_memory() const override { return true; }

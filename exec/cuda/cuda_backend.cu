@@ -76,7 +76,8 @@ class CudaDevice final : public Device {
     if (w.second < floats) {
       cudaSetDevice(index_);
       if (w.first) cudaFree(w.first);
-      cudaMalloc(&w.first, floats * sizeof(float));
+      w = {nullptr, 0};
+      if (cudaMalloc(&w.first, floats * sizeof(float)) != cudaSuccess) return nullptr;  // the caller fails the task
       cudaMemset(w.first, 0, floats * sizeof(float));
       w.second = floats;
     }

@@ -21,10 +21,12 @@ struct Scratch {
   Device* dev = nullptr;
   float *pa = nullptr, *pb = nullptr, *pc = nullptr;
   std::size_t na = 0, nb = 0, nc = 0;
+  bool failed = false;  ///< a workspace could not be had: the task must fail, not compute
   void fit(std::size_t a, std::size_t b, std::size_t c) {
-    if (a > na) { pa = dev->workspace(0, a); na = a; }
-    if (b > nb) { pb = dev->workspace(1, b); nb = b; }
-    if (c > nc) { pc = dev->workspace(2, c); nc = c; }
+    if (a > na) { pa = dev->workspace(0, a); na = pa ? a : 0; }
+    if (b > nb) { pb = dev->workspace(1, b); nb = pb ? b : 0; }
+    if (c > nc) { pc = dev->workspace(2, c); nc = pc ? c : 0; }
+    failed = failed || pa == nullptr || pb == nullptr || pc == nullptr;
   }
 };
 
@@ -34,7 +36,7 @@ int as_int(double x) { return std::max(1, static_cast<int>(x + 0.5)); }
 // GEMMs), fused attention as the per-head GEMMs it performs (the causal half of QKᵀ and PV;
 // backward 2.5× forward), everything else as a streaming pass over its bytes.
 void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int heads_per_rank, int seq, int head_dim,
-            int sequences) {
+            int sequences, bool causal_fused = true) {
   using workload::OpKind;
   if (op.kind == OpKind::Gemm) {
     const int m = as_int(op.m), n = as_int(op.n), k = as_int(op.k);
@@ -53,7 +55,8 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int
     return;
   }
   if (op.kind == OpKind::Attention) {
-    const int half = std::max(1, seq / 2);
+    // A causal fused kernel skips the masked half; otherwise the full s×s (cost model alike).
+    const int half = causal_fused ? std::max(1, seq / 2) : seq;
     const std::size_t most = std::size_t(seq) * std::max({seq, head_dim, half});
     sc.fit(most, most, most);
     const int repeats = backward ? 5 : 2;  // FlashAttention-2: 2 GEMMs forward, 5 backward
@@ -74,6 +77,8 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int
 
 Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o) {
   Replay out;
+  if (o.steps < 1 || o.warmup < 0)
+    return Diagnostic{{}, "steps", "at least one measured step is needed", "steps ≥ 1, warmup ≥ 0"};
   out.graph = schedule::build_schedule(s, p);
   auto pred = engine::run_native(out.graph);
   if (!pred) return pred.errors();
@@ -82,7 +87,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
 
   // Every folded device is unfolded into its real devices: tp ranks × replicas, one thread each.
   if (p.groups.size() > 1)
-    return Diagnostic{{}, "", "the plan has " + std::to_string(p.groups.size()) +
+    return Diagnostic{{}, "plan", "the plan has " + std::to_string(p.groups.size()) +
                                   " replica groups: this executor runs plans with one group (identical replicas)",
                       "collectives across heterogeneous replica groups come next"};
   std::vector<int> first_real(g.devices.size());
@@ -159,11 +164,16 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   for (int d = 0; d < needed; ++d) scratch[static_cast<std::size_t>(d)].dev = devices[static_cast<std::size_t>(d)].get();
   for (const auto& d : g.devices)
     if ((d.tp > 1 || d.replicas > 1) && !devices[0]->host_memory())
-      return Diagnostic{{}, "", "the " + backend.name() + " backend has no collectives yet; device " + d.label +
+      return Diagnostic{{}, "plan", "the " + backend.name() + " backend has no collectives yet; device " + d.label +
                                     " needs tensor- or data-parallel collectives",
                         "replay a plan with tp 1 and one replica on this backend"};
   const std::size_t act_elems = static_cast<std::size_t>(p.micro_batch) * static_cast<std::size_t>(s.training.seq_len) *
                                 static_cast<std::size_t>(s.model.hidden);
+  // The executor computes in fp32; what goes over the wire is sized as the cost model prices it:
+  // activations and weights in the training format (2 bytes in mixed precision), fp32 gradients.
+  const bool wide = s.training.precision == hw::Dtype::Fp32;
+  const std::size_t wire_act = wide ? act_elems : act_elems / 2;
+  const bool causal_fused = s.training.causal && s.training.flash_attention;
 
   std::vector<engine::Trace> steps;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
@@ -174,6 +184,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     std::vector<std::int64_t> start(g.size()), end(g.size());
     std::vector<std::string> error(static_cast<std::size_t>(needed));
     std::atomic<bool> failed{false};
+    std::atomic<std::int64_t> last_end{0};  // over every member, not only the timed ones
     const std::int64_t t0 = devices[0]->now_ns();
     std::vector<std::thread> threads;
     for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
@@ -190,11 +201,20 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           };
           ShmGroup& tpg = *tp_groups[rep][static_cast<std::size_t>(replica)];
           ShmGroup& dpg = *dp_groups[rep][static_cast<std::size_t>(rank)];
+          // Activations held between tasks, per (chunk, micro-batch): a task allocates its block
+          // at its start; at its end the block joins what that micro-batch holds, less what it
+          // frees.
+          std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held;
+          void* base_ptr = nullptr;
           auto fail = [&](const std::string& why) {
             if (!why.empty()) error[real] = why;
             failed = true;
             tpg.leave(rank);
             dpg.leave(replica);
+            for (auto& [key, block] : held)
+              if (block.first != nullptr) dev.release(block.first, block.second);
+            held.clear();
+            if (base_ptr != nullptr) dev.release(base_ptr, static_cast<std::size_t>(info.baseline_bytes));
             for (std::uint32_t rest : order[rep]) {  // let the other devices finish their waits
               flag(rest, member) = true;
               flag(rest, member).notify_all();
@@ -202,15 +222,17 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           };
           auto base = dev.allocate(static_cast<std::size_t>(info.baseline_bytes));
           if (!base) { fail(to_string(base.errors()[0])); return; }
-          // Activations held between tasks, per (chunk, micro-batch): a task allocates its block
-          // at its start; at its end the block joins what that micro-batch holds, less what it
-          // frees.
-          std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held;
+          base_ptr = *base;
           for (std::uint32_t id : order[rep]) {
             for (std::uint32_t pr : preds[id]) {
               // The predecessor's member that feeds this one: same replica, same rank (mod its tp).
+              // Every predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
               const auto& pinfo = g.devices[g.tasks[pr].device];
-              flag(pr, replica * pinfo.tp + rank % pinfo.tp).wait(false);
+              if (pinfo.tp <= tp) {
+                flag(pr, replica * pinfo.tp + rank % pinfo.tp).wait(false);
+              } else {
+                for (int pr_rank = rank; pr_rank < pinfo.tp; pr_rank += tp) flag(pr, replica * pinfo.tp + pr_rank).wait(false);
+              }
             }
             if (failed) { fail(""); return; }
             const auto& t = g.tasks[id];
@@ -228,7 +250,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               case TaskKind::Backward:
                 for (int l = 0; l < t.layers; ++l)
                   for (const auto& op : layer[rep])
-                    run_op(dev, sc, op, bwd, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch);
+                    run_op(dev, sc, op, bwd, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch,
+                           causal_fused);
                 if (t.first_layer == 0)
                   for (const auto& op : emb[rep]) run_op(dev, sc, op, bwd, 0, 0, 0, 0);
                 if (t.first_layer + t.layers == model_layers)
@@ -238,25 +261,28 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 for (int l = 0; l < t.layers; ++l)
                   for (const auto& op : layer[rep])
                     if (p.recompute == cost::Recompute::Full || op.selective_recompute)
-                      run_op(dev, sc, op, false, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch);
+                      run_op(dev, sc, op, false, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch,
+                             causal_fused);
                 break;
               case TaskKind::TpCollective: {
                 // Per layer: all-gather before and reduce-scatter after the attention and MLP
                 // blocks (sequence parallel), or an all-reduce after each (not).
                 const bool sp = p.sequence_parallel;
-                const std::size_t shard = act_elems / static_cast<std::size_t>(tp);
-                sc.fit(act_elems, act_elems, act_elems);
+                const std::size_t shard = wire_act / static_cast<std::size_t>(tp);
+                sc.fit(wire_act, wire_act, wire_act);
                 // The collectives after a backward also cover the recomputed forward (full recompute).
                 bool after_backward = false;
                 for (std::uint32_t pr : preds[id]) after_backward = after_backward || g.tasks[pr].kind == TaskKind::Backward;
-                const int rounds = t.layers * (after_backward && p.recompute == cost::Recompute::Full ? 4 : 2);
+                int rounds = t.layers * (after_backward && p.recompute == cost::Recompute::Full ? 4 : 2);
+                // The embedding's and the head's collective, half of it in each direction.
+                if (t.first_layer == 0 || t.first_layer + t.layers == model_layers) rounds += 1;
                 for (int k = 0; k < rounds; ++k) {
                   std::int64_t b0 = 0;
                   if (sp) {
                     b0 = tpg.all_gather(rank, sc.pa, sc.pc, shard);
                     tpg.reduce_scatter(rank, sc.pc, sc.pb, shard);
                   } else {
-                    b0 = tpg.all_reduce(rank, sc.pc, act_elems);
+                    b0 = tpg.all_reduce(rank, sc.pc, wire_act);
                   }
                   if (k == 0) began = b0;
                 }
@@ -264,7 +290,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               }
               case TaskKind::GradReduce:
               case TaskKind::ParamGather: {
-                const std::size_t n = dp_floats(t);
+                std::size_t n = dp_floats(t);
+                if (t.kind == TaskKind::ParamGather && !wide) {  // weights travel in 16 bits
+                  const auto r = static_cast<std::size_t>(replicas);
+                  n = std::max(r, (n / 2 + r - 1) / r * r);
+                }
                 const std::size_t per = n / static_cast<std::size_t>(replicas);
                 sc.fit(n, n, n);
                 if (t.kind == TaskKind::ParamGather) began = dpg.all_gather(replica, sc.pa, sc.pc, per);
@@ -276,8 +306,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               case TaskKind::SendGradient: {
                 // This rank's share of the micro-batch's activation (or gradient), copied into
                 // the buffer the next stage reads.
-                const std::size_t elems = act_elems / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
-                const std::size_t floats = s.training.precision == hw::Dtype::Fp32 ? elems : elems / 2;
+                const std::size_t floats = wire_act / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
                 sc.fit(floats, 1, floats);
                 dev.copy(sc.pa, sc.pc, floats);
                 break;
@@ -291,6 +320,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                   dev.stream(sc.pa, sc.pc, std::min(slice, floats - n));
                 break;
               }
+            }
+            if (sc.failed) {
+              if (own != nullptr) dev.release(own, static_cast<std::size_t>(t.alloc_bytes));
+              fail(dev.name() + ": no memory for scratch buffers in task '" + schedule::task_name(t) + "'");
+              return;
             }
             if (t.alloc_bytes > 0 || t.free_bytes > 0) {
               auto& [ptr, n] = held[{t.chunk, t.micro_batch}];
@@ -311,12 +345,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               start[id] = t_start;
               end[id] = dev.now_ns() - t0;
             }
+            for (std::int64_t e = dev.now_ns() - t0, cur = last_end.load(); e > cur && !last_end.compare_exchange_weak(cur, e);) {
+            }
             flag(id, member) = true;
             flag(id, member).notify_all();
           }
           for (auto& [key, block] : held)
             if (block.first != nullptr) dev.release(block.first, block.second);
-          dev.release(*base, static_cast<std::size_t>(info.baseline_bytes));
+          dev.release(base_ptr, static_cast<std::size_t>(info.baseline_bytes));
         });
     for (auto& th : threads) th.join();
     for (std::size_t d = 0; d < error.size(); ++d)
@@ -326,7 +362,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     engine::Trace tr;
     tr.start = start;
     tr.end = end;
-    tr.makespan = *std::max_element(end.begin(), end.end());
+    tr.makespan = std::max(*std::max_element(end.begin(), end.end()), last_end.load());
     for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
       tr.peak_bytes.push_back(static_cast<std::int64_t>(devices[static_cast<std::size_t>(first_real[rep])]->peak_bytes()));
     out.step_ns.push_back(tr.makespan);

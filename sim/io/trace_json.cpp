@@ -58,6 +58,11 @@ Result<TraceFile> read_trace_json(const std::filesystem::path& file) {
       t.tasks.push_back({k.at("device").get<std::uint32_t>(), k.at("kind").get<std::string>(),
                          k.at("name").get<std::string>(), k.at("start_ns").get<std::int64_t>(),
                          k.at("end_ns").get<std::int64_t>()});
+    if (j.value("version", 0) != 1)
+      return Diagnostic{{file.string(), 0, 0}, "/version", "unsupported trace version", "this hetsim reads version 1"};
+    for (std::size_t i = 0; i < t.tasks.size(); ++i)
+      if (t.tasks[i].device >= t.devices.size())
+        return Diagnostic{{file.string(), 0, 0}, "/tasks/" + std::to_string(i) + "/device", "no such device", ""};
     return t;
   } catch (const nlohmann::json::exception& e) {
     return Diagnostic{{file.string(), 0, 0}, "", std::string("bad trace JSON: ") + e.what(), ""};

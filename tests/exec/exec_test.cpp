@@ -148,6 +148,20 @@ TEST(Replay, OutOfMemoryNamesTheDeviceAndTask) {
   EXPECT_NE(msg.find("cpu"), std::string::npos) << msg;
 }
 
+TEST(Replay, OutOfMemoryInsideCollectivesFailsWithoutHanging) {
+  // Both replicas run out of memory; the members that fail leave their groups so the others
+  // do not wait for them forever.
+  for (const char* par : {"tp = 1\npp = 1\ndp = 2\n", "tp = 2\npp = 1\ndp = 1\n"}) {
+    auto s = test::parse(small(par));
+    ASSERT_TRUE(s.ok());
+    auto backend = exec::make_cpu_backend(2, 3'000'000);
+    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+    ASSERT_FALSE(r.ok()) << par;
+    EXPECT_NE(to_string(r.errors()[0]).find("out of memory"), std::string::npos);
+    EXPECT_NE(r.errors()[0].key, "plan");  // an environment failure, not a plan the executor refuses
+  }
+}
+
 TEST(Compare, ComputesErrorsPerKindStepAndMemory) {
   io::TraceFile p, m;
   p.devices = m.devices = {"d0"};
