@@ -68,21 +68,27 @@ struct Common {
   bool json = false;
 };
 
-// Loads the scenario and the plan to evaluate: --plan if given, else the scenario's [parallel].
-// Prints diagnostics and returns the exit status on failure.
-int load(const Common& c, hetsim::Scenario& sc, hetsim::plan::Plan& plan) {
+// Reads a scenario against the built-in catalogue; prints diagnostics and returns the exit
+// status on failure.
+int load_scenario(const std::string& file, hetsim::Scenario& sc) {
   auto cat = hetsim::io::builtin_catalog();
   if (!cat) {
     print_diagnostics(cat.errors());
     return kExitEnvironment;
   }
-  auto r = hetsim::io::read_scenario(c.scenario, *cat);
+  auto r = hetsim::io::read_scenario(file, *cat);
   if (!r) {
     print_diagnostics(r.errors());
-    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), c.scenario);
+    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), file);
     return kExitBadInput;
   }
   sc = std::move(*r);
+  return kExitOk;
+}
+
+// Loads the scenario and the plan to evaluate: --plan if given, else the scenario's [parallel].
+int load(const Common& c, hetsim::Scenario& sc, hetsim::plan::Plan& plan) {
+  if (int rc = load_scenario(c.scenario, sc)) return rc;
   if (!c.plan_file.empty()) {
     auto p = hetsim::io::read_plan_json(c.plan_file, sc);
     if (!p) {
@@ -172,18 +178,8 @@ int run_simulate(const Common& c, const std::string& trace_file) {
 }
 
 int run_plan(const Common& c, int top, int verify, const std::string& objective) {
-  auto cat = hetsim::io::builtin_catalog();
-  if (!cat) {
-    print_diagnostics(cat.errors());
-    return kExitEnvironment;
-  }
-  auto r = hetsim::io::read_scenario(c.scenario, *cat);
-  if (!r) {
-    print_diagnostics(r.errors());
-    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing planned\n", r.errors().size(), c.scenario);
-    return kExitBadInput;
-  }
-  const hetsim::Scenario& sc = *r;
+  hetsim::Scenario sc;
+  if (int rc = load_scenario(c.scenario, sc)) return rc;
   hetsim::planner::Options opts;
   opts.objective = objective == "cost" ? hetsim::planner::Objective::Cost : hetsim::planner::Objective::Time;
   opts.top = top;
