@@ -134,6 +134,10 @@ int main(int argc, char** argv) {
     for (auto s : r->step_ns) steps_txt += fmt::format("{}{:.4f}", steps_txt.empty() ? "" : " ", static_cast<double>(s) * 1e-9);
     if (json) std::cout << hetsim::exec::comparison_json(*c);
     else std::cout << fmt::format("measured steps (s): {}\n", steps_txt) << hetsim::exec::comparison_text(*c);
+    if (r->failure) {
+      std::cerr << hetsim::to_string(*r->failure) << "\n  (the steps measured before it are reported above)\n";
+      return kEnvironment;
+    }
     return kOk;
   }
   if (*cmp) {

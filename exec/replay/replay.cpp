@@ -355,9 +355,15 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           dev.release(base_ptr, static_cast<std::size_t>(info.baseline_bytes));
         });
     for (auto& th : threads) th.join();
-    for (std::size_t d = 0; d < error.size(); ++d)
-      if (!error[d].empty()) return Diagnostic{{}, "", "step " + std::to_string(step) + ": " + error[d], ""};
-    if (failed) return Diagnostic{{}, "", "step " + std::to_string(step) + " failed", ""};
+    if (failed) {
+      std::string why = "failed";
+      for (const auto& e : error)
+        if (!e.empty()) { why = e; break; }
+      Diagnostic d{{}, "", "step " + std::to_string(step) + ": " + why, ""};
+      if (steps.empty()) return d;
+      out.failure = d;  // keep what was measured
+      break;
+    }
     if (step < o.warmup) continue;
     engine::Trace tr;
     tr.start = start;

@@ -4,6 +4,7 @@
 // device driven by one thread, which runs its tasks in the predicted order, waiting for their
 // dependencies, on real buffers of the planned shapes and sizes.
 
+#include <optional>
 #include <string>
 
 #include "exec/backend.hpp"
@@ -23,6 +24,9 @@ struct Replay {
   engine::Trace predicted;     ///< the native engine's step
   engine::Trace measured;      ///< the median measured step (same task indexes)
   std::vector<std::int64_t> step_ns;  ///< every measured step
+  /// Set when a device failed after some steps were measured: those steps are kept (and
+  /// reported), the rest were not run.
+  std::optional<Diagnostic> failure;
 };
 
 /// Replays `p` on `backend`: every folded device is unfolded into its real devices (tp ranks ×
