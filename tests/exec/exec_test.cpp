@@ -162,6 +162,64 @@ TEST(Replay, OutOfMemoryInsideCollectivesFailsWithoutHanging) {
   }
 }
 
+// A backend whose devices fail every allocation after the first `budget` calls: a device that
+// breaks in the middle of a run.
+class FlakyBackend final : public exec::Backend {
+ public:
+  FlakyBackend(std::unique_ptr<exec::Backend> inner, int budget) : inner_(std::move(inner)), budget_(budget) {}
+  std::string name() const override { return "flaky"; }
+  int device_count() const override { return inner_->device_count(); }
+  std::unique_ptr<exec::Device> open(int index) override {
+    struct Flaky final : exec::Device {
+      std::unique_ptr<exec::Device> d;
+      int left;
+      std::string name() const override { return "flaky" + d->name(); }
+      Result<void*> allocate(std::size_t bytes) override {
+        if (--left < 0) return Diagnostic{{}, "", name() + ": device lost", ""};
+        return d->allocate(bytes);
+      }
+      void release(void* p, std::size_t b) override { d->release(p, b); }
+      void gemm(int m, int n, int k, const float* a, const float* b, float* c) override { d->gemm(m, n, k, a, b, c); }
+      void stream(const float* s, float* t, std::size_t n) override { d->stream(s, t, n); }
+      void copy(const float* s, float* t, std::size_t n) override { d->copy(s, t, n); }
+      float* workspace(int slot, std::size_t n) override { return d->workspace(slot, n); }
+      bool host_memory() const override { return true; }
+      std::int64_t now_ns() const override { return d->now_ns(); }
+      std::size_t live_bytes() const override { return d->live_bytes(); }
+      std::size_t peak_bytes() const override { return d->peak_bytes(); }
+    };
+    auto f = std::make_unique<Flaky>();
+    f->d = inner_->open(index);
+    f->left = budget_;
+    return f;
+  }
+
+ private:
+  std::unique_ptr<exec::Backend> inner_;
+  int budget_;
+};
+
+TEST(Replay, KeepsTheStepsMeasuredBeforeADeviceFails) {
+  auto s = test::parse(small("tp = 1\npp = 2\ndp = 1\nmicro_batch = 1\n"));
+  ASSERT_TRUE(s.ok());
+  // Count one step's allocations per device, then allow two steps and a bit.
+  auto probe = exec::replay(*s, *s->plan, *exec::make_cpu_backend(2), {1, 0});
+  ASSERT_TRUE(probe.ok());
+  int per_step = 1;  // the resident state
+  for (const auto& t : probe->graph.tasks)
+    if (t.device == 0 && (t.alloc_bytes > 0 || t.free_bytes > 0)) per_step += 2;  // its block and the kept one
+  FlakyBackend flaky(exec::make_cpu_backend(2), 2 * per_step + 3);
+  auto r = exec::replay(*s, *s->plan, flaky, {4, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_NE(to_string(*r->failure).find("device lost"), std::string::npos);
+  EXPECT_GE(r->step_ns.size(), 1u);
+  EXPECT_LT(r->step_ns.size(), 4u);
+  // And a device that fails at once: an error, nothing measured.
+  FlakyBackend dead(exec::make_cpu_backend(2), 0);
+  EXPECT_FALSE(exec::replay(*s, *s->plan, dead, {2, 0}).ok());
+}
+
 TEST(Compare, ComputesErrorsPerKindStepAndMemory) {
   io::TraceFile p, m;
   p.devices = m.devices = {"d0"};
