@@ -177,12 +177,13 @@ int run_simulate(const Common& c, const std::string& trace_file) {
   return kExitOk;
 }
 
-int run_plan(const Common& c, int top, int verify, const std::string& objective) {
+int run_plan(const Common& c, int top, int verify, const std::string& objective, bool same_vendor) {
   hetsim::Scenario sc;
   if (int rc = load_scenario(c.scenario, sc)) return rc;
   hetsim::planner::Options opts;
   opts.objective = objective == "cost" ? hetsim::planner::Objective::Cost : hetsim::planner::Objective::Time;
   opts.top = top;
+  opts.same_vendor = same_vendor;
   opts.verify = std::max(verify, top);
   const bool bar = isatty(fileno(stderr)) != 0;
   if (bar)
@@ -283,6 +284,10 @@ int main(int argc, char** argv) {
   pln->add_option("--objective", objective, "Rank by step time or by cost per token")
       ->check(CLI::IsMember({"time", "cost"}))
       ->default_val("time");
+  bool same_vendor = false;
+  pln->add_flag("--same-vendor", same_vendor,
+                "Never pipeline or synchronise gradients between devices of different vendors (no common "
+                "communicator such as NCCL/RCCL)");
   pln->add_option("--out", plan_opts.save_plan, "Write the best plan as JSON (input of simulate --plan)");
   pln->add_flag("--json", plan_opts.json, "Print one JSON object (docs/formats.md#plan-search-json)");
   pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout");
@@ -296,6 +301,6 @@ int main(int argc, char** argv) {
   if (*cat) return run_catalog(cat_json, cat_out);
   if (*est) return run_estimate(est_opts);
   if (*sim) return run_simulate(sim_opts, trace_file);
-  if (*pln) return run_plan(plan_opts, top, verify, objective);
+  if (*pln) return run_plan(plan_opts, top, verify, objective, same_vendor);
   return kExitBadInput;
 }

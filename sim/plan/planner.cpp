@@ -434,7 +434,7 @@ class Search {
     const std::size_t P = alone.size();
     constexpr std::size_t kPerPool = 3;
     for (unsigned mask = 1; mask < (1u << P); ++mask) {
-      if (std::popcount(mask) < 2) continue;
+      if (std::popcount(mask) < 2 || !vendors_compatible(mask)) continue;
       // Configurations per pool, by shared settings.
       std::map<Settings, std::vector<std::vector<const Candidate*>>> by;
       for (std::size_t pi = 0; pi < P; ++pi) {
@@ -476,7 +476,7 @@ class Search {
     const std::size_t P = alone.size();
     const int L = s_.model.layers;
     for (unsigned mask = 1; mask < (1u << P); ++mask) {
-      if (std::popcount(mask) < 2) continue;
+      if (std::popcount(mask) < 2 || !vendors_compatible(mask)) continue;
       std::vector<int> pools;
       for (std::size_t pi = 0; pi < P; ++pi)
         if (mask & (1u << pi)) pools.push_back(static_cast<int>(pi));
@@ -548,7 +548,21 @@ class Search {
 
   // Baseline (a): one tp and pp for every pool, equal layers per stage, equal micro-batches per
   // replica, as a homogeneous framework would run the cluster.
+  // With Options::same_vendor, a combination of pools must share one vendor.
+  bool vendors_compatible(unsigned mask) const {
+    if (!o_.same_vendor) return true;
+    std::string vendor;
+    for (std::size_t pi = 0; pi < s_.cluster.pools.size(); ++pi) {
+      if (!(mask & (1u << pi))) continue;
+      const std::string& v = s_.cluster.pools[pi].device.vendor;
+      if (vendor.empty()) vendor = v;
+      else if (v != vendor) return false;
+    }
+    return true;
+  }
+
   std::optional<Candidate> uniform(std::vector<Candidate>& all) {
+    if (!vendors_compatible((1u << s_.cluster.pools.size()) - 1)) return std::nullopt;
     std::vector<Candidate> found;
     const int L = s_.model.layers;
     std::vector<int> tps = tp_choices(s_, s_.cluster.pools[0]);

@@ -21,6 +21,9 @@ struct Options {
   Objective objective = Objective::Time;
   int top = 5;      ///< plans to report
   int verify = 10;  ///< best candidates re-ranked by the engine
+  /// Only combine pools whose devices share a vendor (one NCCL/RCCL-style communicator): plans
+  /// never pipeline or synchronise gradients between vendors.
+  bool same_vendor = false;
   /// Called with the fraction done (0..1) as the search goes; may be empty.
   std::function<void(double)> progress;
 };

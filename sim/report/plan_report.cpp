@@ -94,7 +94,7 @@ std::string plan_text(const Scenario& s, const planner::Result& r, const Simulat
   const auto& best_c = r.top.front();
   for (const auto& bl : r.baselines) {
     if (!bl.best) {
-      out += fmt::format("  {:<40} {:>10}\n", bl.name, "no plan fits");
+      out += fmt::format("  {:<40} {:>10}\n", bl.name, "no plan (none fits, or vendors may not mix)");
       continue;
     }
     const double ratio = bl.best->score(o) / best_c.score(o);

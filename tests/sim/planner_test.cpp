@@ -226,6 +226,27 @@ TEST(Planner, LayerPartitionBalancesStagesOfDifferentSpeed) {
   EXPECT_LT(p.groups[0].stages[0].layers, p.groups[0].stages[1].layers);
 }
 
+TEST(Planner, SameVendorKeepsVendorsApart) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-three-types.toml", test::catalog());
+  ASSERT_TRUE(s.ok());
+  planner::Options o;
+  o.same_vendor = true;
+  o.verify = 3;
+  const auto r = planner::search(*s, o);
+  ASSERT_FALSE(r.top.empty());
+  for (const auto& c : r.top) {
+    std::string vendor;
+    for (const auto& g : c.plan.groups)
+      for (const auto& st : g.stages) {
+        const auto& v = s->cluster.pools[st.pool].device.vendor;
+        if (vendor.empty()) vendor = v;
+        EXPECT_EQ(v, vendor) << "a plan mixes vendors";
+      }
+  }
+  // No uniform plan spans the cluster: it would mix vendors.
+  EXPECT_FALSE(r.baselines[0].best.has_value());
+}
+
 TEST(Planner, IsDeterministic) {
   const Scenario s = load(small_cluster("a100-sxm4-80gb"));
   const auto a = planner::search(s, {});
