@@ -3,6 +3,7 @@
 // Vendor code (Eigen threads, CUDA, HIP) stays behind these interfaces; collectives among host-
 // memory devices are exec/comm/shm_group.hpp (NCCL for cuda comes later, issue #5).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,13 @@
 #include "models/base/result.hpp"
 
 namespace hetsim::exec {
+
+/// Nanoseconds on the host's steady clock: the clock every backend's now_ns() and the
+/// shared-memory collectives report, so their times can be subtracted from one another.
+[[nodiscard]] inline std::int64_t host_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 /// One compute device. Not thread-safe: one thread drives one device.
 class Device {

@@ -1,5 +1,7 @@
 #include "exec/comm/shm_group.hpp"
 
+#include "exec/backend.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -10,11 +12,6 @@ namespace hetsim::exec {
 ShmGroup::ShmGroup(int members) : n_(members), bar_(members), in_(static_cast<std::size_t>(members), nullptr) {}
 
 void ShmGroup::barrier() { bar_.arrive_and_wait(); }
-
-std::int64_t ShmGroup::now() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // out[i − lo] (or out[i] when out is the shared sum) = Σ_r in_r[offset + i] for i in [lo, hi):
 // members added in rank order, one vectorisable pass per member.
@@ -41,7 +38,7 @@ void ShmGroup::leave(int rank) {
 }
 
 std::int64_t ShmGroup::all_reduce(int rank, float* buf, std::size_t count) {
-  if (n_ == 1) return now();
+  if (n_ == 1) return host_clock_ns();
   in_[static_cast<std::size_t>(rank)] = buf;
   {
     // Every member makes room (a member may have left; the buffer only grows).
@@ -49,7 +46,7 @@ std::int64_t ShmGroup::all_reduce(int rank, float* buf, std::size_t count) {
     if (sum_.size() < count) sum_.resize(count);
   }
   bar_.arrive_and_wait();
-  const std::int64_t began = now();
+  const std::int64_t began = host_clock_ns();
   // Each member sums its slice of the vector (ranks in order: the same bits every time).
   const std::size_t per = (count + static_cast<std::size_t>(n_) - 1) / static_cast<std::size_t>(n_);
   const std::size_t lo = std::min(count, per * static_cast<std::size_t>(rank));
@@ -64,7 +61,7 @@ std::int64_t ShmGroup::all_reduce(int rank, float* buf, std::size_t count) {
 std::int64_t ShmGroup::all_gather(int rank, const float* in, float* out, std::size_t count) {
   in_[static_cast<std::size_t>(rank)] = in;
   bar_.arrive_and_wait();
-  const std::int64_t began = now();
+  const std::int64_t began = host_clock_ns();
   for (int r = 0; r < n_; ++r)
     if (in_[static_cast<std::size_t>(r)] != nullptr)
       std::memcpy(out + static_cast<std::size_t>(r) * count, in_[static_cast<std::size_t>(r)], count * sizeof(float));
@@ -75,7 +72,7 @@ std::int64_t ShmGroup::all_gather(int rank, const float* in, float* out, std::si
 std::int64_t ShmGroup::reduce_scatter(int rank, const float* in, float* out, std::size_t count) {
   in_[static_cast<std::size_t>(rank)] = in;
   bar_.arrive_and_wait();
-  const std::int64_t began = now();
+  const std::int64_t began = host_clock_ns();
   sum_slice(out, static_cast<std::size_t>(rank) * count, 0, count);
   bar_.arrive_and_wait();
   return began;

@@ -34,7 +34,6 @@ class ShmGroup {
 
  private:
   void sum_slice(float* out, std::size_t offset, std::size_t lo, std::size_t hi);
-  static std::int64_t now();
   int n_;
   std::barrier<> bar_;
   std::vector<const float*> in_;

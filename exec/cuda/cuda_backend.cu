@@ -84,10 +84,7 @@ class CudaDevice final : public Device {
     return w.first;
   }
   bool host_memory() const override { return false; }
-  std::int64_t now_ns() const override {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  std::int64_t now_ns() const override { return host_clock_ns(); }
   std::size_t live_bytes() const override { return live_; }
   std::size_t peak_bytes() const override { return peak_; }
 

@@ -1,7 +1,6 @@
 #include "sim/analytic/estimate.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "models/workload/layer_ops.hpp"
 #include "sim/analytic/stage_cost.hpp"

@@ -270,10 +270,6 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 }
 
 // ------------------------------------------------------------------------------- [parallel]
-struct ParallelKeys {
-  std::optional<int> tp, pp, dp;
-};
-
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
                                         SourceLoc& where) {
   auto t = r.table(root, "parallel");

@@ -13,13 +13,8 @@ using nlohmann::ordered_json;
 
 double pct(double x) { return 100.0 * x; }
 
-ordered_json breakdown_json(const cost::TimeBreakdown& b) {
-  ordered_json j = ordered_json::object();
-  for (const auto& [n, v] : b.parts) j[n] = v.v;
-  return j;
-}
-
-ordered_json breakdown_json(const cost::MemoryBreakdown& b) {
+template <class Q>
+ordered_json breakdown_json(const cost::Breakdown<Q>& b) {
   ordered_json j = ordered_json::object();
   for (const auto& [n, v] : b.parts) j[n] = v.v;
   return j;

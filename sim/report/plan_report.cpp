@@ -17,11 +17,10 @@ double headroom(const analytic::Estimate& e) {
   return h;
 }
 
-std::string unused(const Scenario& s, const analytic::Estimate& e) {
+std::string unused(const analytic::Estimate& e) {
   std::string out;
   for (const auto& d : e.device_types)
     if (d.idle > 0) out += fmt::format("{}{} of {} '{}' devices", out.empty() ? "" : ", ", d.idle, d.idle + d.count, d.pool);
-  (void)s;
   return out;
 }
 
@@ -65,7 +64,7 @@ std::vector<std::string> explain(const Scenario& s, const planner::Candidate& c,
   else if (sim.summary.exposed_comm > sim.trace.makespan / 5) limit = "exposed communication";
   else limit = "compute on " + s.cluster.pools[g.devices[busiest].pool].name;
   lines.push_back("limited by: " + limit);
-  if (const auto idle = unused(s, c.estimate); !idle.empty()) lines.push_back("leaves unused: " + idle);
+  if (const auto idle = unused(c.estimate); !idle.empty()) lines.push_back("leaves unused: " + idle);
   return lines;
 }
 

@@ -15,11 +15,11 @@ Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p) {
   if (!trace) return trace.errors();
   sim.trace = std::move(*trace);
   sim.summary = engine::summarize(sim.graph, sim.trace);
-  apply_simulation(s, sim);
+  apply_simulation(sim);
   return sim;
 }
 
-void apply_simulation(const Scenario& s, Simulation& sim) {
+void apply_simulation(Simulation& sim) {
   analytic::Estimate e = sim.estimate;
   const double step = static_cast<double>(sim.trace.makespan) * 1e-9;
   const double r = e.step_time.v / step;  // >1 when the simulation is faster
@@ -48,7 +48,6 @@ void apply_simulation(const Scenario& s, Simulation& sim) {
     d.fits = d.count == 0 || d.peak_memory <= d.capacity;
     e.fits = e.fits && d.fits;
   }
-  (void)s;
   sim.simulated = std::move(e);
 }
 

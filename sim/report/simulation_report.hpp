@@ -25,7 +25,7 @@ struct Simulation {
 
 /// Fills `simulated` from the estimate, the graph and the trace: throughput, MFU, time/cost/
 /// energy scale with the simulated step; per device type, the peak memory is the timeline's.
-void apply_simulation(const Scenario& s, Simulation& sim);
+void apply_simulation(Simulation& sim);
 
 [[nodiscard]] std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim);
 /// The estimate JSON keys (simulated values) plus bubble_fraction, exposed_comm_s,

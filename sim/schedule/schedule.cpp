@@ -100,6 +100,14 @@ class Builder {
     state_[t.device].blocking = id;
     return id;
   }
+  // A blocking communication task of a compute unit (same layers and micro-batch).
+  std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d) {
+    Task t = unit;
+    t.stream = stream;
+    t.kind = kind;
+    t.duration = to_ns(d);
+    return push_blocking(t);
+  }
 
   void build_group(int gi, int v) {
     const plan::ReplicaGroup& grp = p_.groups[gi];
@@ -215,19 +223,10 @@ class Builder {
           ids.done = state_[dev].last[0];
           const Duration tp = c.layer_tp_fwd * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
                               (ch.has_head ? c.head_tp / 2 : Duration{0});
-          if (to_ns(tp) > 0) {
-            Task t = base_task;
-            t.stream = Stream::TpComm;
-            t.kind = TaskKind::TpCollective;
-            t.duration = to_ns(tp);
-            ids.done = push_blocking(t);
-          }
+          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp);
           if (k + 1 < K && chunks[k + 1].stage != si) {
-            Task t = base_task;
-            t.stream = Stream::PpComm;
-            t.kind = TaskKind::SendActivation;
-            t.duration = to_ns(send_cost(costs, si, chunks[k + 1].stage));
-            ids.send = push_blocking(t);
+            ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendActivation,
+                                     send_cost(costs, si, chunks[k + 1].stage));
             edge(ids.done, ids.send);
           }
         } else {
@@ -252,19 +251,10 @@ class Builder {
           }
           const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers +
                               (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0});
-          if (to_ns(tp) > 0) {
-            Task t = base_task;
-            t.stream = Stream::TpComm;
-            t.kind = TaskKind::TpCollective;
-            t.duration = to_ns(tp);
-            ids.done = push_blocking(t);
-          }
+          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp);
           if (k > 0 && chunks[k - 1].stage != si) {
-            Task t = base_task;
-            t.stream = Stream::PpComm;
-            t.kind = TaskKind::SendGradient;
-            t.duration = to_ns(send_cost(costs, si, chunks[k - 1].stage));
-            ids.send = push_blocking(t);
+            ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendGradient,
+                                     send_cost(costs, si, chunks[k - 1].stage));
             edge(ids.done, ids.send);
           }
         }

@@ -29,13 +29,9 @@ std::string simulate_json(const std::string& text, const std::string& name) {
   auto s = test::parse(text, name);
   EXPECT_TRUE(s.ok());
   if (!s.ok()) return {};
-  report::Simulation sim;
-  sim.estimate = analytic::estimate(*s, *s->plan);
-  sim.graph = schedule::build_schedule(*s, *s->plan);
-  sim.trace = *engine::run_native(sim.graph);
-  sim.summary = engine::summarize(sim.graph, sim.trace);
-  report::apply_simulation(*s, sim);
-  return report::simulate_json(*s, *s->plan, sim);
+  auto sim = report::run_simulation(*s, *s->plan);
+  EXPECT_TRUE(sim.ok());
+  return sim.ok() ? report::simulate_json(*s, *s->plan, *sim) : std::string{};
 }
 
 TEST(Golden, EveryScenarioMatchesItsGoldenOutput) {
