@@ -51,6 +51,15 @@ if(HETSIM_WITH_CUDA)
   set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")   # CMake 3.25 lacks nvcc's C++20 flag
   set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
   find_package(CUDAToolkit REQUIRED)
+  # NCCL ships inside the CUDA tree here, without a CMake package: an imported target by hand.
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  hetsim_require(NCCL_LIBRARY "NCCL (nccl.h and libnccl in the CUDA toolkit)" HETSIM_WITH_CUDA)
+  if(NOT TARGET NCCL::nccl)
+    add_library(NCCL::nccl UNKNOWN IMPORTED)
+    set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+  endif()
 endif()
 
 if(HETSIM_WITH_HIP)

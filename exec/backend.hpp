@@ -1,58 +1,131 @@
 #pragma once
-// The executor's view of hardware: a device that computes on real buffers and times itself.
-// Vendor code (Eigen threads, CUDA, HIP) stays behind these interfaces; collectives among host-
-// memory devices are exec/comm/shm_group.hpp (NCCL for cuda comes later, issue #5).
+// The executor's view of hardware: a device that computes on real buffers and times itself, and
+// a communicator among devices. Vendor code (Eigen threads, CUDA + cuBLAS + NCCL, HIP) stays
+// behind these interfaces (docs/executor.md).
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "models/base/result.hpp"
 
 namespace hetsim::exec {
 
-/// Nanoseconds on the host's steady clock: the clock every backend's now_ns() and the
-/// shared-memory collectives report, so their times can be subtracted from one another.
+/// Nanoseconds on the host's steady clock: the clock every backend's timestamps and the
+/// collectives report, so their times can be subtracted from one another.
 [[nodiscard]] inline std::int64_t host_clock_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-/// One compute device. Not thread-safe: one thread drives one device.
+/// Element format of GEMM and attention operands (accumulation is always fp32).
+enum class Format { Fp32, Bf16, Fp16 };
+[[nodiscard]] constexpr std::size_t format_bytes(Format f) { return f == Format::Fp32 ? 4 : 2; }
+[[nodiscard]] constexpr std::string_view format_name(Format f) {
+  return f == Format::Fp32 ? "fp32" : f == Format::Bf16 ? "bf16" : "fp16";
+}
+
+/// Softmax attention over `heads` independent heads (micro-batch × heads per rank), each with
+/// Q, K, V and O of [seq × head_dim], stored head after head.
+struct AttentionShape {
+  int heads = 1, seq = 1, head_dim = 1;
+  bool causal = true;  ///< causal: row i attends to keys 0..i only (the masked half is skipped)
+};
+
+/// One compute device. Not thread-safe: one thread drives one device. Kernels may run
+/// asynchronously (GPU streams); record() marks a point in the device's own order, resolve()
+/// waits for the device and turns the marks into host-clock times.
 class Device {
  public:
   virtual ~Device() = default;
   [[nodiscard]] virtual std::string name() const = 0;
-  /// Reserves `bytes` of device memory (fails when the device would exceed its capacity).
+  /// Reserves `bytes` of device memory (fails when the device would exceed its capacity). The
+  /// bytes count towards live_bytes/peak_bytes: the planned memory.
   [[nodiscard]] virtual Result<void*> allocate(std::size_t bytes) = 0;
   virtual void release(void* p, std::size_t bytes) = 0;
-  /// C[m×n] = A[m×k]·B[k×n] in fp32 on buffers the device owns (row-major).
-  virtual void gemm(int m, int n, int k, const float* a, const float* b, float* c) = 0;
-  /// A memory-bound pass: reads `src`, writes `dst`, `count` floats, one multiply-add each.
-  virtual void stream(const float* src, float* dst, std::size_t count) = 0;
-  /// Copies `count` floats between buffers of devices of this backend.
-  virtual void copy(const float* src, float* dst, std::size_t count) = 0;
-  /// Scratch buffer `slot` (0–2) of at least `floats` floats, owned by the device and not
-  /// counted in its memory (the planned sizes are what allocate() counts). Grows as needed;
-  /// a call may invalidate earlier pointers of the same slot.
-  [[nodiscard]] virtual float* workspace(int slot, std::size_t floats) = 0;
-  /// True when the device's buffers are host memory (the shared-memory collectives need it).
+  /// Scratch buffer `slot` (0–2) of at least `bytes`, owned by the device and not counted in its
+  /// memory (the planned sizes are what allocate() counts). Grows as needed (a call may
+  /// invalidate earlier pointers of the same slot); nullptr when the memory cannot be had.
+  [[nodiscard]] virtual void* workspace(int slot, std::size_t bytes) = 0;
+
+  /// C[m×n] = A[m×k]·B[k×n], row-major, operands in `f`, fp32 accumulation.
+  virtual void gemm(int m, int n, int k, Format f, const void* a, const void* b, void* c) = 0;
+  /// Forward: O = softmax(Q·Kᵀ/√d (causal mask)) · V, `qkv` holding Q, then K, then V, `o` the
+  /// output. Backward (FlashAttention-2): recomputes the probabilities, reads dO from `o`, writes
+  /// dQ, dK, dV to `grads` (laid out like qkv): five GEMMs and the softmax gradient per block.
+  virtual void attention(const AttentionShape& s, Format f, const void* qkv, void* o, void* grads, bool backward) = 0;
+  /// Layer norm over `rows` rows of `cols` (fp32 statistics): y = (x − mean)/σ. Backward makes
+  /// the two passes of the gradient (statistics, then dx).
+  virtual void norm(int rows, int cols, Format f, const void* x, void* y, bool backward) = 0;
+  /// A memory-bound elementwise pass: dst[i] = src[i]·a + b over `count` elements.
+  virtual void elementwise(std::size_t count, Format f, const void* src, void* dst) = 0;
+  /// Adam update of `count` fp32 parameters: `state` holds params, grads, first and second
+  /// moments (4·count floats).
+  virtual void adam(std::size_t count, float* state) = 0;
+
+  /// Copies `bytes` between buffers of devices of this backend (peer copies between GPUs).
+  virtual void copy(const void* src, void* dst, std::size_t bytes) = 0;
+  /// Between the device's memory and host memory (synchronous).
+  virtual void to_host(const void* src, void* host, std::size_t bytes) = 0;
+  virtual void from_host(const void* host, void* dst, std::size_t bytes) = 0;
+  /// True when the device's buffers are host memory (shared-memory collectives work in place).
   [[nodiscard]] virtual bool host_memory() const = 0;
-  /// Nanoseconds on a clock shared by all devices of the backend.
-  [[nodiscard]] virtual std::int64_t now_ns() const = 0;
+
+  /// Marks this point of the device's work; returns the mark's index since the last resolve().
+  virtual int record() = 0;
+  /// Waits until the device has done all its work; the host-clock ns of every mark since the
+  /// last resolve(), in order.
+  [[nodiscard]] virtual std::vector<std::int64_t> resolve() = 0;
+
   [[nodiscard]] virtual std::size_t live_bytes() const = 0;
   [[nodiscard]] virtual std::size_t peak_bytes() const = 0;
 };
 
-/// Creates the devices of a backend. "cpu" is always available.
+/// Collectives and point-to-point among the members of one group; one object per member, used
+/// by the thread that drives the member's device. Buffers are the member's device memory; sizes
+/// count fp32 values (a 16-bit payload travels as half as many). Each call returns the host-clock
+/// time at which it really started where the backend knows it (the last member's arrival), else
+/// the time it was issued; or the failure (a member left, the transport failed).
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  /// Every member's `buf` becomes the elementwise sum over members.
+  virtual Result<std::int64_t> all_reduce(float* buf, std::size_t count) = 0;
+  /// `out` (size·count) receives every member's `in` (count), in rank order.
+  virtual Result<std::int64_t> all_gather(const float* in, float* out, std::size_t count) = 0;
+  /// `in` holds size·count; `out` (count) receives slice `rank` summed over members.
+  virtual Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) = 0;
+  /// `in` holds size·count; slice p goes to member p, whose `out` slice `rank` receives it.
+  virtual Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) = 0;
+  virtual Result<std::int64_t> send(const float* buf, std::size_t count, int peer) = 0;
+  virtual Result<std::int64_t> recv(float* buf, std::size_t count, int peer) = 0;
+  /// Empty when every member arrived.
+  virtual Diagnostics barrier() = 0;
+  /// This member fails for good: the others stop waiting for it (their calls then fail).
+  virtual void leave() = 0;
+};
+
+using Communicators = std::vector<std::unique_ptr<Communicator>>;
+
+/// Creates the devices of a backend, and communicators among them. "cpu" is always available.
 class Backend {
  public:
   virtual ~Backend() = default;
   [[nodiscard]] virtual std::string name() const = 0;
   [[nodiscard]] virtual int device_count() const = 0;
   [[nodiscard]] virtual std::unique_ptr<Device> open(int index) = 0;
+  /// One communicator per member (in member order) for a group of devices this backend opened.
+  /// The default: shared-memory collectives, in place on host memory, staged through host
+  /// buffers for device memory (exec/comm). Vendor backends override it (NCCL).
+  [[nodiscard]] virtual Result<Communicators> communicators(const std::vector<Device*>& members);
+  /// How the backend's collectives work, for reports ("shared memory", "NCCL 2.28").
+  [[nodiscard]] virtual std::string transport(const std::vector<Device*>& members) const;
 };
 
 }  // namespace hetsim::exec

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <thread>
 
-#include "exec/comm/shm_group.hpp"
 
 namespace hetsim::exec {
 
@@ -48,13 +47,15 @@ namespace {
 template <class F>
 double time_per_call(Device& dev, F&& f, double budget_s) {
   f();  // warm up
+  (void)dev.resolve();
   int calls = 0;
-  const std::int64_t t0 = dev.now_ns();
+  const std::int64_t t0 = host_clock_ns();
   std::int64_t t = t0;
   do {
     f();
     ++calls;
-    t = dev.now_ns();
+    (void)dev.resolve();  // waits for the device
+    t = host_clock_ns();
   } while (static_cast<double>(t - t0) * 1e-9 < budget_s && calls < 1000);
   return static_cast<double>(t - t0) * 1e-9 / calls;
 }
@@ -68,51 +69,75 @@ Profile calibrate(Backend& backend, double seconds) {
       {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},  {768, 768, 768},
       {1024, 1024, 1024}, {2048, 256, 256}, {256, 2048, 256}, {1024, 64, 1024}, {32, 1024, 1024},
       {2048, 1024, 256}, {512, 2048, 512}};
-  const double per = seconds * 0.7 / static_cast<double>(shapes.size() + 2);
+  const double per = seconds * 0.7 / static_cast<double>(shapes.size() + 6);
   // Operands in the device's own memory (host or GPU).
-  float* a = dev->workspace(0, 2048 * 2048);
-  float* b = dev->workspace(1, 2048 * 2048);
-  float* c = dev->workspace(2, 2048 * 2048);
+  void* a = dev->workspace(0, 4 * 2048 * 2048);
+  void* b = dev->workspace(1, 4 * 2048 * 2048);
+  void* c = dev->workspace(2, 4 * 2048 * 2048);
   for (const auto& s : shapes) {
-    const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], a, b, c); }, per);
+    const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], Format::Fp32, a, b, c); }, per);
     p.samples.push_back({double(s[0]), double(s[1]), double(s[2]), t});
   }
   p.gemm = fit_gemm(p.samples);
-  // Attention-shaped GEMMs (sequence × half sequence × head dim), as replay runs them.
+  // 16-bit GEMMs: the peak scaled by the measured speed ratio at one large shape.
   {
-    const double t = time_per_call(*dev, [&] { dev->gemm(1024, 512, 64, a, b, c); }, per);
-    const double model = 2.0 * 1024 * 512 * 64 / (p.gemm.peak_flops * 64 / (64 + p.gemm.half_dim)) + p.gemm.launch_s;
-    p.attention_efficiency = std::clamp(model / t * 64 / (64 + p.gemm.half_dim), 0.01, 1.0);
+    const double t32 = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Fp32, a, b, c); }, per);
+    const double tb = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Bf16, a, b, c); }, per);
+    const double th = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Fp16, a, b, c); }, per);
+    p.peak_bf16 = p.gemm.peak_flops * t32 / tb;
+    p.peak_fp16 = p.gemm.peak_flops * t32 / th;
+  }
+  // Attention, forward and backward at a representative shape, as replay runs it: the
+  // efficiency the cost model applies to the attention FLOPs it counts (causal half, backward
+  // 2.5× the forward).
+  {
+    const AttentionShape s{4, 512, 64, true};
+    const std::size_t one = std::size_t(s.heads) * s.seq * s.head_dim * 4;
+    void* qkv = dev->workspace(0, 3 * one);
+    void* g = dev->workspace(1, 3 * one);
+    void* o = dev->workspace(2, 3 * one);
+    const double tf = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, false); }, per);
+    const double tb = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, true); }, per);
+    const double flops = 3.5 * 4.0 * s.heads * double(s.seq) * s.seq * s.head_dim / 2;
+    p.attention_efficiency = std::clamp(flops / (p.gemm.peak_flops * std::max(1e-9, tf + tb - 2 * p.gemm.launch_s)),
+                                        0.01, 1.0);
   }
   // Streaming bandwidth: read one float, write one, over 64 MiB.
   {
     const std::size_t count = 16u << 20;
-    float* src = dev->workspace(0, count);
-    float* dst = dev->workspace(1, count);
-    const double t = time_per_call(*dev, [&] { dev->stream(src, dst, count); }, per);
+    void* src = dev->workspace(0, 4 * count);
+    void* dst = dev->workspace(1, 4 * count);
+    const double t = time_per_call(*dev, [&] { dev->elementwise(count, Format::Fp32, src, dst); }, per);
     p.memory_bandwidth = 8.0 * static_cast<double>(count) / t;
-    const double tc = time_per_call(*dev, [&] { dev->copy(src, dst, count); }, per);
+    const double tc = time_per_call(*dev, [&] { dev->copy(src, dst, 4 * count); }, per);
     p.copy_bandwidth = 4.0 * static_cast<double>(count) / tc;
   }
-  // Collectives between two devices over the shared-memory group: all-reduce time against
-  // message size, t = a + b·S, read as the ring model's 2α + S/bw.
-  if (dev->host_memory()) {
-    ShmGroup grp(2);
+  // Collectives between two devices through the backend's own communicators (shared memory,
+  // NCCL): all-reduce time against message size, t = a + b·S, read as the ring model's
+  // 2α + S/bw. Each rank times its own calls; the slower rank's time counts.
+  auto peer = backend.open(1);
+  auto comms = backend.communicators({dev.get(), peer.get()});
+  if (comms) {
     std::vector<double> sizes, times;
     for (std::size_t floats : {std::size_t{256}, std::size_t{4096}, std::size_t{65536}, std::size_t{1} << 20}) {
-      std::vector<float> x(floats, 1.0f), y(floats, 2.0f);
       const int reps = floats < 100000 ? 200 : 20;
-      double t = 0;
-      std::thread other([&] {
-        for (int r = 0; r < reps + 1; ++r) grp.all_reduce(1, y.data(), floats);
-      });
-      grp.all_reduce(0, x.data(), floats);  // warm up together
-      const std::int64_t t0 = dev->now_ns();
-      for (int r = 0; r < reps; ++r) grp.all_reduce(0, x.data(), floats);
-      t = static_cast<double>(dev->now_ns() - t0) * 1e-9 / reps;
+      double t[2] = {0, 0};
+      auto side = [&](int r) {
+        Device& d = r == 0 ? *dev : *peer;
+        auto* buf = static_cast<float*>(d.workspace(0, floats * 4));
+        Communicator& comm = *(*comms)[static_cast<std::size_t>(r)];
+        (void)comm.all_reduce(buf, floats);  // warm up together
+        (void)d.resolve();
+        const std::int64_t t0 = host_clock_ns();
+        for (int k = 0; k < reps; ++k) (void)comm.all_reduce(buf, floats);
+        (void)d.resolve();
+        t[r] = static_cast<double>(host_clock_ns() - t0) * 1e-9 / reps;
+      };
+      std::thread other(side, 1);
+      side(0);
       other.join();
       sizes.push_back(4.0 * static_cast<double>(floats));
-      times.push_back(t);
+      times.push_back(std::max(t[0], t[1]));
     }
     Eigen::MatrixXd A(static_cast<Eigen::Index>(sizes.size()), 2);
     Eigen::VectorXd rhs(static_cast<Eigen::Index>(sizes.size()));
@@ -141,15 +166,16 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
                    "bandwidth = \"{:.6g}GB/s\"\nlatency = \"{:.4g}us\"\nefficiency = 1.0\nsource = \"{}\"\n\n",
                    name, name, (p.link_bandwidth > 0 ? p.link_bandwidth : p.copy_bandwidth) / 1e9,
                    p.link_bandwidth > 0 ? p.link_latency_s * 1e6 : 1.0,
-                   p.link_bandwidth > 0 ? src + " (all-reduce over the shared-memory group, fitted)" : src + " (copy; latency assumed)");
+                   p.link_bandwidth > 0 ? src + " (all-reduce between two devices through the backend's communicators, fitted)" : src + " (copy; latency assumed)");
   o += fmt::format("[[device]]\nname = \"{}\"\ndisplay = \"calibrated {} device\"\nvendor = \"host\"\n"
-                   "peak = {{ fp32 = \"{:.6g}GFLOPS\" }}\nmemory = \"{:.6g}GiB\"\nmemory_bandwidth = \"{:.6g}GB/s\"\n"
+                   "peak = {{ fp32 = \"{:.6g}GFLOPS\", bf16 = \"{:.6g}GFLOPS\", fp16 = \"{:.6g}GFLOPS\" }}\nmemory = \"{:.6g}GiB\"\nmemory_bandwidth = \"{:.6g}GB/s\"\n"
                    "tdp = \"15W\"\nprice_usd_per_hour = 0.05\n"
                    "node = {{ devices = {}, fabric = \"{}-copy\", nics = {}, nic = \"{}-copy\" }}\n"
                    "efficiency = {{ gemm = 1.0, gemm_half_dim = {:.0f}, attention = {:.4f}, memory = 1.0, "
                    "launch_overhead = \"{:.4g}us\" }}\n\n[device.sources]\npeak = \"{}\"\nmemory = \"{}\"\n"
                    "efficiency = \"{}\"\npower = \"assumption: 15 W per core\"\nprice = \"assumption\"\n",
-                   name, name, p.gemm.peak_flops / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
+                   name, name, p.gemm.peak_flops / 1e9, (p.peak_bf16 > 0 ? p.peak_bf16 : p.gemm.peak_flops) / 1e9,
+                   (p.peak_fp16 > 0 ? p.peak_fp16 : p.gemm.peak_flops) / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
                    devices, name, devices, name, p.gemm.half_dim, p.attention_efficiency, p.gemm.launch_s * 1e6, src, src,
                    src);
   return o;

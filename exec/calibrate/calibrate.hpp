@@ -28,13 +28,13 @@ struct GemmFit {
 [[nodiscard]] GemmFit fit_gemm(const std::vector<GemmSample>& samples);
 
 struct Profile {
-  GemmFit gemm;
+  GemmFit gemm;             ///< fp32
+  double peak_bf16 = 0, peak_fp16 = 0;  ///< FLOP/s of 16-bit GEMMs (fp32 peak × measured speed ratio)
   double attention_efficiency = 1;  ///< attention-shaped GEMMs / the fitted model
   double memory_bandwidth = 0;      ///< bytes/s of the streaming pass
   double copy_bandwidth = 0;        ///< bytes/s of a device-to-device copy
   /// The link between devices as the collective model sees it (ring all-reduce over 2
-  /// devices: t = 2α + S/bw, fitted over message sizes); 0 when not measured (device memory
-  /// that the shared-memory group cannot reach).
+  /// devices: t = 2α + S/bw, fitted over message sizes); 0 when not measured.
   double link_latency_s = 0;
   double link_bandwidth = 0;
   std::vector<GemmSample> samples;

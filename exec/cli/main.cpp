@@ -13,6 +13,9 @@
 #ifdef HETSIM_HAVE_CUDA
 #include "exec/cuda/cuda_backend.hpp"
 #endif
+#ifdef HETSIM_HAVE_HIP
+#include "exec/hip/hip_backend.hpp"
+#endif
 #include "exec/replay/replay.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
@@ -38,7 +41,8 @@ int write(const std::string& path, const std::string& text) {
   return kOk;
 }
 
-// The backend by name; cuda only where it was built (HETSIM_WITH_CUDA) and a GPU is present.
+// The backend by name; cuda and hip only where they were built (HETSIM_WITH_CUDA, HETSIM_WITH_HIP)
+// and a GPU is present.
 hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::string& name, int devices,
                                                                      double memory_gib) {
   if (name == "cpu")
@@ -46,16 +50,21 @@ hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::st
 #ifdef HETSIM_HAVE_CUDA
   if (name == "cuda") return hetsim::exec::make_cuda_backend();
 #endif
+#ifdef HETSIM_HAVE_HIP
+  if (name == "hip") return hetsim::exec::make_hip_backend();
+#endif
   return hetsim::Diagnostic{{}, "", "backend '" + name + "' is not built into this hetsim-exec",
-                            "build with -DHETSIM_WITH_CUDA=ON (needs /usr/local/cuda), or use --backend cpu"};
+                            name == "hip" ? "build with -DHETSIM_WITH_HIP=ON (./install-deps.sh --hip), or use --backend cpu"
+                                          : "build with -DHETSIM_WITH_CUDA=ON (needs /usr/local/cuda), or use --backend cpu"};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"hetsim-exec: runs a plan for real, compares the measurement with hetsim's prediction, and "
-               "calibrates device profiles. Backends: cpu (always); cuda where built with HETSIM_WITH_CUDA (one "
-               "process driving the local GPUs; no multi-GPU collectives yet)."};
+               "calibrates device profiles. Backends: cpu (always: one worker thread per device, shared-memory "
+               "collectives); cuda where built with HETSIM_WITH_CUDA (one process driving the local GPUs, cuBLAS, NCCL "
+               "collectives); hip where built with HETSIM_WITH_HIP (own kernels, host-staged collectives)."};
   app.require_subcommand(1);
   std::string backend_name = "cpu";
   int devices = 2;
@@ -67,7 +76,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Replay a plan's training step on real devices and compare with the prediction");
   run->add_option("scenario", scenario, "Scenario TOML (its [parallel], or --plan)")->required();
   run->add_option("--plan", plan_file, "Plan JSON (from `hetsim plan --out`)");
-  run->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu", "cuda"}))->default_val("cpu");
+  run->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
   run->add_option("--devices", devices, "Devices the backend offers (cpu: worker threads)")->default_val(2);
   run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
@@ -86,7 +95,7 @@ int main(int argc, char** argv) {
   std::string profile_out, profile_name = "cpu-calibrated";
   double seconds = 2;
   auto* cal = app.add_subcommand("calibrate", "Microbenchmark a device and fit the cost model's parameters");
-  cal->add_option("--backend", backend_name, "cpu")->check(CLI::IsMember({"cpu", "cuda"}))->default_val("cpu");
+  cal->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
   cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)");
   cal->add_option("--name", profile_name, "Device name in the profile")->default_val("cpu-calibrated");
   cal->add_option("--seconds", seconds, "Time to spend measuring")->check(CLI::Range(0.2, 600.0))->default_val(2);
@@ -124,8 +133,11 @@ int main(int argc, char** argv) {
       print(r.errors());
       return r.errors()[0].key == "plan" ? kBadInput : kEnvironment;
     }
-    const auto pred = hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)");
-    const auto meas = hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + " backend)");
+    const auto pred =
+        hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)", r->predicted_parts);
+    const auto meas = hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + " backend)",
+                                                  r->measured_parts);
+    for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";
     if (int rc = write(out, hetsim::io::trace_to_json(meas))) return rc;
     if (int rc = write(predicted_out, hetsim::io::trace_to_json(pred))) return rc;
     auto c = hetsim::exec::compare(pred, meas);
@@ -151,16 +163,16 @@ int main(int argc, char** argv) {
     return kOk;
   }
   if (*cal) {
-    auto backend = backend_for(backend_name, 1, memory_gib);
+    auto backend = backend_for(backend_name, 2, memory_gib);  // a second device for the link
     if (!backend) { print(backend.errors()); return kEnvironment; }
     const auto prof = hetsim::exec::calibrate(**backend, seconds);
     const std::string toml = hetsim::exec::profile_toml(prof, profile_name, memory_gib * 1073741824.0, devices);
     if (profile_out.empty()) std::cout << toml;
     else if (int rc = write(profile_out, toml)) return rc;
-    std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak, half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
+    std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak fp32 ({:.4g} bf16, {:.4g} fp16), half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
                              "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "
                              "{:.3g} GB/s\n",
-                             prof.gemm.peak_flops / 1e9, prof.gemm.half_dim, prof.gemm.launch_s * 1e6,
+                             prof.gemm.peak_flops / 1e9, prof.peak_bf16 / 1e9, prof.peak_fp16 / 1e9, prof.gemm.half_dim, prof.gemm.launch_s * 1e6,
                              100 * prof.gemm.rms_rel_error, prof.memory_bandwidth / 1e9, prof.copy_bandwidth / 1e9,
                              prof.attention_efficiency, prof.link_latency_s * 1e6, prof.link_bandwidth / 1e9);
     return kOk;

@@ -1,15 +1,17 @@
 #include "exec/comm/shm_group.hpp"
 
-#include "exec/backend.hpp"
-
 #include <algorithm>
-#include <chrono>
-#include <mutex>
 #include <cstring>
+#include <string>
 
 namespace hetsim::exec {
 
-ShmGroup::ShmGroup(int members) : n_(members), bar_(members), in_(static_cast<std::size_t>(members), nullptr) {}
+ShmGroup::ShmGroup(int members)
+    : n_(members),
+      bar_(members),
+      in_(static_cast<std::size_t>(members), nullptr),
+      out_(static_cast<std::size_t>(members), nullptr),
+      gone_(static_cast<std::size_t>(members), false) {}
 
 void ShmGroup::barrier() { bar_.arrive_and_wait(); }
 
@@ -34,6 +36,12 @@ void ShmGroup::sum_slice(float* out, std::size_t offset, std::size_t lo, std::si
 
 void ShmGroup::leave(int rank) {
   in_[static_cast<std::size_t>(rank)] = nullptr;
+  ++departed_;
+  {
+    const std::lock_guard<std::mutex> lock(mail_mutex_);
+    gone_[static_cast<std::size_t>(rank)] = true;
+  }
+  mail_cv_.notify_all();
   bar_.arrive_and_drop();
 }
 
@@ -76,6 +84,145 @@ std::int64_t ShmGroup::reduce_scatter(int rank, const float* in, float* out, std
   sum_slice(out, static_cast<std::size_t>(rank) * count, 0, count);
   bar_.arrive_and_wait();
   return began;
+}
+
+std::int64_t ShmGroup::all_to_all(int rank, const float* in, float* out, std::size_t count) {
+  in_[static_cast<std::size_t>(rank)] = in;
+  bar_.arrive_and_wait();
+  const std::int64_t began = host_clock_ns();
+  // Pull: slice `rank` of every member's input lands in slot p of this member's output.
+  for (int p = 0; p < n_; ++p)
+    if (const float* src = in_[static_cast<std::size_t>(p)]; src != nullptr)
+      std::memcpy(out + static_cast<std::size_t>(p) * count, src + static_cast<std::size_t>(rank) * count,
+                  count * sizeof(float));
+  bar_.arrive_and_wait();
+  return began;
+}
+
+std::int64_t ShmGroup::send(int from, int to, const float* buf, std::size_t count) {
+  const std::int64_t began = host_clock_ns();
+  std::vector<float> msg(buf, buf + count);
+  {
+    const std::lock_guard<std::mutex> lock(mail_mutex_);
+    mail_[{from, to}].push_back(std::move(msg));
+  }
+  mail_cv_.notify_all();
+  return began;
+}
+
+bool ShmGroup::recv(int to, int from, float* buf, std::size_t count) {
+  std::unique_lock<std::mutex> lock(mail_mutex_);
+  auto& q = mail_[{from, to}];
+  mail_cv_.wait(lock, [&] { return !q.empty() || gone_[static_cast<std::size_t>(from)]; });
+  if (q.empty()) return false;
+  std::vector<float> msg = std::move(q.front());
+  q.pop_front();
+  lock.unlock();
+  std::memcpy(buf, msg.data(), std::min(count, msg.size()) * sizeof(float));
+  return true;
+}
+
+namespace {
+
+class ShmCommunicator final : public Communicator {
+ public:
+  ShmCommunicator(std::shared_ptr<ShmGroup> g, int rank, Device* staged)
+      : g_(std::move(g)), rank_(rank), staged_(staged) {}
+  int rank() const override { return rank_; }
+  int size() const override { return g_->size(); }
+
+  Result<std::int64_t> all_reduce(float* buf, std::size_t count) override {
+    float* h = staged_ ? host(0, count) : buf;
+    if (staged_ != nullptr) staged_->to_host(buf, h, count * sizeof(float));
+    const auto t = g_->all_reduce(rank_, h, count);
+    stage_out(h, buf, count);
+    return checked(t, "all-reduce");
+  }
+  Result<std::int64_t> all_gather(const float* in, float* out, std::size_t count) override {
+    const float* h = stage_in(in, count, 0);
+    float* ho = staged_ ? host(1, count * static_cast<std::size_t>(size())) : out;
+    const auto t = g_->all_gather(rank_, h, ho, count);
+    stage_out(ho, out, count * static_cast<std::size_t>(size()));
+    return checked(t, "all-gather");
+  }
+  Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) override {
+    const float* h = stage_in(in, count * static_cast<std::size_t>(size()), 0);
+    float* ho = staged_ ? host(1, count) : out;
+    const auto t = g_->reduce_scatter(rank_, h, ho, count);
+    stage_out(ho, out, count);
+    return checked(t, "reduce-scatter");
+  }
+  Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) override {
+    const float* h = stage_in(in, count * static_cast<std::size_t>(size()), 0);
+    float* ho = staged_ ? host(1, count * static_cast<std::size_t>(size())) : out;
+    const auto t = g_->all_to_all(rank_, h, ho, count);
+    stage_out(ho, out, count * static_cast<std::size_t>(size()));
+    return checked(t, "all-to-all");
+  }
+  Result<std::int64_t> send(const float* buf, std::size_t count, int peer) override {
+    const float* h = stage_in(buf, count, 0);
+    return checked(g_->send(rank_, peer, h, count), "send");
+  }
+  Result<std::int64_t> recv(float* buf, std::size_t count, int peer) override {
+    const std::int64_t t = host_clock_ns();
+    float* h = staged_ ? host(0, count) : buf;
+    if (!g_->recv(rank_, peer, h, count))
+      return Diagnostic{{}, "", "recv: member " + std::to_string(peer) + " left the group before sending", ""};
+    stage_out(h, buf, count);
+    return t;
+  }
+  Diagnostics barrier() override {
+    g_->barrier();
+    if (g_->departed()) return {Diagnostic{{}, "", "barrier: a member of the group failed", ""}};
+    return {};
+  }
+  void leave() override { g_->leave(rank_); }
+
+ private:
+  Result<std::int64_t> checked(std::int64_t t, const char* what) const {
+    if (g_->departed())
+      return Diagnostic{{}, "", std::string(what) + ": a member of the group failed and left", ""};
+    return t;
+  }
+  float* host(int slot, std::size_t count) {
+    auto& v = stage_[static_cast<std::size_t>(slot)];
+    if (v.size() < count) v.resize(count);
+    return v.data();
+  }
+  // The buffer the shared-memory group reads: the device buffer itself, or its host copy.
+  const float* stage_in(const float* dev, std::size_t count, int slot) {
+    if (staged_ == nullptr) return dev;
+    float* h = host(slot, count);
+    staged_->to_host(dev, h, count * sizeof(float));
+    return h;
+  }
+  void stage_out(const float* h, float* dev, std::size_t count) {
+    if (staged_ != nullptr) staged_->from_host(h, dev, count * sizeof(float));
+  }
+
+  std::shared_ptr<ShmGroup> g_;
+  int rank_;
+  Device* staged_;
+  std::vector<float> stage_[2];
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> shm_communicator(std::shared_ptr<ShmGroup> group, int rank, Device* staged) {
+  return std::make_unique<ShmCommunicator>(std::move(group), rank, staged);
+}
+
+Result<Communicators> Backend::communicators(const std::vector<Device*>& members) {
+  auto g = std::make_shared<ShmGroup>(static_cast<int>(members.size()));
+  Communicators out;
+  for (std::size_t i = 0; i < members.size(); ++i)
+    out.push_back(shm_communicator(g, static_cast<int>(i), members[i]->host_memory() ? nullptr : members[i]));
+  return out;
+}
+
+std::string Backend::transport(const std::vector<Device*>& members) const {
+  return !members.empty() && !members[0]->host_memory() ? "shared memory, staged through host buffers"
+                                                         : "shared memory";
 }
 
 }  // namespace hetsim::exec

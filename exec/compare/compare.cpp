@@ -29,6 +29,13 @@ Result<Comparison> compare(const io::TraceFile& p, const io::TraceFile& m, int w
     it->predicted_s += pd;
     it->measured_s += md;
     misses.push_back({p.devices[a.device], a.name, pd, md});
+    // Op classes: the predicted side names what the cost model priced; the measured side what ran.
+    auto part = [&](const std::string& cls) -> KindError& {
+      auto k = std::find_if(c.classes.begin(), c.classes.end(), [&](const KindError& x) { return x.kind == cls; });
+      return k != c.classes.end() ? *k : c.classes.emplace_back(KindError{cls, 0, 0});
+    };
+    for (const auto& [cls, ns] : a.parts) part(cls).predicted_s += static_cast<double>(ns) * 1e-9;
+    for (const auto& [cls, ns] : b.parts) part(cls).measured_s += static_cast<double>(ns) * 1e-9;
   }
   for (std::size_t d = 0; d < p.devices.size(); ++d)
     c.peak_bytes.emplace_back(static_cast<double>(p.peak_bytes[d]), static_cast<double>(m.peak_bytes[d]));
@@ -46,6 +53,11 @@ std::string comparison_text(const Comparison& c) {
   o += fmt::format("  {:<18}{:>14}{:>14}{:>10}\n", "task kind", "predicted s", "measured s", "error");
   for (const auto& k : c.kinds)
     o += fmt::format("  {:<18}{:>14.5f}{:>14.5f}{:>+9.1f}%\n", k.kind, k.predicted_s, k.measured_s, 100 * k.error());
+  if (!c.classes.empty()) {
+    o += fmt::format("  {:<18}{:>14}{:>14}{:>10}\n", "op class", "predicted s", "measured s", "error");
+    for (const auto& k : c.classes)
+      o += fmt::format("  {:<18}{:>14.5f}{:>14.5f}{:>+9.1f}%\n", k.kind, k.predicted_s, k.measured_s, 100 * k.error());
+  }
   for (std::size_t d = 0; d < c.peak_bytes.size(); ++d)
     o += fmt::format("  peak memory device {}: predicted {:.4g} MiB, measured {:.4g} MiB ({:+.1f} %)\n", d,
                      c.peak_bytes[d].first / 1048576.0, c.peak_bytes[d].second / 1048576.0,
@@ -66,6 +78,10 @@ std::string comparison_json(const Comparison& c) {
   for (const auto& k : c.kinds)
     j["kinds"].push_back({{"kind", k.kind}, {"predicted_s", k.predicted_s}, {"measured_s", k.measured_s},
                           {"error", k.error()}});
+  j["op_classes"] = nlohmann::ordered_json::array();
+  for (const auto& k : c.classes)
+    j["op_classes"].push_back({{"class", k.kind}, {"predicted_s", k.predicted_s}, {"measured_s", k.measured_s},
+                               {"error", k.error()}});
   j["peak_bytes"] = nlohmann::ordered_json::array();
   for (const auto& [pb, mb] : c.peak_bytes) j["peak_bytes"].push_back({{"predicted", pb}, {"measured", mb}});
   j["worst"] = nlohmann::ordered_json::array();

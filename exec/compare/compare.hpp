@@ -1,6 +1,6 @@
 #pragma once
-// Prediction against measurement: step time, time per task kind, peak memory per device, and the
-// tasks with the largest misses.
+// Prediction against measurement: step time, time per task kind (each collective apart) and per
+// op class inside the compute tasks, peak memory per device, and the tasks with the largest misses.
 
 #include <string>
 #include <vector>
@@ -23,6 +23,9 @@ struct TaskMiss {
 struct Comparison {
   double predicted_step_s = 0, measured_step_s = 0;
   std::vector<KindError> kinds;
+  /// Inside the compute tasks, per op class (gemm, attention, norm, elementwise, embedding,
+  /// loss, optimizer): from the traces' parts; empty when a trace has none.
+  std::vector<KindError> classes;
   std::vector<std::pair<double, double>> peak_bytes;  ///< per device: predicted, measured
   std::vector<TaskMiss> worst;                        ///< largest |predicted − measured| first
   [[nodiscard]] double step_error() const { return predicted_step_s / measured_step_s - 1; }

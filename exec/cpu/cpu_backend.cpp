@@ -2,16 +2,59 @@
 
 #include <Eigen/Core>
 
-#include <chrono>
-#include <cstring>
-#include <vector>
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <new>
+#include <vector>
 
 namespace hetsim::exec {
 namespace {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Map = Eigen::Map<RowMatrix>;
+using ConstMap = Eigen::Map<const RowMatrix>;
+
+// 16-bit formats are stored as such and computed in fp32 (the cpu has no bf16 matrix units that
+// Eigen uses): operands are widened into scratch, results narrowed back. The conversions are
+// O(m·k + k·n + m·n) against the GEMM's O(m·n·k).
+void widen(Format f, const void* src, float* dst, std::size_t n) {
+  if (f == Format::Fp32) {
+    std::memcpy(dst, src, n * sizeof(float));
+  } else if (f == Format::Bf16) {
+    const auto* s = static_cast<const Eigen::bfloat16*>(src);
+    for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+  } else {
+    const auto* s = static_cast<const Eigen::half*>(src);
+    for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+  }
+}
+void narrow(Format f, const float* src, void* dst, std::size_t n) {
+  if (f == Format::Fp32) {
+    std::memcpy(dst, src, n * sizeof(float));
+  } else if (f == Format::Bf16) {
+    auto* d = static_cast<Eigen::bfloat16*>(dst);
+    for (std::size_t i = 0; i < n; ++i) d[i] = Eigen::bfloat16(src[i]);
+  } else {
+    auto* d = static_cast<Eigen::half*>(dst);
+    for (std::size_t i = 0; i < n; ++i) d[i] = Eigen::half(src[i]);
+  }
+}
+
+// Row softmax of s (rows × cols) in place; with `causal`, row i of the block sees keys up to
+// `first_row + i` only.
+void softmax_rows(Map s, bool causal, int first_row) {
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    const Eigen::Index visible = causal ? std::min<Eigen::Index>(s.cols(), first_row + i + 1) : s.cols();
+    auto row = s.row(i);
+    const float mx = row.head(visible).maxCoeff();
+    row.head(visible) = (row.head(visible).array() - mx).exp();
+    row.head(visible) /= row.head(visible).sum();
+    if (visible < s.cols()) row.tail(s.cols() - visible).setZero();
+  }
+}
 
 class CpuDevice final : public Device {
  public:
@@ -36,21 +79,9 @@ class CpuDevice final : public Device {
     live_ -= bytes;
   }
 
-  void gemm(int m, int n, int k, const float* a, const float* b, float* c) override {
-    Eigen::Map<const RowMatrix> A(a, m, k);
-    Eigen::Map<const RowMatrix> B(b, k, n);
-    Eigen::Map<RowMatrix> C(c, m, n);
-    C.noalias() = A * B;
-  }
-
-  void stream(const float* src, float* dst, std::size_t count) override {
-    for (std::size_t i = 0; i < count; ++i) dst[i] = src[i] * 0.999f + 1e-3f;
-  }
-
-  void copy(const float* src, float* dst, std::size_t count) override { std::memcpy(dst, src, count * sizeof(float)); }
-
-  float* workspace(int slot, std::size_t floats) override {
+  void* workspace(int slot, std::size_t bytes) override {
     auto& w = work_[static_cast<std::size_t>(slot)];
+    const std::size_t floats = (bytes + 3) / 4;
     if (w.size() < floats) {
       try {
         w.assign(floats, 0.5f);
@@ -61,17 +92,150 @@ class CpuDevice final : public Device {
     }
     return w.data();
   }
+
+  void gemm(int m, int n, int k, Format f, const void* a, const void* b, void* c) override {
+    if (f == Format::Fp32) {
+      Map(static_cast<float*>(c), m, n).noalias() =
+          ConstMap(static_cast<const float*>(a), m, k) * ConstMap(static_cast<const float*>(b), k, n);
+      return;
+    }
+    const auto mk = std::size_t(m) * k, kn = std::size_t(k) * n, mn = std::size_t(m) * n;
+    float* w = scratch(mk + kn + mn);
+    widen(f, a, w, mk);
+    widen(f, b, w + mk, kn);
+    Map(w + mk + kn, m, n).noalias() = ConstMap(w, m, k) * ConstMap(w + mk, k, n);
+    narrow(f, w + mk + kn, c, mn);
+  }
+
+  void attention(const AttentionShape& s, Format f, const void* qkv, void* o, void* grads, bool backward) override {
+    const std::size_t per = std::size_t(s.seq) * s.head_dim, heads = std::size_t(s.heads);
+    const int blk = std::min(s.seq, 128);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    // fp32 views of one head: q, k, v, o (dO in backward), dq, dk, dv, then the score block and
+    // its gradient.
+    float* w = scratch(7 * per + 2 * std::size_t(blk) * s.seq);
+    float *q = w, *kk = w + per, *v = w + 2 * per, *out = w + 3 * per, *dq = w + 4 * per, *dk = w + 5 * per,
+          *dv = w + 6 * per, *sc = w + 7 * per, *ds = sc + std::size_t(blk) * s.seq;
+    const std::size_t eb = format_bytes(f);
+    auto at = [&](const void* base, std::size_t elems) { return static_cast<const char*>(base) + elems * eb; };
+    auto at_mut = [&](void* base, std::size_t elems) { return static_cast<char*>(base) + elems * eb; };
+    const int d = s.head_dim;
+    for (std::size_t h = 0; h < heads; ++h) {
+      widen(f, at(qkv, h * per), q, per);
+      widen(f, at(qkv, (heads + h) * per), kk, per);
+      widen(f, at(qkv, (2 * heads + h) * per), v, per);
+      if (backward) {
+        widen(f, at(o, h * per), out, per);  // dO
+        std::fill(dk, dk + 2 * per, 0.0f);   // dk and dv accumulate over row blocks
+      }
+      for (int r0 = 0; r0 < s.seq; r0 += blk) {
+        const int rows = std::min(blk, s.seq - r0);
+        const int keys = s.causal ? r0 + rows : s.seq;  // the masked blocks are skipped
+        Map S(sc, rows, keys);
+        S.noalias() = ConstMap(q + std::size_t(r0) * d, rows, d) * ConstMap(kk, keys, d).transpose() * scale;
+        softmax_rows(S, s.causal, r0);
+        if (!backward) {
+          Map(out + std::size_t(r0) * d, rows, d).noalias() = S * ConstMap(v, keys, d);
+          continue;
+        }
+        ConstMap dO(out + std::size_t(r0) * d, rows, d);
+        Map(dv, keys, d).noalias() += S.transpose() * dO;                // dV += Pᵀ·dO
+        Map dP(ds, rows, keys);
+        dP.noalias() = dO * ConstMap(v, keys, d).transpose();           // dP = dO·Vᵀ
+        // dS = P ∘ (dP − rowsum(P ∘ dP)), the softmax gradient.
+        const Eigen::VectorXf dsum = (S.array() * dP.array()).rowwise().sum();
+        dP = S.array() * (dP.array().colwise() - dsum.array());
+        Map(dq + std::size_t(r0) * d, rows, d).noalias() = dP * ConstMap(kk, keys, d) * scale;  // dQ = dS·K
+        Map(dk, keys, d).noalias() += dP.transpose() * ConstMap(q + std::size_t(r0) * d, rows, d) * scale;  // dK += dSᵀ·Q
+      }
+      if (!backward) {
+        narrow(f, out, at_mut(o, h * per), per);
+      } else {
+        narrow(f, dq, at_mut(grads, h * per), per);
+        narrow(f, dk, at_mut(grads, (heads + h) * per), per);
+        narrow(f, dv, at_mut(grads, (2 * heads + h) * per), per);
+      }
+    }
+  }
+
+  void norm(int rows, int cols, Format f, const void* x, void* y, bool backward) override {
+    const auto n = std::size_t(cols);
+    float* w = scratch(3 * n);
+    float *xr = w, *yr = w + n, *dx = w + 2 * n;
+    const std::size_t eb = format_bytes(f);
+    for (int r = 0; r < rows; ++r) {
+      const auto off = std::size_t(r) * n * eb;
+      widen(f, static_cast<const char*>(x) + off, xr, n);
+      Eigen::Map<Eigen::ArrayXf> X(xr, cols), Y(yr, cols), DX(dx, cols);
+      const float mean = X.mean();
+      const float rstd = 1.0f / std::sqrt((X - mean).square().mean() + 1e-5f);
+      if (!backward) {
+        Y = (X - mean) * rstd;
+        narrow(f, yr, static_cast<char*>(y) + off, n);
+        continue;
+      }
+      // dx = rstd·(dy − mean(dy) − x̂·mean(dy·x̂)), dy read from y and dx written over it.
+      widen(f, static_cast<const char*>(y) + off, yr, n);
+      DX = (X - mean) * rstd;
+      const float mdy = Y.mean(), mdyx = (Y * DX).mean();
+      DX = rstd * (Y - mdy - DX * mdyx);
+      narrow(f, dx, static_cast<char*>(y) + off, n);
+    }
+  }
+
+  void elementwise(std::size_t count, Format f, const void* src, void* dst) override {
+    if (f == Format::Fp32) {
+      const auto* s = static_cast<const float*>(src);
+      auto* d = static_cast<float*>(dst);
+      for (std::size_t i = 0; i < count; ++i) d[i] = s[i] * 0.999f + 1e-3f;
+    } else {
+      // 16-bit values: the same pass on the bits' halves (bandwidth is what is measured).
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      auto* d = static_cast<std::uint16_t*>(dst);
+      for (std::size_t i = 0; i < count; ++i) d[i] = static_cast<std::uint16_t>(s[i] ^ 0x0101u);
+    }
+  }
+
+  void adam(std::size_t count, float* state) override {
+    constexpr float lr = 1e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
+    float *p = state, *g = state + count, *m = state + 2 * count, *v = state + 3 * count;
+    for (std::size_t i = 0; i < count; ++i) {
+      m[i] = b1 * m[i] + (1 - b1) * g[i];
+      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+      p[i] -= lr * m[i] / (std::sqrt(v[i]) + eps);
+    }
+  }
+
+  void copy(const void* src, void* dst, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void to_host(const void* src, void* host, std::size_t bytes) override { std::memcpy(host, src, bytes); }
+  void from_host(const void* host, void* dst, std::size_t bytes) override { std::memcpy(dst, host, bytes); }
   bool host_memory() const override { return true; }
 
-  std::int64_t now_ns() const override { return host_clock_ns(); }
+  int record() override {
+    marks_.push_back(host_clock_ns());
+    return static_cast<int>(marks_.size()) - 1;
+  }
+  std::vector<std::int64_t> resolve() override {
+    std::vector<std::int64_t> out;
+    out.swap(marks_);
+    return out;
+  }
+
   std::size_t live_bytes() const override { return live_; }
   std::size_t peak_bytes() const override { return peak_; }
 
  private:
+  float* scratch(std::size_t floats) {
+    if (scratch_.size() < floats) scratch_.resize(floats);
+    return scratch_.data();
+  }
+
   int index_;
   std::size_t capacity_;
   std::size_t live_ = 0, peak_ = 0;
   std::vector<float> work_[3];
+  std::vector<float> scratch_;
+  std::vector<std::int64_t> marks_;
 };
 
 class CpuBackend final : public Backend {

@@ -2,108 +2,205 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <nccl.h>
 
-#include <chrono>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "exec/gpu/kernels.cuh"
+
+namespace hetsim::exec::rt {
+using Stream = cudaStream_t;
+using Event = cudaEvent_t;
+using Error = cudaError_t;
+constexpr Error kOk = cudaSuccess;
+inline const char* error_string(Error e) { return cudaGetErrorString(e); }
+inline void set_device(int i) { cudaSetDevice(i); }
+inline Error malloc_(void** p, std::size_t b) { return cudaMalloc(p, b); }
+inline void free_(void* p) { cudaFree(p); }
+inline void memset_(void* p, int v, std::size_t b) { cudaMemset(p, v, b); }
+inline void copy_async(void* dst, const void* src, std::size_t b, Stream s) {
+  cudaMemcpyAsync(dst, src, b, cudaMemcpyDefault, s);
+}
+inline void stream_create(Stream* s) { cudaStreamCreateWithFlags(s, cudaStreamNonBlocking); }
+inline void stream_destroy(Stream s) { cudaStreamDestroy(s); }
+inline void stream_synchronize(Stream s) { cudaStreamSynchronize(s); }
+inline void event_create(Event* e) { cudaEventCreate(e); }
+inline void event_destroy(Event e) { cudaEventDestroy(e); }
+inline void event_record(Event e, Stream s) { cudaEventRecord(e, s); }
+inline void event_synchronize(Event e) { cudaEventSynchronize(e); }
+inline void event_elapsed_ms(float* ms, Event a, Event b) { cudaEventElapsedTime(ms, a, b); }
+inline void mem_info(std::size_t* f, std::size_t* t) { cudaMemGetInfo(f, t); }
+}  // namespace hetsim::exec::rt
+
 namespace hetsim::exec {
+struct GemmCall;
 namespace {
 
-// Every CUDA call goes through here: an error becomes a message naming the call.
-std::string check(cudaError_t rc, const char* what) {
-  return rc == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(rc);
+cudaDataType_t cuda_type(Format f) {
+  return f == Format::Fp32 ? CUDA_R_32F : f == Format::Bf16 ? CUDA_R_16BF : CUDA_R_16F;
 }
 
-__global__ void stream_kernel(const float* src, float* dst, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    dst[i] = src[i] * 0.999f + 1e-3f;
-}
+}  // namespace
 
-class CudaDevice final : public Device {
+// cuBLAS in every format: fp32, bf16 and fp16 operands, fp32 accumulation (no TF32: fp32 stays
+// fp32, as the catalogue's fp32 peak assumes).
+class Blas {
  public:
-  explicit CudaDevice(int index) : index_(index) {
-    cudaSetDevice(index_);
-    cudaStreamCreate(&stream_);
-    cublasCreate(&blas_);
-    cublasSetStream(blas_, stream_);
-    std::size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    capacity_ = total_b;
+  Blas(int device, rt::Stream s) {
+    cudaSetDevice(device);
+    cublasCreate(&h_);
+    cublasSetStream(h_, s);
   }
-  ~CudaDevice() override {
-    cudaSetDevice(index_);
-    for (auto& w : work_)
-      if (w.first) cudaFree(w.first);
-    cublasDestroy(blas_);
-    cudaStreamDestroy(stream_);
-  }
-
-  std::string name() const override { return "cuda" + std::to_string(index_); }
-
-  Result<void*> allocate(std::size_t bytes) override {
-    cudaSetDevice(index_);
-    void* p = nullptr;
-    if (auto e = check(cudaMalloc(&p, bytes), "cudaMalloc"); !e.empty())
-      return Diagnostic{{}, "", name() + ": out of memory allocating " + std::to_string(bytes) + " bytes (" + e + ")",
-                        "a smaller plan, or more devices"};
-    live_ += bytes;
-    if (live_ > peak_) peak_ = live_;
-    return p;
-  }
-  void release(void* p, std::size_t bytes) override {
-    cudaSetDevice(index_);
-    cudaFree(p);
-    live_ -= bytes;
-  }
-
-  void gemm(int m, int n, int k, const float* a, const float* b, float* c) override {
-    // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
-    const float one = 1.0f, zero = 0.0f;
-    cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n);
-    cudaStreamSynchronize(stream_);
-  }
-  void stream(const float* src, float* dst, std::size_t count) override {
-    stream_kernel<<<1024, 256, 0, stream_>>>(src, dst, count);
-    cudaStreamSynchronize(stream_);
-  }
-  void copy(const float* src, float* dst, std::size_t count) override {
-    cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDefault, stream_);
-    cudaStreamSynchronize(stream_);
-  }
-  float* workspace(int slot, std::size_t floats) override {
-    auto& w = work_[slot];
-    if (w.second < floats) {
-      cudaSetDevice(index_);
-      if (w.first) cudaFree(w.first);
-      w = {nullptr, 0};
-      if (cudaMalloc(&w.first, floats * sizeof(float)) != cudaSuccess) return nullptr;  // the caller fails the task
-      cudaMemset(w.first, 0, floats * sizeof(float));
-      w.second = floats;
-    }
-    return w.first;
-  }
-  bool host_memory() const override { return false; }
-  std::int64_t now_ns() const override { return host_clock_ns(); }
-  std::size_t live_bytes() const override { return live_; }
-  std::size_t peak_bytes() const override { return peak_; }
+  ~Blas() { cublasDestroy(h_); }
+  void run(const GemmCall& g);
 
  private:
-  int index_;
-  cudaStream_t stream_{};
-  cublasHandle_t blas_{};
-  std::size_t capacity_ = 0, live_ = 0, peak_ = 0;
-  std::pair<float*, std::size_t> work_[3] = {{nullptr, 0}, {nullptr, 0}, {nullptr, 0}};
+  cublasHandle_t h_{};
+};
+
+}  // namespace hetsim::exec
+
+#include "exec/gpu/gpu_device.inc"
+
+namespace hetsim::exec {
+
+void Blas::run(const GemmCall& g) {
+  // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands swap.
+  const cublasOperation_t oa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cudaDataType_t in = cuda_type(g.in), out = g.c_fp32 ? CUDA_R_32F : in;
+  cublasGemmStridedBatchedEx(h_, ob, oa, g.n, g.m, g.k, &g.alpha, g.b, in, g.ldb, g.sb, g.a, in, g.lda, g.sa, &g.beta,
+                             g.c, out, g.ldc, g.sc, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+namespace {
+
+// NCCL among distinct GPUs of this process: one communicator per member, made together by
+// ncclCommInitAll. A member that leaves aborts the whole group, so the others' pending
+// operations fail instead of waiting for it forever.
+struct NcclGroup {
+  std::vector<ncclComm_t> comms;
+  std::atomic<bool> aborted{false};
+  ~NcclGroup() {
+    if (!aborted)
+      for (auto c : comms) ncclCommDestroy(c);
+  }
+  void abort() {
+    if (!aborted.exchange(true))
+      for (auto c : comms) ncclCommAbort(c);
+  }
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(std::shared_ptr<NcclGroup> g, int rank, GpuDevice* dev) : g_(std::move(g)), rank_(rank), dev_(dev) {}
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(g_->comms.size()); }
+
+  Result<std::int64_t> all_reduce(float* buf, std::size_t count) override {
+    return call("all-reduce", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, c, s);
+    });
+  }
+  Result<std::int64_t> all_gather(const float* in, float* out, std::size_t count) override {
+    return call("all-gather", [&](ncclComm_t c, cudaStream_t s) { return ncclAllGather(in, out, count, ncclFloat, c, s); });
+  }
+  Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) override {
+    return call("reduce-scatter", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclReduceScatter(in, out, count, ncclFloat, ncclSum, c, s);
+    });
+  }
+  Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) override {
+    return call("all-to-all", [&](ncclComm_t c, cudaStream_t s) {
+      ncclGroupStart();
+      for (int p = 0; p < size(); ++p) {
+        ncclSend(in + std::size_t(p) * count, count, ncclFloat, p, c, s);
+        ncclRecv(out + std::size_t(p) * count, count, ncclFloat, p, c, s);
+      }
+      return ncclGroupEnd();
+    });
+  }
+  Result<std::int64_t> send(const float* buf, std::size_t count, int peer) override {
+    return call("send", [&](ncclComm_t c, cudaStream_t s) { return ncclSend(buf, count, ncclFloat, peer, c, s); });
+  }
+  Result<std::int64_t> recv(float* buf, std::size_t count, int peer) override {
+    return call("recv", [&](ncclComm_t c, cudaStream_t s) { return ncclRecv(buf, count, ncclFloat, peer, c, s); });
+  }
+  Diagnostics barrier() override {
+    auto* one = static_cast<float*>(dev_->workspace(2, sizeof(float)));
+    auto r = all_reduce(one, 1);
+    if (!r) return r.errors();
+    if (auto e = cudaStreamSynchronize(dev_->stream()); e != cudaSuccess)
+      return {Diagnostic{{}, "", std::string("barrier: ") + cudaGetErrorString(e), ""}};
+    return {};
+  }
+  void leave() override { g_->abort(); }
+
+ private:
+  template <class F>
+  Result<std::int64_t> call(const char* what, F&& f) {
+    if (g_->aborted) return Diagnostic{{}, "", std::string(what) + ": a member of the group failed (NCCL aborted)", ""};
+    cudaSetDevice(dev_->index());
+    const std::int64_t t = host_clock_ns();
+    if (auto rc = f(g_->comms[static_cast<std::size_t>(rank_)], dev_->stream()); rc != ncclSuccess)
+      return Diagnostic{{}, "", std::string(what) + ": NCCL " + ncclGetErrorString(rc), ""};
+    return t;
+  }
+  std::shared_ptr<NcclGroup> g_;
+  int rank_;
+  GpuDevice* dev_;
 };
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int n) : n_(n) {}
+  explicit CudaBackend(int n) : n_(n) {
+    // Peer access between every pair, where the hardware allows it (pipeline copies).
+    for (int a = 0; a < n_; ++a) {
+      cudaSetDevice(a);
+      for (int b = 0; b < n_; ++b)
+        if (int ok = 0; a != b && cudaDeviceCanAccessPeer(&ok, a, b) == cudaSuccess && ok) cudaDeviceEnablePeerAccess(b, 0);
+    }
+    cudaGetLastError();  // "already enabled" is not an error here
+  }
   std::string name() const override { return "cuda"; }
   int device_count() const override { return n_; }
-  std::unique_ptr<Device> open(int index) override { return std::make_unique<CudaDevice>(index % n_); }
+  std::unique_ptr<Device> open(int index) override { return std::make_unique<GpuDevice>("cuda", index % n_); }
+
+  Result<Communicators> communicators(const std::vector<Device*>& members) override {
+    if (!nccl_possible(members)) return Backend::communicators(members);
+    std::vector<int> gpus;
+    for (auto* m : members) gpus.push_back(static_cast<GpuDevice*>(m)->index());
+    auto g = std::make_shared<NcclGroup>();
+    g->comms.resize(members.size());
+    if (auto rc = ncclCommInitAll(g->comms.data(), static_cast<int>(members.size()), gpus.data()); rc != ncclSuccess) {
+      g->aborted = true;  // nothing to destroy
+      return Diagnostic{{}, "", std::string("NCCL could not make a communicator: ") + ncclGetErrorString(rc),
+                        "check NCCL_DEBUG=WARN output; the GPUs must see each other"};
+    }
+    Communicators out;
+    for (std::size_t i = 0; i < members.size(); ++i)
+      out.push_back(std::make_unique<NcclCommunicator>(g, static_cast<int>(i), static_cast<GpuDevice*>(members[i])));
+    return Result<Communicators>(std::move(out));  // nvcc's front end does not move implicitly here
+  }
+  std::string transport(const std::vector<Device*>& members) const override {
+    if (!nccl_possible(members)) return Backend::transport(members) + " (NCCL needs distinct GPUs)";
+    int v = 0;
+    ncclGetVersion(&v);
+    return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  }
 
  private:
+  // NCCL needs every member on its own GPU; two "devices" on one GPU share memory through the
+  // host-staged group instead.
+  static bool nccl_possible(const std::vector<Device*>& members) {
+    std::set<int> gpus;
+    for (auto* m : members) gpus.insert(static_cast<GpuDevice*>(m)->index());
+    return members.size() > 1 && gpus.size() == members.size();
+  }
   int n_;
 };
 
@@ -111,8 +208,9 @@ class CudaBackend final : public Backend {
 
 Result<std::unique_ptr<Backend>> make_cuda_backend() {
   int n = 0;
-  if (auto e = check(cudaGetDeviceCount(&n), "cudaGetDeviceCount"); !e.empty())
-    return Diagnostic{{}, "", "no CUDA device: " + e, "run on a machine with an NVIDIA GPU, or use --backend cpu"};
+  if (auto e = cudaGetDeviceCount(&n); e != cudaSuccess)
+    return Diagnostic{{}, "", std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(e),
+                      "run on a machine with an NVIDIA GPU, or use --backend cpu"};
   if (n == 0) return Diagnostic{{}, "", "no CUDA device on this machine", "use --backend cpu"};
   return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(n));
 }

@@ -1,6 +1,8 @@
 #pragma once
-// The cuda backend: one device per GPU, cuBLAS fp32 GEMMs, an own streaming kernel, device
-// memory with the GPU's capacity. Built when HETSIM_WITH_CUDA; CUDA headers stay in this folder.
+// The cuda backend: one device per GPU (cuBLAS GEMMs in fp32/bf16/fp16, own kernels for
+// attention's softmax, norms, elementwise passes and Adam; CUDA events for timing), NCCL
+// collectives among distinct GPUs of this process. Built when HETSIM_WITH_CUDA; CUDA headers stay
+// in exec/cuda and exec/gpu.
 
 #include <memory>
 

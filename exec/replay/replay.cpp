@@ -1,12 +1,13 @@
 #include "exec/replay/replay.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <thread>
 
-#include "exec/comm/shm_group.hpp"
+#include "models/cost/compute.hpp"
 #include "models/workload/layer_ops.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -15,11 +16,27 @@ namespace hetsim::exec {
 namespace {
 
 using schedule::TaskKind;
+using workload::OpKind;
+
+// Op classes timed inside a compute task: workload::OpKind's, then the optimizer.
+constexpr int kClasses = 7;
+constexpr int kOptimizerClass = 6;
+std::string class_name(int c) {
+  return c == kOptimizerClass ? "optimizer" : std::string(workload::op_kind_name(static_cast<OpKind>(c)));
+}
+
+Format format_for(hw::Dtype d) {
+  switch (d) {
+    case hw::Dtype::Fp32: return Format::Fp32;
+    case hw::Dtype::Fp16: return Format::Fp16;
+    default: return Format::Bf16;  // bf16, and fp8 (whose GEMMs no backend here runs in 8 bits)
+  }
+}
 
 // The device's three scratch buffers, big enough for the largest operands seen so far.
 struct Scratch {
   Device* dev = nullptr;
-  float *pa = nullptr, *pb = nullptr, *pc = nullptr;
+  void *pa = nullptr, *pb = nullptr, *pc = nullptr;
   std::size_t na = 0, nb = 0, nc = 0;
   bool failed = false;  ///< a workspace could not be had: the task must fail, not compute
   void fit(std::size_t a, std::size_t b, std::size_t c) {
@@ -28,49 +45,78 @@ struct Scratch {
     if (c > nc) { pc = dev->workspace(2, c); nc = pc ? c : 0; }
     failed = failed || pa == nullptr || pb == nullptr || pc == nullptr;
   }
+  float* fa() const { return static_cast<float*>(pa); }
+  float* fb() const { return static_cast<float*>(pb); }
+  float* fc() const { return static_cast<float*>(pc); }
 };
 
-int as_int(double x) { return std::max(1, static_cast<int>(x + 0.5)); }
+std::size_t as_size(double x) { return std::max<std::size_t>(1, static_cast<std::size_t>(x + 0.5)); }
+int as_int(double x) { return static_cast<int>(as_size(x)); }
 
-// Runs one op's pass: GEMMs as GEMMs of the op's shape (backward: the data- and weight-gradient
-// GEMMs), fused attention as the per-head GEMMs it performs (the causal half of QKᵀ and PV;
-// backward 2.5× forward), everything else as a streaming pass over its bytes.
-void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, int heads_per_rank, int seq, int head_dim,
-            int sequences, bool causal_fused = true) {
-  using workload::OpKind;
-  if (op.kind == OpKind::Gemm) {
-    const int m = as_int(op.m), n = as_int(op.n), k = as_int(op.k);
-    // Forward reads m×k and k×n and writes m×n; backward swaps the roles: every buffer must
-    // hold the largest of the three matrices.
-    const std::size_t most = std::max({std::size_t(m) * n, std::size_t(n) * k, std::size_t(m) * k});
-    sc.fit(most, most, most);
-    for (int i = 0; i < op.count; ++i) {
-      if (!backward) {
-        dev.gemm(m, n, k, sc.pa, sc.pb, sc.pc);
-      } else {
-        dev.gemm(m, k, n, sc.pa, sc.pb, sc.pc);  // dA = dC·Bᵀ
-        dev.gemm(k, n, m, sc.pa, sc.pb, sc.pc);  // dB = Aᵀ·dC
+// What the op of a compute task runs as (the same op lists the cost model prices).
+struct OpContext {
+  Format format = Format::Fp32;
+  AttentionShape attention;  ///< heads: micro-batch × heads per rank
+  int hidden = 1;            ///< norm width
+  int vocab_rank = 1;        ///< loss width (the rank's vocabulary shard)
+};
+
+// Runs one op's pass as its kernel: GEMMs as GEMMs of the op's shape (backward: the data- and
+// weight-gradient GEMMs), attention as the blocked softmax attention (FlashAttention-2's five
+// GEMMs backward), norms and the loss as row normalisations, everything else as an elementwise
+// pass over the op's bytes.
+void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, const OpContext& c) {
+  const std::size_t eb = format_bytes(c.format);
+  switch (op.kind) {
+    case OpKind::Gemm: {
+      const int m = as_int(op.m), n = as_int(op.n), k = as_int(op.k);
+      // Forward reads m×k and k×n and writes m×n; backward swaps the roles: every buffer must
+      // hold the largest of the three matrices.
+      const std::size_t most = std::max({std::size_t(m) * n, std::size_t(n) * k, std::size_t(m) * k}) * eb;
+      sc.fit(most, most, most);
+      if (sc.failed) return;
+      for (int i = 0; i < op.count; ++i) {
+        if (!backward) {
+          dev.gemm(m, n, k, c.format, sc.pa, sc.pb, sc.pc);
+        } else {
+          dev.gemm(m, k, n, c.format, sc.pa, sc.pb, sc.pc);  // dA = dC·Bᵀ
+          dev.gemm(k, n, m, c.format, sc.pa, sc.pb, sc.pc);  // dB = Aᵀ·dC
+        }
       }
+      return;
     }
-    return;
+    case OpKind::Attention: {
+      const auto& a = c.attention;
+      const std::size_t one = std::size_t(a.heads) * a.seq * a.head_dim * eb;
+      sc.fit(3 * one, 3 * one, one);
+      if (sc.failed) return;
+      dev.attention(a, c.format, sc.pa, sc.pc, sc.pb, backward);
+      return;
+    }
+    case OpKind::Norm:
+    case OpKind::Loss: {
+      // The forward pass reads and writes the tensor once: rows × width elements.
+      const bool loss = op.kind == OpKind::Loss;
+      const Format f = loss ? Format::Fp32 : c.format;  // the loss works on fp32 logits
+      const int cols = loss ? c.vocab_rank : c.hidden;
+      const std::size_t elems = as_size(op.fwd_bytes.v / (2.0 * static_cast<double>(format_bytes(f))));
+      const int rows = as_int(static_cast<double>(elems) / cols);
+      const std::size_t bytes = std::size_t(rows) * cols * format_bytes(f);
+      sc.fit(bytes, 1, bytes);
+      if (sc.failed) return;
+      dev.norm(rows, cols, f, sc.pa, sc.pc, backward);
+      return;
+    }
+    default: {
+      // Read one element, write one: the pass moves the op's bytes.
+      const double bytes = (backward ? op.bwd_bytes : op.fwd_bytes).v;
+      const std::size_t count = as_size(bytes / (2.0 * static_cast<double>(eb)));
+      sc.fit(count * eb, 1, count * eb);
+      if (sc.failed) return;
+      dev.elementwise(count, c.format, sc.pa, sc.pc);
+      return;
+    }
   }
-  if (op.kind == OpKind::Attention) {
-    // A causal fused kernel skips the masked half; otherwise the full s×s (cost model alike).
-    const int half = causal_fused ? std::max(1, seq / 2) : seq;
-    const std::size_t most = std::size_t(seq) * std::max({seq, head_dim, half});
-    sc.fit(most, most, most);
-    const int repeats = backward ? 5 : 2;  // FlashAttention-2: 2 GEMMs forward, 5 backward
-    for (int r = 0; r < sequences * heads_per_rank; ++r)
-      for (int g = 0; g < repeats; ++g) {
-        if (g % 2 == 0) dev.gemm(seq, half, head_dim, sc.pa, sc.pb, sc.pc);
-        else dev.gemm(seq, head_dim, half, sc.pa, sc.pb, sc.pc);
-      }
-    return;
-  }
-  const double bytes = (backward ? op.bwd_bytes : op.fwd_bytes).v;
-  const auto floats = static_cast<std::size_t>(bytes / 8);  // read one float, write one
-  sc.fit(floats, 1, floats);
-  dev.stream(sc.pa, sc.pc, floats);
 }
 
 }  // namespace
@@ -104,22 +150,58 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   for (const auto& d : g.devices) max_count = std::max(max_count, d.count);
 
   // The work of each compute task, from the same op lists the cost model prices.
-  workload::MicroBatchShape shape;
-  shape.micro_batch = p.micro_batch;
-  shape.seq_len = s.training.seq_len;
-  shape.tp = p.groups[0].stages[0].tp;
-  shape.sequence_parallel = p.sequence_parallel && shape.tp > 1;
-  shape.dtype = s.training.precision;
-  shape.flash_attention = s.training.flash_attention;
-  shape.causal = s.training.causal;
   std::vector<std::vector<workload::Op>> layer(g.devices.size()), emb(g.devices.size()), head(g.devices.size());
+  std::vector<OpContext> ctx(g.devices.size());
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    workload::MicroBatchShape sh = shape;
+    workload::MicroBatchShape sh;
+    sh.micro_batch = p.micro_batch;
+    sh.seq_len = s.training.seq_len;
     sh.tp = g.devices[d].tp;
     sh.sequence_parallel = p.sequence_parallel && sh.tp > 1;
+    sh.dtype = s.training.precision;
+    sh.flash_attention = s.training.flash_attention;
+    sh.causal = s.training.causal;
     layer[d] = workload::layer_ops(s.model, sh);
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);
+    auto& c = ctx[d];
+    c.format = format_for(s.training.precision);
+    c.attention = {p.micro_batch * s.model.heads / sh.tp, s.training.seq_len, s.model.head_dim(),
+                   s.training.causal && s.training.flash_attention};
+    c.hidden = s.model.hidden;
+    c.vocab_rank = std::max(1, s.model.vocab / sh.tp);
+  }
+  if (s.training.precision == hw::Dtype::Fp8)
+    out.notes.push_back("fp8 GEMMs run in bf16 (no backend here has 8-bit GEMMs)");
+  if (backend.name() == "cpu" && s.training.precision != hw::Dtype::Fp32)
+    out.notes.push_back(std::string("the cpu backend stores ") + std::string(format_name(ctx[0].format)) +
+                        " operands and computes in fp32");
+
+  // The cost model's time per op class of every task (what the engine's durations are made of).
+  out.predicted_parts.resize(g.size());
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    const auto& info = g.devices[t.device];
+    const auto& dev = s.cluster.pools[static_cast<std::size_t>(info.pool)].device;
+    std::array<double, kClasses> sum{};
+    auto add = [&](const std::vector<workload::Op>& ops, cost::Pass pass, int times, bool selective_only) {
+      for (const auto& op : ops)
+        if (!selective_only || op.selective_recompute)
+          sum[static_cast<std::size_t>(op.kind)] += cost::op_time(dev, s.training.precision, op, pass).v * times;
+    };
+    if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward) {
+      const auto pass = t.kind == TaskKind::Forward ? cost::Pass::Forward : cost::Pass::Backward;
+      add(layer[t.device], pass, t.layers, false);
+      if (t.first_layer == 0) add(emb[t.device], pass, 1, false);
+      if (t.first_layer + t.layers == s.model.layers) add(head[t.device], pass, 1, false);
+    } else if (t.kind == TaskKind::Recompute) {
+      add(layer[t.device], cost::Pass::Forward, t.layers, p.recompute != cost::Recompute::Full);
+    } else if (t.kind == TaskKind::Optimizer) {
+      sum[kOptimizerClass] = static_cast<double>(out.predicted.end[i] - out.predicted.start[i]) * 1e-9;
+    }
+    for (int c = 0; c < kClasses; ++c)
+      if (sum[static_cast<std::size_t>(c)] > 0)
+        out.predicted_parts[i].emplace_back(class_name(c), static_cast<std::int64_t>(sum[static_cast<std::size_t>(c)] * 1e9 + 0.5));
   }
 
   // Each device runs its tasks in the predicted order (a valid topological order).
@@ -135,10 +217,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   const auto costs = analytic::stage_costs(s, p);
   const auto sb = cost::state_bytes(s.training.precision, s.training.optimizer);
   const int replicas = p.replicas();
-  std::vector<std::size_t> optimizer_floats;
+  std::vector<std::size_t> adam_params;  // Adam's fp32 pass moves 28 bytes per parameter
   for (const auto& d : g.devices) {
     const double params = costs[d.group][d.stage].params / (p.zero >= 1 ? replicas : 1);
-    optimizer_floats.push_back(static_cast<std::size_t>(params * (sb.grads + 2 * sb.optimizer + sb.weights) / 8));
+    adam_params.push_back(as_size(params * (sb.grads + 2 * sb.optimizer + sb.weights) / 28.0));
   }
   auto dp_floats = [&](const schedule::Task& t) {
     const auto& c = costs[g.devices[t.device].group][g.devices[t.device].stage];
@@ -150,42 +232,54 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     return std::max<std::size_t>(r, (n + r - 1) / r * r);  // a multiple of the replicas
   };
 
-  // Communicators: the tp ranks of each (device, replica); the replicas of each (device, rank).
-  std::vector<std::vector<std::unique_ptr<ShmGroup>>> tp_groups(g.devices.size()), dp_groups(g.devices.size());
-  for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    for (int r = 0; r < g.devices[d].replicas; ++r) tp_groups[d].push_back(std::make_unique<ShmGroup>(g.devices[d].tp));
-    for (int t = 0; t < g.devices[d].tp; ++t) dp_groups[d].push_back(std::make_unique<ShmGroup>(g.devices[d].replicas));
-  }
-
   const int model_layers = s.model.layers;
   std::vector<std::unique_ptr<Device>> devices;
   for (int d = 0; d < needed; ++d) devices.push_back(backend.open(d));
   std::vector<Scratch> scratch(static_cast<std::size_t>(needed));
   for (int d = 0; d < needed; ++d) scratch[static_cast<std::size_t>(d)].dev = devices[static_cast<std::size_t>(d)].get();
-  for (const auto& d : g.devices)
-    if ((d.tp > 1 || d.replicas > 1) && !devices[0]->host_memory())
-      return Diagnostic{{}, "plan", "the " + backend.name() + " backend has no collectives yet; device " + d.label +
-                                    " needs tensor- or data-parallel collectives",
-                        "replay a plan with tp 1 and one replica on this backend"};
+
+  // Communicators: the tp ranks of each (device, replica); the replicas of each (device, rank).
+  std::vector<std::vector<Communicators>> tp_comms(g.devices.size()), dp_comms(g.devices.size());
+  for (std::size_t d = 0; d < g.devices.size(); ++d) {
+    const int tp = g.devices[d].tp, reps = g.devices[d].replicas;
+    auto real = [&](int replica, int rank) { return devices[static_cast<std::size_t>(first_real[d] + replica * tp + rank)].get(); };
+    for (int r = 0; r < reps; ++r) {
+      std::vector<Device*> members;
+      for (int t = 0; t < tp; ++t) members.push_back(real(r, t));
+      auto c = backend.communicators(members);
+      if (!c) return c.errors();
+      if (tp > 1 && r == 0) out.notes.push_back("tensor-parallel collectives: " + backend.transport(members));
+      tp_comms[d].push_back(std::move(*c));
+    }
+    for (int t = 0; t < tp; ++t) {
+      std::vector<Device*> members;
+      for (int r = 0; r < reps; ++r) members.push_back(real(r, t));
+      auto c = backend.communicators(members);
+      if (!c) return c.errors();
+      if (reps > 1 && t == 0) out.notes.push_back("data-parallel collectives: " + backend.transport(members));
+      dp_comms[d].push_back(std::move(*c));
+    }
+  }
   const std::size_t act_elems = static_cast<std::size_t>(p.micro_batch) * static_cast<std::size_t>(s.training.seq_len) *
                                 static_cast<std::size_t>(s.model.hidden);
-  // The executor computes in fp32; what goes over the wire is sized as the cost model prices it:
-  // activations and weights in the training format (2 bytes in mixed precision), fp32 gradients.
+  // What goes over the wire is sized as the cost model prices it: activations and weights in the
+  // training format (2 bytes in mixed precision, so half as many fp32 values), fp32 gradients.
   const bool wide = s.training.precision == hw::Dtype::Fp32;
   const std::size_t wire_act = wide ? act_elems : act_elems / 2;
-  const bool causal_fused = s.training.causal && s.training.flash_attention;
 
   std::vector<engine::Trace> steps;
+  std::vector<std::vector<io::TaskParts>> step_parts;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     // done[task · max_count + member]: member = replica · tp + rank of the task's device.
     std::vector<std::atomic<bool>> done(g.size() * static_cast<std::size_t>(max_count));
     // Timings of member 0 of every folded device (the members run the same tasks in lock step
     // through their collectives).
     std::vector<std::int64_t> start(g.size()), end(g.size());
+    std::vector<io::TaskParts> parts(g.size());
     std::vector<std::string> error(static_cast<std::size_t>(needed));
     std::atomic<bool> failed{false};
     std::atomic<std::int64_t> last_end{0};  // over every member, not only the timed ones
-    const std::int64_t t0 = devices[0]->now_ns();
+    const std::int64_t t0 = host_clock_ns();
     std::vector<std::thread> threads;
     for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
       for (int member = 0; member < g.devices[rep].count; ++member)
@@ -196,11 +290,12 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           const auto real = static_cast<std::size_t>(first_real[rep] + member);
           Device& dev = *devices[real];
           Scratch& sc = scratch[real];
+          const OpContext& oc = ctx[rep];
           auto flag = [&](std::uint32_t task, int m) -> std::atomic<bool>& {
             return done[task * static_cast<std::size_t>(max_count) + static_cast<std::size_t>(m)];
           };
-          ShmGroup& tpg = *tp_groups[rep][static_cast<std::size_t>(replica)];
-          ShmGroup& dpg = *dp_groups[rep][static_cast<std::size_t>(rank)];
+          Communicator& tpc = *tp_comms[rep][static_cast<std::size_t>(replica)][static_cast<std::size_t>(rank)];
+          Communicator& dpc = *dp_comms[rep][static_cast<std::size_t>(rank)][static_cast<std::size_t>(replica)];
           // Activations held between tasks, per (chunk, micro-batch): a task allocates its block
           // at its start; at its end the block joins what that micro-batch holds, less what it
           // frees.
@@ -209,8 +304,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           auto fail = [&](const std::string& why) {
             if (!why.empty()) error[real] = why;
             failed = true;
-            tpg.leave(rank);
-            dpg.leave(replica);
+            tpc.leave();
+            dpc.leave();
             for (auto& [key, block] : held)
               if (block.first != nullptr) dev.release(block.first, block.second);
             held.clear();
@@ -224,9 +319,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           if (!base) { fail(to_string(base.errors()[0])); return; }
           base_ptr = *base;
           for (std::uint32_t id : order[rep]) {
+            // Every predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
             for (std::uint32_t pr : preds[id]) {
-              // The predecessor's member that feeds this one: same replica, same rank (mod its tp).
-              // Every predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
               const auto& pinfo = g.devices[g.tasks[pr].device];
               if (pinfo.tp <= tp) {
                 flag(pr, replica * pinfo.tp + rank % pinfo.tp).wait(false);
@@ -236,55 +330,64 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             }
             if (failed) { fail(""); return; }
             const auto& t = g.tasks[id];
-            std::int64_t t_start = dev.now_ns() - t0;
-            std::int64_t began = -1;  // a collective's real start: when its last member arrived
+            const std::string where = " in task '" + schedule::task_name(t) + "'";
             void* own = nullptr;
             if (t.alloc_bytes > 0) {
               auto a = dev.allocate(static_cast<std::size_t>(t.alloc_bytes));
-              if (!a) { fail(to_string(a.errors()[0]) + " in task '" + schedule::task_name(t) + "'"); return; }
+              if (!a) { fail(to_string(a.errors()[0]) + where); return; }
               own = *a;
-              }
+            }
+            // Marks: the task's start, then one after every timed op (its class noted).
+            std::vector<int> mark_class;
+            dev.record();
+            auto timed = [&](int cls) {
+              dev.record();
+              mark_class.push_back(cls);
+            };
+            std::int64_t began = -1;  // a collective's real start: when its last member arrived
+            std::string comm_error;
+            auto note = [&](const Result<std::int64_t>& r, bool first) {
+              if (!r) comm_error = dev.name() + ": " + to_string(r.errors()[0]);
+              else if (first && began < 0) began = *r;
+            };
             const bool bwd = t.kind == TaskKind::Backward;
+            auto run_ops = [&](const std::vector<workload::Op>& ops, bool backward, bool selective_only) {
+              for (const auto& op : ops) {
+                if (selective_only && !op.selective_recompute) continue;
+                run_op(dev, sc, op, backward, oc);
+                timed(static_cast<int>(op.kind));
+              }
+            };
             switch (t.kind) {
               case TaskKind::Forward:
               case TaskKind::Backward:
-                for (int l = 0; l < t.layers; ++l)
-                  for (const auto& op : layer[rep])
-                    run_op(dev, sc, op, bwd, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch,
-                           causal_fused);
-                if (t.first_layer == 0)
-                  for (const auto& op : emb[rep]) run_op(dev, sc, op, bwd, 0, 0, 0, 0);
-                if (t.first_layer + t.layers == model_layers)
-                  for (const auto& op : head[rep]) run_op(dev, sc, op, bwd, 0, 0, 0, 0);
+                for (int l = 0; l < t.layers; ++l) run_ops(layer[rep], bwd, false);
+                if (t.first_layer == 0) run_ops(emb[rep], bwd, false);
+                if (t.first_layer + t.layers == model_layers) run_ops(head[rep], bwd, false);
                 break;
               case TaskKind::Recompute:
-                for (int l = 0; l < t.layers; ++l)
-                  for (const auto& op : layer[rep])
-                    if (p.recompute == cost::Recompute::Full || op.selective_recompute)
-                      run_op(dev, sc, op, false, s.model.heads / tp, s.training.seq_len, s.model.head_dim(), p.micro_batch,
-                             causal_fused);
+                for (int l = 0; l < t.layers; ++l) run_ops(layer[rep], false, p.recompute != cost::Recompute::Full);
                 break;
               case TaskKind::TpCollective: {
                 // Per layer: all-gather before and reduce-scatter after the attention and MLP
                 // blocks (sequence parallel), or an all-reduce after each (not).
                 const bool sp = p.sequence_parallel;
                 const std::size_t shard = wire_act / static_cast<std::size_t>(tp);
-                sc.fit(wire_act, wire_act, wire_act);
+                sc.fit(wire_act * 4, wire_act * 4, wire_act * 4);
+                if (sc.failed) break;
                 // The collectives after a backward also cover the recomputed forward (full recompute).
                 bool after_backward = false;
                 for (std::uint32_t pr : preds[id]) after_backward = after_backward || g.tasks[pr].kind == TaskKind::Backward;
                 int rounds = t.layers * (after_backward && p.recompute == cost::Recompute::Full ? 4 : 2);
                 // The embedding's and the head's collective, half of it in each direction.
                 if (t.first_layer == 0 || t.first_layer + t.layers == model_layers) rounds += 1;
-                for (int k = 0; k < rounds; ++k) {
-                  std::int64_t b0 = 0;
+                for (int k = 0; k < rounds && comm_error.empty(); ++k) {
                   if (sp) {
-                    b0 = tpg.all_gather(rank, sc.pa, sc.pc, shard);
-                    tpg.reduce_scatter(rank, sc.pc, sc.pb, shard);
+                    note(tpc.all_gather(sc.fa(), sc.fc(), shard), k == 0);
+                    if (comm_error.empty()) note(tpc.reduce_scatter(sc.fc(), sc.fb(), shard), false);
                   } else {
-                    b0 = tpg.all_reduce(rank, sc.pc, wire_act);
+                    note(tpc.all_reduce(sc.fc(), wire_act), k == 0);
                   }
-                  if (k == 0) began = b0;
                 }
                 break;
               }
@@ -296,34 +399,44 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                   n = std::max(r, (n / 2 + r - 1) / r * r);
                 }
                 const std::size_t per = n / static_cast<std::size_t>(replicas);
-                sc.fit(n, n, n);
-                if (t.kind == TaskKind::ParamGather) began = dpg.all_gather(replica, sc.pa, sc.pc, per);
-                else if (p.zero == 0) began = dpg.all_reduce(replica, sc.pc, n);
-                else began = dpg.reduce_scatter(replica, sc.pa, sc.pb, per);
+                sc.fit(n * 4, n * 4, n * 4);
+                if (sc.failed) break;
+                if (t.kind == TaskKind::ParamGather) note(dpc.all_gather(sc.fa(), sc.fc(), per), true);
+                else if (p.zero == 0) note(dpc.all_reduce(sc.fc(), n), true);
+                else note(dpc.reduce_scatter(sc.fa(), sc.fb(), per), true);
                 break;
               }
               case TaskKind::SendActivation:
               case TaskKind::SendGradient: {
                 // This rank's share of the micro-batch's activation (or gradient), copied into
                 // the buffer the next stage reads.
-                const std::size_t floats = wire_act / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
-                sc.fit(floats, 1, floats);
-                dev.copy(sc.pa, sc.pc, floats);
+                const std::size_t bytes = 4 * wire_act / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
+                sc.fit(bytes, 1, bytes);
+                if (sc.failed) break;
+                dev.copy(sc.pa, sc.pc, bytes);
                 break;
               }
               case TaskKind::Optimizer: {
-                // Streams the optimizer's bytes in slices of at most 16 M floats.
-                const std::size_t floats = optimizer_floats[rep];
-                const std::size_t slice = std::min<std::size_t>(floats, 1 << 24);
-                sc.fit(slice, 1, slice);
-                for (std::size_t n = 0; n < floats; n += slice)
-                  dev.stream(sc.pa, sc.pc, std::min(slice, floats - n));
+                // Adam over the device's parameters, in slices of at most 4 M.
+                const std::size_t count = adam_params[rep];
+                const std::size_t slice = std::min<std::size_t>(count, std::size_t{1} << 22);
+                sc.fit(16 * slice, 1, 1);
+                if (sc.failed) break;
+                for (std::size_t n = 0; n < count; n += slice) dev.adam(std::min(slice, count - n), sc.fa());
+                timed(kOptimizerClass);
                 break;
               }
             }
+            dev.record();
+            const auto marks = dev.resolve();  // waits for the device: the task is done
             if (sc.failed) {
               if (own != nullptr) dev.release(own, static_cast<std::size_t>(t.alloc_bytes));
-              fail(dev.name() + ": no memory for scratch buffers in task '" + schedule::task_name(t) + "'");
+              fail(dev.name() + ": no memory for scratch buffers" + where);
+              return;
+            }
+            if (!comm_error.empty()) {
+              if (own != nullptr) dev.release(own, static_cast<std::size_t>(t.alloc_bytes));
+              fail(comm_error + where);
               return;
             }
             if (t.alloc_bytes > 0 || t.free_bytes > 0) {
@@ -335,17 +448,22 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               n = 0;
               if (keep > 0) {
                 auto a = dev.allocate(static_cast<std::size_t>(keep));
-                if (!a) { fail(to_string(a.errors()[0])); return; }
+                if (!a) { fail(to_string(a.errors()[0]) + where); return; }
                 ptr = *a;
                 n = static_cast<std::size_t>(keep);
               }
             }
-            if (began >= 0) t_start = std::max(t_start, began - t0);
             if (member == 0) {
-              start[id] = t_start;
-              end[id] = dev.now_ns() - t0;
+              start[id] = marks.front() - t0;
+              if (began >= 0) start[id] = std::max(start[id], began - t0);
+              end[id] = marks.back() - t0;
+              std::array<std::int64_t, kClasses> sum{};
+              for (std::size_t k = 0; k < mark_class.size(); ++k)
+                sum[static_cast<std::size_t>(mark_class[k])] += marks[k + 1] - marks[k];
+              for (int c = 0; c < kClasses; ++c)
+                if (sum[static_cast<std::size_t>(c)] > 0) parts[id].emplace_back(class_name(c), sum[static_cast<std::size_t>(c)]);
             }
-            for (std::int64_t e = dev.now_ns() - t0, cur = last_end.load(); e > cur && !last_end.compare_exchange_weak(cur, e);) {
+            for (std::int64_t e = marks.back() - t0, cur = last_end.load(); e > cur && !last_end.compare_exchange_weak(cur, e);) {
             }
             flag(id, member) = true;
             flag(id, member).notify_all();
@@ -373,12 +491,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       tr.peak_bytes.push_back(static_cast<std::int64_t>(devices[static_cast<std::size_t>(first_real[rep])]->peak_bytes()));
     out.step_ns.push_back(tr.makespan);
     steps.push_back(std::move(tr));
+    step_parts.push_back(std::move(parts));
   }
   // The median step.
   std::vector<std::size_t> idx(steps.size());
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   std::sort(idx.begin(), idx.end(), [&](auto a, auto b) { return steps[a].makespan < steps[b].makespan; });
   out.measured = steps[idx[idx.size() / 2]];
+  out.measured_parts = step_parts[idx[idx.size() / 2]];
   return out;
 }
 

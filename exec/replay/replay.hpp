@@ -8,6 +8,7 @@
 #include <string>
 
 #include "exec/backend.hpp"
+#include "sim/io/trace_json.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/schedule/task_graph.hpp"
@@ -24,13 +25,19 @@ struct Replay {
   engine::Trace predicted;     ///< the native engine's step
   engine::Trace measured;      ///< the median measured step (same task indexes)
   std::vector<std::int64_t> step_ns;  ///< every measured step
+  /// Per task, time per op class (gemm, attention, norm, elementwise, embedding, loss,
+  /// optimizer): as the cost model prices it, and as measured in the median step.
+  std::vector<io::TaskParts> predicted_parts, measured_parts;
+  std::vector<std::string> notes;  ///< how the run differed from the plan (formats, transport)
   /// Set when a device failed after some steps were measured: those steps are kept (and
   /// reported), the rest were not run.
   std::optional<Diagnostic> failure;
 };
 
 /// Replays `p` on `backend`: every folded device is unfolded into its real devices (tp ranks ×
-/// replicas, one thread each), TP and DP collectives run for real among them. Fails, naming the
+/// replicas, one thread each), TP and DP collectives run for real among them (the backend's
+/// communicators), every op of every compute task runs as its kernel (GEMM, attention, norm,
+/// elementwise, Adam) in the plan's format and is timed on its own. Fails, naming the
 /// device and task, when the plan needs devices the backend lacks, when a device runs out of
 /// memory, or when the plan has several replica groups (not yet supported).
 [[nodiscard]] Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o);

@@ -12,11 +12,17 @@
 
 namespace hetsim::io {
 
+/// Time per op class inside one task: ("gemm", ns), ("attention", ns), …
+using TaskParts = std::vector<std::pair<std::string, std::int64_t>>;
+
 struct TraceTask {
   std::uint32_t device = 0;
   std::string kind;  ///< schedule::task_kind_name
   std::string name;  ///< schedule::task_name
   std::int64_t start_ns = 0, end_ns = 0;
+  /// Time per op class inside a compute task ("gemm", "attention", "norm", …, "optimizer"), in
+  /// ns; empty where not known (the engine's collectives; traces of older versions).
+  TaskParts parts;
 };
 
 struct TraceFile {
@@ -27,7 +33,9 @@ struct TraceFile {
   std::vector<TraceTask> tasks;             ///< in task-graph order
 };
 
-[[nodiscard]] TraceFile make_trace_file(const schedule::TaskGraph& g, const engine::Trace& t, std::string source);
+/// `parts`, where given, holds each task's time per op class (indexed like the graph's tasks).
+[[nodiscard]] TraceFile make_trace_file(const schedule::TaskGraph& g, const engine::Trace& t, std::string source,
+                                        const std::vector<TaskParts>& parts = {});
 [[nodiscard]] std::string trace_to_json(const TraceFile& t);
 [[nodiscard]] Result<TraceFile> read_trace_json(const std::filesystem::path& file);
 

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Core>
+
+#include <cmath>
+#include <set>
 #include <thread>
 
 #include "exec/calibrate/calibrate.hpp"
@@ -111,30 +115,240 @@ TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
   }
 }
 
-TEST(ShmGroup, CollectivesAreNumericallyRight) {
-  // 3 members; member r holds values r + 1 + i/10. Sum over members: 6 + 3·i/10.
-  const int n = 3;
-  const std::size_t count = 6;
-  exec::ShmGroup grp(n);
-  std::vector<std::vector<float>> reduced(n), gathered(n, std::vector<float>(n * count)), scattered(n, std::vector<float>(2));
-  std::vector<std::thread> th;
-  for (int r = 0; r < n; ++r)
-    th.emplace_back([&, r] {
-      std::vector<float> mine(count);
-      for (std::size_t i = 0; i < count; ++i) mine[i] = float(r + 1) + float(i) / 10;
-      reduced[r] = mine;
-      grp.all_reduce(r, reduced[r].data(), count);
-      grp.all_gather(r, mine.data(), gathered[r].data(), count);
-      grp.reduce_scatter(r, mine.data(), scattered[r].data(), 2);
-    });
-  for (auto& t : th) t.join();
-  for (int r = 0; r < n; ++r) {
-    for (std::size_t i = 0; i < count; ++i) {
-      EXPECT_FLOAT_EQ(reduced[r][i], 6.0f + 3.0f * float(i) / 10);
-      for (int q = 0; q < n; ++q) EXPECT_FLOAT_EQ(gathered[r][q * count + i], float(q + 1) + float(i) / 10);
+// Every collective of the shared-memory communicator, in place on host memory and staged
+// through host buffers (the path device memory takes), against sums computed here.
+TEST(Communicator, CollectivesAndPointToPointAreNumericallyRight) {
+  for (const bool staged : {false, true}) {
+    // 3 members; member r holds values r + 1 + i/10. Sum over members: 6 + 3·i/10.
+    const int n = 3;
+    const std::size_t count = 6;
+    auto grp = std::make_shared<exec::ShmGroup>(n);
+    auto backend = exec::make_cpu_backend(n);
+    std::vector<std::unique_ptr<exec::Device>> devs;
+    exec::Communicators comms;
+    for (int r = 0; r < n; ++r) {
+      devs.push_back(backend->open(r));
+      comms.push_back(exec::shm_communicator(grp, r, staged ? devs.back().get() : nullptr));
     }
-    for (std::size_t i = 0; i < 2; ++i) EXPECT_FLOAT_EQ(scattered[r][i], 6.0f + 3.0f * float(r * 2 + i) / 10);
+    std::vector<std::vector<float>> reduced(n), gathered(n, std::vector<float>(n * count)),
+        scattered(n, std::vector<float>(2)), exchanged(n, std::vector<float>(n * 2)), received(n, std::vector<float>(count));
+    std::vector<std::string> errors(n);
+    std::vector<std::thread> th;
+    for (int r = 0; r < n; ++r)
+      th.emplace_back([&, r] {
+        auto& c = *comms[static_cast<std::size_t>(r)];
+        std::vector<float> mine(count);
+        for (std::size_t i = 0; i < count; ++i) mine[i] = float(r + 1) + float(i) / 10;
+        reduced[r] = mine;
+        bool ok = c.all_reduce(reduced[r].data(), count).ok();
+        ok = ok && c.all_gather(mine.data(), gathered[r].data(), count).ok();
+        ok = ok && c.reduce_scatter(mine.data(), scattered[r].data(), 2).ok();
+        ok = ok && c.all_to_all(mine.data(), exchanged[r].data(), 2).ok();
+        // A ring of sends: r sends its values to r + 1 and receives from r − 1.
+        ok = ok && c.send(mine.data(), count, (r + 1) % n).ok();
+        ok = ok && c.recv(received[r].data(), count, (r + n - 1) % n).ok();
+        ok = ok && c.barrier().empty();
+        if (!ok) errors[r] = "failed";
+      });
+    for (auto& t : th) t.join();
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(errors[r], "") << "staged " << staged;
+      for (std::size_t i = 0; i < count; ++i) {
+        EXPECT_FLOAT_EQ(reduced[r][i], 6.0f + 3.0f * float(i) / 10);
+        for (int q = 0; q < n; ++q) EXPECT_FLOAT_EQ(gathered[r][q * count + i], float(q + 1) + float(i) / 10);
+        EXPECT_FLOAT_EQ(received[r][i], float((r + n - 1) % n + 1) + float(i) / 10);
+      }
+      for (std::size_t i = 0; i < 2; ++i) EXPECT_FLOAT_EQ(scattered[r][i], 6.0f + 3.0f * float(r * 2 + i) / 10);
+      // Slot q of member r's all-to-all output: member q's slice r.
+      for (int q = 0; q < n; ++q)
+        for (std::size_t i = 0; i < 2; ++i)
+          EXPECT_FLOAT_EQ(exchanged[r][q * 2 + i], float(q + 1) + float(r * 2 + i) / 10);
+    }
   }
+}
+
+TEST(Communicator, AMemberThatLeavesFailsTheOthersInsteadOfHangingThem) {
+  auto grp = std::make_shared<exec::ShmGroup>(2);
+  auto a = exec::shm_communicator(grp, 0), b = exec::shm_communicator(grp, 1);
+  std::vector<float> x(4, 1.0f);
+  std::thread leaver([&] { b->leave(); });
+  auto r = a->all_reduce(x.data(), x.size());
+  leaver.join();
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(a->recv(x.data(), x.size(), 1).ok());  // nothing will come from a member that left
+}
+
+// Naive references for the cpu device's kernels.
+std::vector<float> ramp(std::size_t n, float scale, int salt) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = scale * float(int((i * 7 + std::size_t(salt) * 13) % 17) - 8) / 8.0f;
+  return v;
+}
+
+TEST(CpuDevice, GemmsIn16BitFormatsMatchFp32) {
+  auto dev = exec::make_cpu_backend(1)->open(0);
+  const int m = 33, n = 17, k = 29;
+  const auto a = ramp(std::size_t(m) * k, 1, 1), b = ramp(std::size_t(k) * n, 1, 2);
+  std::vector<float> ref(std::size_t(m) * n, 0.0f);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int x = 0; x < k; ++x) ref[std::size_t(i) * n + j] += a[std::size_t(i) * k + x] * b[std::size_t(x) * n + j];
+  std::vector<float> c(ref.size());
+  dev->gemm(m, n, k, exec::Format::Fp32, a.data(), b.data(), c.data());
+  for (std::size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], ref[i], 1e-4f);
+  // ramp() values are multiples of 1/8 up to 1: exact in bf16 and fp16; the sums round once.
+  for (auto f : {exec::Format::Bf16, exec::Format::Fp16}) {
+    std::vector<Eigen::bfloat16> ab(a.size()), bb(b.size()), cb(c.size());
+    std::vector<Eigen::half> ah(a.size()), bh(b.size()), ch(c.size());
+    for (std::size_t i = 0; i < a.size(); ++i) { ab[i] = Eigen::bfloat16(a[i]); ah[i] = Eigen::half(a[i]); }
+    for (std::size_t i = 0; i < b.size(); ++i) { bb[i] = Eigen::bfloat16(b[i]); bh[i] = Eigen::half(b[i]); }
+    if (f == exec::Format::Bf16) dev->gemm(m, n, k, f, ab.data(), bb.data(), cb.data());
+    else dev->gemm(m, n, k, f, ah.data(), bh.data(), ch.data());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const float got = f == exec::Format::Bf16 ? float(cb[i]) : float(ch[i]);
+      EXPECT_NEAR(got, ref[i], (f == exec::Format::Bf16 ? 1e-2f : 1e-3f) * (1 + std::abs(ref[i]))) << i;
+    }
+  }
+}
+
+// Attention forward and backward against the textbook formulas, causal and not.
+TEST(CpuDevice, AttentionMatchesTheNaiveFormulas) {
+  auto dev = exec::make_cpu_backend(1)->open(0);
+  for (const bool causal : {true, false}) {
+    const exec::AttentionShape s{2, 300, 8, causal};  // 300 > one 128-row block: blocks and mask meet
+    const std::size_t per = std::size_t(s.seq) * s.head_dim, H = std::size_t(s.heads);
+    const auto qkv = ramp(3 * H * per, 0.5f, 3), dO = ramp(H * per, 1.0f, 4);
+    std::vector<float> o(H * per), o_grad = dO, grads(3 * H * per);
+    dev->attention(s, exec::Format::Fp32, qkv.data(), o.data(), nullptr, false);
+    dev->attention(s, exec::Format::Fp32, qkv.data(), o_grad.data(), grads.data(), true);
+    const float scale = 1.0f / std::sqrt(float(s.head_dim));
+    const int S = s.seq, D = s.head_dim;
+    for (std::size_t h = 0; h < H; ++h) {
+      const float* q = qkv.data() + h * per;
+      const float* k = qkv.data() + (H + h) * per;
+      const float* v = qkv.data() + (2 * H + h) * per;
+      // P = softmax(QKᵀ·scale) with the mask.
+      std::vector<double> P(std::size_t(S) * S, 0.0);
+      for (int i = 0; i < S; ++i) {
+        const int last = causal ? i : S - 1;
+        double mx = -1e300;
+        for (int j = 0; j <= last; ++j) {
+          double x = 0;
+          for (int d = 0; d < D; ++d) x += double(q[i * D + d]) * k[j * D + d];
+          P[std::size_t(i) * S + j] = x * scale;
+          mx = std::max(mx, x * scale);
+        }
+        double z = 0;
+        for (int j = 0; j <= last; ++j) z += (P[std::size_t(i) * S + j] = std::exp(P[std::size_t(i) * S + j] - mx));
+        for (int j = 0; j <= last; ++j) P[std::size_t(i) * S + j] /= z;
+      }
+      const float* g = dO.data() + h * per;
+      for (int i = 0; i < S; i += 37)
+        for (int d = 0; d < D; ++d) {
+          double ov = 0, dv = 0;
+          for (int j = 0; j < S; ++j) {
+            ov += P[std::size_t(i) * S + j] * v[j * D + d];
+            dv += P[std::size_t(j) * S + i] * g[j * D + d];  // dV = Pᵀ·dO (row i of dV)
+          }
+          EXPECT_NEAR(o[h * per + std::size_t(i) * D + d], ov, 1e-4) << "O " << causal << " " << i;
+          EXPECT_NEAR(grads[(2 * H + h) * per + std::size_t(i) * D + d], dv, 1e-3) << "dV " << causal << " " << i;
+        }
+      // dQ row i = Σ_j dS_ij K_j · scale, dS = P∘(dP − rowsum(P∘dP)), dP = dO·Vᵀ.
+      for (int i = 0; i < S; i += 41) {
+        std::vector<double> dP(S), dS(S);
+        double dot = 0;
+        for (int j = 0; j < S; ++j) {
+          for (int d = 0; d < D; ++d) dP[j] += double(g[i * D + d]) * v[j * D + d];
+          dot += P[std::size_t(i) * S + j] * dP[j];
+        }
+        for (int j = 0; j < S; ++j) dS[j] = P[std::size_t(i) * S + j] * (dP[j] - dot);
+        for (int d = 0; d < D; ++d) {
+          double dq = 0;
+          for (int j = 0; j < S; ++j) dq += dS[j] * k[j * D + d] * scale;
+          EXPECT_NEAR(grads[h * per + std::size_t(i) * D + d], dq, 1e-3) << "dQ " << causal << " " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuDevice, NormAndAdamComputeTheirFormulas) {
+  auto dev = exec::make_cpu_backend(1)->open(0);
+  const int rows = 3, cols = 10;
+  const auto x = ramp(std::size_t(rows) * cols, 2.0f, 5);
+  std::vector<float> y(x.size());
+  dev->norm(rows, cols, exec::Format::Fp32, x.data(), y.data(), false);
+  for (int r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < cols; ++c) mean += x[std::size_t(r) * cols + c] / cols;
+    for (int c = 0; c < cols; ++c) var += std::pow(x[std::size_t(r) * cols + c] - mean, 2) / cols;
+    for (int c = 0; c < cols; ++c)
+      EXPECT_NEAR(y[std::size_t(r) * cols + c], (x[std::size_t(r) * cols + c] - mean) / std::sqrt(var + 1e-5), 1e-4);
+  }
+  // Backward with dy = x̂ itself: dx = rstd·(x̂ − mean(x̂) − x̂·mean(x̂²)) = rstd·(x̂ − 0 − x̂·1) ≈ 0.
+  std::vector<float> dy = y;
+  dev->norm(rows, cols, exec::Format::Fp32, x.data(), dy.data(), true);
+  for (float v : dy) EXPECT_NEAR(v, 0.0f, 1e-3f);
+  // One Adam step from zero moments: m = 0.1·g, v = 0.05·g², p −= 1e-4 · m/(√v + ε).
+  const std::size_t n = 5;
+  std::vector<float> state(4 * n, 0.0f);
+  for (std::size_t i = 0; i < n; ++i) { state[i] = 1.0f; state[n + i] = float(i) - 2.0f; }
+  dev->adam(n, state.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = double(i) - 2.0, m = 0.1 * g, v = 0.05 * g * g;
+    EXPECT_NEAR(state[i], 1.0 - 1e-4 * m / (std::sqrt(v) + 1e-8), 1e-7);
+  }
+}
+
+TEST(Replay, TimesEveryOpClassAndPricesItTheSameWay) {
+  auto s = test::parse(small("tp = 1\npp = 2\ndp = 1\nmicro_batch = 1\n"));
+  ASSERT_TRUE(s.ok());
+  auto r = exec::replay(*s, *s->plan, *exec::make_cpu_backend(2), {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  std::set<std::string> predicted, measured;
+  for (std::uint32_t i = 0; i < r->graph.size(); ++i) {
+    const auto& t = r->graph.tasks[i];
+    std::int64_t psum = 0, msum = 0;
+    for (const auto& [c, ns] : r->predicted_parts[i]) { predicted.insert(c); psum += ns; }
+    for (const auto& [c, ns] : r->measured_parts[i]) { measured.insert(c); msum += ns; }
+    const auto pdur = r->predicted.end[i] - r->predicted.start[i];
+    if (t.kind == schedule::TaskKind::Forward || t.kind == schedule::TaskKind::Backward ||
+        t.kind == schedule::TaskKind::Optimizer) {
+      // The cost model's parts are what the engine's duration is made of.
+      EXPECT_NEAR(double(psum), double(pdur), 8.0) << schedule::task_name(t);
+      EXPECT_GT(msum, 0);
+      EXPECT_LE(msum, r->measured.end[i] - r->measured.start[i]);
+    } else {
+      EXPECT_TRUE(r->predicted_parts[i].empty());
+    }
+  }
+  for (const char* c : {"gemm", "attention", "norm", "elementwise", "embedding", "loss", "optimizer"}) {
+    EXPECT_TRUE(predicted.count(c)) << c;
+    EXPECT_TRUE(measured.count(c)) << c;
+  }
+  // The parts travel in the trace files, and compare reports each class.
+  const auto pf = io::make_trace_file(r->graph, r->predicted, "p", r->predicted_parts);
+  const auto mf = io::make_trace_file(r->graph, r->measured, "m", r->measured_parts);
+  auto c = exec::compare(pf, mf);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->classes.size(), 7u);
+  EXPECT_NE(exec::comparison_text(*c).find("op class"), std::string::npos);
+}
+
+TEST(Replay, SixteenBitPlansRunIn16BitBuffersAndSaySo) {
+  std::string text = small("tp = 2\npp = 1\ndp = 1\n");
+  const std::string fp32 = "precision = \"fp32\"", peak = "fp32 = \"20GFLOPS\"";
+  text.replace(text.find(fp32), fp32.size(), "precision = \"bf16\"");
+  text.replace(text.find(peak), peak.size(), "bf16 = \"20GFLOPS\", fp32 = \"20GFLOPS\"");
+  auto s = test::parse(text);
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto r = exec::replay(*s, *s->plan, *exec::make_cpu_backend(2), {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  check_replay(*r);
+  std::string notes;
+  for (const auto& n : r->notes) notes += n + "\n";
+  EXPECT_NE(notes.find("bf16 operands and computes in fp32"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("tensor-parallel collectives: shared memory"), std::string::npos) << notes;
 }
 
 TEST(Replay, OutOfMemoryNamesTheDeviceAndTask) {
@@ -179,12 +393,22 @@ class FlakyBackend final : public exec::Backend {
         return d->allocate(bytes);
       }
       void release(void* p, std::size_t b) override { d->release(p, b); }
-      void gemm(int m, int n, int k, const float* a, const float* b, float* c) override { d->gemm(m, n, k, a, b, c); }
-      void stream(const float* s, float* t, std::size_t n) override { d->stream(s, t, n); }
-      void copy(const float* s, float* t, std::size_t n) override { d->copy(s, t, n); }
-      float* workspace(int slot, std::size_t n) override { return d->workspace(slot, n); }
+      void* workspace(int slot, std::size_t n) override { return d->workspace(slot, n); }
+      void gemm(int m, int n, int k, exec::Format f, const void* a, const void* b, void* c) override {
+        d->gemm(m, n, k, f, a, b, c);
+      }
+      void attention(const exec::AttentionShape& s, exec::Format f, const void* qkv, void* o, void* g, bool bwd) override {
+        d->attention(s, f, qkv, o, g, bwd);
+      }
+      void norm(int r, int c, exec::Format f, const void* x, void* y, bool bwd) override { d->norm(r, c, f, x, y, bwd); }
+      void elementwise(std::size_t n, exec::Format f, const void* s, void* t) override { d->elementwise(n, f, s, t); }
+      void adam(std::size_t n, float* state) override { d->adam(n, state); }
+      void copy(const void* s, void* t, std::size_t n) override { d->copy(s, t, n); }
+      void to_host(const void* s, void* h, std::size_t n) override { d->to_host(s, h, n); }
+      void from_host(const void* h, void* t, std::size_t n) override { d->from_host(h, t, n); }
       bool host_memory() const override { return true; }
-      std::int64_t now_ns() const override { return d->now_ns(); }
+      int record() override { return d->record(); }
+      std::vector<std::int64_t> resolve() override { return d->resolve(); }
       std::size_t live_bytes() const override { return d->live_bytes(); }
       std::size_t peak_bytes() const override { return d->peak_bytes(); }
     };
@@ -227,8 +451,10 @@ TEST(Compare, ComputesErrorsPerKindStepAndMemory) {
   m.peak_bytes = {80};
   p.makespan_ns = 1000;
   m.makespan_ns = 800;
-  p.tasks = {{0, "forward", "F L0 mb0", 0, 300}, {0, "backward", "B L0 mb0", 300, 1000}};
-  m.tasks = {{0, "forward", "F L0 mb0", 0, 200}, {0, "backward", "B L0 mb0", 200, 800}};
+  p.tasks = {{0, "forward", "F L0 mb0", 0, 300, {{"gemm", 200}, {"norm", 100}}},
+             {0, "backward", "B L0 mb0", 300, 1000, {{"gemm", 700}}}};
+  m.tasks = {{0, "forward", "F L0 mb0", 0, 200, {{"gemm", 150}, {"norm", 40}}},
+             {0, "backward", "B L0 mb0", 200, 800, {{"gemm", 500}}}};
   auto c = exec::compare(p, m);
   ASSERT_TRUE(c.ok());
   EXPECT_NEAR(c->step_error(), 1000.0 / 800 - 1, 1e-12);
@@ -236,6 +462,11 @@ TEST(Compare, ComputesErrorsPerKindStepAndMemory) {
   EXPECT_NEAR(c->kinds[0].error(), 300.0 / 200 - 1, 1e-12);
   EXPECT_NEAR(c->kinds[1].error(), 700.0 / 600 - 1, 1e-12);
   EXPECT_EQ(c->worst[0].name, "F L0 mb0");  // |300 − 200| = |700 − 600|: the first stays first
+  // Op classes summed over tasks: gemm 900 vs 650, norm 100 vs 40.
+  ASSERT_EQ(c->classes.size(), 2u);
+  EXPECT_EQ(c->classes[0].kind, "gemm");
+  EXPECT_NEAR(c->classes[0].error(), 900.0 / 650 - 1, 1e-12);
+  EXPECT_NEAR(c->classes[1].error(), 100.0 / 40 - 1, 1e-12);
   m.tasks[1].name = "other";
   EXPECT_FALSE(exec::compare(p, m).ok());
 }

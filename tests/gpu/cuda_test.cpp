@@ -1,13 +1,17 @@
-// The cuda backend on a real GPU: GEMM numerics against a host reference, a one-GPU replay whose
-// measured peak memory is the planned one, and a calibration. Skipped cleanly without a GPU
-// (ctest label `gpu`; CI runs `ctest -LE gpu`, tests/gpu/run.sh runs these on a GPU machine).
+// The cuda backend on a real GPU: every kernel against the cpu backend's (tested against the
+// textbook formulas), collectives against sums, one-GPU and two-"device" replays whose measured
+// peak memory is the planned one, and a calibration. Skipped cleanly without a GPU (ctest label
+// `gpu`; CI runs them and they skip, tests/gpu/run.sh runs them on a GPU machine).
 
 #include <gtest/gtest.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
+#include <thread>
 #include <vector>
 
 #include "exec/calibrate/calibrate.hpp"
+#include "exec/cpu/cpu_backend.hpp"
 #include "exec/cuda/cuda_backend.hpp"
 #include "exec/replay/replay.hpp"
 #include "tests/support/scenario_support.hpp"
@@ -21,40 +25,130 @@ std::unique_ptr<exec::Backend> gpu_or_skip() {
   return std::move(*b);
 }
 
+std::vector<float> ramp(std::size_t n, float scale, int salt) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = scale * float(int((i * 7 + std::size_t(salt) * 13) % 17) - 8) / 8.0f;
+  return v;
+}
+
+// Host data on the device (fp32) and back.
+struct DeviceBuffer {
+  exec::Device& dev;
+  void* p;
+  std::size_t n;
+  DeviceBuffer(exec::Device& d, int slot, const std::vector<float>& v) : dev(d), p(d.workspace(slot, v.size() * 4)), n(v.size()) {
+    dev.from_host(v.data(), p, n * 4);
+  }
+  std::vector<float> get() {
+    std::vector<float> out(n);
+    (void)dev.resolve();
+    dev.to_host(p, out.data(), n * 4);
+    return out;
+  }
+};
+
 TEST(Cuda, GemmMatchesAHostReference) {
   auto backend = gpu_or_skip();
   if (!backend) GTEST_SKIP() << "no CUDA device";
   auto dev = backend->open(0);
   const int m = 37, n = 19, k = 23;
-  std::vector<float> a(m * k), b(k * n), c(m * n), ref(m * n, 0.0f);
-  for (int i = 0; i < m * k; ++i) a[i] = float(i % 7) - 3.0f;
-  for (int i = 0; i < k * n; ++i) b[i] = float(i % 5) * 0.5f;
+  const auto a = ramp(std::size_t(m) * k, 1, 1), b = ramp(std::size_t(k) * n, 1, 2);
+  std::vector<float> ref(std::size_t(m) * n, 0.0f);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j)
-      for (int x = 0; x < k; ++x) ref[i * n + j] += a[i * k + x] * b[x * n + j];
-  float* da = dev->workspace(0, a.size());
-  float* db = dev->workspace(1, b.size());
-  float* dc = dev->workspace(2, c.size());
-  cudaMemcpy(da, a.data(), a.size() * 4, cudaMemcpyHostToDevice);
-  cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice);
-  dev->gemm(m, n, k, da, db, dc);
-  cudaMemcpy(c.data(), dc, c.size() * 4, cudaMemcpyDeviceToHost);
-  for (int i = 0; i < m * n; ++i) EXPECT_NEAR(c[i], ref[i], 1e-3f * (1 + std::abs(ref[i])));
+      for (int x = 0; x < k; ++x) ref[std::size_t(i) * n + j] += a[std::size_t(i) * k + x] * b[std::size_t(x) * n + j];
+  DeviceBuffer da(*dev, 0, a), db(*dev, 1, b), dc(*dev, 2, std::vector<float>(ref.size(), 0.0f));
+  dev->gemm(m, n, k, exec::Format::Fp32, da.p, db.p, dc.p);
+  const auto c = dc.get();
+  for (std::size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], ref[i], 1e-3f * (1 + std::abs(ref[i])));
+}
+
+// Attention, norm and elementwise on the GPU give the cpu backend's results (fp32).
+TEST(Cuda, KernelsMatchTheCpuBackend) {
+  auto backend = gpu_or_skip();
+  if (!backend) GTEST_SKIP() << "no CUDA device";
+  auto gpu = backend->open(0);
+  auto cpu = exec::make_cpu_backend(1)->open(0);
+  for (const bool causal : {true, false}) {
+    const exec::AttentionShape s{3, 300, 16, causal};
+    const std::size_t one = std::size_t(s.heads) * s.seq * s.head_dim;
+    const auto qkv = ramp(3 * one, 0.5f, 3), dO = ramp(one, 1.0f, 4);
+    for (const bool backward : {false, true}) {
+      std::vector<float> o = dO, g(3 * one, 0.0f);
+      cpu->attention(s, exec::Format::Fp32, qkv.data(), o.data(), g.data(), backward);
+      DeviceBuffer dq(*gpu, 0, qkv), dgr(*gpu, 1, std::vector<float>(3 * one, 0.0f)), dout(*gpu, 2, dO);
+      gpu->attention(s, exec::Format::Fp32, dq.p, dout.p, dgr.p, backward);
+      const auto got = backward ? dgr.get() : dout.get();
+      const auto& want = backward ? g : o;
+      for (std::size_t i = 0; i < want.size(); i += 7) ASSERT_NEAR(got[i], want[i], 2e-3f) << causal << backward << i;
+    }
+  }
+  const auto x = ramp(4 * 1000, 2.0f, 5);
+  std::vector<float> y(x.size());
+  cpu->norm(4, 1000, exec::Format::Fp32, x.data(), y.data(), false);
+  DeviceBuffer dx(*gpu, 0, x), dy(*gpu, 1, std::vector<float>(y.size(), 0.0f));
+  gpu->norm(4, 1000, exec::Format::Fp32, dx.p, dy.p, false);
+  const auto gy = dy.get();
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(gy[i], y[i], 1e-4f);
+}
+
+TEST(Cuda, CollectivesAreNumericallyRight) {
+  auto backend = gpu_or_skip();
+  if (!backend) GTEST_SKIP() << "no CUDA device";
+  // Two devices: two GPUs through NCCL where there are two, else both on GPU 0 (host-staged).
+  std::vector<std::unique_ptr<exec::Device>> devs;
+  devs.push_back(backend->open(0));
+  devs.push_back(backend->open(1));
+  auto comms = backend->communicators({devs[0].get(), devs[1].get()});
+  ASSERT_TRUE(comms.ok()) << test::all_errors(comms.errors());
+  const std::size_t count = 1000;
+  std::vector<std::vector<float>> got(2);
+  std::vector<std::thread> th;
+  for (int r = 0; r < 2; ++r)
+    th.emplace_back([&, r] {
+      DeviceBuffer b(*devs[r], 0, std::vector<float>(count, float(r + 1)));
+      auto res = (*comms)[r]->all_reduce(static_cast<float*>(b.p), count);
+      if (res.ok()) got[r] = b.get();
+    });
+  for (auto& t : th) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(got[r].size(), count);
+    for (float v : got[r]) ASSERT_FLOAT_EQ(v, 3.0f);
+  }
+}
+
+std::string gpu_scenario(const char* parallel, int devices, const char* precision) {
+  return std::string("[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 8\nseq_len = 256\nprecision = \"") + precision +
+         "\"\n[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = " + std::to_string(devices) +
+         "\n[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n[parallel]\n" + parallel;
 }
 
 TEST(Cuda, ReplaysAOneGpuPlanWithThePlannedMemory) {
   auto backend = gpu_or_skip();
   if (!backend) GTEST_SKIP() << "no CUDA device";
-  auto s = test::parse(
-      "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 8\nseq_len = 256\nprecision = \"fp32\"\n"
-      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 1\n"
-      "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
-      "[parallel]\ntp = 1\npp = 1\ndp = 1\n");
-  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  auto r = exec::replay(*s, *s->plan, *backend, {2, 1});
-  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-  EXPECT_EQ(r->measured.peak_bytes[0], r->predicted.peak_bytes[0]);
-  EXPECT_GT(r->measured.makespan, 0);
+  for (const char* precision : {"fp32", "bf16"}) {
+    auto s = test::parse(gpu_scenario("tp = 1\npp = 1\ndp = 1\n", 1, precision));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto r = exec::replay(*s, *s->plan, *backend, {2, 1});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    EXPECT_EQ(r->measured.peak_bytes[0], r->predicted.peak_bytes[0]);
+    EXPECT_GT(r->measured.makespan, 0);
+  }
+}
+
+TEST(Cuda, ReplaysTwoDevicePlans) {
+  auto backend = gpu_or_skip();
+  if (!backend) GTEST_SKIP() << "no CUDA device";
+  // On one GPU the two "devices" share it (pipeline copies, host-staged collectives); on two,
+  // they are two GPUs with NCCL.
+  for (const char* par : {"tp = 1\npp = 2\ndp = 1\n", "tp = 2\npp = 1\ndp = 1\n", "tp = 1\npp = 1\ndp = 2\n"}) {
+    auto s = test::parse(gpu_scenario(par, 2, "bf16"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto r = exec::replay(*s, *s->plan, *backend, {2, 1});
+    ASSERT_TRUE(r.ok()) << par << test::all_errors(r.errors());
+    for (std::size_t d = 0; d < r->graph.devices.size(); ++d)
+      EXPECT_EQ(r->measured.peak_bytes[d], r->predicted.peak_bytes[d]);
+  }
 }
 
 TEST(Cuda, CalibratesAProfile) {
@@ -62,6 +156,7 @@ TEST(Cuda, CalibratesAProfile) {
   if (!backend) GTEST_SKIP() << "no CUDA device";
   const auto p = exec::calibrate(*backend, 1.0);
   EXPECT_GT(p.gemm.peak_flops, 1e12);  // any datacentre GPU does well over 1 TFLOP/s in fp32
+  EXPECT_GT(p.peak_bf16, p.gemm.peak_flops);  // tensor cores
   EXPECT_GT(p.memory_bandwidth, 1e11);
 }
 

@@ -1,0 +1,184 @@
+#pragma once
+// Kernels shared by the cuda and hip backends (compiled by nvcc and by hipcc): elementwise
+// passes, layer norm, the softmax of blocked attention and its gradient, Adam, and a tiled GEMM
+// for toolchains without a vendor BLAS. 16-bit formats are converted by hand so both toolchains
+// see the same code. Included only by exec/cuda/*.cu and exec/hip/*.hip.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hetsim::exec::gpu {
+
+struct bf16 { std::uint16_t bits; };
+struct f16 { std::uint16_t bits; };  ///< IEEE binary16
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(bf16 x) { return __uint_as_float(std::uint32_t(x.bits) << 16); }
+__device__ __forceinline__ float to_float(f16 x) {
+  const std::uint32_t sign = std::uint32_t(x.bits & 0x8000u) << 16, exp = (x.bits >> 10) & 0x1fu, mant = x.bits & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: mant · 2⁻²⁴
+    const float f = float(mant) * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  }
+  if (exp == 31) return __uint_as_float(sign | 0x7f800000u | (mant << 13));
+  return __uint_as_float(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+template <class T> __device__ __forceinline__ T from_float(float f);
+template <> __device__ __forceinline__ float from_float<float>(float f) { return f; }
+template <> __device__ __forceinline__ bf16 from_float<bf16>(float f) {
+  std::uint32_t u = __float_as_uint(f);
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return bf16{static_cast<std::uint16_t>(u >> 16)};
+}
+template <> __device__ __forceinline__ f16 from_float<f16>(float f) {
+  const std::uint32_t u = __float_as_uint(f), sign = (u >> 16) & 0x8000u;
+  const int exp = int((u >> 23) & 0xffu) - 127 + 15;
+  std::uint32_t mant = u & 0x7fffffu;
+  if (exp >= 31) return f16{static_cast<std::uint16_t>(sign | 0x7c00u)};  // overflow → ∞
+  if (exp <= 0) return f16{static_cast<std::uint16_t>(sign)};             // flush subnormals
+  std::uint32_t h = sign | (std::uint32_t(exp) << 10) | (mant >> 13);
+  if ((mant & 0x1fffu) > 0x1000u || ((mant & 0x1fffu) == 0x1000u && (h & 1u))) ++h;  // round to nearest even
+  return f16{static_cast<std::uint16_t>(h)};
+}
+
+constexpr int kBlock = 256;  ///< threads per block of the row kernels (a power of two)
+
+__device__ __forceinline__ float block_sum(float v, float* sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kBlock / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  const float r = sh[0];
+  __syncthreads();
+  return r;
+}
+__device__ __forceinline__ float block_max(float v, float* sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kBlock / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s) sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const float r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+/// dst[i] = src[i]·0.999 + 0.001: a memory-bound pass.
+template <class T>
+__global__ void elementwise_kernel(const T* src, T* dst, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    dst[i] = from_float<T>(to_float(src[i]) * 0.999f + 1e-3f);
+}
+
+/// One block per row: y = (x − mean)·rstd; backward: dx = rstd·(dy − mean(dy) − x̂·mean(dy·x̂)),
+/// dy read from y and dx written over it.
+template <class T>
+__global__ void norm_kernel(const T* x, T* y, int cols, bool backward) {
+  __shared__ float sh[kBlock];
+  const T* xr = x + std::size_t(blockIdx.x) * cols;
+  T* yr = y + std::size_t(blockIdx.x) * cols;
+  float s = 0, s2 = 0;
+  for (int c = threadIdx.x; c < cols; c += kBlock) {
+    const float v = to_float(xr[c]);
+    s += v;
+    s2 += v * v;
+  }
+  const float mean = block_sum(s, sh) / cols;
+  const float rstd = rsqrtf(fmaxf(block_sum(s2, sh) / cols - mean * mean, 0.0f) + 1e-5f);
+  if (!backward) {
+    for (int c = threadIdx.x; c < cols; c += kBlock) yr[c] = from_float<T>((to_float(xr[c]) - mean) * rstd);
+    return;
+  }
+  float sd = 0, sdx = 0;
+  for (int c = threadIdx.x; c < cols; c += kBlock) {
+    const float dy = to_float(yr[c]);
+    sd += dy;
+    sdx += dy * (to_float(xr[c]) - mean) * rstd;
+  }
+  const float mdy = block_sum(sd, sh) / cols, mdyx = block_sum(sdx, sh) / cols;
+  for (int c = threadIdx.x; c < cols; c += kBlock) {
+    const float xh = (to_float(xr[c]) - mean) * rstd;
+    yr[c] = from_float<T>(rstd * (to_float(yr[c]) - mdy - xh * mdyx));
+  }
+}
+
+/// Attention scores of one row block, per head (blockIdx.y) and row (blockIdx.x): `s` (fp32,
+/// rows × keys per head) becomes the softmax probabilities, also written to `p` in format T for
+/// the next GEMM. With `causal`, row i sees keys up to first_row + i.
+template <class T>
+__global__ void softmax_kernel(float* s, T* p, int keys, long long head_stride, bool causal, int first_row) {
+  __shared__ float sh[kBlock];
+  const std::size_t off = std::size_t(blockIdx.y) * std::size_t(head_stride) + std::size_t(blockIdx.x) * keys;
+  float* row = s + off;
+  T* out = p + off;
+  const int visible = causal ? min(keys, first_row + int(blockIdx.x) + 1) : keys;
+  float mx = -3.0e38f;
+  for (int c = threadIdx.x; c < visible; c += kBlock) mx = fmaxf(mx, row[c]);
+  mx = block_max(mx, sh);
+  float z = 0;
+  for (int c = threadIdx.x; c < visible; c += kBlock) z += __expf(row[c] - mx);
+  z = block_sum(z, sh);
+  for (int c = threadIdx.x; c < keys; c += kBlock) {
+    const float v = c < visible ? __expf(row[c] - mx) / z : 0.0f;
+    row[c] = v;
+    out[c] = from_float<T>(v);
+  }
+}
+
+/// The softmax gradient of one row block: ds = P ∘ (dP − rowsum(P ∘ dP)), in format T.
+template <class T>
+__global__ void softmax_grad_kernel(const float* prob, const float* dprob, T* ds, int keys, long long head_stride) {
+  __shared__ float sh[kBlock];
+  const std::size_t off = std::size_t(blockIdx.y) * std::size_t(head_stride) + std::size_t(blockIdx.x) * keys;
+  float dot = 0;
+  for (int c = threadIdx.x; c < keys; c += kBlock) dot += prob[off + c] * dprob[off + c];
+  dot = block_sum(dot, sh);
+  for (int c = threadIdx.x; c < keys; c += kBlock) ds[off + c] = from_float<T>(prob[off + c] * (dprob[off + c] - dot));
+}
+
+/// Adam over fp32 state: params, grads, first and second moments, `n` each.
+__global__ void adam_kernel(float* state, std::size_t n) {
+  constexpr float lr = 1e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const float g = state[n + i];
+    const float m = b1 * state[2 * n + i] + (1 - b1) * g;
+    const float v = b2 * state[3 * n + i] + (1 - b2) * g * g;
+    state[2 * n + i] = m;
+    state[3 * n + i] = v;
+    state[i] -= lr * m / (sqrtf(v) + eps);
+  }
+}
+
+/// Row-major C = α·op(A)·op(B) + β·C per batch (blockIdx.z), 16×16 shared-memory tiles, fp32
+/// accumulation: the GEMM of toolchains without a vendor BLAS (Debian's HIP has no hipBLAS).
+template <class TA, class TC>
+__global__ void gemm_tiled_kernel(bool ta, bool tb, int m, int n, int k, float alpha, const TA* A, int lda, long long sa,
+                                  const TA* B, int ldb, long long sb, float beta, TC* C, int ldc, long long sc) {
+  constexpr int TS = 16;
+  __shared__ float as[TS][TS + 1], bs[TS][TS + 1];
+  A += std::size_t(blockIdx.z) * std::size_t(sa);
+  B += std::size_t(blockIdx.z) * std::size_t(sb);
+  C += std::size_t(blockIdx.z) * std::size_t(sc);
+  const int row = int(blockIdx.y) * TS + int(threadIdx.y), col = int(blockIdx.x) * TS + int(threadIdx.x);
+  float acc = 0;
+  for (int t = 0; t < k; t += TS) {
+    const int ak = t + int(threadIdx.x), bk = t + int(threadIdx.y);
+    as[threadIdx.y][threadIdx.x] =
+        row < m && ak < k ? to_float(ta ? A[std::size_t(ak) * lda + row] : A[std::size_t(row) * lda + ak]) : 0.0f;
+    bs[threadIdx.y][threadIdx.x] =
+        bk < k && col < n ? to_float(tb ? B[std::size_t(col) * ldb + bk] : B[std::size_t(bk) * ldb + col]) : 0.0f;
+    __syncthreads();
+    for (int i = 0; i < TS; ++i) acc += as[threadIdx.y][i] * bs[i][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < m && col < n) {
+    TC* c = C + std::size_t(row) * ldc + col;
+    *c = from_float<TC>(alpha * acc + (beta != 0.0f ? beta * to_float(*c) : 0.0f));
+  }
+}
+
+}  // namespace hetsim::exec::gpu
