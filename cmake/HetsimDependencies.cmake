@@ -62,8 +62,17 @@ if(HETSIM_WITH_CUDA)
   endif()
 endif()
 
+# HIP: AUTO turns it on when hipcc is installed. Debian's HIP has no hipBLAS or RCCL: the backend
+# brings its own GEMM and stages collectives through host memory.
+if(HETSIM_WITH_HIP STREQUAL "AUTO")
+  find_program(HETSIM_HIPCC hipcc)
+  if(HETSIM_HIPCC)
+    set(HETSIM_WITH_HIP ON)
+  else()
+    set(HETSIM_WITH_HIP OFF)
+  endif()
+endif()
 if(HETSIM_WITH_HIP)
-  # Compile-only in this project (Debian ships no AMD runtime libraries beyond HIP itself).
   find_package(hip CONFIG PATHS /usr/lib/x86_64-linux-gnu/cmake)
   hetsim_require(hip_FOUND "HIP (./install-deps.sh --hip)" HETSIM_WITH_HIP)
 endif()

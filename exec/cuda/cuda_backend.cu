@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
+#define HETSIM_GPU_NS cuda_impl
 #include "exec/gpu/kernels.cuh"
 
-namespace hetsim::exec::rt {
+namespace hetsim::exec::cuda_impl::rt {
 using Stream = cudaStream_t;
 using Event = cudaEvent_t;
 using Error = cudaError_t;
@@ -35,9 +36,9 @@ inline void event_record(Event e, Stream s) { cudaEventRecord(e, s); }
 inline void event_synchronize(Event e) { cudaEventSynchronize(e); }
 inline void event_elapsed_ms(float* ms, Event a, Event b) { cudaEventElapsedTime(ms, a, b); }
 inline void mem_info(std::size_t* f, std::size_t* t) { cudaMemGetInfo(f, t); }
-}  // namespace hetsim::exec::rt
+}  // namespace hetsim::exec::cuda_impl::rt
 
-namespace hetsim::exec {
+namespace hetsim::exec::cuda_impl {
 struct GemmCall;
 namespace {
 
@@ -63,11 +64,11 @@ class Blas {
   cublasHandle_t h_{};
 };
 
-}  // namespace hetsim::exec
+}  // namespace hetsim::exec::cuda_impl
 
 #include "exec/gpu/gpu_device.inc"
 
-namespace hetsim::exec {
+namespace hetsim::exec::cuda_impl {
 
 void Blas::run(const GemmCall& g) {
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands swap.
@@ -205,6 +206,9 @@ class CudaBackend final : public Backend {
 };
 
 }  // namespace
+}  // namespace hetsim::exec::cuda_impl
+
+namespace hetsim::exec {
 
 Result<std::unique_ptr<Backend>> make_cuda_backend() {
   int n = 0;
@@ -212,7 +216,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend() {
     return Diagnostic{{}, "", std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(e),
                       "run on a machine with an NVIDIA GPU, or use --backend cpu"};
   if (n == 0) return Diagnostic{{}, "", "no CUDA device on this machine", "use --backend cpu"};
-  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(n));
+  return std::unique_ptr<Backend>(std::make_unique<cuda_impl::CudaBackend>(n));
 }
 
 }  // namespace hetsim::exec

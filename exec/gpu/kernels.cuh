@@ -2,12 +2,17 @@
 // Kernels shared by the cuda and hip backends (compiled by nvcc and by hipcc): elementwise
 // passes, layer norm, the softmax of blocked attention and its gradient, Adam, and a tiled GEMM
 // for toolchains without a vendor BLAS. 16-bit formats are converted by hand so both toolchains
-// see the same code. Included only by exec/cuda/*.cu and exec/hip/*.hip.
+// see the same code. Included only by exec/cuda/*.cu and exec/hip/*.hip, each with its own
+// HETSIM_GPU_NS (cuda_impl, hip_impl) so that both backends link into one program.
 
 #include <cstddef>
 #include <cstdint>
 
-namespace hetsim::exec::gpu {
+#ifndef HETSIM_GPU_NS
+#error "define HETSIM_GPU_NS (the including backend's namespace) before including exec/gpu/kernels.cuh"
+#endif
+
+namespace hetsim::exec::HETSIM_GPU_NS::gpu {
 
 struct bf16 { std::uint16_t bits; };
 struct f16 { std::uint16_t bits; };  ///< IEEE binary16
@@ -181,4 +186,4 @@ __global__ void gemm_tiled_kernel(bool ta, bool tb, int m, int n, int k, float a
   }
 }
 
-}  // namespace hetsim::exec::gpu
+}  // namespace hetsim::exec::HETSIM_GPU_NS::gpu

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # GPU checks, for a machine with an NVIDIA GPU (the device tool's H200 in practice): builds the
 # release preset with CUDA, runs the `gpu`-labelled tests, calibrates the GPU, replays a one-GPU
-# plan with that profile and compares, then prints a short table. About 5 minutes.
+# bf16 plan with that profile and compares, replays a two-stage pipeline on two "devices" sharing
+# the GPU, then prints a short table. About 5 minutes.
 #   tests/gpu/run.sh [OUT_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-/tmp/hetsim-gpu}}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt" || true
-cmake --preset release -DHETSIM_WITH_CUDA=ON -DHETSIM_WITH_GUI=OFF -DHETSIM_WITH_SIMGRID=OFF -DHETSIM_WITH_MPI=OFF \
+cmake --preset release -DHETSIM_WITH_CUDA=ON -DHETSIM_WITH_HIP=OFF -DHETSIM_WITH_GUI=OFF -DHETSIM_WITH_SIMGRID=OFF -DHETSIM_WITH_MPI=OFF \
   > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
 cmake --build --preset release -j "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 ctest --test-dir build/release -L gpu --output-on-failure > "$out/ctest-gpu.log" 2>&1; gpu_rc=$?
 build/release/bin/hetsim-exec calibrate --backend cuda --seconds 5 --name gpu0 --memory 139 --devices 1 \
   --out "$out/gpu0.toml" 2> "$out/calibrate.txt"
 cat > "$out/gpu.toml" <<TOML
-# One GPU, priced with its own calibrated profile: a 12-layer transformer (hidden 2048, fp32).
+# One GPU, priced with its own calibrated profile: a 12-layer transformer (hidden 2048, bf16).
 [model]
 name = "gpu-check"
 layers = 12
@@ -27,7 +28,7 @@ vocab = 32000
 [training]
 global_batch = 8
 seq_len = 2048
-precision = "fp32"
+precision = "bf16"
 [[cluster.pool]]
 catalog = "gpu0.toml"
 device = "gpu0"
@@ -44,11 +45,17 @@ dp = 1
 TOML
 build/release/bin/hetsim-exec run --backend cuda --steps 5 --warmup 1 --out "$out/measured.json" \
   --predicted "$out/predicted.json" "$out/gpu.toml" > "$out/run.txt" 2>&1; run_rc=$?
+# Two pipeline stages as two "devices" on the one GPU (each its own stream; copies between them).
+sed -e 's/^devices_per_node = 1/devices_per_node = 2/' -e 's/^pp = 1/pp = 2/' "$out/gpu.toml" > "$out/gpu-pp2.toml"
+build/release/bin/hetsim-exec run --backend cuda --steps 3 --warmup 1 "$out/gpu-pp2.toml" > "$out/run-pp2.txt" 2>&1
+pp2_rc=$?
 echo
 echo "== hetsim GPU check ==================================================="
 echo "gpu:          $(cat "$out/gpu.txt" 2>/dev/null)"
 echo "gpu tests:    $(grep -E 'tests passed|tests failed' "$out/ctest-gpu.log" | tail -1) (rc $gpu_rc)"
 echo "calibration:  $(tail -1 "$out/calibrate.txt")"
-echo "replay:       rc $run_rc"
-sed -n 1,12p "$out/run.txt"
-[ $gpu_rc -eq 0 ] && [ $run_rc -eq 0 ]
+echo "replay 1 GPU: rc $run_rc"
+sed -n 1,24p "$out/run.txt"
+echo "replay pp2 on one GPU: rc $pp2_rc"
+sed -n 1,4p "$out/run-pp2.txt"
+[ $gpu_rc -eq 0 ] && [ $run_rc -eq 0 ] && [ $pp2_rc -eq 0 ]

@@ -1,0 +1,100 @@
+#include "exec/hip/hip_backend.hpp"
+
+#include <hip/hip_runtime.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#define HETSIM_GPU_NS hip_impl
+#include "exec/gpu/kernels.cuh"
+
+namespace hetsim::exec::hip_impl::rt {
+using Stream = hipStream_t;
+using Event = hipEvent_t;
+using Error = hipError_t;
+constexpr Error kOk = hipSuccess;
+inline const char* error_string(Error e) { return hipGetErrorString(e); }
+inline void set_device(int i) { (void)hipSetDevice(i); }
+inline Error malloc_(void** p, std::size_t b) { return hipMalloc(p, b); }
+inline void free_(void* p) { (void)hipFree(p); }
+inline void memset_(void* p, int v, std::size_t b) { (void)hipMemset(p, v, b); }
+inline void copy_async(void* dst, const void* src, std::size_t b, Stream s) {
+  (void)hipMemcpyAsync(dst, src, b, hipMemcpyDefault, s);
+}
+inline void stream_create(Stream* s) { (void)hipStreamCreateWithFlags(s, hipStreamNonBlocking); }
+inline void stream_destroy(Stream s) { (void)hipStreamDestroy(s); }
+inline void stream_synchronize(Stream s) { (void)hipStreamSynchronize(s); }
+inline void event_create(Event* e) { (void)hipEventCreate(e); }
+inline void event_destroy(Event e) { (void)hipEventDestroy(e); }
+inline void event_record(Event e, Stream s) { (void)hipEventRecord(e, s); }
+inline void event_synchronize(Event e) { (void)hipEventSynchronize(e); }
+inline void event_elapsed_ms(float* ms, Event a, Event b) { (void)hipEventElapsedTime(ms, a, b); }
+inline void mem_info(std::size_t* f, std::size_t* t) { (void)hipMemGetInfo(f, t); }
+}  // namespace hetsim::exec::hip_impl::rt
+
+namespace hetsim::exec::hip_impl {
+struct GemmCall;
+
+// The GEMM without a vendor BLAS: exec/gpu's tiled kernel, batched over blockIdx.z.
+class Blas {
+ public:
+  Blas(int /*device*/, rt::Stream s) : s_(s) {}
+  void run(const GemmCall& g);
+
+ private:
+  rt::Stream s_;
+};
+
+}  // namespace hetsim::exec::hip_impl
+
+#include "exec/gpu/gpu_device.inc"
+
+namespace hetsim::exec::hip_impl {
+
+void Blas::run(const GemmCall& g) {
+  const dim3 grid(static_cast<unsigned>((g.n + 15) / 16), static_cast<unsigned>((g.m + 15) / 16),
+                  static_cast<unsigned>(g.batch));
+  const dim3 block(16, 16);
+  with_format(g.in, [&](auto t) {
+    using T = decltype(t);
+    const auto* a = static_cast<const T*>(g.a);
+    const auto* b = static_cast<const T*>(g.b);
+    if (g.c_fp32)
+      gpu::gemm_tiled_kernel<T, float><<<grid, block, 0, s_>>>(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a, g.lda, g.sa, b, g.ldb,
+                                                               g.sb, g.beta, static_cast<float*>(g.c), g.ldc, g.sc);
+    else
+      gpu::gemm_tiled_kernel<T, T><<<grid, block, 0, s_>>>(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a, g.lda, g.sa, b, g.ldb,
+                                                           g.sb, g.beta, static_cast<T*>(g.c), g.ldc, g.sc);
+  });
+}
+
+namespace {
+
+class HipBackend final : public Backend {
+ public:
+  explicit HipBackend(int n) : n_(n) {}
+  std::string name() const override { return "hip"; }
+  int device_count() const override { return n_; }
+  std::unique_ptr<Device> open(int index) override { return std::make_unique<GpuDevice>("hip", index % n_); }
+  // Collectives: the default, staged through host memory (no RCCL in Debian's ROCm).
+
+ private:
+  int n_;
+};
+
+}  // namespace
+}  // namespace hetsim::exec::hip_impl
+
+namespace hetsim::exec {
+
+Result<std::unique_ptr<Backend>> make_hip_backend() {
+  int n = 0;
+  if (auto e = hipGetDeviceCount(&n); e != hipSuccess)
+    return Diagnostic{{}, "", std::string("no HIP device: hipGetDeviceCount: ") + hipGetErrorString(e),
+                      "run on a machine with an AMD GPU, or use --backend cpu"};
+  if (n == 0) return Diagnostic{{}, "", "no HIP device on this machine", "use --backend cpu"};
+  return std::unique_ptr<Backend>(std::make_unique<hip_impl::HipBackend>(n));
+}
+
+}  // namespace hetsim::exec
