@@ -216,8 +216,8 @@ class Builder {
         if (!bw) {
           UnitIds& ids = F[k][mb];
           const bool split = split_fwd && mb == first_fwd_mb[lc];
-          const Duration extra = (ch.has_emb ? c.emb_fwd : Duration{0}) + (ch.has_head ? c.head_fwd : Duration{0});
-          ids.first = emit_compute(base_task, TaskKind::Forward, c.layer_fwd, extra, split, false,
+          ids.first = emit_compute(base_task, TaskKind::Forward, c.layer_fwd, ch.has_emb ? c.emb_fwd : Duration{0},
+                                   ch.has_head ? c.head_fwd : Duration{0}, split, false,
                                    to_bytes(act) + transient, transient, fwd_layer_task[k]);
           edge(unit_gather, ids.first);
           ids.done = state_[dev].last[0];
@@ -238,8 +238,9 @@ class Builder {
             ids.first = push(t);
           }
           const bool split = split_bwd && mb == last_bwd_mb[lc];
-          const Duration extra = (ch.has_emb ? c.emb_bwd : Duration{0}) + (ch.has_head ? c.head_bwd : Duration{0});
-          const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd, extra, split, true,
+          const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd,
+                                                ch.has_emb ? c.emb_bwd : Duration{0},
+                                                ch.has_head ? c.head_bwd : Duration{0}, split, true,
                                                 transient, to_bytes(act) + transient, bwd_layer_task[k]);
           if (ids.first == kNone) ids.first = b0;
           edge(unit_gather, ids.first);
@@ -315,13 +316,15 @@ class Builder {
   // Emits a compute unit: one task, or one per layer when split (backward in reverse layer
   // order). Memory: `alloc` at the start of the first task, `free` at the end of the last.
   // Returns the first task id; per-layer ids go to `layer_tasks` (in execution order).
-  std::uint32_t emit_compute(const Task& base, TaskKind kind, Duration per_layer, Duration extra,
+  // `emb` and `head` (zero where the unit lacks them) ride on the tasks of the unit's first and
+  // last layer: where the executor runs them too.
+  std::uint32_t emit_compute(const Task& base, TaskKind kind, Duration per_layer, Duration emb, Duration head,
                              bool split, bool reverse, std::int64_t alloc, std::int64_t free,
                              std::vector<std::uint32_t>& layer_tasks) {
     Task t = base;
     t.kind = kind;
     if (!split) {
-      t.duration = to_ns(per_layer * base.layers + extra);
+      t.duration = to_ns(per_layer * base.layers + emb + head);
       t.alloc_bytes = alloc;
       t.free_bytes = free;
       return push(t);
@@ -334,8 +337,7 @@ class Builder {
       lt.kind = kind;
       lt.first_layer = base.first_layer + l;
       lt.layers = 1;
-      // The embedding/head work rides on the first task of the unit.
-      lt.duration = to_ns(per_layer + (i == 0 ? extra : Duration{0}));
+      lt.duration = to_ns(per_layer + (l == 0 ? emb : Duration{0}) + (l == base.layers - 1 ? head : Duration{0}));
       lt.alloc_bytes = i == 0 ? alloc : 0;
       lt.free_bytes = i == base.layers - 1 ? free : 0;
       const std::uint32_t id = push(lt);
