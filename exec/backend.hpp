@@ -103,8 +103,11 @@ class Communicator {
   virtual Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) = 0;
   /// `in` holds size·count; slice p goes to member p, whose `out` slice `rank` receives it.
   virtual Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) = 0;
-  virtual Result<std::int64_t> send(const float* buf, std::size_t count, int peer) = 0;
-  virtual Result<std::int64_t> recv(float* buf, std::size_t count, int peer) = 0;
+  /// Buffered: returns once the message is on its way (the buffer may be reused at once).
+  /// Messages between two members match by `tag`, in order.
+  virtual Result<std::int64_t> send(const float* buf, std::size_t count, int peer, int tag = 0) = 0;
+  /// Waits for the next message from `peer` with `tag`; a shorter message fills the front of `buf`.
+  virtual Result<std::int64_t> recv(float* buf, std::size_t count, int peer, int tag = 0) = 0;
   /// Empty when every member arrived.
   virtual Diagnostics barrier() = 0;
   /// This member fails for good: the others stop waiting for it (their calls then fail).
@@ -112,6 +115,29 @@ class Communicator {
 };
 
 using Communicators = std::vector<std::unique_ptr<Communicator>>;
+
+/// The processes of a multi-process run (mpirun, one process per device): what the replay and
+/// the vendor libraries need to coordinate across processes. exec/mpi implements it over MPI.
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  /// Copies `bytes` of `root`'s `data` to every member's.
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  /// `root` receives every member's values (any number each) in rank order; the others get {}.
+  [[nodiscard]] virtual std::vector<std::vector<std::int64_t>> gather(const std::vector<std::int64_t>& mine,
+                                                                      int root) = 0;
+  /// Collective over the whole group: the members that pass `member` form a new group, ordered
+  /// by `key`; the others get nullptr.
+  [[nodiscard]] virtual std::unique_ptr<ProcessGroup> split(bool member, int key) = 0;
+  /// This process's member of host-level collectives and messages over the group, on `dev`'s
+  /// buffers (staged through host memory where they are device memory).
+  [[nodiscard]] virtual std::unique_ptr<Communicator> communicator(Device* dev) = 0;
+  virtual void barrier() = 0;
+  /// Ends every process of the run with `code` (a failure the other processes cannot learn of).
+  [[noreturn]] virtual void abort(int code) = 0;
+};
 
 /// Creates the devices of a backend, and communicators among them. "cpu" is always available.
 class Backend {
@@ -124,6 +150,10 @@ class Backend {
   /// The default: shared-memory collectives, in place on host memory, staged through host
   /// buffers for device memory (exec/comm). Vendor backends override it (NCCL).
   [[nodiscard]] virtual Result<Communicators> communicators(const std::vector<Device*>& members);
+  /// Multi-process runs: this process's member (`device`, one per process) of collectives over
+  /// `group`. The default: the group's host-level collectives (MPI); cuda uses NCCL, its unique
+  /// id broadcast over the group.
+  [[nodiscard]] virtual Result<std::unique_ptr<Communicator>> communicator(Device* device, ProcessGroup& group);
   /// How the backend's collectives work, for reports ("shared memory", "NCCL 2.28").
   [[nodiscard]] virtual std::string transport(const std::vector<Device*>& members) const;
 };

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -16,6 +17,9 @@
 #ifdef HETSIM_HAVE_HIP
 #include "exec/hip/hip_backend.hpp"
 #endif
+#ifdef HETSIM_HAVE_MPI
+#include "exec/mpi/mpi_group.hpp"
+#endif
 #include "exec/replay/replay.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
@@ -27,7 +31,11 @@ namespace {
 
 constexpr int kOk = 0, kEnvironment = 1, kBadInput = 2;
 
+// Under mpirun every process reads the same input and meets the same errors: rank 0 reports.
+bool quiet = false;
+
 void print(const hetsim::Diagnostics& d) {
+  if (quiet) return;
   for (const auto& x : d) std::cerr << hetsim::to_string(x) << "\n";
 }
 
@@ -61,6 +69,17 @@ hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::st
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `mpirun -np N hetsim-exec run …`: one process per device (MPI initialised before parsing,
+  // as MPI may take its own arguments).
+  std::unique_ptr<hetsim::exec::ProcessGroup> world;
+#ifdef HETSIM_HAVE_MPI
+  if (hetsim::exec::launched_by_mpi()) {
+    auto w = hetsim::exec::mpi_world(argc, argv);
+    if (!w) { print(w.errors()); return kEnvironment; }
+    world = std::move(*w);
+    quiet = world->rank() != 0;
+  }
+#endif
   CLI::App app{"hetsim-exec: runs a plan for real, compares the measurement with hetsim's prediction, and "
                "calibrates device profiles. Backends: cpu (always: one worker thread per device, shared-memory "
                "collectives); cuda where built with HETSIM_WITH_CUDA (one process driving the local GPUs, cuBLAS, NCCL "
@@ -73,7 +92,9 @@ int main(int argc, char** argv) {
   std::string scenario, plan_file, out, predicted_out;
   int steps = 5, warmup = 1;
   bool json = false;
-  auto* run = app.add_subcommand("run", "Replay a plan's training step on real devices and compare with the prediction");
+  auto* run = app.add_subcommand(
+      "run", "Replay a plan's training step on real devices and compare with the prediction. Under mpirun (-np = "
+             "the plan's devices) each process drives one device: its node-local rank picks the GPU");
   run->add_option("scenario", scenario, "Scenario TOML (its [parallel], or --plan)")->required();
   run->add_option("--plan", plan_file, "Plan JSON (from `hetsim plan --out`)");
   run->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
@@ -124,9 +145,31 @@ int main(int argc, char** argv) {
       std::cerr << scenario << ": error: no plan to run\n  hint: add [parallel] or give --plan PLAN.json\n";
       return kBadInput;
     }
-    auto backend = backend_for(backend_name, devices, memory_gib);
+    hetsim::exec::ReplayOptions opts{steps, warmup};
+    opts.world = world.get();
+#ifdef HETSIM_HAVE_MPI
+    opts.local_device = world ? hetsim::exec::mpi_local_rank() : 0;
+#endif
+    // Under mpirun a cpu process is its own device (whatever --devices says).
+    const int offered = world && backend_name == "cpu" ? std::max(devices, opts.local_device + 1) : devices;
+    auto backend = backend_for(backend_name, offered, memory_gib);
     if (!backend) { print(backend.errors()); return kEnvironment; }
-    auto r = hetsim::exec::replay(*sc, plan, **backend, {steps, warmup});
+    // Under mpirun a failing device ends every process: the steps measured before it are
+    // written as they come.
+    if (world && world->size() > 1 && !quiet && !out.empty())
+      opts.on_step = [&](const hetsim::exec::Replay& so_far) {
+        (void)write(out, hetsim::io::trace_to_json(hetsim::io::make_trace_file(
+                             so_far.graph, so_far.measured, "measured (" + backend_name + " backend, mpirun)",
+                             so_far.measured_parts)));
+      };
+    auto r = hetsim::exec::replay(*sc, plan, **backend, opts);
+    if (r && quiet) return kOk;  // rank 0 reports
+    if (!r && world && world->size() > 1 && r.errors()[0].key != "plan") {
+      // A failure of this process alone (a device, a communicator): the others would wait for
+      // it forever, so it ends the run.
+      for (const auto& d : r.errors()) std::cerr << "process " << world->rank() << ": " << hetsim::to_string(d) << "\n";
+      world->abort(kEnvironment);
+    }
     if (!r) {
       // A plan this executor cannot run is bad input; a device that fails (out of memory,
       // missing) is the environment.
@@ -135,9 +178,10 @@ int main(int argc, char** argv) {
     }
     const auto pred =
         hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)", r->predicted_parts);
-    const auto meas = hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + " backend)",
-                                                  r->measured_parts);
     for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";
+    const std::string source = world && world->size() > 1 ? " backend, mpirun)" : " backend)";
+    const auto meas =
+        hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + source, r->measured_parts);
     if (int rc = write(out, hetsim::io::trace_to_json(meas))) return rc;
     if (int rc = write(predicted_out, hetsim::io::trace_to_json(pred))) return rc;
     auto c = hetsim::exec::compare(pred, meas);

@@ -99,20 +99,20 @@ std::int64_t ShmGroup::all_to_all(int rank, const float* in, float* out, std::si
   return began;
 }
 
-std::int64_t ShmGroup::send(int from, int to, const float* buf, std::size_t count) {
+std::int64_t ShmGroup::send(int from, int to, int tag, const float* buf, std::size_t count) {
   const std::int64_t began = host_clock_ns();
   std::vector<float> msg(buf, buf + count);
   {
     const std::lock_guard<std::mutex> lock(mail_mutex_);
-    mail_[{from, to}].push_back(std::move(msg));
+    mail_[{from, to, tag}].push_back(std::move(msg));
   }
   mail_cv_.notify_all();
   return began;
 }
 
-bool ShmGroup::recv(int to, int from, float* buf, std::size_t count) {
+bool ShmGroup::recv(int to, int from, int tag, float* buf, std::size_t count) {
   std::unique_lock<std::mutex> lock(mail_mutex_);
-  auto& q = mail_[{from, to}];
+  auto& q = mail_[{from, to, tag}];
   mail_cv_.wait(lock, [&] { return !q.empty() || gone_[static_cast<std::size_t>(from)]; });
   if (q.empty()) return false;
   std::vector<float> msg = std::move(q.front());
@@ -159,14 +159,14 @@ class ShmCommunicator final : public Communicator {
     stage_out(ho, out, count * static_cast<std::size_t>(size()));
     return checked(t, "all-to-all");
   }
-  Result<std::int64_t> send(const float* buf, std::size_t count, int peer) override {
+  Result<std::int64_t> send(const float* buf, std::size_t count, int peer, int tag) override {
     const float* h = stage_in(buf, count, 0);
-    return checked(g_->send(rank_, peer, h, count), "send");
+    return checked(g_->send(rank_, peer, tag, h, count), "send");
   }
-  Result<std::int64_t> recv(float* buf, std::size_t count, int peer) override {
+  Result<std::int64_t> recv(float* buf, std::size_t count, int peer, int tag) override {
     const std::int64_t t = host_clock_ns();
     float* h = staged_ ? host(0, count) : buf;
-    if (!g_->recv(rank_, peer, h, count))
+    if (!g_->recv(rank_, peer, tag, h, count))
       return Diagnostic{{}, "", "recv: member " + std::to_string(peer) + " left the group before sending", ""};
     stage_out(h, buf, count);
     return t;
@@ -218,6 +218,10 @@ Result<Communicators> Backend::communicators(const std::vector<Device*>& members
   for (std::size_t i = 0; i < members.size(); ++i)
     out.push_back(shm_communicator(g, static_cast<int>(i), members[i]->host_memory() ? nullptr : members[i]));
   return out;
+}
+
+Result<std::unique_ptr<Communicator>> Backend::communicator(Device* device, ProcessGroup& group) {
+  return group.communicator(device);
 }
 
 std::string Backend::transport(const std::vector<Device*>& members) const {

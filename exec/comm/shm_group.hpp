@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "exec/backend.hpp"
@@ -37,9 +38,9 @@ class ShmGroup {
   /// `in` holds n·count floats; member p's `out` slice `rank` receives this member's slice p.
   std::int64_t all_to_all(int rank, const float* in, float* out, std::size_t count);
   /// Buffered: returns once the message is queued for `to`.
-  std::int64_t send(int from, int to, const float* buf, std::size_t count);
-  /// Waits for the next message from `from`; false when `from` left without sending it.
-  bool recv(int to, int from, float* buf, std::size_t count);
+  std::int64_t send(int from, int to, int tag, const float* buf, std::size_t count);
+  /// Waits for the next message from `from` with `tag`; false when `from` left without sending it.
+  bool recv(int to, int from, int tag, float* buf, std::size_t count);
   /// Waits until every member arrives.
   void barrier();
   /// A failing member leaves for good: the others no longer wait for it (their results are then
@@ -58,7 +59,7 @@ class ShmGroup {
   std::atomic<int> departed_{0};
   std::mutex mail_mutex_;
   std::condition_variable mail_cv_;
-  std::map<std::pair<int, int>, std::deque<std::vector<float>>> mail_;  ///< (from, to) → messages
+  std::map<std::tuple<int, int, int>, std::deque<std::vector<float>>> mail_;  ///< (from, to, tag) → messages
   std::vector<bool> gone_;
 };
 

@@ -96,11 +96,14 @@ struct NcclGroup {
   }
 };
 
+// `slot`: this member's communicator in the group (its rank when one process drives every member,
+// 0 when each process holds its own).
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(std::shared_ptr<NcclGroup> g, int rank, GpuDevice* dev) : g_(std::move(g)), rank_(rank), dev_(dev) {}
+  NcclCommunicator(std::shared_ptr<NcclGroup> g, int rank, int size, std::size_t slot, GpuDevice* dev)
+      : g_(std::move(g)), rank_(rank), size_(size), slot_(slot), dev_(dev) {}
   int rank() const override { return rank_; }
-  int size() const override { return static_cast<int>(g_->comms.size()); }
+  int size() const override { return size_; }
 
   Result<std::int64_t> all_reduce(float* buf, std::size_t count) override {
     return call("all-reduce", [&](ncclComm_t c, cudaStream_t s) {
@@ -125,10 +128,11 @@ class NcclCommunicator final : public Communicator {
       return ncclGroupEnd();
     });
   }
-  Result<std::int64_t> send(const float* buf, std::size_t count, int peer) override {
+  // NCCL matches point-to-point messages in order; tags are not needed there.
+  Result<std::int64_t> send(const float* buf, std::size_t count, int peer, int /*tag*/) override {
     return call("send", [&](ncclComm_t c, cudaStream_t s) { return ncclSend(buf, count, ncclFloat, peer, c, s); });
   }
-  Result<std::int64_t> recv(float* buf, std::size_t count, int peer) override {
+  Result<std::int64_t> recv(float* buf, std::size_t count, int peer, int /*tag*/) override {
     return call("recv", [&](ncclComm_t c, cudaStream_t s) { return ncclRecv(buf, count, ncclFloat, peer, c, s); });
   }
   Diagnostics barrier() override {
@@ -147,12 +151,13 @@ class NcclCommunicator final : public Communicator {
     if (g_->aborted) return Diagnostic{{}, "", std::string(what) + ": a member of the group failed (NCCL aborted)", ""};
     cudaSetDevice(dev_->index());
     const std::int64_t t = host_clock_ns();
-    if (auto rc = f(g_->comms[static_cast<std::size_t>(rank_)], dev_->stream()); rc != ncclSuccess)
+    if (auto rc = f(g_->comms[slot_], dev_->stream()); rc != ncclSuccess)
       return Diagnostic{{}, "", std::string(what) + ": NCCL " + ncclGetErrorString(rc), ""};
     return t;
   }
   std::shared_ptr<NcclGroup> g_;
-  int rank_;
+  int rank_, size_;
+  std::size_t slot_;
   GpuDevice* dev_;
 };
 
@@ -184,8 +189,29 @@ class CudaBackend final : public Backend {
     }
     Communicators out;
     for (std::size_t i = 0; i < members.size(); ++i)
-      out.push_back(std::make_unique<NcclCommunicator>(g, static_cast<int>(i), static_cast<GpuDevice*>(members[i])));
+      out.push_back(std::make_unique<NcclCommunicator>(g, static_cast<int>(i), static_cast<int>(members.size()), i,
+                                                       static_cast<GpuDevice*>(members[i])));
     return Result<Communicators>(std::move(out));  // nvcc's front end does not move implicitly here
+  }
+  // One process per GPU (mpirun): NCCL's unique id made by the group's first member and
+  // broadcast over the group (MPI), then ncclCommInitRank in every process.
+  Result<std::unique_ptr<Communicator>> communicator(Device* device, ProcessGroup& group) override {
+    auto* dev = static_cast<GpuDevice*>(device);
+    ncclUniqueId id{};
+    if (group.rank() == 0) {
+      if (auto rc = ncclGetUniqueId(&id); rc != ncclSuccess)
+        return Diagnostic{{}, "", std::string("ncclGetUniqueId: ") + ncclGetErrorString(rc), ""};
+    }
+    group.broadcast(&id, sizeof id, 0);
+    auto g = std::make_shared<NcclGroup>();
+    g->comms.resize(1);
+    cudaSetDevice(dev->index());
+    if (auto rc = ncclCommInitRank(&g->comms[0], group.size(), id, group.rank()); rc != ncclSuccess) {
+      g->aborted = true;
+      return Diagnostic{{}, "", dev->name() + ": ncclCommInitRank: " + ncclGetErrorString(rc),
+                        "check NCCL_DEBUG=WARN output; every process needs its own GPU"};
+    }
+    return std::unique_ptr<Communicator>(std::make_unique<NcclCommunicator>(g, group.rank(), group.size(), 0, dev));
   }
   std::string transport(const std::vector<Device*>& members) const override {
     if (!nccl_possible(members)) return Backend::transport(members) + " (NCCL needs distinct GPUs)";

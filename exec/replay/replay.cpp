@@ -4,7 +4,9 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "models/cost/compute.hpp"
@@ -119,6 +121,18 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
   }
 }
 
+// The members of a predecessor's device (tensor-parallel degree `ptp`) that feed member
+// (replica, rank) of a device with degree `tp`: same replica, ranks ≡ rank (mod the smaller).
+std::vector<int> feeders(int ptp, int tp, int replica, int rank) {
+  std::vector<int> out;
+  if (ptp <= tp) {
+    out.push_back(replica * ptp + rank % ptp);
+  } else {
+    for (int r = rank; r < ptp; r += tp) out.push_back(replica * ptp + r);
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o) {
@@ -142,10 +156,16 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     first_real[d] = needed;
     needed += g.devices[d].count;
   }
-  if (needed > backend.device_count())
+  const bool multi_process = o.world != nullptr && o.world->size() > 1;
+  if (!multi_process && needed > backend.device_count())
     return Diagnostic{{}, "", "the plan needs " + std::to_string(needed) + " devices but the " + backend.name() +
                                   " backend has " + std::to_string(backend.device_count()),
-                      "run with more devices (--devices) or a smaller plan"};
+                      "run with more devices (--devices), one process per device (mpirun), or a smaller plan"};
+  if (multi_process && o.local_device >= backend.device_count())
+    return Diagnostic{{}, "", "process " + std::to_string(o.world->rank()) + " should drive local device " +
+                                  std::to_string(o.local_device) + " but the " + backend.name() + " backend has " +
+                                  std::to_string(backend.device_count()) + " on its node",
+                      "start at most as many processes per node as the node has devices"};
   int max_count = 1;
   for (const auto& d : g.devices) max_count = std::max(max_count, d.count);
 
@@ -233,33 +253,89 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   };
 
   const int model_layers = s.model.layers;
-  std::vector<std::unique_ptr<Device>> devices;
-  for (int d = 0; d < needed; ++d) devices.push_back(backend.open(d));
+  // One process per real device under mpirun; else this process runs them all, a thread each.
+  ProcessGroup* world = multi_process ? o.world : nullptr;
+  if (world != nullptr && world->size() != needed)
+    return Diagnostic{{}, "plan", "the plan needs " + std::to_string(needed) + " devices but " +
+                                      std::to_string(world->size()) + " processes were started",
+                      "mpirun -np " + std::to_string(needed) + " (one process per device)"};
+  const int me = world != nullptr ? world->rank() : -1;
+  auto local = [&](int real) { return world == nullptr || real == me; };
+  std::vector<std::unique_ptr<Device>> devices(static_cast<std::size_t>(needed));
+  for (int d = 0; d < needed; ++d)
+    if (local(d)) devices[static_cast<std::size_t>(d)] = backend.open(world != nullptr ? o.local_device : d);
   std::vector<Scratch> scratch(static_cast<std::size_t>(needed));
   for (int d = 0; d < needed; ++d) scratch[static_cast<std::size_t>(d)].dev = devices[static_cast<std::size_t>(d)].get();
 
   // Communicators: the tp ranks of each (device, replica); the replicas of each (device, rank).
+  // Across processes every process takes part in every split (MPI_Comm_split is collective) and
+  // keeps the communicator of its own member only.
+  std::vector<std::unique_ptr<ProcessGroup>> subgroups;  // outlive the communicators made over them
   std::vector<std::vector<Communicators>> tp_comms(g.devices.size()), dp_comms(g.devices.size());
+  auto make_group = [&](const std::vector<int>& reals, const char* what) -> Result<Communicators> {
+    std::vector<Device*> members;
+    for (int r : reals) members.push_back(devices[static_cast<std::size_t>(r)].get());
+    if (world == nullptr) {
+      if (reals.size() > 1 && out.notes.size() < 8)
+        out.notes.push_back(std::string(what) + " collectives: " + backend.transport(members));
+      return backend.communicators(members);
+    }
+    Communicators comms(reals.size());
+    const auto mine = std::find(reals.begin(), reals.end(), me);
+    auto sub = world->split(mine != reals.end(), static_cast<int>(mine - reals.begin()));
+    if (sub) {
+      const auto i = static_cast<std::size_t>(mine - reals.begin());
+      auto c = backend.communicator(members[i], *sub);
+      if (!c) return c.errors();
+      comms[i] = std::move(*c);
+      subgroups.push_back(std::move(sub));
+    }
+    return comms;
+  };
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
     const int tp = g.devices[d].tp, reps = g.devices[d].replicas;
-    auto real = [&](int replica, int rank) { return devices[static_cast<std::size_t>(first_real[d] + replica * tp + rank)].get(); };
+    auto real = [&](int replica, int rank) { return first_real[d] + replica * tp + rank; };
     for (int r = 0; r < reps; ++r) {
-      std::vector<Device*> members;
-      for (int t = 0; t < tp; ++t) members.push_back(real(r, t));
-      auto c = backend.communicators(members);
+      std::vector<int> reals;
+      for (int t = 0; t < tp; ++t) reals.push_back(real(r, t));
+      auto c = make_group(reals, "tensor-parallel");
       if (!c) return c.errors();
-      if (tp > 1 && r == 0) out.notes.push_back("tensor-parallel collectives: " + backend.transport(members));
       tp_comms[d].push_back(std::move(*c));
     }
     for (int t = 0; t < tp; ++t) {
-      std::vector<Device*> members;
-      for (int r = 0; r < reps; ++r) members.push_back(real(r, t));
-      auto c = backend.communicators(members);
+      std::vector<int> reals;
+      for (int r = 0; r < reps; ++r) reals.push_back(real(r, t));
+      auto c = make_group(reals, "data-parallel");
       if (!c) return c.errors();
-      if (reps > 1 && t == 0) out.notes.push_back("data-parallel collectives: " + backend.transport(members));
       dp_comms[d].push_back(std::move(*c));
     }
   }
+  // Across processes, dependencies between devices are messages: a token (host memory) when a
+  // task finishes, and a send task's payload (device memory) to the stage that reads it.
+  std::unique_ptr<Communicator> tokens, payloads;
+  if (world != nullptr) {
+    tokens = world->communicator(nullptr);
+    payloads = world->communicator(devices[static_cast<std::size_t>(me)].get());
+    out.notes.push_back("one process per device: " + std::to_string(world->size()) + " processes");
+  }
+  // The remote members each finished task's member feeds (real device indexes, once each).
+  auto remote_successors = [&](std::uint32_t id, int member) {
+    std::vector<int> to;
+    const auto& pinfo = g.devices[g.tasks[id].device];
+    const int self = first_real[g.tasks[id].device] + member;
+    for (std::uint32_t k = g.succ_begin[id]; k < g.succ_begin[id + 1]; ++k) {
+      const auto sdev = g.tasks[g.succ[k]].device;
+      const auto& sinfo = g.devices[sdev];
+      for (int m = 0; m < sinfo.count; ++m) {
+        const auto f = feeders(pinfo.tp, sinfo.tp, m / sinfo.tp, m % sinfo.tp);
+        const int real = first_real[sdev] + m;
+        if (real != self && std::find(f.begin(), f.end(), member) != f.end() &&
+            std::find(to.begin(), to.end(), real) == to.end())
+          to.push_back(real);
+      }
+    }
+    return to;
+  };
   const std::size_t act_elems = static_cast<std::size_t>(p.micro_batch) * static_cast<std::size_t>(s.training.seq_len) *
                                 static_cast<std::size_t>(s.model.hidden);
   // What goes over the wire is sized as the cost model prices it: activations and weights in the
@@ -279,11 +355,12 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     std::vector<std::string> error(static_cast<std::size_t>(needed));
     std::atomic<bool> failed{false};
     std::atomic<std::int64_t> last_end{0};  // over every member, not only the timed ones
+    if (world != nullptr) world->barrier();
     const std::int64_t t0 = host_clock_ns();
     std::vector<std::thread> threads;
     for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
       for (int member = 0; member < g.devices[rep].count; ++member)
-        threads.emplace_back([&, rep, member] {
+        if (local(first_real[rep] + member)) threads.emplace_back([&, rep, member] {
           const auto& info = g.devices[rep];
           const int tp = info.tp;
           const int replica = member / tp, rank = member % tp;
@@ -301,7 +378,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           // frees.
           std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held;
           void* base_ptr = nullptr;
+          std::set<std::pair<std::uint32_t, int>> received;  // (task, process) already heard of
           auto fail = [&](const std::string& why) {
+            if (world != nullptr) {
+              // MPI cannot drop a member from its collectives: say what failed, then end the run
+              // (rank 0 has handed the steps measured so far to on_step).
+              std::fprintf(stderr, "error: step %d: %s\n", step, why.empty() ? "failed" : why.c_str());
+              world->abort(1);
+            }
             if (!why.empty()) error[real] = why;
             failed = true;
             tpc.leave();
@@ -321,11 +405,28 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           for (std::uint32_t id : order[rep]) {
             // Every predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
             for (std::uint32_t pr : preds[id]) {
-              const auto& pinfo = g.devices[g.tasks[pr].device];
-              if (pinfo.tp <= tp) {
-                flag(pr, replica * pinfo.tp + rank % pinfo.tp).wait(false);
-              } else {
-                for (int pr_rank = rank; pr_rank < pinfo.tp; pr_rank += tp) flag(pr, replica * pinfo.tp + pr_rank).wait(false);
+              const auto pdev = g.tasks[pr].device;
+              for (int pm : feeders(g.devices[pdev].tp, tp, replica, rank)) {
+                const int from = first_real[pdev] + pm;
+                if (world == nullptr || from == me) {
+                  flag(pr, pm).wait(false);
+                  continue;
+                }
+                if (!received.insert({pr, from}).second) continue;
+                // A send task's message is its payload, received into the buffer the next stage
+                // reads; any other task's is a token.
+                const auto kind = g.tasks[pr].kind;
+                Result<std::int64_t> r = std::int64_t{0};
+                if (kind == TaskKind::SendActivation || kind == TaskKind::SendGradient) {
+                  const std::size_t floats = wire_act / static_cast<std::size_t>(p.sequence_parallel ? g.devices[pdev].tp : 1);
+                  sc.fit(4 * floats, 1, 4 * floats);
+                  if (sc.failed) { fail(dev.name() + ": no memory to receive an activation"); return; }
+                  r = payloads->recv(sc.fc(), floats, from, static_cast<int>(2 * pr + 1));
+                } else {
+                  float token = 0;
+                  r = tokens->recv(&token, 1, from, static_cast<int>(2 * pr));
+                }
+                if (!r) { fail(dev.name() + ": " + to_string(r.errors()[0])); return; }
               }
             }
             if (failed) { fail(""); return; }
@@ -413,7 +514,12 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const std::size_t bytes = 4 * wire_act / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
                 sc.fit(bytes, 1, bytes);
                 if (sc.failed) break;
-                dev.copy(sc.pa, sc.pc, bytes);
+                if (world == nullptr) {
+                  dev.copy(sc.pa, sc.pc, bytes);
+                  break;
+                }
+                for (int to : remote_successors(id, member))  // the transfer itself, to each reader
+                  note(payloads->send(sc.fa(), bytes / 4, to, static_cast<int>(2 * id + 1)), true);
                 break;
               }
               case TaskKind::Optimizer: {
@@ -467,6 +573,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             }
             flag(id, member) = true;
             flag(id, member).notify_all();
+            if (world != nullptr && t.kind != TaskKind::SendActivation && t.kind != TaskKind::SendGradient)
+              for (int to : remote_successors(id, member)) {
+                const float token = 1;
+                if (auto r = tokens->send(&token, 1, to, static_cast<int>(2 * id)); !r) {
+                  fail(dev.name() + ": " + to_string(r.errors()[0]) + where);
+                  return;
+                }
+              }
           }
           for (auto& [key, block] : held)
             if (block.first != nullptr) dev.release(block.first, block.second);
@@ -483,23 +597,65 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       break;
     }
     if (step < o.warmup) continue;
+    std::vector<std::int64_t> peak(g.devices.size(), 0);
+    std::int64_t step_end = last_end.load();
+    for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
+      if (const auto& d = devices[static_cast<std::size_t>(first_real[rep])]; d != nullptr)
+        peak[rep] = static_cast<std::int64_t>(d->peak_bytes());
+    if (world != nullptr) {
+      // Every process sends rank 0 what its member-0 devices measured: per device (rep, peak,
+      // tasks), per task (id, start, end, time per op class).
+      std::vector<std::int64_t> mine{step_end};
+      for (std::size_t rep = 0; rep < g.devices.size(); ++rep) {
+        if (first_real[rep] != me) continue;
+        mine.insert(mine.end(), {static_cast<std::int64_t>(rep), peak[rep], static_cast<std::int64_t>(order[rep].size())});
+        for (std::uint32_t id : order[rep]) {
+          mine.insert(mine.end(), {static_cast<std::int64_t>(id), start[id], end[id]});
+          std::array<std::int64_t, kClasses> by{};
+          for (const auto& [cls, ns] : parts[id])
+            for (int c = 0; c < kClasses; ++c)
+              if (class_name(c) == cls) by[static_cast<std::size_t>(c)] = ns;
+          mine.insert(mine.end(), by.begin(), by.end());
+        }
+      }
+      const auto all = world->gather(mine, 0);
+      if (me != 0) continue;
+      for (const auto& v : all) {
+        std::size_t k = 0;
+        step_end = std::max(step_end, v[k++]);
+        while (k < v.size()) {
+          const auto rep = static_cast<std::size_t>(v[k]);
+          peak[rep] = v[k + 1];
+          const auto n = static_cast<std::size_t>(v[k + 2]);
+          k += 3;
+          for (std::size_t i = 0; i < n; ++i, k += 3 + kClasses) {
+            const auto id = static_cast<std::size_t>(v[k]);
+            start[id] = v[k + 1];
+            end[id] = v[k + 2];
+            parts[id].clear();
+            for (int c = 0; c < kClasses; ++c)
+              if (const auto ns = v[k + 3 + static_cast<std::size_t>(c)]; ns > 0) parts[id].emplace_back(class_name(c), ns);
+          }
+        }
+      }
+    }
     engine::Trace tr;
     tr.start = start;
     tr.end = end;
-    tr.makespan = std::max(*std::max_element(end.begin(), end.end()), last_end.load());
-    for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
-      tr.peak_bytes.push_back(static_cast<std::int64_t>(devices[static_cast<std::size_t>(first_real[rep])]->peak_bytes()));
+    tr.makespan = std::max(*std::max_element(end.begin(), end.end()), step_end);
+    tr.peak_bytes = peak;
     out.step_ns.push_back(tr.makespan);
     steps.push_back(std::move(tr));
     step_parts.push_back(std::move(parts));
+    // The median step so far.
+    std::vector<std::size_t> idx(steps.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](auto a, auto b) { return steps[a].makespan < steps[b].makespan; });
+    out.measured = steps[idx[idx.size() / 2]];
+    out.measured_parts = step_parts[idx[idx.size() / 2]];
+    if (o.on_step) o.on_step(out);
   }
-  // The median step.
-  std::vector<std::size_t> idx(steps.size());
-  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::sort(idx.begin(), idx.end(), [&](auto a, auto b) { return steps[a].makespan < steps[b].makespan; });
-  out.measured = steps[idx[idx.size() / 2]];
-  out.measured_parts = step_parts[idx[idx.size() / 2]];
-  return out;
+  return out;  // under mpirun, the results live on rank 0
 }
 
 }  // namespace hetsim::exec

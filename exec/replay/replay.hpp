@@ -4,6 +4,7 @@
 // device driven by one thread, which runs its tasks in the predicted order, waiting for their
 // dependencies, on real buffers of the planned shapes and sizes.
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -15,9 +16,21 @@
 
 namespace hetsim::exec {
 
+struct Replay;
+
 struct ReplayOptions {
+  ReplayOptions(int measured = 3, int discarded = 1) : steps(measured), warmup(discarded) {}  // NOLINT: {steps, warmup}
   int steps = 3;   ///< measured steps; the median one is reported
   int warmup = 1;  ///< steps run first and discarded
+  /// Multi-process run (mpirun): one process per real device, this process running the device
+  /// whose index is its rank in `world` (backend device `local_device`). Collectives go through
+  /// the backend's communicator over sub-groups of `world`; dependencies between devices travel
+  /// as messages (activations and gradients as their real payload). Results gather on rank 0.
+  ProcessGroup* world = nullptr;
+  int local_device = 0;
+  /// Called on rank 0 after every measured step with the result so far (to keep measurements
+  /// when a later step fails).
+  std::function<void(const Replay&)> on_step;
 };
 
 struct Replay {

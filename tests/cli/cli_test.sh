@@ -133,6 +133,22 @@ TOML
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "exec compare"
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/cpu.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "exec compare of a non-trace exits 2"
   "$HETSIM" exec compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "hetsim exec forwards to hetsim-exec"
+  grep -q '"parts_ns"' "$tmp/measured.json" && "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "op class" && ok || bad "op classes in the traces and the comparison"
+
+  # One process per device under mpirun: a two-stage pipeline and a tensor-parallel pair.
+  if [ -n "${MPIEXEC:-}" ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    for par in "tp = 1\npp = 2" "tp = 2\npp = 1"; do
+      sed -e '/^tp = /d' -e "s/^pp = 2/$par/" "$tmp/cpu.toml" > "$tmp/cpu-mpi.toml"
+      out=$(timeout 120 "$MPIEXEC" -np 2 "$HETSIM_EXEC" run --steps 1 --warmup 1 --out "$tmp/mpi-measured.json" "$tmp/cpu-mpi.toml" 2>&1); rc=$?
+      [ $rc -eq 0 ] && echo "$out" | grep -q "one process per device: 2 processes" && echo "$out" | grep -q "step        predicted" &&
+        grep -q "mpirun" "$tmp/mpi-measured.json" && ok || bad "mpirun -np 2 ($par): rc $rc: $out"
+    done
+    out=$(timeout 120 "$MPIEXEC" -np 2 "$HETSIM_EXEC" run --steps 1 --memory 0.001 "$tmp/cpu-mpi.toml" 2>&1); rc=$?
+    [ $rc -ne 0 ] && echo "$out" | grep -q "cpu0: out of memory" && ok || bad "mpirun, a device out of memory ends the run: rc $rc: $out"
+    out=$(timeout 120 "$MPIEXEC" -np 3 "$HETSIM_EXEC" run --steps 1 "$tmp/cpu.toml" 2>&1); rc=$?
+    [ $rc -ne 0 ] && echo "$out" | grep -q "mpirun -np 2" && ok || bad "mpirun with the wrong process count: rc $rc: $out"
+  fi
 fi
 
 echo "cli: $pass passed, $fail failed"
