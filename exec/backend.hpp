@@ -83,6 +83,8 @@ class Device {
 
   [[nodiscard]] virtual std::size_t live_bytes() const = 0;
   [[nodiscard]] virtual std::size_t peak_bytes() const = 0;
+  /// Bytes allocate() can hand out in all (0: no limit).
+  [[nodiscard]] virtual std::size_t capacity() const = 0;
 };
 
 /// Collectives and point-to-point among the members of one group; one object per member, used

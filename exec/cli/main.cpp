@@ -21,6 +21,7 @@
 #include "exec/mpi/mpi_group.hpp"
 #endif
 #include "exec/replay/replay.hpp"
+#include "exec/replay/scale.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/plan_json.hpp"
@@ -105,6 +106,10 @@ int main(int argc, char** argv) {
   run->add_option("--out", out, "Write the measured trace (docs/formats.md#trace-json)");
   run->add_option("--predicted", predicted_out, "Write the predicted trace of the same step");
   run->add_flag("--json", json, "Print the comparison as JSON");
+  bool fit = false;
+  run->add_flag("--fit", fit,
+                "Scale the plan down to the devices at hand: fewer data-parallel replicas, then fewer layers per "
+                "stage until a device's memory holds it (kernel shapes stay as planned; the report lists the changes)");
 
   std::string pred_in, meas_in;
   bool cmp_json = false;
@@ -154,13 +159,25 @@ int main(int argc, char** argv) {
     const int offered = world && backend_name == "cpu" ? std::max(devices, opts.local_device + 1) : devices;
     auto backend = backend_for(backend_name, offered, memory_gib);
     if (!backend) { print(backend.errors()); return kEnvironment; }
+    std::string scaled;
+    if (fit) {
+      const int available = world && world->size() > 1 ? world->size() : (*backend)->device_count();
+      auto sd = hetsim::exec::scale_to_fit(*sc, plan, available, (*backend)->open(opts.local_device)->capacity());
+      if (!sd) { print(sd.errors()); return kBadInput; }
+      for (const auto& n : sd->notes) scaled += (scaled.empty() ? "" : "; ") + n;
+      if (!scaled.empty() && !quiet) std::cerr << "note: scaled down to fit (--fit): " << scaled << "\n";
+      *sc = std::move(sd->scenario);
+      plan = std::move(sd->plan);
+    }
+    const std::string source = "measured (" + backend_name + " backend" +
+                               (world && world->size() > 1 ? ", mpirun" : "") +
+                               (scaled.empty() ? ")" : ", scaled down: " + scaled + ")");
     // Under mpirun a failing device ends every process: the steps measured before it are
     // written as they come.
     if (world && world->size() > 1 && !quiet && !out.empty())
       opts.on_step = [&](const hetsim::exec::Replay& so_far) {
         (void)write(out, hetsim::io::trace_to_json(hetsim::io::make_trace_file(
-                             so_far.graph, so_far.measured, "measured (" + backend_name + " backend, mpirun)",
-                             so_far.measured_parts)));
+                             so_far.graph, so_far.measured, source, so_far.measured_parts)));
       };
     auto r = hetsim::exec::replay(*sc, plan, **backend, opts);
     if (r && quiet) return kOk;  // rank 0 reports
@@ -179,9 +196,8 @@ int main(int argc, char** argv) {
     const auto pred =
         hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)", r->predicted_parts);
     for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";
-    const std::string source = world && world->size() > 1 ? " backend, mpirun)" : " backend)";
     const auto meas =
-        hetsim::io::make_trace_file(r->graph, r->measured, "measured (" + backend_name + source, r->measured_parts);
+        hetsim::io::make_trace_file(r->graph, r->measured, source, r->measured_parts);
     if (int rc = write(out, hetsim::io::trace_to_json(meas))) return rc;
     if (int rc = write(predicted_out, hetsim::io::trace_to_json(pred))) return rc;
     auto c = hetsim::exec::compare(pred, meas);
@@ -189,7 +205,8 @@ int main(int argc, char** argv) {
     std::string steps_txt;
     for (auto s : r->step_ns) steps_txt += fmt::format("{}{:.4f}", steps_txt.empty() ? "" : " ", static_cast<double>(s) * 1e-9);
     if (json) std::cout << hetsim::exec::comparison_json(*c);
-    else std::cout << fmt::format("measured steps (s): {}\n", steps_txt) << hetsim::exec::comparison_text(*c);
+    else std::cout << (scaled.empty() ? "" : "plan scaled down to fit (--fit): " + scaled + "\n")
+                   << fmt::format("measured steps (s): {}\n", steps_txt) << hetsim::exec::comparison_text(*c);
     if (r->failure) {
       std::cerr << hetsim::to_string(*r->failure) << "\n  (the steps measured before it are reported above)\n";
       return kEnvironment;

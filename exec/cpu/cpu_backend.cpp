@@ -223,6 +223,7 @@ class CpuDevice final : public Device {
 
   std::size_t live_bytes() const override { return live_; }
   std::size_t peak_bytes() const override { return peak_; }
+  std::size_t capacity() const override { return capacity_; }
 
  private:
   float* scratch(std::size_t floats) {

@@ -160,7 +160,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   if (!multi_process && needed > backend.device_count())
     return Diagnostic{{}, "", "the plan needs " + std::to_string(needed) + " devices but the " + backend.name() +
                                   " backend has " + std::to_string(backend.device_count()),
-                      "run with more devices (--devices), one process per device (mpirun), or a smaller plan"};
+                      "run with more devices (--devices), one process per device (mpirun), or scale the plan down (--fit)"};
   if (multi_process && o.local_device >= backend.device_count())
     return Diagnostic{{}, "", "process " + std::to_string(o.world->rank()) + " should drive local device " +
                                   std::to_string(o.local_device) + " but the " + backend.name() + " backend has " +

@@ -14,6 +14,7 @@
 #include "exec/compare/compare.hpp"
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/replay/replay.hpp"
+#include "exec/replay/scale.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -411,6 +412,7 @@ class FlakyBackend final : public exec::Backend {
       std::vector<std::int64_t> resolve() override { return d->resolve(); }
       std::size_t live_bytes() const override { return d->live_bytes(); }
       std::size_t peak_bytes() const override { return d->peak_bytes(); }
+      std::size_t capacity() const override { return d->capacity(); }
     };
     auto f = std::make_unique<Flaky>();
     f->d = inner_->open(index);
@@ -442,6 +444,38 @@ TEST(Replay, KeepsTheStepsMeasuredBeforeADeviceFails) {
   // And a device that fails at once: an error, nothing measured.
   FlakyBackend dead(exec::make_cpu_backend(2), 0);
   EXPECT_FALSE(exec::replay(*s, *s->plan, dead, {2, 0}).ok());
+}
+
+// --fit: fewer replicas for fewer devices, fewer layers for less memory, each change said; the
+// scaled plan then replays within the memory it was scaled to.
+TEST(Scale, ScalesAPlanDownToTheDevicesAndMemoryAtHand) {
+  auto s = test::parse(small("tp = 1\npp = 2\ndp = 2\nmicro_batch = 1\n", 4));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  // Enough of everything: unchanged.
+  auto same = exec::scale_to_fit(*s, *s->plan, 4, 0);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->notes.empty());
+  // Two devices: one replica of the two-stage pipeline, half the global batch.
+  auto two = exec::scale_to_fit(*s, *s->plan, 2, 0);
+  ASSERT_TRUE(two.ok()) << test::all_errors(two.errors());
+  EXPECT_EQ(two->plan.groups[0].replicas, 1);
+  EXPECT_EQ(two->scenario.training.global_batch, s->training.global_batch / 2);
+  ASSERT_EQ(two->notes.size(), 1u);
+  EXPECT_NE(two->notes[0].find("data-parallel replicas 2 → 1"), std::string::npos) << two->notes[0];
+  // Less memory than the full model's stage needs: fewer layers, and the replay fits.
+  auto full = exec::replay(two->scenario, two->plan, *exec::make_cpu_backend(2), {1, 0});
+  ASSERT_TRUE(full.ok());
+  const auto need = *std::max_element(full->predicted.peak_bytes.begin(), full->predicted.peak_bytes.end());
+  const auto capacity = static_cast<std::size_t>(need) * 3 / 4;
+  auto small_mem = exec::scale_to_fit(*s, *s->plan, 2, capacity);
+  ASSERT_TRUE(small_mem.ok()) << test::all_errors(small_mem.errors());
+  EXPECT_LT(small_mem->scenario.model.layers, s->model.layers);
+  EXPECT_NE(small_mem->notes.back().find("layers 4 → "), std::string::npos) << small_mem->notes.back();
+  auto r = exec::replay(small_mem->scenario, small_mem->plan, *exec::make_cpu_backend(2, capacity), {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  // What cannot be scaled: one replica needs more devices than there are; nothing fits.
+  EXPECT_FALSE(exec::scale_to_fit(*s, *s->plan, 1, 0).ok());
+  EXPECT_FALSE(exec::scale_to_fit(*s, *s->plan, 2, 1000).ok());
 }
 
 TEST(Compare, ComputesErrorsPerKindStepAndMemory) {
