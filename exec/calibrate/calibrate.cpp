@@ -152,6 +152,39 @@ Profile calibrate(Backend& backend, double seconds) {
       p.link_latency_s = std::max(0.0, x(0)) / 2;
       p.link_bandwidth = 1.0 / x(1);
     }
+    // Point-to-point: device 0 sends, device 1 answers with the same message; half the round
+    // trip is one message, fitted as α + S/bw over the sizes.
+    std::vector<double> p2p_sizes, p2p_times;
+    for (std::size_t floats : {std::size_t{256}, std::size_t{65536}, std::size_t{1} << 20}) {
+      const int reps = floats < 100000 ? 100 : 10;
+      auto* a0 = static_cast<float*>(dev->workspace(0, floats * 4));
+      auto* a1 = static_cast<float*>(peer->workspace(0, floats * 4));
+      Communicator& c0 = *(*comms)[0];
+      Communicator& c1 = *(*comms)[1];
+      std::thread echo([&] {
+        for (int k = 0; k < reps + 1; ++k) {
+          (void)c1.recv(a1, floats, 0, 1);
+          (void)c1.send(a1, floats, 0, 2);
+        }
+      });
+      std::int64_t t0 = 0;
+      for (int k = 0; k < reps + 1; ++k) {
+        if (k == 1) t0 = host_clock_ns();  // the first round trip warms up
+        (void)c0.send(a0, floats, 1, 1);
+        (void)c0.recv(a0, floats, 1, 2);
+      }
+      (void)dev->resolve();
+      const double one_way = static_cast<double>(host_clock_ns() - t0) * 1e-9 / reps / 2;
+      echo.join();
+      p2p_sizes.push_back(4.0 * static_cast<double>(floats));
+      p2p_times.push_back(one_way);
+    }
+    // Through the smallest and the largest message: α + S/bw.
+    const double bw = (p2p_sizes.back() - p2p_sizes.front()) / std::max(1e-12, p2p_times.back() - p2p_times.front());
+    if (bw > 0) {
+      p.p2p_bandwidth = bw;
+      p.p2p_latency_s = std::max(0.0, p2p_times.front() - p2p_sizes.front() / bw);
+    }
   }
   return p;
 }
@@ -160,8 +193,10 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
   const std::string src = "measured by `hetsim-exec calibrate` on this machine";
   std::string o = fmt::format("# Device profile written by `hetsim-exec calibrate` (load it with catalog = \"…\" in a\n"
                               "# [[cluster.pool]]). GEMM fit: peak {:.4g} FLOP/s, half_dim {:.0f}, launch {:.3g} s,\n"
-                              "# rms relative error {:.3f} over {} shapes.\n\n",
-                              p.gemm.peak_flops, p.gemm.half_dim, p.gemm.launch_s, p.gemm.rms_rel_error, p.samples.size());
+                              "# rms relative error {:.3f} over {} shapes. Point-to-point between two devices: {:.3g} us +\n"
+                              "# {:.4g} GB/s per message (the link below is fitted from all-reduces).\n\n",
+                              p.gemm.peak_flops, p.gemm.half_dim, p.gemm.launch_s, p.gemm.rms_rel_error, p.samples.size(),
+                              p.p2p_latency_s * 1e6, p.p2p_bandwidth / 1e9);
   o += fmt::format("[[link]]\nname = \"{}-copy\"\ndisplay = \"shared-memory copy between {} devices\"\nkind = \"scale-up\"\n"
                    "bandwidth = \"{:.6g}GB/s\"\nlatency = \"{:.4g}us\"\nefficiency = 1.0\nsource = \"{}\"\n\n",
                    name, name, (p.link_bandwidth > 0 ? p.link_bandwidth : p.copy_bandwidth) / 1e9,

@@ -37,6 +37,10 @@ struct Profile {
   /// devices: t = 2α + S/bw, fitted over message sizes); 0 when not measured.
   double link_latency_s = 0;
   double link_bandwidth = 0;
+  /// Point-to-point between the same two devices (ping-pong of send/recv, fitted t = α + S/bw
+  /// per one-way message); 0 when not measured. Reported, and written as a comment.
+  double p2p_latency_s = 0;
+  double p2p_bandwidth = 0;
   std::vector<GemmSample> samples;
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "exec/calibrate/calibrate.hpp"
 #include "exec/compare/compare.hpp"
@@ -87,7 +88,8 @@ int main(int argc, char** argv) {
                "collectives); hip where built with HETSIM_WITH_HIP (own kernels, host-staged collectives)."};
   app.require_subcommand(1);
   std::string backend_name = "cpu";
-  int devices = 2;
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int devices = cores;
   double memory_gib = 4;
 
   std::string scenario, plan_file, out, predicted_out;
@@ -99,7 +101,8 @@ int main(int argc, char** argv) {
   run->add_option("scenario", scenario, "Scenario TOML (its [parallel], or --plan)")->required();
   run->add_option("--plan", plan_file, "Plan JSON (from `hetsim plan --out`)");
   run->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
-  run->add_option("--devices", devices, "Devices the backend offers (cpu: worker threads)")->default_val(2);
+  run->add_option("--devices", devices, "Devices the cpu backend offers: worker threads (default: one per core)")
+      ->default_val(cores);
   run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
   run->add_option("--warmup", warmup, "Steps run first and discarded")->check(CLI::Range(0, 100))->default_val(1);
@@ -125,7 +128,8 @@ int main(int argc, char** argv) {
   cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)");
   cal->add_option("--name", profile_name, "Device name in the profile")->default_val("cpu-calibrated");
   cal->add_option("--seconds", seconds, "Time to spend measuring")->check(CLI::Range(0.2, 600.0))->default_val(2);
-  cal->add_option("--devices", devices, "Devices per node recorded in the profile")->default_val(2);
+  cal->add_option("--devices", devices, "Devices per node recorded in the profile (default: one per core)")
+      ->default_val(cores);
   cal->add_option("--memory", memory_gib, "Memory per device recorded in the profile, GiB")->default_val(4);
 
   try {
@@ -232,10 +236,11 @@ int main(int argc, char** argv) {
     else if (int rc = write(profile_out, toml)) return rc;
     std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak fp32 ({:.4g} bf16, {:.4g} fp16), half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
                              "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "
-                             "{:.3g} GB/s\n",
+                             "{:.3g} GB/s (all-reduce fit); point-to-point {:.3g} us + {:.3g} GB/s\n",
                              prof.gemm.peak_flops / 1e9, prof.peak_bf16 / 1e9, prof.peak_fp16 / 1e9, prof.gemm.half_dim, prof.gemm.launch_s * 1e6,
                              100 * prof.gemm.rms_rel_error, prof.memory_bandwidth / 1e9, prof.copy_bandwidth / 1e9,
-                             prof.attention_efficiency, prof.link_latency_s * 1e6, prof.link_bandwidth / 1e9);
+                             prof.attention_efficiency, prof.link_latency_s * 1e6, prof.link_bandwidth / 1e9,
+                             prof.p2p_latency_s * 1e6, prof.p2p_bandwidth / 1e9);
     return kOk;
   }
   return kBadInput;
