@@ -47,7 +47,7 @@ class Device {
   /// bytes count towards live_bytes/peak_bytes: the planned memory.
   [[nodiscard]] virtual Result<void*> allocate(std::size_t bytes) = 0;
   virtual void release(void* p, std::size_t bytes) = 0;
-  /// Scratch buffer `slot` (0–2) of at least `bytes`, owned by the device and not counted in its
+  /// Scratch buffer `slot` (0–3) of at least `bytes`, owned by the device and not counted in its
   /// memory (the planned sizes are what allocate() counts). Grows as needed (a call may
   /// invalidate earlier pointers of the same slot); nullptr when the memory cannot be had.
   [[nodiscard]] virtual void* workspace(int slot, std::size_t bytes) = 0;
@@ -148,6 +148,8 @@ class Backend {
   [[nodiscard]] virtual std::string name() const = 0;
   [[nodiscard]] virtual int device_count() const = 0;
   [[nodiscard]] virtual std::unique_ptr<Device> open(int index) = 0;
+  /// What the devices are, for reports ("cuda: 2 devices on 1 GPU").
+  [[nodiscard]] virtual std::string describe() const { return name() + ": " + std::to_string(device_count()) + " devices"; }
   /// One communicator per member (in member order) for a group of devices this backend opened.
   /// The default: shared-memory collectives, in place on host memory, staged through host
   /// buffers for device memory (exec/comm). Vendor backends override it (NCCL).

@@ -58,10 +58,10 @@ hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::st
   if (name == "cpu")
     return hetsim::exec::make_cpu_backend(devices, static_cast<std::size_t>(memory_gib * 1073741824.0));
 #ifdef HETSIM_HAVE_CUDA
-  if (name == "cuda") return hetsim::exec::make_cuda_backend();
+  if (name == "cuda") return hetsim::exec::make_cuda_backend(devices);
 #endif
 #ifdef HETSIM_HAVE_HIP
-  if (name == "hip") return hetsim::exec::make_hip_backend();
+  if (name == "hip") return hetsim::exec::make_hip_backend(devices);
 #endif
   return hetsim::Diagnostic{{}, "", "backend '" + name + "' is not built into this hetsim-exec",
                             name == "hip" ? "build with -DHETSIM_WITH_HIP=ON (./install-deps.sh --hip), or use --backend cpu"
@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
   run->add_option("scenario", scenario, "Scenario TOML (its [parallel], or --plan)")->required();
   run->add_option("--plan", plan_file, "Plan JSON (from `hetsim plan --out`)");
   run->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
-  run->add_option("--devices", devices, "Devices the cpu backend offers: worker threads (default: one per core)")
+  run->add_option("--devices", devices,
+                  "Devices the backend offers: cpu worker threads (default: one per core); for cuda/hip, more than "
+                  "the GPUs share them round-robin (default: the GPUs)")
       ->default_val(cores);
   run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
@@ -160,9 +162,13 @@ int main(int argc, char** argv) {
     opts.local_device = world ? hetsim::exec::mpi_local_rank() : 0;
 #endif
     // Under mpirun a cpu process is its own device (whatever --devices says).
-    const int offered = world && backend_name == "cpu" ? std::max(devices, opts.local_device + 1) : devices;
+    // GPU backends offer their GPUs, or --devices of them sharing the GPUs when given.
+    const int offered = backend_name != "cpu"   ? (run->count("--devices") > 0 ? devices : 0)
+                        : world                 ? std::max(devices, opts.local_device + 1)
+                                                : devices;
     auto backend = backend_for(backend_name, offered, memory_gib);
     if (!backend) { print(backend.errors()); return kEnvironment; }
+    if (!quiet && backend_name != "cpu") std::cerr << "note: " << (*backend)->describe() << "\n";
     std::string scaled;
     if (fit) {
       const int available = world && world->size() > 1 ? world->size() : (*backend)->device_count();

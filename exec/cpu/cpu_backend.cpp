@@ -234,7 +234,7 @@ class CpuDevice final : public Device {
   int index_;
   std::size_t capacity_;
   std::size_t live_ = 0, peak_ = 0;
-  std::vector<float> work_[3];
+  std::vector<float> work_[4];
   std::vector<float> scratch_;
   std::vector<std::int64_t> marks_;
 };

@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -163,7 +164,7 @@ class NcclCommunicator final : public Communicator {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int n) : n_(n) {
+  CudaBackend(int n, int devices) : n_(n), devices_(std::max(n, devices)) {
     // Peer access between every pair, where the hardware allows it (pipeline copies).
     for (int a = 0; a < n_; ++a) {
       cudaSetDevice(a);
@@ -173,7 +174,12 @@ class CudaBackend final : public Backend {
     cudaGetLastError();  // "already enabled" is not an error here
   }
   std::string name() const override { return "cuda"; }
-  int device_count() const override { return n_; }
+  // More devices than GPUs share them round-robin (each its own stream): two pipeline stages on
+  // one GPU, say.
+  int device_count() const override { return devices_; }
+  std::string describe() const override {
+    return "cuda: " + std::to_string(devices_) + " device(s) on " + std::to_string(n_) + " GPU(s)";
+  }
   std::unique_ptr<Device> open(int index) override { return std::make_unique<GpuDevice>("cuda", index % n_); }
 
   Result<Communicators> communicators(const std::vector<Device*>& members) override {
@@ -228,7 +234,7 @@ class CudaBackend final : public Backend {
     for (auto* m : members) gpus.insert(static_cast<GpuDevice*>(m)->index());
     return members.size() > 1 && gpus.size() == members.size();
   }
-  int n_;
+  int n_, devices_;
 };
 
 }  // namespace
@@ -236,13 +242,13 @@ class CudaBackend final : public Backend {
 
 namespace hetsim::exec {
 
-Result<std::unique_ptr<Backend>> make_cuda_backend() {
+Result<std::unique_ptr<Backend>> make_cuda_backend(int devices) {
   int n = 0;
   if (auto e = cudaGetDeviceCount(&n); e != cudaSuccess)
     return Diagnostic{{}, "", std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(e),
                       "run on a machine with an NVIDIA GPU, or use --backend cpu"};
   if (n == 0) return Diagnostic{{}, "", "no CUDA device on this machine", "use --backend cpu"};
-  return std::unique_ptr<Backend>(std::make_unique<cuda_impl::CudaBackend>(n));
+  return std::unique_ptr<Backend>(std::make_unique<cuda_impl::CudaBackend>(n, devices));
 }
 
 }  // namespace hetsim::exec

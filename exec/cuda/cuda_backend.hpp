@@ -11,6 +11,7 @@
 namespace hetsim::exec {
 
 /// The GPUs of this machine, or the reason there are none ("no CUDA device: …").
-[[nodiscard]] Result<std::unique_ptr<Backend>> make_cuda_backend();
+/// `devices` above the GPU count makes that many devices sharing the GPUs round-robin.
+[[nodiscard]] Result<std::unique_ptr<Backend>> make_cuda_backend(int devices = 0);
 
 }  // namespace hetsim::exec

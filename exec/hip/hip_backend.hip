@@ -2,6 +2,7 @@
 
 #include <hip/hip_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -73,14 +74,19 @@ namespace {
 
 class HipBackend final : public Backend {
  public:
-  explicit HipBackend(int n) : n_(n) {}
+  HipBackend(int n, int devices) : n_(n), devices_(std::max(n, devices)) {}
   std::string name() const override { return "hip"; }
-  int device_count() const override { return n_; }
+  // More devices than GPUs share them round-robin (each its own stream): two pipeline stages on
+  // one GPU, say.
+  int device_count() const override { return devices_; }
+  std::string describe() const override {
+    return "hip: " + std::to_string(devices_) + " device(s) on " + std::to_string(n_) + " GPU(s)";
+  }
   std::unique_ptr<Device> open(int index) override { return std::make_unique<GpuDevice>("hip", index % n_); }
   // Collectives: the default, staged through host memory (no RCCL in Debian's ROCm).
 
  private:
-  int n_;
+  int n_, devices_;
 };
 
 }  // namespace
@@ -88,13 +94,13 @@ class HipBackend final : public Backend {
 
 namespace hetsim::exec {
 
-Result<std::unique_ptr<Backend>> make_hip_backend() {
+Result<std::unique_ptr<Backend>> make_hip_backend(int devices) {
   int n = 0;
   if (auto e = hipGetDeviceCount(&n); e != hipSuccess)
     return Diagnostic{{}, "", std::string("no HIP device: hipGetDeviceCount: ") + hipGetErrorString(e),
                       "run on a machine with an AMD GPU, or use --backend cpu"};
   if (n == 0) return Diagnostic{{}, "", "no HIP device on this machine", "use --backend cpu"};
-  return std::unique_ptr<Backend>(std::make_unique<hip_impl::HipBackend>(n));
+  return std::unique_ptr<Backend>(std::make_unique<hip_impl::HipBackend>(n, devices));
 }
 
 }  // namespace hetsim::exec

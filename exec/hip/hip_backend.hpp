@@ -10,6 +10,7 @@
 namespace hetsim::exec {
 
 /// The AMD GPUs of this machine, or the reason there are none ("no HIP device: …").
-[[nodiscard]] Result<std::unique_ptr<Backend>> make_hip_backend();
+/// `devices` above the GPU count makes that many devices sharing the GPUs round-robin.
+[[nodiscard]] Result<std::unique_ptr<Backend>> make_hip_backend(int devices = 0);
 
 }  // namespace hetsim::exec

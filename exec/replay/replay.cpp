@@ -343,6 +343,15 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   const bool wide = s.training.precision == hw::Dtype::Fp32;
   const std::size_t wire_act = wide ? act_elems : act_elems / 2;
 
+  // Each device's inbox: where pipeline senders of this process copy activations and gradients
+  // (scratch slot 3, made once before the threads start; concurrent senders overwrite one another's
+  // bytes, which only the timing cares about).
+  std::vector<void*> inbox(static_cast<std::size_t>(needed), nullptr);
+  for (int d = 0; d < needed; ++d)
+    if (local(d) && (inbox[static_cast<std::size_t>(d)] = devices[static_cast<std::size_t>(d)]->workspace(3, 4 * wire_act)) == nullptr)
+      return Diagnostic{{}, "", devices[static_cast<std::size_t>(d)]->name() + ": no memory for the pipeline inbox (" +
+                                    std::to_string(4 * wire_act) + " bytes)", ""};
+
   std::vector<engine::Trace> steps;
   std::vector<std::vector<io::TaskParts>> step_parts;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
@@ -352,7 +361,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     // through their collectives).
     std::vector<std::int64_t> start(g.size()), end(g.size());
     std::vector<io::TaskParts> parts(g.size());
-    std::vector<std::string> error(static_cast<std::size_t>(needed));
+    std::vector<std::pair<std::string, std::string>> error(static_cast<std::size_t>(needed));  // why, hint
     std::atomic<bool> failed{false};
     std::atomic<std::int64_t> last_end{0};  // over every member, not only the timed ones
     if (world != nullptr) world->barrier();
@@ -379,14 +388,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held;
           void* base_ptr = nullptr;
           std::set<std::pair<std::uint32_t, int>> received;  // (task, process) already heard of
-          auto fail = [&](const std::string& why) {
+          auto fail = [&](const std::string& why, const std::string& hint = "") {
             if (world != nullptr) {
               // MPI cannot drop a member from its collectives: say what failed, then end the run
               // (rank 0 has handed the steps measured so far to on_step).
               std::fprintf(stderr, "error: step %d: %s\n", step, why.empty() ? "failed" : why.c_str());
               world->abort(1);
             }
-            if (!why.empty()) error[real] = why;
+            if (!why.empty()) error[real] = {why, hint};
             failed = true;
             tpc.leave();
             dpc.leave();
@@ -400,7 +409,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             }
           };
           auto base = dev.allocate(static_cast<std::size_t>(info.baseline_bytes));
-          if (!base) { fail(to_string(base.errors()[0])); return; }
+          if (!base) { fail(base.errors()[0].message + " for its resident state", base.errors()[0].hint); return; }
           base_ptr = *base;
           for (std::uint32_t id : order[rep]) {
             // Every predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
@@ -426,7 +435,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                   float token = 0;
                   r = tokens->recv(&token, 1, from, static_cast<int>(2 * pr));
                 }
-                if (!r) { fail(dev.name() + ": " + to_string(r.errors()[0])); return; }
+                if (!r) { fail(dev.name() + ": " + r.errors()[0].message); return; }
               }
             }
             if (failed) { fail(""); return; }
@@ -435,7 +444,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             void* own = nullptr;
             if (t.alloc_bytes > 0) {
               auto a = dev.allocate(static_cast<std::size_t>(t.alloc_bytes));
-              if (!a) { fail(to_string(a.errors()[0]) + where); return; }
+              if (!a) { fail(a.errors()[0].message + where, a.errors()[0].hint); return; }
               own = *a;
             }
             // Marks: the task's start, then one after every timed op (its class noted).
@@ -448,7 +457,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             std::int64_t began = -1;  // a collective's real start: when its last member arrived
             std::string comm_error;
             auto note = [&](const Result<std::int64_t>& r, bool first) {
-              if (!r) comm_error = dev.name() + ": " + to_string(r.errors()[0]);
+              if (!r) comm_error = dev.name() + ": " + r.errors()[0].message;
               else if (first && began < 0) began = *r;
             };
             const bool bwd = t.kind == TaskKind::Backward;
@@ -514,8 +523,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const std::size_t bytes = 4 * wire_act / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
                 sc.fit(bytes, 1, bytes);
                 if (sc.failed) break;
-                if (world == nullptr) {
-                  dev.copy(sc.pa, sc.pc, bytes);
+                if (world == nullptr) {  // a peer copy into each reader's inbox
+                  for (int to : remote_successors(id, member)) dev.copy(sc.pa, inbox[static_cast<std::size_t>(to)], bytes);
                   break;
                 }
                 for (int to : remote_successors(id, member))  // the transfer itself, to each reader
@@ -554,7 +563,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               n = 0;
               if (keep > 0) {
                 auto a = dev.allocate(static_cast<std::size_t>(keep));
-                if (!a) { fail(to_string(a.errors()[0]) + where); return; }
+                if (!a) { fail(a.errors()[0].message + where, a.errors()[0].hint); return; }
                 ptr = *a;
                 n = static_cast<std::size_t>(keep);
               }
@@ -577,7 +586,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               for (int to : remote_successors(id, member)) {
                 const float token = 1;
                 if (auto r = tokens->send(&token, 1, to, static_cast<int>(2 * id)); !r) {
-                  fail(dev.name() + ": " + to_string(r.errors()[0]) + where);
+                  fail(dev.name() + ": " + r.errors()[0].message + where);
                   return;
                 }
               }
@@ -588,10 +597,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
         });
     for (auto& th : threads) th.join();
     if (failed) {
-      std::string why = "failed";
+      std::pair<std::string, std::string> why{"failed", ""};
       for (const auto& e : error)
-        if (!e.empty()) { why = e; break; }
-      Diagnostic d{{}, "", "step " + std::to_string(step) + ": " + why, ""};
+        if (!e.first.empty()) { why = e; break; }
+      Diagnostic d{{}, "", "step " + std::to_string(step) + ": " + why.first, why.second};
       if (steps.empty()) return d;
       out.failure = d;  // keep what was measured
       break;

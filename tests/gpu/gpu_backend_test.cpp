@@ -25,14 +25,14 @@ namespace {
 
 #ifdef HETSIM_TEST_HIP
 constexpr bool kVendorBlas = false;  // Debian's ROCm: the own tiled GEMM
-auto make_backend() { return exec::make_hip_backend(); }
+auto make_backend(int devices = 0) { return exec::make_hip_backend(devices); }
 #else
 constexpr bool kVendorBlas = true;  // cuBLAS
-auto make_backend() { return exec::make_cuda_backend(); }
+auto make_backend(int devices = 0) { return exec::make_cuda_backend(devices); }
 #endif
 
-std::unique_ptr<exec::Backend> gpu_or_skip() {
-  auto b = make_backend();
+std::unique_ptr<exec::Backend> gpu_or_skip(int devices = 0) {
+  auto b = make_backend(devices);
   if (!b) return nullptr;
   return std::move(*b);
 }
@@ -113,7 +113,7 @@ TEST(Gpu, KernelsMatchTheCpuBackend) {
 }
 
 TEST(Gpu, CollectivesAreNumericallyRight) {
-  auto backend = gpu_or_skip();
+  auto backend = gpu_or_skip(2);
   if (!backend) GTEST_SKIP() << "no GPU";
   // Two devices: two GPUs through NCCL where there are two, else both on GPU 0 (host-staged).
   std::vector<std::unique_ptr<exec::Device>> devs;
@@ -157,7 +157,7 @@ TEST(Gpu, ReplaysAOneGpuPlanWithThePlannedMemory) {
 }
 
 TEST(Gpu, ReplaysTwoDevicePlans) {
-  auto backend = gpu_or_skip();
+  auto backend = gpu_or_skip(2);  // two GPUs, or two devices sharing one
   if (!backend) GTEST_SKIP() << "no GPU";
   // On one GPU the two "devices" share it (pipeline copies, host-staged collectives); on two,
   // they are two GPUs with NCCL.

@@ -47,7 +47,7 @@ build/release/bin/hetsim-exec run --backend cuda --steps 5 --warmup 1 --out "$ou
   --predicted "$out/predicted.json" "$out/gpu.toml" > "$out/run.txt" 2>&1; run_rc=$?
 # Two pipeline stages as two "devices" on the one GPU (each its own stream; copies between them).
 sed -e 's/^devices_per_node = 1/devices_per_node = 2/' -e 's/^pp = 1/pp = 2/' "$out/gpu.toml" > "$out/gpu-pp2.toml"
-build/release/bin/hetsim-exec run --backend cuda --steps 3 --warmup 1 "$out/gpu-pp2.toml" > "$out/run-pp2.txt" 2>&1
+build/release/bin/hetsim-exec run --backend cuda --devices 2 --steps 3 --warmup 1 "$out/gpu-pp2.toml" > "$out/run-pp2.txt" 2>&1
 pp2_rc=$?
 echo
 echo "== hetsim GPU check ==================================================="
