@@ -27,6 +27,12 @@
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/simgrid/flows.hpp"
+#include "sim/simgrid/platform.hpp"
+#ifdef HETSIM_HAVE_SIMGRID
+#include "sim/simgrid/simgrid_engine.hpp"
+#endif
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -143,7 +149,7 @@ int run_estimate(const Common& c) {
   return finish(c, sc, plan, est, text);
 }
 
-int run_simulate(const Common& c, const std::string& trace_file) {
+int run_simulate(const Common& c, const std::string& trace_file, const std::string& engine) {
   hetsim::Scenario sc;
   hetsim::plan::Plan plan;
   if (int rc = load(c, sc, plan)) return rc;
@@ -162,9 +168,64 @@ int run_simulate(const Common& c, const std::string& trace_file) {
     print_diagnostics(run.errors());
     return kExitEnvironment;
   }
-  const hetsim::report::Simulation& sim = *run;
-  const std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim)
-                                  : hetsim::report::simulate_text(sc, plan, sim);
+  hetsim::report::Simulation& sim = *run;
+  // --engine simgrid: the same graph on a SimGrid platform; its timeline replaces the native one
+  // and the report adds what only it shows (contended links).
+  std::string engine_text;
+  nlohmann::ordered_json engine_json;
+  if (engine == "simgrid") {
+#ifdef HETSIM_HAVE_SIMGRID
+    const auto native_step = static_cast<double>(sim.trace.makespan) * 1e-9;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto sg = hetsim::engine::run_simgrid(sim.graph, sc.cluster);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!sg) {
+      print_diagnostics(sg.errors());
+      return kExitEnvironment;
+    }
+    sim.trace = std::move(sg->trace);
+    sim.summary = hetsim::engine::summarize(sim.graph, sim.trace);
+    hetsim::report::apply_simulation(sim);
+    const double step = static_cast<double>(sim.trace.makespan) * 1e-9;
+    engine_text = fmt::format(
+        "\nengine      simgrid: {} activities ({} flows) in {:.2f} s ({:.3g} activities/s); the native engine "
+        "says {:.4g} s, simgrid {:.4g} s ({:+.2f} %)\n",
+        sg->activities, sg->flows, wall, static_cast<double>(sg->activities) / std::max(wall, 1e-9), native_step,
+        step, 100 * (step / native_step - 1));
+    if (sg->contended.empty()) {
+      engine_text += "contention  none: no link was asked for more than its bandwidth\n";
+    } else {
+      engine_text += fmt::format("contention  flows took {:.4g} s longer in all than alone; links asked for more "
+                                 "than their bandwidth:\n",
+                                 sg->flow_delay_s);
+      for (std::size_t i = 0; i < std::min<std::size_t>(8, sg->contended.size()); ++i)
+        engine_text += fmt::format("  {:<28} overloaded {:.4g} s, peak demand {:.2f}× its bandwidth\n",
+                                   sg->contended[i].link, sg->contended[i].overloaded_s, sg->contended[i].peak_demand);
+      if (sg->contended.size() > 8) engine_text += fmt::format("  … and {} more\n", sg->contended.size() - 8);
+    }
+    engine_json = {{"engine", "simgrid"},
+                   {"activities", sg->activities},
+                   {"flows", sg->flows},
+                   {"wall_s", wall},
+                   {"native_step_time_s", native_step},
+                   {"flow_delay_s", sg->flow_delay_s},
+                   {"contended_links", nlohmann::ordered_json::array()}};
+    for (const auto& k : sg->contended)
+      engine_json["contended_links"].push_back(
+          {{"link", k.link}, {"overloaded_s", k.overloaded_s}, {"peak_demand", k.peak_demand}});
+#else
+    std::cerr << c.scenario << ": error: this hetsim was built without SimGrid\n"
+              << "  hint: install libsimgrid-dev (./install-deps.sh) and configure with -DHETSIM_WITH_SIMGRID=ON\n";
+    return kExitEnvironment;
+#endif
+  }
+  std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim) : hetsim::report::simulate_text(sc, plan, sim);
+  if (c.json && !engine_json.empty()) {
+    auto j = nlohmann::ordered_json::parse(text);
+    j["engine"] = engine_json;
+    text = j.dump(2) + "\n";
+  }
+  text += c.json ? "" : engine_text;
   // The trace is written last, only when everything else was: a failed run leaves no files.
   if (int rc = finish(c, sc, plan, sim.simulated, text); rc != kExitOk) return rc;
   if (!trace_file.empty()) {
@@ -228,6 +289,27 @@ int forward_to_exec(int argc, char** argv) {
   return kExitEnvironment;
 }
 
+// The platform file: every host and link, and the routes of the pairs the plan's step uses.
+int run_platform(const Common& c) {
+  hetsim::Scenario sc;
+  hetsim::plan::Plan plan;
+  if (int rc = load(c, sc, plan); rc != kExitOk) return rc;
+  const auto pf = hetsim::platform::build(sc.cluster);
+  const auto g = hetsim::schedule::build_schedule(sc, plan);
+  auto d = hetsim::platform::decompose(g, sc.cluster, pf);
+  if (!d) {
+    print_diagnostics(d.errors());
+    return kExitBadInput;
+  }
+  std::vector<std::pair<int, int>> pairs;
+  for (const auto& w : d->work)
+    for (const auto& f : w.flows) pairs.emplace_back(f.src, f.dst);
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  if (pairs.empty() && pf.hosts.size() > 1) pairs.emplace_back(0, 1);  // one route, so the file is usable
+  return emit(hetsim::platform::to_xml(pf, pairs), c.output);
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "exec") return forward_to_exec(argc, argv);
   CLI::App app{"hetsim: predicts how a large-model training job runs on a heterogeneous cluster.\n"
@@ -267,6 +349,21 @@ int main(int argc, char** argv) {
   sim->add_option("-o,--output", sim_opts.output, "Write to this file (atomically) instead of stdout");
   sim->add_option("--trace", trace_file, "Write a Chrome/Perfetto trace JSON of the step to this file");
   sim->add_option("--save-plan", sim_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
+  std::string engine = "native";
+  sim->add_option("--engine", engine,
+                  "native (fast, each collective priced alone) or simgrid (SimGrid's flow model: links shared by "
+                  "concurrent flows slow them down; names the contended links)")
+      ->check(CLI::IsMember({"native", "simgrid"}))
+      ->default_val("native");
+
+  Common plat_opts;
+  plat_opts.command = "platform";
+  auto* plat = app.add_subcommand("platform",
+                                  "Write the scenario's cluster as a SimGrid platform file (hosts, links, routes) "
+                                  "for other SimGrid tools: the platform `simulate --engine simgrid` runs on");
+  plat->add_option("scenario", plat_opts.scenario, "Scenario TOML file")->required();
+  plat->add_option("--plan", plat_opts.plan_file, "Plan JSON: routes of the pairs its step uses");
+  plat->add_option("-o,--output", plat_opts.output, "Write to this file (atomically) instead of stdout");
 
   Common plan_opts;
   plan_opts.command = "plan";
@@ -300,7 +397,8 @@ int main(int argc, char** argv) {
   }
   if (*cat) return run_catalog(cat_json, cat_out);
   if (*est) return run_estimate(est_opts);
-  if (*sim) return run_simulate(sim_opts, trace_file);
+  if (*sim) return run_simulate(sim_opts, trace_file, engine);
+  if (*plat) return run_platform(plat_opts);
   if (*pln) return run_plan(plan_opts, top, verify, objective, same_vendor);
   return kExitBadInput;
 }

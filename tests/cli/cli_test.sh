@@ -98,6 +98,22 @@ printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 8\nseq_len = 
 err=$("$HETSIM" plan --out "$tmp/nofit.json" "$tmp/nofit.toml" 2>&1); rc=$?
 [ $rc -eq 3 ] && echo "$err" | grep -q "no plan fits" && [ ! -e "$tmp/nofit.json" ] && ok || bad "plan with nothing fitting: rc $rc: $err"
 
+# The simgrid engine (when built): same step as native where nothing contends, deterministic,
+# contended links named in JSON; the platform file.
+if "$HETSIM" simulate --help | grep -q -- "--engine"; then
+  a=$("$HETSIM" simulate --engine simgrid --json "$SRC/scenarios/llama3-8b-a100-l40s.toml" 2>/dev/null); rc=$?
+  b=$("$HETSIM" simulate --engine simgrid --json "$SRC/scenarios/llama3-8b-a100-l40s.toml" 2>/dev/null)
+  strip() { grep -v -E '"wall_s"'; }
+  [ $rc -eq 0 ] && [ "$(echo "$a" | strip)" = "$(echo "$b" | strip)" ] && ok || bad "simgrid is not deterministic (rc $rc)"
+  echo "$a" | grep -q '"contended_links"' && echo "$a" | grep -q '"link": "p' && ok || bad "simgrid JSON names contended links"
+  out=$("$HETSIM" simulate --engine simgrid "$SRC/scenarios/cpu-pipeline.toml" 2>&1)
+  echo "$out" | grep -q "simgrid 5.589 s (+0.00 %)" && echo "$out" | grep -q "contention  none" && ok || bad "simgrid on cpu-pipeline: $out"
+  "$HETSIM" simulate --engine frob "$SRC/scenarios/default.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown engine exits 2"
+  "$HETSIM" platform -o "$tmp/platform.xml" "$SRC/scenarios/default.toml" && grep -q '<platform version="4.1">' "$tmp/platform.xml" &&
+    grep -q '<route src=' "$tmp/platform.xml" && ok || bad "platform -o writes a SimGrid platform"
+  "$HETSIM" platform -o "$tmp/none.xml" "$tmp/bad.toml" >/dev/null 2>&1; [ $? -eq 2 ] && [ ! -e "$tmp/none.xml" ] && ok || bad "platform of a bad scenario: exit 2, no file"
+fi
+
 # hetsim-exec: calibrate → a profile a scenario loads → plan → run on the cpu backend → compare.
 if [ -n "${HETSIM_EXEC:-}" ]; then
   "$HETSIM_EXEC" calibrate --seconds 0.3 --name cpu-ci --out "$tmp/cpu-ci.toml" 2>/dev/null && grep -q 'name = "cpu-ci"' "$tmp/cpu-ci.toml" && ok || bad "calibrate"

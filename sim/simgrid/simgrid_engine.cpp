@@ -1,0 +1,329 @@
+#include "sim/simgrid/simgrid_engine.hpp"
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <deque>
+#include <list>
+#include <map>
+#include <tuple>
+
+#include "sim/simgrid/flows.hpp"
+#include "sim/simgrid/platform.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace hetsim::engine {
+namespace {
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+constexpr double kSpeed = 1e9;  // flop/s of every host: an execution of d ns is d flops
+
+schedule::SimTime to_ns(double s) { return static_cast<schedule::SimTime>(std::llround(s * 1e9)); }
+
+// One flow as it ran, for the contention report.
+struct FlowRecord {
+  std::uint32_t task = 0;
+  int src = 0, dst = 0;
+  double bytes = 0, start = 0, end = 0;
+};
+
+class Run {
+ public:
+  Run(const schedule::TaskGraph& g, const platform::Platform& p, const platform::Decomposition& d)
+      : g_(g), p_(p), d_(d) {}
+
+  Result<SimgridRun> go() {
+    build_platform();
+    const std::size_t n = g_.size();
+    out_.trace.start.assign(n, -1);
+    out_.trace.end.assign(n, -1);
+    pending_ = g_.pred_count;
+    via_.assign(n, kNone);
+    outstanding_.assign(n, 0);
+    arrived_.assign(g_.collectives.size(), 0);
+    last_via_.assign(g_.collectives.size(), kNone);
+    sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { finished(a); });
+    sg4::Engine::on_time_advance_cb([this](double) { released_.clear(); });
+    for (std::uint32_t t = 0; t < n; ++t)
+      if (pending_[t] == 0) ready(t, kNone);
+    drain();
+    engine_->run();
+    for (std::uint32_t t = 0; t < n; ++t)
+      if (out_.trace.end[t] < 0)
+        return Diagnostic{{}, "", "the simgrid engine never ran task '" + schedule::task_name(g_.tasks[t]) + "' of " +
+                                      g_.devices[g_.tasks[t].device].label,
+                          "this is a bug; please report it with the scenario"};
+    finish_trace();
+    report_contention();
+    return std::move(out_);
+  }
+
+ private:
+  void build_platform() {
+    int argc = 1;
+    char arg0[] = "hetsim";
+    char* argv[] = {arg0, nullptr};
+    engine_ = std::make_unique<sg4::Engine>(&argc, argv);
+    xbt_log_control_set("root.thres:critical");
+    // Textbook flows: time = latency + size / bandwidth share (no TCP corrections).
+    sg4::Engine::set_config("network/model:CM02");
+    sg4::Engine::set_config("network/crosstraffic:0");
+    auto* zone = sg4::create_full_zone("cluster");
+    for (const auto& h : p_.hosts) hosts_.push_back(zone->create_host(h.name, kSpeed)->set_core_count(4)->seal());
+    for (const auto& l : p_.links)
+      links_.push_back(zone->create_split_duplex_link(l.name, l.bandwidth)->set_latency(l.latency)->seal());
+    // Routes of the pairs that communicate (a Full zone holds only what is added).
+    std::map<std::pair<int, int>, bool> pairs;
+    for (const auto& w : d_.work)
+      for (const auto& f : w.flows) pairs[{f.src, f.dst}] = true;
+    for (const auto& [ab, unused] : pairs) {
+      std::vector<sg4::LinkInRoute> r;
+      for (const auto& hop : p_.route(ab.first, ab.second))
+        r.emplace_back(links_[hop.link],
+                       hop.up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
+      zone->add_route(hosts_[static_cast<std::size_t>(ab.first)]->get_netpoint(),
+                      hosts_[static_cast<std::size_t>(ab.second)]->get_netpoint(), nullptr, nullptr, r, false);
+    }
+    zone->seal();
+  }
+
+  // As the native engine: a task is ready when its predecessors ended; a collective's members
+  // start together when the last is ready.
+  void ready(std::uint32_t t, std::uint32_t via) {
+    via_[t] = via;
+    const std::uint32_t c = g_.tasks[t].collective;
+    if (c == schedule::kNoCollective) {
+      start(t);
+      return;
+    }
+    last_via_[c] = via;
+    if (++arrived_[c] < g_.collectives[c].size()) return;
+    for (std::uint32_t m : g_.collectives[c]) {
+      via_[m] = last_via_[c];
+      start(m);
+    }
+  }
+
+  void start(std::uint32_t t) {
+    const double now = sg4::Engine::get_clock();
+    out_.trace.start[t] = to_ns(now);
+    const auto& w = d_.work[t];
+    const auto& task = g_.tasks[t];
+    if (d_.owner[t] != t) return;  // ends with its collective's first member
+    if (task.duration == 0) {
+      done_now_.push_back(t);
+      return;
+    }
+    if (w.exec_host >= 0) {
+      sg4::ExecPtr x = sg4::Exec::init();
+      x->set_flops_amount(static_cast<double>(task.duration) * (kSpeed * 1e-9));
+      x->set_host(hosts_[static_cast<std::size_t>(w.exec_host)]);
+      x->set_data(tag(t, -1));
+      outstanding_[t] = 1;
+      x->start();
+      live_.push_back(x);
+      ++out_.activities;
+      return;
+    }
+    outstanding_[t] = static_cast<std::uint32_t>(w.flows.size());
+    for (std::size_t k = 0; k < w.flows.size(); ++k) {
+      const auto& f = w.flows[k];
+      sg4::CommPtr c = sg4::Comm::sendto_init(hosts_[static_cast<std::size_t>(f.src)], hosts_[static_cast<std::size_t>(f.dst)]);
+      c->set_payload_size(static_cast<std::uint64_t>(std::ceil(f.bytes)));
+      c->set_data(tag(t, static_cast<int>(k)));
+      c->start();
+      live_.push_back(c);
+      ++out_.activities;
+      ++out_.flows;
+    }
+  }
+
+  // Activities carry (task, flow index) in their data pointer.
+  void* tag(std::uint32_t t, int flow) {
+    tags_.push_back({t, flow});
+    return &tags_.back();
+  }
+
+  void finished(const sg4::Activity& a) {
+    const auto* tg = a.get_data<Tag>();
+    if (tg == nullptr) return;
+    if (tg->flow >= 0) {
+      const auto& f = d_.work[tg->task].flows[static_cast<std::size_t>(tg->flow)];
+      flows_.push_back({tg->task, f.src, f.dst, f.bytes, a.get_start_time(), a.get_finish_time()});
+    }
+    if (--outstanding_[tg->task] == 0) done_now_.push_back(tg->task);
+    drain();
+  }
+
+  // Completes the tasks that ended now and starts what they make ready (a worklist: zero-length
+  // tasks end at once).
+  void drain() {
+    const double now = sg4::Engine::get_clock();
+    while (!done_now_.empty()) {
+      const std::uint32_t t = done_now_.back();
+      done_now_.pop_back();
+      std::vector<std::uint32_t> ended{t};
+      const std::uint32_t c = g_.tasks[t].collective;
+      if (c != schedule::kNoCollective && d_.owner[t] == t)
+        for (std::uint32_t m : g_.collectives[c])
+          if (m != t && d_.owner[m] == t) ended.push_back(m);
+      for (std::uint32_t e : ended) {
+        out_.trace.end[e] = std::max(to_ns(now), out_.trace.start[e]);
+        for (std::uint32_t i = g_.succ_begin[e]; i < g_.succ_begin[e + 1]; ++i)
+          if (--pending_[g_.succ[i]] == 0) ready(g_.succ[i], e);
+      }
+    }
+    // Finished activities are released once SimGrid has moved on (not inside its callback).
+    for (auto it = live_.begin(); it != live_.end();) {
+      if ((*it)->get_state() == sg4::Activity::State::FINISHED) {
+        released_.push_back(std::move(*it));
+        it = live_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Memory, stream occupancy, makespan and critical path from the start and end times, the
+  // native engine's way (frees before allocations at the same instant).
+  void finish_trace() {
+    auto& tr = out_.trace;
+    const std::size_t nd = g_.devices.size();
+    tr.memory.assign(nd, {});
+    tr.peak_bytes.assign(nd, 0);
+    tr.busy.assign(nd, {});
+    struct Change {
+      schedule::SimTime time;
+      int order;
+      std::uint32_t device;
+      std::int64_t delta;
+    };
+    std::vector<Change> changes;
+    for (std::uint32_t t = 0; t < g_.size(); ++t) {
+      const auto& task = g_.tasks[t];
+      tr.makespan = std::max(tr.makespan, tr.end[t]);
+      tr.busy[task.device][static_cast<int>(task.stream)] += tr.end[t] - tr.start[t];
+      if (task.alloc_bytes != 0) changes.push_back({tr.start[t], 1, task.device, task.alloc_bytes});
+      if (task.free_bytes != 0) changes.push_back({tr.end[t], 0, task.device, -task.free_bytes});
+    }
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const Change& a, const Change& b) { return std::tie(a.time, a.order) < std::tie(b.time, b.order); });
+    std::vector<std::int64_t> live(nd);
+    for (std::size_t d = 0; d < nd; ++d) {
+      live[d] = g_.devices[d].baseline_bytes;
+      tr.peak_bytes[d] = live[d];
+      tr.memory[d].push_back({0, live[d]});
+    }
+    for (const auto& ch : changes) {
+      live[ch.device] += ch.delta;
+      auto& pts = tr.memory[ch.device];
+      if (pts.back().time == ch.time) pts.back().bytes = live[ch.device];
+      else pts.push_back({ch.time, live[ch.device]});
+      tr.peak_bytes[ch.device] = std::max(tr.peak_bytes[ch.device], live[ch.device]);
+    }
+    std::uint32_t last = kNone;
+    for (std::uint32_t t = 0; t < g_.size(); ++t)
+      if (last == kNone || tr.end[t] > tr.end[last]) last = t;
+    for (std::uint32_t t = last; t != kNone; t = via_[t]) tr.critical_path.push_back(t);
+    std::reverse(tr.critical_path.begin(), tr.critical_path.end());
+    tr.events = out_.activities;
+  }
+
+  // Per link and direction: when did the flows crossing it ask for more than its bandwidth (each
+  // flow at the rate it would get alone)? And what did contention cost the flows in all?
+  void report_contention() {
+    struct Edge {
+      double time;
+      double rate;
+    };
+    std::map<std::pair<std::uint32_t, bool>, std::vector<Edge>> on;
+    for (const auto& f : flows_) {
+      const auto r = p_.route(f.src, f.dst);
+      const double alone_rate = p_.bottleneck(r);
+      const double alone = p_.latency(r) + f.bytes / alone_rate;
+      out_.flow_delay_s += std::max(0.0, (f.end - f.start) - alone);
+      for (const auto& h : r) {
+        on[{h.link, h.up}].push_back({f.start, alone_rate});
+        on[{h.link, h.up}].push_back({f.end, -alone_rate});
+      }
+    }
+    for (auto& [key, edges] : on) {
+      std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+        return a.time < b.time || (a.time == b.time && a.rate < b.rate);  // ends first
+      });
+      const double bw = p_.links[key.first].bandwidth;
+      double demand = 0, over = 0, peak = 0;
+      for (std::size_t i = 0; i < edges.size(); ++i) {
+        demand += edges[i].rate;
+        peak = std::max(peak, demand / bw);
+        if (demand > bw * (1 + 1e-9) && i + 1 < edges.size()) over += edges[i + 1].time - edges[i].time;
+      }
+      if (over > 0)
+        out_.contended.push_back({p_.links[key.first].name + (key.second ? " (up)" : " (down)"), over, peak});
+    }
+    std::stable_sort(out_.contended.begin(), out_.contended.end(),
+                     [](const Contention& a, const Contention& b) { return a.overloaded_s > b.overloaded_s; });
+  }
+
+  struct Tag {
+    std::uint32_t task;
+    int flow;
+  };
+
+  const schedule::TaskGraph& g_;
+  const platform::Platform& p_;
+  const platform::Decomposition& d_;
+  std::unique_ptr<sg4::Engine> engine_;
+  std::vector<sg4::Host*> hosts_;
+  std::vector<sg4::Link*> links_;
+  SimgridRun out_;
+  std::vector<std::uint32_t> pending_, via_, outstanding_, arrived_, last_via_, done_now_;
+  std::deque<Tag> tags_;  // stable addresses
+  std::list<sg4::ActivityPtr> live_;
+  std::vector<sg4::ActivityPtr> released_;
+  std::vector<FlowRecord> flows_;
+};
+
+std::atomic<bool> used{false};
+
+}  // namespace
+
+Result<PlatformCheck> load_platform_file(const std::string& path, const std::string& src, const std::string& dst) {
+  if (used.exchange(true))
+    return Diagnostic{{}, "", "SimGrid runs one simulation per process", "run each simulation in its own process"};
+  int argc = 1;
+  char arg0[] = "hetsim";
+  char* argv[] = {arg0, nullptr};
+  sg4::Engine e(&argc, argv);
+  xbt_log_control_set("root.thres:critical");
+  try {
+    e.load_platform(path);
+    PlatformCheck c;
+    c.hosts = e.get_host_count();
+    sg4::Host* a = e.host_by_name_or_null(src);
+    sg4::Host* b = e.host_by_name_or_null(dst);
+    if (a == nullptr || b == nullptr) return Diagnostic{{path, 0, 0}, "", "no host '" + (a ? dst : src) + "'", ""};
+    std::vector<sg4::Link*> links;
+    double latency = 0;
+    a->route_to(b, links, &latency);
+    c.route_links = links.size();
+    return c;
+  } catch (const std::exception& ex) {
+    return Diagnostic{{path, 0, 0}, "", std::string("SimGrid cannot load the platform: ") + ex.what(), ""};
+  }
+}
+
+Result<SimgridRun> run_simgrid(const schedule::TaskGraph& g, const hw::ClusterSpec& cluster) {
+  if (used.exchange(true))
+    return Diagnostic{{}, "", "SimGrid runs one simulation per process", "run each simulation in its own process"};
+  const auto p = platform::build(cluster);
+  auto d = platform::decompose(g, cluster, p);
+  if (!d) return d.errors();
+  return Run(g, p, *d).go();
+}
+
+}  // namespace hetsim::engine

@@ -1,0 +1,111 @@
+// The SimGrid platform as data and the flows each task becomes: routes by topology, link
+// bandwidths from the catalogue, and flow sizes that make every task, alone on the fabric, take
+// exactly its modelled time. No SimGrid here (tests/sim/simgrid_test.cpp runs it).
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sim/schedule/schedule.hpp"
+#include "sim/simgrid/flows.hpp"
+#include "sim/simgrid/platform.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+std::string cluster(const char* network, int nics = 8, const char* parallel = "tp = 4\npp = 2\ndp = 4\n") {
+  return std::string("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nseq_len = 4096\n"
+                     "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 4\nnics_per_node = ") +
+         std::to_string(nics) + "\n[cluster.network]\nnic = \"ib-ndr-400\"\n" + network + "[parallel]\n" + parallel;
+}
+
+TEST(Platform, RoutesFollowTheTopology) {
+  auto s = test::parse(cluster("oversubscription = 2\n", 2));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto p = platform::build(s->cluster);
+  ASSERT_EQ(p.hosts.size(), 32u);
+  const auto& pool = s->cluster.pools[0];
+  // Within a node: out of one fabric port, into the other, at the fabric's effective bandwidth.
+  auto r = p.route(0, 5);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r[0].up);
+  EXPECT_FALSE(r[1].up);
+  EXPECT_DOUBLE_EQ(p.bottleneck(r), pool.fabric.effective().v);
+  EXPECT_DOUBLE_EQ(p.latency(r), pool.fabric.latency.v);
+  // Between nodes on a fat-tree: NIC, both uplinks, NIC. Two NICs per node: devices 0–3 share
+  // NIC 0; the uplink carries 2 NICs' bandwidth / 2 (oversubscription).
+  r = p.route(1, 8 + 6);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(p.links[r[0].link].name, "p0n0-nic0");
+  EXPECT_EQ(p.links[r[1].link].name, "p0n0-uplink");
+  EXPECT_EQ(p.links[r[2].link].name, "p0n1-uplink");
+  EXPECT_EQ(p.links[r[3].link].name, "p0n1-nic1");
+  EXPECT_DOUBLE_EQ(p.links[r[1].link].bandwidth, 2 * pool.nic.effective().v / 2);
+  // Rail-optimised: same rail skips the uplinks, another rail does not.
+  auto rail = test::parse(cluster("topology = \"rail-optimized\"\n"));
+  ASSERT_TRUE(rail.ok()) << test::all_errors(rail.errors());
+  const auto q = platform::build(rail->cluster);
+  EXPECT_EQ(q.route(3, 8 + 3).size(), 2u);
+  EXPECT_EQ(q.route(3, 8 + 4).size(), 4u);
+  // The XML names every host and link and writes the routes asked for.
+  const auto xml = platform::to_xml(p, {{1, 14}});
+  EXPECT_NE(xml.find("<host id=\"p0n3d7\""), std::string::npos);
+  EXPECT_NE(xml.find("<link id=\"p0n1-uplink\""), std::string::npos);
+  EXPECT_NE(xml.find("<route src=\"p0n0d1\" dst=\"p0n1d6\" symmetrical=\"NO\"><link_ctn id=\"p0n0-nic0\" "
+                     "direction=\"UP\"/><link_ctn id=\"p0n0-uplink\" direction=\"UP\"/>"),
+            std::string::npos);
+}
+
+TEST(Platform, FlowsAloneTakeTheModelledTime) {
+  auto s = test::parse(cluster("oversubscription = 2\n", 2));
+  ASSERT_TRUE(s.ok());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  std::set<schedule::TaskKind> with_flows;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    const auto& w = d->work[i];
+    const auto& dev = g.devices[t.device];
+    switch (t.kind) {
+      case schedule::TaskKind::TpCollective:
+        EXPECT_EQ(w.flows.size(), static_cast<std::size_t>(dev.count));  // a ring per replica
+        break;
+      case schedule::TaskKind::SendActivation:
+      case schedule::TaskKind::SendGradient:
+        EXPECT_EQ(w.flows.size(), static_cast<std::size_t>(dev.count));  // one per rank
+        break;
+      case schedule::TaskKind::Forward:
+      case schedule::TaskKind::Backward:
+        EXPECT_EQ(w.exec_host, d->first_host[t.device]);
+        EXPECT_TRUE(w.flows.empty());
+        break;
+      default:
+        break;
+    }
+    for (const auto& f : w.flows) {
+      with_flows.insert(t.kind);
+      // Alone: latency + bytes / the bandwidth the cost model priced the route with = duration.
+      const auto r = p.route(f.src, f.dst);
+      const double priced = p.hosts[static_cast<std::size_t>(f.src)].node == p.hosts[static_cast<std::size_t>(f.dst)].node
+                                ? s->cluster.pools[0].fabric.effective().v
+                                : s->cluster.pools[0].nic_bandwidth_per_device().v * s->cluster.pools[0].nic.efficiency / 2;
+      if (f.bytes > 1) {
+        EXPECT_NEAR(p.latency(r) + f.bytes / priced, static_cast<double>(t.duration) * 1e-9, 1e-12);
+      }
+    }
+  }
+  EXPECT_TRUE(with_flows.count(schedule::TaskKind::TpCollective));
+  EXPECT_TRUE(with_flows.count(schedule::TaskKind::SendActivation));
+  EXPECT_TRUE(with_flows.count(schedule::TaskKind::GradReduce));
+  // The plan placed 32 devices on 32 hosts, each once.
+  std::set<int> hosts;
+  for (std::size_t k = 0; k < g.devices.size(); ++k)
+    for (int m = 0; m < g.devices[k].count; ++m) EXPECT_TRUE(hosts.insert(d->first_host[k] + m).second);
+  EXPECT_EQ(hosts.size(), 32u);
+}
+
+}  // namespace
+}  // namespace hetsim

@@ -1,0 +1,93 @@
+// The simgrid engine (one SimGrid simulation per process: ctest runs each test in its own).
+// Agreement with the native engine where nothing contends; the slowdown that only shared links
+// cause, with the links named; a platform file SimGrid itself loads.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/engine/native_engine.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/simgrid/platform.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+Result<Scenario> bundled(const std::string& name) {
+  return io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/" + name + ".toml", test::catalog());
+}
+
+// Nothing shares a link: one node (a pipeline over NVLink), and pods whose rings never meet.
+class Agreement : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Agreement, BothEnginesAgreeWithin2PercentWhereNothingContends) {
+  auto s = bundled(GetParam());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  auto native = engine::run_native(g);
+  ASSERT_TRUE(native.ok());
+  auto sg = engine::run_simgrid(g, s->cluster);
+  ASSERT_TRUE(sg.ok()) << test::all_errors(sg.errors());
+  EXPECT_TRUE(sg->contended.empty()) << sg->contended.front().link;
+  const double a = static_cast<double>(native->makespan), b = static_cast<double>(sg->trace.makespan);
+  EXPECT_NEAR(b / a, 1.0, 0.02);
+  // The same tasks, each no shorter than its modelled duration, and the same peaks.
+  for (std::uint32_t i = 0; i < g.size(); ++i) EXPECT_GE(sg->trace.end[i] - sg->trace.start[i], g.tasks[i].duration - 1);
+  EXPECT_EQ(sg->trace.peak_bytes, native->peak_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, Agreement, ::testing::Values("cpu-pipeline", "default", "llama3-8b-tpu-v5p"));
+
+// Four nodes, two NICs each, a 2:1 oversubscribed fat-tree; pipeline sends and data-parallel
+// rings cross it at the same time. The native engine prices each collective alone.
+TEST(Simgrid, SharedLinksSlowTheStepAndAreNamed) {
+  auto s = test::parse(
+      "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nseq_len = 4096\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 4\nnics_per_node = 2\n"
+      "[cluster.network]\nnic = \"ib-ndr-400\"\noversubscription = 2\n"
+      "[parallel]\ntp = 4\npp = 2\ndp = 4\nmicro_batch = 1\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  auto native = engine::run_native(g);
+  ASSERT_TRUE(native.ok());
+  auto sg = engine::run_simgrid(g, s->cluster);
+  ASSERT_TRUE(sg.ok()) << test::all_errors(sg.errors());
+  EXPECT_GT(static_cast<double>(sg->trace.makespan), 1.003 * static_cast<double>(native->makespan));
+  ASSERT_FALSE(sg->contended.empty());
+  bool nic_or_uplink = false;
+  for (const auto& c : sg->contended) {
+    EXPECT_GT(c.peak_demand, 1.0) << c.link;
+    nic_or_uplink = nic_or_uplink || c.link.find("-nic") != std::string::npos || c.link.find("uplink") != std::string::npos;
+  }
+  EXPECT_TRUE(nic_or_uplink);
+  EXPECT_GT(sg->flow_delay_s, 0);
+}
+
+TEST(Simgrid, ASecondSimulationInOneProcessIsRefusedClearly) {
+  auto s = bundled("cpu-pipeline");
+  ASSERT_TRUE(s.ok());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  ASSERT_TRUE(engine::run_simgrid(g, s->cluster).ok());
+  auto again = engine::run_simgrid(g, s->cluster);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(to_string(again.errors()[0]).find("one simulation per process"), std::string::npos);
+}
+
+TEST(Simgrid, ThePlatformFileLoadsInSimGrid) {
+  auto s = bundled("mixed-h100-a100");
+  ASSERT_TRUE(s.ok());
+  const auto p = platform::build(s->cluster);
+  const auto file = std::filesystem::temp_directory_path() / "hetsim-platform-test.xml";
+  std::ofstream(file) << platform::to_xml(p, {{0, 1}, {0, 200}, {200, 0}});
+  auto n = engine::load_platform_file(file.string(), "p0n0d0", "p1n9d0");
+  std::filesystem::remove(file);
+  ASSERT_TRUE(n.ok()) << test::all_errors(n.errors());
+  EXPECT_EQ(n->hosts, p.hosts.size());
+  EXPECT_EQ(n->route_links, p.route(0, 200).size());  // p1n9d0 is host 200 (128 H100 first)
+}
+
+}  // namespace
+}  // namespace hetsim
