@@ -1,5 +1,7 @@
 #include "exec/comm/shm_group.hpp"
 
+#include "exec/comm/host_stage.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -127,48 +129,45 @@ namespace {
 class ShmCommunicator final : public Communicator {
  public:
   ShmCommunicator(std::shared_ptr<ShmGroup> g, int rank, Device* staged)
-      : g_(std::move(g)), rank_(rank), staged_(staged) {}
+      : g_(std::move(g)), rank_(rank), stage_(staged) {}
   int rank() const override { return rank_; }
   int size() const override { return g_->size(); }
 
   Result<std::int64_t> all_reduce(float* buf, std::size_t count) override {
-    float* h = staged_ ? host(0, count) : buf;
-    if (staged_ != nullptr) staged_->to_host(buf, h, count * sizeof(float));
+    float* h = stage_.in(buf, count, 0);
     const auto t = g_->all_reduce(rank_, h, count);
-    stage_out(h, buf, count);
+    stage_.out(h, buf, count);
     return checked(t, "all-reduce");
   }
   Result<std::int64_t> all_gather(const float* in, float* out, std::size_t count) override {
-    const float* h = stage_in(in, count, 0);
-    float* ho = staged_ ? host(1, count * static_cast<std::size_t>(size())) : out;
-    const auto t = g_->all_gather(rank_, h, ho, count);
-    stage_out(ho, out, count * static_cast<std::size_t>(size()));
+    const std::size_t all = count * static_cast<std::size_t>(size());
+    float* ho = stage_.out_buffer(out, all, 1);
+    const auto t = g_->all_gather(rank_, stage_.in(in, count, 0), ho, count);
+    stage_.out(ho, out, all);
     return checked(t, "all-gather");
   }
   Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) override {
-    const float* h = stage_in(in, count * static_cast<std::size_t>(size()), 0);
-    float* ho = staged_ ? host(1, count) : out;
-    const auto t = g_->reduce_scatter(rank_, h, ho, count);
-    stage_out(ho, out, count);
+    float* ho = stage_.out_buffer(out, count, 1);
+    const auto t = g_->reduce_scatter(rank_, stage_.in(in, count * static_cast<std::size_t>(size()), 0), ho, count);
+    stage_.out(ho, out, count);
     return checked(t, "reduce-scatter");
   }
   Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) override {
-    const float* h = stage_in(in, count * static_cast<std::size_t>(size()), 0);
-    float* ho = staged_ ? host(1, count * static_cast<std::size_t>(size())) : out;
-    const auto t = g_->all_to_all(rank_, h, ho, count);
-    stage_out(ho, out, count * static_cast<std::size_t>(size()));
+    const std::size_t all = count * static_cast<std::size_t>(size());
+    float* ho = stage_.out_buffer(out, all, 1);
+    const auto t = g_->all_to_all(rank_, stage_.in(in, all, 0), ho, count);
+    stage_.out(ho, out, all);
     return checked(t, "all-to-all");
   }
   Result<std::int64_t> send(const float* buf, std::size_t count, int peer, int tag) override {
-    const float* h = stage_in(buf, count, 0);
-    return checked(g_->send(rank_, peer, tag, h, count), "send");
+    return checked(g_->send(rank_, peer, tag, stage_.in(buf, count, 0), count), "send");
   }
   Result<std::int64_t> recv(float* buf, std::size_t count, int peer, int tag) override {
     const std::int64_t t = host_clock_ns();
-    float* h = staged_ ? host(0, count) : buf;
+    float* h = stage_.out_buffer(buf, count, 0);
     if (!g_->recv(rank_, peer, tag, h, count))
       return Diagnostic{{}, "", "recv: member " + std::to_string(peer) + " left the group before sending", ""};
-    stage_out(h, buf, count);
+    stage_.out(h, buf, count);
     return t;
   }
   Diagnostics barrier() override {
@@ -184,26 +183,10 @@ class ShmCommunicator final : public Communicator {
       return Diagnostic{{}, "", std::string(what) + ": a member of the group failed and left", ""};
     return t;
   }
-  float* host(int slot, std::size_t count) {
-    auto& v = stage_[static_cast<std::size_t>(slot)];
-    if (v.size() < count) v.resize(count);
-    return v.data();
-  }
-  // The buffer the shared-memory group reads: the device buffer itself, or its host copy.
-  const float* stage_in(const float* dev, std::size_t count, int slot) {
-    if (staged_ == nullptr) return dev;
-    float* h = host(slot, count);
-    staged_->to_host(dev, h, count * sizeof(float));
-    return h;
-  }
-  void stage_out(const float* h, float* dev, std::size_t count) {
-    if (staged_ != nullptr) staged_->from_host(h, dev, count * sizeof(float));
-  }
 
   std::shared_ptr<ShmGroup> g_;
   int rank_;
-  Device* staged_;
-  std::vector<float> stage_[2];
+  HostStage stage_;
 };
 
 }  // namespace

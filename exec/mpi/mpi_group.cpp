@@ -1,5 +1,7 @@
 #include "exec/mpi/mpi_group.hpp"
 
+#include "exec/comm/host_stage.hpp"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -23,44 +25,44 @@ int as_count(std::size_t n) {
 // when the last member arrived (as the shared-memory group reports it).
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(MPI_Comm c, Device* staged) : c_(c), staged_(staged) {
+  MpiCommunicator(MPI_Comm c, Device* staged) : c_(c), stage_(staged) {
     MPI_Comm_rank(c_, &rank_);
     MPI_Comm_size(c_, &size_);
   }
   ~MpiCommunicator() override { finish_sends(); }
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
   Result<std::int64_t> all_reduce(float* buf, std::size_t count) override {
     const auto t = arrive();
-    float* h = staged_ ? host(0, count) : buf;
-    if (staged_ != nullptr) staged_->to_host(buf, h, count * sizeof(float));
+    float* h = stage_.in(buf, count, 0);
     MPI_Allreduce(MPI_IN_PLACE, h, as_count(count), MPI_FLOAT, MPI_SUM, c_);
-    out(h, buf, count);
+    stage_.out(h, buf, count);
     return t;
   }
-  Result<std::int64_t> all_gather(const float* in_buf, float* out_buf, std::size_t count) override {
+  Result<std::int64_t> all_gather(const float* in, float* out, std::size_t count) override {
     const auto t = arrive();
-    const float* h = in(in_buf, count, 0);
-    float* ho = staged_ ? host(1, count * std::size_t(size_)) : out_buf;
-    MPI_Allgather(h, as_count(count), MPI_FLOAT, ho, as_count(count), MPI_FLOAT, c_);
-    out(ho, out_buf, count * std::size_t(size_));
+    const std::size_t all = count * std::size_t(size_);
+    float* ho = stage_.out_buffer(out, all, 1);
+    MPI_Allgather(stage_.in(in, count, 0), as_count(count), MPI_FLOAT, ho, as_count(count), MPI_FLOAT, c_);
+    stage_.out(ho, out, all);
     return t;
   }
-  Result<std::int64_t> reduce_scatter(const float* in_buf, float* out_buf, std::size_t count) override {
+  Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) override {
     const auto t = arrive();
-    const float* h = in(in_buf, count * std::size_t(size_), 0);
-    float* ho = staged_ ? host(1, count) : out_buf;
-    MPI_Reduce_scatter_block(h, ho, as_count(count), MPI_FLOAT, MPI_SUM, c_);
-    out(ho, out_buf, count);
+    float* ho = stage_.out_buffer(out, count, 1);
+    MPI_Reduce_scatter_block(stage_.in(in, count * std::size_t(size_), 0), ho, as_count(count), MPI_FLOAT, MPI_SUM, c_);
+    stage_.out(ho, out, count);
     return t;
   }
-  Result<std::int64_t> all_to_all(const float* in_buf, float* out_buf, std::size_t count) override {
+  Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) override {
     const auto t = arrive();
-    const float* h = in(in_buf, count * std::size_t(size_), 0);
-    float* ho = staged_ ? host(1, count * std::size_t(size_)) : out_buf;
-    MPI_Alltoall(h, as_count(count), MPI_FLOAT, ho, as_count(count), MPI_FLOAT, c_);
-    out(ho, out_buf, count * std::size_t(size_));
+    const std::size_t all = count * std::size_t(size_);
+    float* ho = stage_.out_buffer(out, all, 1);
+    MPI_Alltoall(stage_.in(in, all, 0), as_count(count), MPI_FLOAT, ho, as_count(count), MPI_FLOAT, c_);
+    stage_.out(ho, out, all);
     return t;
   }
   // Sends never block (Isend from a copy kept until it completes): pipeline stages sending to
@@ -69,19 +71,17 @@ class MpiCommunicator final : public Communicator {
     const std::int64_t t = host_clock_ns();
     reap();
     auto& p = pending_.emplace_back();
-    p.data.resize(count);
-    if (staged_ != nullptr) staged_->to_host(buf, p.data.data(), count * sizeof(float));
-    else std::memcpy(p.data.data(), buf, count * sizeof(float));
+    const float* h = stage_.in(buf, count, 0);
+    p.data.assign(h, h + count);
     MPI_Isend(p.data.data(), as_count(count), MPI_FLOAT, peer, tag, c_, &p.request);
     return t;
   }
   Result<std::int64_t> recv(float* buf, std::size_t count, int peer, int tag) override {
     const std::int64_t t = host_clock_ns();
-    float* h = staged_ ? host(0, count) : buf;
-    MPI_Status st;
-    if (MPI_Recv(h, as_count(count), MPI_FLOAT, peer, tag, c_, &st) != MPI_SUCCESS)
+    float* h = stage_.out_buffer(buf, count, 0);
+    if (MPI_Recv(h, as_count(count), MPI_FLOAT, peer, tag, c_, MPI_STATUS_IGNORE) != MPI_SUCCESS)
       return Diagnostic{{}, "", "recv from process " + std::to_string(peer) + " failed", ""};
-    out(h, buf, count);
+    stage_.out(h, buf, count);
     return t;
   }
   Diagnostics barrier() override {
@@ -110,26 +110,11 @@ class MpiCommunicator final : public Communicator {
     for (auto& p : pending_) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
     pending_.clear();
   }
-  float* host(int slot, std::size_t count) {
-    auto& v = stage_[static_cast<std::size_t>(slot)];
-    if (v.size() < count) v.resize(count);
-    return v.data();
-  }
-  const float* in(const float* dev, std::size_t count, int slot) {
-    if (staged_ == nullptr) return dev;
-    float* h = host(slot, count);
-    staged_->to_host(dev, h, count * sizeof(float));
-    return h;
-  }
-  void out(const float* h, float* dev, std::size_t count) {
-    if (staged_ != nullptr) staged_->from_host(h, dev, count * sizeof(float));
-  }
 
   MPI_Comm c_;
-  Device* staged_;
+  HostStage stage_;
   int rank_ = 0, size_ = 1;
   std::list<Pending> pending_;
-  std::vector<float> stage_[2];
 };
 
 class MpiGroup final : public ProcessGroup {

@@ -20,23 +20,38 @@ Result<Scenario> bundled(const std::string& name) {
   return io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/" + name + ".toml", test::catalog());
 }
 
+// The scenario's plan through both engines.
+struct Both {
+  schedule::TaskGraph graph;
+  engine::Trace native;
+  engine::SimgridRun simgrid;
+};
+Both run_both(const Scenario& s) {
+  Both b;
+  b.graph = schedule::build_schedule(s, *s.plan);
+  auto native = engine::run_native(b.graph);
+  EXPECT_TRUE(native.ok());
+  if (native) b.native = *native;
+  auto sg = engine::run_simgrid(b.graph, s.cluster);
+  EXPECT_TRUE(sg.ok()) << (sg.ok() ? "" : test::all_errors(sg.errors()));
+  if (sg) b.simgrid = std::move(*sg);
+  return b;
+}
+
 // Nothing shares a link: one node (a pipeline over NVLink), and pods whose rings never meet.
 class Agreement : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Agreement, BothEnginesAgreeWithin2PercentWhereNothingContends) {
   auto s = bundled(GetParam());
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  const auto g = schedule::build_schedule(*s, *s->plan);
-  auto native = engine::run_native(g);
-  ASSERT_TRUE(native.ok());
-  auto sg = engine::run_simgrid(g, s->cluster);
-  ASSERT_TRUE(sg.ok()) << test::all_errors(sg.errors());
-  EXPECT_TRUE(sg->contended.empty()) << sg->contended.front().link;
-  const double a = static_cast<double>(native->makespan), b = static_cast<double>(sg->trace.makespan);
-  EXPECT_NEAR(b / a, 1.0, 0.02);
+  const auto b = run_both(*s);
+  ASSERT_FALSE(b.simgrid.trace.end.empty());
+  EXPECT_TRUE(b.simgrid.contended.empty()) << b.simgrid.contended.front().link;
+  EXPECT_NEAR(static_cast<double>(b.simgrid.trace.makespan) / static_cast<double>(b.native.makespan), 1.0, 0.02);
   // The same tasks, each no shorter than its modelled duration, and the same peaks.
-  for (std::uint32_t i = 0; i < g.size(); ++i) EXPECT_GE(sg->trace.end[i] - sg->trace.start[i], g.tasks[i].duration - 1);
-  EXPECT_EQ(sg->trace.peak_bytes, native->peak_bytes);
+  for (std::uint32_t i = 0; i < b.graph.size(); ++i)
+    EXPECT_GE(b.simgrid.trace.end[i] - b.simgrid.trace.start[i], b.graph.tasks[i].duration - 1);
+  EXPECT_EQ(b.simgrid.trace.peak_bytes, b.native.peak_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, Agreement, ::testing::Values("cpu-pipeline", "default", "llama3-8b-tpu-v5p"));
@@ -50,12 +65,9 @@ TEST(Simgrid, SharedLinksSlowTheStepAndAreNamed) {
       "[cluster.network]\nnic = \"ib-ndr-400\"\noversubscription = 2\n"
       "[parallel]\ntp = 4\npp = 2\ndp = 4\nmicro_batch = 1\n");
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  const auto g = schedule::build_schedule(*s, *s->plan);
-  auto native = engine::run_native(g);
-  ASSERT_TRUE(native.ok());
-  auto sg = engine::run_simgrid(g, s->cluster);
-  ASSERT_TRUE(sg.ok()) << test::all_errors(sg.errors());
-  EXPECT_GT(static_cast<double>(sg->trace.makespan), 1.003 * static_cast<double>(native->makespan));
+  const auto b = run_both(*s);
+  const auto* sg = &b.simgrid;
+  EXPECT_GT(static_cast<double>(sg->trace.makespan), 1.003 * static_cast<double>(b.native.makespan));
   ASSERT_FALSE(sg->contended.empty());
   bool nic_or_uplink = false;
   for (const auto& c : sg->contended) {
