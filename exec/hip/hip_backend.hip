@@ -1,6 +1,22 @@
 #include "exec/hip/hip_backend.hpp"
 
 #include <hip/hip_runtime.h>
+// The vendor libraries where ROCm has them (not Debian's, which lacks both): CMake finds them and
+// defines these; the rocBLAS and RCCL calls mirror the cuda backend's cuBLAS and NCCL ones.
+#ifdef HETSIM_HAVE_ROCBLAS
+#if __has_include(<rocblas/rocblas.h>)
+#include <rocblas/rocblas.h>
+#else
+#include <rocblas.h>
+#endif
+#endif
+#ifdef HETSIM_HAVE_RCCL
+#if __has_include(<rccl/rccl.h>)
+#include <rccl/rccl.h>
+#else
+#include <rccl.h>
+#endif
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -37,6 +53,24 @@ inline void mem_info(std::size_t* f, std::size_t* t) { (void)hipMemGetInfo(f, t)
 namespace hetsim::exec::hip_impl {
 struct GemmCall;
 
+#ifdef HETSIM_HAVE_ROCBLAS
+// rocBLAS in every format, fp32 accumulation.
+class Blas {
+ public:
+  Blas(int device, rt::Stream s) {
+    rt::set_device(device);
+    rocblas_create_handle(&h_);
+    rocblas_set_stream(h_, s);
+  }
+  ~Blas() { rocblas_destroy_handle(h_); }
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+  void run(const GemmCall& g);
+
+ private:
+  rocblas_handle h_{};
+};
+#else
 // The GEMM without a vendor BLAS: exec/gpu's tiled kernel, batched over blockIdx.z.
 class Blas {
  public:
@@ -46,6 +80,7 @@ class Blas {
  private:
   rt::Stream s_;
 };
+#endif
 
 }  // namespace hetsim::exec::hip_impl
 
@@ -53,6 +88,20 @@ class Blas {
 
 namespace hetsim::exec::hip_impl {
 
+#ifdef HETSIM_HAVE_ROCBLAS
+void Blas::run(const GemmCall& g) {
+  // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands swap.
+  auto type = [](Format f) {
+    return f == Format::Fp32 ? rocblas_datatype_f32_r : f == Format::Bf16 ? rocblas_datatype_bf16_r : rocblas_datatype_f16_r;
+  };
+  const rocblas_operation oa = g.ta ? rocblas_operation_transpose : rocblas_operation_none;
+  const rocblas_operation ob = g.tb ? rocblas_operation_transpose : rocblas_operation_none;
+  const rocblas_datatype in = type(g.in), out = g.c_fp32 ? rocblas_datatype_f32_r : in;
+  rocblas_gemm_strided_batched_ex(h_, ob, oa, g.n, g.m, g.k, &g.alpha, g.b, in, g.ldb, g.sb, g.a, in, g.lda, g.sa,
+                                  &g.beta, g.c, out, g.ldc, g.sc, g.c, out, g.ldc, g.sc, g.batch,
+                                  rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0);
+}
+#else
 void Blas::run(const GemmCall& g) {
   const dim3 grid(static_cast<unsigned>((g.n + 15) / 16), static_cast<unsigned>((g.m + 15) / 16),
                   static_cast<unsigned>(g.batch));
@@ -69,6 +118,15 @@ void Blas::run(const GemmCall& g) {
                                                            g.sb, g.beta, static_cast<T*>(g.c), g.ldc, g.sc);
   });
 }
+#endif
+
+}  // namespace hetsim::exec::hip_impl
+
+#ifdef HETSIM_HAVE_RCCL
+#include "exec/gpu/nccl_comm.inc"
+#endif
+
+namespace hetsim::exec::hip_impl {
 
 namespace {
 
@@ -83,7 +141,19 @@ class HipBackend final : public Backend {
     return "hip: " + std::to_string(devices_) + " device(s) on " + std::to_string(n_) + " GPU(s)";
   }
   std::unique_ptr<Device> open(int index) override { return std::make_unique<GpuDevice>("hip", index % n_); }
-  // Collectives: the default, staged through host memory (no RCCL in Debian's ROCm).
+#ifdef HETSIM_HAVE_RCCL
+  Result<Communicators> communicators(const std::vector<Device*>& members) override {
+    return nccl_possible(members) ? nccl_communicators(members) : Backend::communicators(members);
+  }
+  Result<std::unique_ptr<Communicator>> communicator(Device* device, ProcessGroup& group) override {
+    return nccl_communicator(device, group);
+  }
+  std::string transport(const std::vector<Device*>& members) const override {
+    return nccl_possible(members) ? nccl_version().replace(0, 4, "RCCL")
+                                  : Backend::transport(members) + " (RCCL needs distinct GPUs)";
+  }
+#endif
+  // Without RCCL: the default collectives, staged through host memory.
 
  private:
   int n_, devices_;

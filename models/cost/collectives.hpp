@@ -2,6 +2,7 @@
 // Collective communication cost: alpha-beta models of ring, tree and hierarchical algorithms
 // over the links a group actually spans. Formulas and sources: docs/cost-models.md#collectives.
 
+#include <cstdint>
 #include <string_view>
 
 #include "models/cost/breakdown.hpp"
@@ -10,7 +11,7 @@
 namespace hetsim::cost {
 
 enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
-enum class Algorithm { Auto, Ring, Tree, Hierarchical };
+enum class Algorithm : std::uint8_t { Auto, Ring, Tree, Hierarchical };
 [[nodiscard]] std::string_view collective_name(Collective c);
 [[nodiscard]] std::string_view algorithm_name(Algorithm a);
 

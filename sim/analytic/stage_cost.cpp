@@ -56,6 +56,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   struct LayerCost {
     Duration fwd, bwd, recompute, tp_fwd, tp_bwd, tp_recompute;
     Duration ag, rs, ar;  // one TP collective of the micro-batch's activation
+    cost::Algorithm ar_algorithm = cost::Algorithm::Ring;
   };
   std::map<std::pair<int, int>, LayerCost> memo;
   auto layer_cost = [&](int pool_index, int tp, const workload::MicroBatchShape& shape) -> const LayerCost& {
@@ -86,7 +87,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const Bytes act{sbh * e};
       lc.ag = cost::collective_time(Collective::AllGather, act, g).time.total();
       lc.rs = cost::collective_time(Collective::ReduceScatter, act, g).time.total();
-      lc.ar = cost::collective_time(Collective::AllReduce, act, g).time.total();
+      const auto ar = cost::collective_time(Collective::AllReduce, act, g);
+      lc.ar = ar.time.total();
+      lc.ar_algorithm = ar.algorithm;
       const bool ov = p.overlap_tp_comm;
       // Forward: AG ↔ qkv, RS ↔ attn_out, AG ↔ mlp_up, RS ↔ mlp_down (each hides behind the
       // GEMM it feeds when overlapped); without sequence parallelism an all-reduce follows
@@ -131,6 +134,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.layer_bwd = lc.bwd;
       c.layer_recompute = lc.recompute;
       c.layer_tp_fwd = lc.tp_fwd;
+      // With sequence parallelism the TP collectives are all-gathers and reduce-scatters: rings.
+      c.tp_algorithm = sp ? cost::Algorithm::Ring : lc.ar_algorithm;
       c.layer_tp_bwd = lc.tp_bwd;
       c.layer_tp_recompute = lc.tp_recompute;
       if (first) {
@@ -195,10 +200,16 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         const Bytes grads{c.params * sb.grads};
         const Bytes weights{c.params * sb.weights};
         if (p.zero == 0) {
-          c.dp_reduce = cost::collective_time(Collective::AllReduce, grads, g, p.grad_sync).time.total();
+          const auto r = cost::collective_time(Collective::AllReduce, grads, g, p.grad_sync);
+          c.dp_reduce = r.time.total();
+          c.dp_reduce_algorithm = r.algorithm;
         } else {
-          c.dp_reduce = cost::collective_time(Collective::ReduceScatter, grads, g, p.grad_sync).time.total();
-          c.dp_gather = cost::collective_time(Collective::AllGather, weights, g, p.grad_sync).time.total();
+          const auto r = cost::collective_time(Collective::ReduceScatter, grads, g, p.grad_sync);
+          const auto a = cost::collective_time(Collective::AllGather, weights, g, p.grad_sync);
+          c.dp_reduce = r.time.total();
+          c.dp_gather = a.time.total();
+          c.dp_reduce_algorithm = r.algorithm;
+          c.dp_gather_algorithm = a.algorithm;
         }
       }
       const double opt_params = c.params / (p.zero >= 1 ? replicas : 1);

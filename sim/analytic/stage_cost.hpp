@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "models/cost/collectives.hpp"
 #include "models/cost/memory.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -32,6 +33,11 @@ struct StageCost {
   Bytes gathered;       ///< ZeRO-3: two layers' weights gathered ahead of use, during compute
   Duration dp_reduce;   ///< one gradient all-reduce (ZeRO 0) / reduce-scatter of the whole stage
   Duration dp_gather;   ///< one parameter all-gather of the whole stage (ZeRO ≥ 1)
+  /// The algorithms those collectives use (the fastest, or the plan's grad_sync), and the TP
+  /// collectives' (the simgrid engine decomposes each into its flows).
+  cost::Algorithm dp_reduce_algorithm = cost::Algorithm::Ring;
+  cost::Algorithm dp_gather_algorithm = cost::Algorithm::Ring;
+  cost::Algorithm tp_algorithm = cost::Algorithm::Ring;
   Duration optimizer;
   cost::DeviceMemoryInput memory;  ///< state and reserves; activations and in_flight unset
 

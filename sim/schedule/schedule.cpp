@@ -101,11 +101,13 @@ class Builder {
     return id;
   }
   // A blocking communication task of a compute unit (same layers and micro-batch).
-  std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d) {
+  std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d,
+                              cost::Algorithm algorithm = cost::Algorithm::Ring) {
     Task t = unit;
     t.stream = stream;
     t.kind = kind;
     t.duration = to_ns(d);
+    t.algorithm = algorithm;
     return push_blocking(t);
   }
 
@@ -223,7 +225,7 @@ class Builder {
           ids.done = state_[dev].last[0];
           const Duration tp = c.layer_tp_fwd * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
                               (ch.has_head ? c.head_tp / 2 : Duration{0});
-          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp);
+          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm);
           if (k + 1 < K && chunks[k + 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendActivation,
                                      send_cost(costs, si, chunks[k + 1].stage));
@@ -252,7 +254,7 @@ class Builder {
           }
           const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers +
                               (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0});
-          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp);
+          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm);
           if (k > 0 && chunks[k - 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendGradient,
                                      send_cost(costs, si, chunks[k - 1].stage));
@@ -362,6 +364,7 @@ class Builder {
     t.layers = 1;
     t.chunk = k;
     t.duration = to_ns((kind == TaskKind::GradReduce ? c.dp_reduce : c.dp_gather) * share);
+    t.algorithm = kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
     const std::uint32_t id = push(t);
     dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
     return id;
@@ -384,6 +387,7 @@ class Builder {
     t.chunk = k;
     t.micro_batch = mb;
     t.duration = to_ns((kind == TaskKind::GradReduce ? c.dp_reduce : c.dp_gather) * share);
+    t.algorithm = kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
     return push(t);
   }
 

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/cost/collectives.hpp"
+
 namespace hetsim::schedule {
 
 using SimTime = std::int64_t;  ///< nanoseconds
@@ -40,6 +42,9 @@ struct Task {
   std::int64_t alloc_bytes = 0;  ///< allocated on the device when the task starts
   std::int64_t free_bytes = 0;   ///< freed when it ends
   std::uint32_t collective = kNoCollective;  ///< members of one collective start together
+  /// For TP and DP collectives, the algorithm the cost model priced: the simgrid engine
+  /// decomposes the task into its flows.
+  cost::Algorithm algorithm = cost::Algorithm::Ring;
 };
 
 /// One simulated device standing for `count` identical real devices: the tp ranks of a stage

@@ -51,6 +51,43 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
     if (members.size() < 2) return;
     for (std::size_t k = 0; k < members.size(); ++k) flow(w, members[k], members[(k + 1) % members.size()], duration);
   };
+  // The flows of one collective over `members` by the algorithm the cost model chose
+  // (models/cost/collectives.cpp): a ring; a tree (each child reduces up to its parent and gets
+  // the result back down); hierarchical (a ring inside each node over the fabric, and across
+  // nodes one ring per local position, each over its own NIC).
+  auto collective = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg,
+                        schedule::SimTime duration) {
+    if (members.size() < 2) return;
+    if (alg == cost::Algorithm::Tree) {
+      for (std::size_t k = 1; k < members.size(); ++k) {
+        flow(w, members[k], members[(k - 1) / 2], duration);
+        flow(w, members[(k - 1) / 2], members[k], duration);
+      }
+      return;
+    }
+    if (alg != cost::Algorithm::Hierarchical) {
+      ring(w, members, duration);
+      return;
+    }
+    std::vector<std::pair<std::pair<int, int>, std::vector<int>>> nodes;  // (pool, node) → members
+    for (int m : members) {
+      const auto& h = p.hosts[static_cast<std::size_t>(m)];
+      auto it = std::find_if(nodes.begin(), nodes.end(), [&](const auto& e) { return e.first == std::pair{h.pool, h.node}; });
+      if (it == nodes.end()) it = nodes.insert(nodes.end(), {{h.pool, h.node}, {}});
+      it->second.push_back(m);
+    }
+    std::size_t most = 0;
+    for (const auto& [key, local] : nodes) {
+      ring(w, local, duration);
+      most = std::max(most, local.size());
+    }
+    for (std::size_t j = 0; j < most; ++j) {
+      std::vector<int> across;
+      for (const auto& [key, local] : nodes)
+        if (j < local.size()) across.push_back(local[j]);
+      ring(w, across, duration);
+    }
+  };
 
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const auto& t = g.tasks[i];
@@ -61,7 +98,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         for (int r = 0; r < dev.replicas; ++r) {
           std::vector<int> members;
           for (int k = 0; k < dev.tp; ++k) members.push_back(host(t.device, r * dev.tp + k));
-          ring(w, members, t.duration);
+          collective(w, members, t.algorithm, t.duration);
         }
         break;
       case TaskKind::GradReduce:
@@ -85,7 +122,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
             if (k >= md.tp) continue;
             for (int r = 0; r < md.replicas; ++r) members.push_back(host(g.tasks[m].device, r * md.tp + k));
           }
-          ring(w, members, t.duration);
+          collective(w, members, t.algorithm, t.duration);
         }
         break;
       }

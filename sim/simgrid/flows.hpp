@@ -2,7 +2,8 @@
 // What each task of a TaskGraph puts on the platform, unfolded to real devices: a compute task is
 // one execution on its device (replicas and tp ranks compute alike and share nothing); a
 // communication task is the point-to-point flows of its algorithm between the real devices —
-// rings for the TP and DP collectives, one flow per rank for pipeline sends. Sizing: a flow
+// the ring, tree or hierarchical pattern the cost model chose for each TP and DP collective, one
+// flow per rank for pipeline sends. Sizing: a flow
 // carries what the cost model moved over its route in the task's time: (duration − route
 // latency) × the bandwidth the cost model priced that route with (the fabric's, or the NIC share
 // per device divided by the oversubscription). Alone on the fabric a task therefore takes exactly

@@ -107,5 +107,41 @@ TEST(Platform, FlowsAloneTakeTheModelledTime) {
   EXPECT_EQ(hosts.size(), 32u);
 }
 
+// Each algorithm's pattern: 2 nodes × 8 devices, tp 2, 8 replicas, so each tp rank's DP group
+// has 4 members in each node.
+TEST(Platform, CollectivesFollowTheirAlgorithm) {
+  auto flows_of = [](const char* grad_sync, std::size_t& intra, std::size_t& inter) {
+    auto s = test::parse(std::string("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nseq_len = 4096\n"
+                                     "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+                                     "[parallel]\ntp = 2\npp = 1\ndp = 8\nzero = 0\ngrad_sync = \"") +
+                         grad_sync + "\"\n");
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    const auto p = platform::build(s->cluster);
+    auto d = platform::decompose(g, s->cluster, p);
+    EXPECT_TRUE(d.ok());
+    intra = inter = 0;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      if (g.tasks[i].kind != schedule::TaskKind::GradReduce) continue;
+      for (const auto& f : d->work[i].flows)
+        ++(p.hosts[static_cast<std::size_t>(f.src)].node == p.hosts[static_cast<std::size_t>(f.dst)].node ? intra : inter);
+      return g.tasks[i].algorithm;  // the first gradient reduction
+    }
+    return cost::Algorithm::Auto;
+  };
+  std::size_t intra = 0, inter = 0;
+  // Ring over the 8 replicas of each of the 2 ranks: 8 flows each, 2 of them between the nodes.
+  EXPECT_EQ(flows_of("ring", intra, inter), cost::Algorithm::Ring);
+  EXPECT_EQ(intra, 2u * 6);
+  EXPECT_EQ(inter, 2u * 2);
+  // Tree: 7 child–parent pairs, both ways.
+  EXPECT_EQ(flows_of("tree", intra, inter), cost::Algorithm::Tree);
+  EXPECT_EQ(intra + inter, 2u * 14);
+  // Hierarchical: a ring of 4 inside each node, then 4 rings of 2 across (one per position).
+  EXPECT_EQ(flows_of("hierarchical", intra, inter), cost::Algorithm::Hierarchical);
+  EXPECT_EQ(intra, 2u * 2 * 4);
+  EXPECT_EQ(inter, 2u * 4 * 2);
+}
+
 }  // namespace
 }  // namespace hetsim
