@@ -122,10 +122,11 @@ class Run {
       sg4::ExecPtr x = sg4::Exec::init();
       x->set_flops_amount(static_cast<double>(task.duration) * (kSpeed * 1e-9));
       x->set_host(hosts_[static_cast<std::size_t>(w.exec_host)]);
-      x->set_data(tag(t, -1));
+      Tag* tg = tag(t, -1);
+      x->set_data(tg);
       outstanding_[t] = 1;
       x->start();
-      live_.push_back(x);
+      tg->activity = x;
       ++out_.activities;
       return;
     }
@@ -134,23 +135,32 @@ class Run {
       const auto& f = w.flows[k];
       sg4::CommPtr c = sg4::Comm::sendto_init(hosts_[static_cast<std::size_t>(f.src)], hosts_[static_cast<std::size_t>(f.dst)]);
       c->set_payload_size(static_cast<std::uint64_t>(std::ceil(f.bytes)));
-      c->set_data(tag(t, static_cast<int>(k)));
+      Tag* tg = tag(t, static_cast<int>(k));
+      c->set_data(tg);
       c->start();
-      live_.push_back(c);
+      tg->activity = c;
       ++out_.activities;
       ++out_.flows;
     }
   }
 
-  // Activities carry (task, flow index) in their data pointer.
-  void* tag(std::uint32_t t, int flow) {
-    tags_.push_back({t, flow});
+  // Activities carry (task, flow index) in their data pointer; the tag holds the activity alive
+  // until it has finished.
+  struct Tag {
+    std::uint32_t task;
+    int flow;
+    sg4::ActivityPtr activity;
+  };
+  Tag* tag(std::uint32_t t, int flow) {
+    tags_.push_back({t, flow, nullptr});
     return &tags_.back();
   }
 
   void finished(const sg4::Activity& a) {
-    const auto* tg = a.get_data<Tag>();
+    auto* tg = a.get_data<Tag>();
     if (tg == nullptr) return;
+    // Released once SimGrid has moved on (never inside its own callback).
+    released_.push_back(std::move(tg->activity));
     if (tg->flow >= 0) {
       const auto& f = d_.work[tg->task].flows[static_cast<std::size_t>(tg->flow)];
       flows_.push_back({tg->task, f.src, f.dst, f.bytes, a.get_start_time(), a.get_finish_time()});
@@ -175,15 +185,6 @@ class Run {
         out_.trace.end[e] = std::max(to_ns(now), out_.trace.start[e]);
         for (std::uint32_t i = g_.succ_begin[e]; i < g_.succ_begin[e + 1]; ++i)
           if (--pending_[g_.succ[i]] == 0) ready(g_.succ[i], e);
-      }
-    }
-    // Finished activities are released once SimGrid has moved on (not inside its callback).
-    for (auto it = live_.begin(); it != live_.end();) {
-      if ((*it)->get_state() == sg4::Activity::State::FINISHED) {
-        released_.push_back(std::move(*it));
-        it = live_.erase(it);
-      } else {
-        ++it;
       }
     }
   }
@@ -269,11 +270,6 @@ class Run {
                      [](const Contention& a, const Contention& b) { return a.overloaded_s > b.overloaded_s; });
   }
 
-  struct Tag {
-    std::uint32_t task;
-    int flow;
-  };
-
   const schedule::TaskGraph& g_;
   const platform::Platform& p_;
   const platform::Decomposition& d_;
@@ -283,7 +279,6 @@ class Run {
   SimgridRun out_;
   std::vector<std::uint32_t> pending_, via_, outstanding_, arrived_, last_via_, done_now_;
   std::deque<Tag> tags_;  // stable addresses
-  std::list<sg4::ActivityPtr> live_;
   std::vector<sg4::ActivityPtr> released_;
   std::vector<FlowRecord> flows_;
 };
