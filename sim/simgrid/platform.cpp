@@ -72,7 +72,7 @@ std::string to_xml(const Platform& p, const std::vector<std::pair<int, int>>& pa
   o << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
     << "<!-- Written by `hetsim platform`: one host per device (speed: 1 Gflop/s, 4 cores, one per\n"
     << "     stream), split-duplex links with the catalogue's bandwidth x efficiency, routes as hetsim\n"
-    << "     computes them (docs/simulation.md, "The simgrid engine"). -->\n"
+    << "     computes them (docs/simulation.md, section: The simgrid engine). -->\n"
     << "<platform version=\"4.1\">\n  <zone id=\"cluster\" routing=\"Full\">\n";
   for (const auto& h : p.hosts) o << "    <host id=\"" << h.name << "\" speed=\"1Gf\" core=\"4\"/>\n";
   for (const auto& l : p.links)
