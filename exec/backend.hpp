@@ -85,6 +85,10 @@ class Device {
   [[nodiscard]] virtual std::size_t peak_bytes() const = 0;
   /// Bytes allocate() can hand out in all (0: no limit).
   [[nodiscard]] virtual std::size_t capacity() const = 0;
+  /// The first error the device met (a failed kernel launch, library call or transfer; no
+  /// memory for an op's scratch), empty when none. Once set, its results and times are void: the
+  /// replay fails the task that saw it (checked after every resolve()).
+  [[nodiscard]] virtual std::string failure() const { return {}; }
 };
 
 /// Collectives and point-to-point among the members of one group; one object per member, used

@@ -186,6 +186,8 @@ Profile calibrate(Backend& backend, double seconds) {
       p.p2p_latency_s = std::max(0.0, p2p_times.front() - p2p_sizes.front() / bw);
     }
   }
+  p.failure = dev->failure();
+  if (p.failure.empty() && peer) p.failure = peer->failure();
   return p;
 }
 

@@ -42,6 +42,7 @@ struct Profile {
   double p2p_latency_s = 0;
   double p2p_bandwidth = 0;
   std::vector<GemmSample> samples;
+  std::string failure;  ///< the device's failure(), if it met one (the figures are then void)
 };
 
 /// Runs the microbenchmarks on device 0 of `backend` (about `seconds` of work in total).

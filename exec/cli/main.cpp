@@ -237,6 +237,10 @@ int main(int argc, char** argv) {
     auto backend = backend_for(backend_name, 2, memory_gib);  // a second device for the link
     if (!backend) { print(backend.errors()); return kEnvironment; }
     const auto prof = hetsim::exec::calibrate(**backend, seconds);
+    if (!prof.failure.empty()) {
+      std::cerr << "error: calibration: the device failed: " << prof.failure << "\n";
+      return kEnvironment;
+    }
     const std::string toml = hetsim::exec::profile_toml(prof, profile_name, memory_gib * 1073741824.0, devices);
     if (profile_out.empty()) std::cout << toml;
     else if (int rc = write(profile_out, toml)) return rc;

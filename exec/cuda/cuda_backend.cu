@@ -24,18 +24,19 @@ inline const char* error_string(Error e) { return cudaGetErrorString(e); }
 inline void set_device(int i) { cudaSetDevice(i); }
 inline Error malloc_(void** p, std::size_t b) { return cudaMalloc(p, b); }
 inline void free_(void* p) { cudaFree(p); }
-inline void memset_(void* p, int v, std::size_t b) { cudaMemset(p, v, b); }
-inline void copy_async(void* dst, const void* src, std::size_t b, Stream s) {
-  cudaMemcpyAsync(dst, src, b, cudaMemcpyDefault, s);
+inline Error memset_(void* p, int v, std::size_t b, Stream s) { return cudaMemsetAsync(p, v, b, s); }
+inline Error copy_async(void* dst, const void* src, std::size_t b, Stream s) {
+  return cudaMemcpyAsync(dst, src, b, cudaMemcpyDefault, s);
 }
 inline void stream_create(Stream* s) { cudaStreamCreateWithFlags(s, cudaStreamNonBlocking); }
 inline void stream_destroy(Stream s) { cudaStreamDestroy(s); }
-inline void stream_synchronize(Stream s) { cudaStreamSynchronize(s); }
+inline Error stream_synchronize(Stream s) { return cudaStreamSynchronize(s); }
+inline Error last_error() { return cudaGetLastError(); }
 inline void event_create(Event* e) { cudaEventCreate(e); }
 inline void event_destroy(Event e) { cudaEventDestroy(e); }
-inline void event_record(Event e, Stream s) { cudaEventRecord(e, s); }
+inline Error event_record(Event e, Stream s) { return cudaEventRecord(e, s); }
 inline void event_synchronize(Event e) { cudaEventSynchronize(e); }
-inline void event_elapsed_ms(float* ms, Event a, Event b) { cudaEventElapsedTime(ms, a, b); }
+inline Error event_elapsed_ms(float* ms, Event a, Event b) { return cudaEventElapsedTime(ms, a, b); }
 inline void mem_info(std::size_t* f, std::size_t* t) { cudaMemGetInfo(f, t); }
 }  // namespace hetsim::exec::cuda_impl::rt
 
@@ -59,7 +60,7 @@ class Blas {
     cublasSetStream(h_, s);
   }
   ~Blas() { cublasDestroy(h_); }
-  void run(const GemmCall& g);
+  const char* run(const GemmCall& g);
 
  private:
   cublasHandle_t h_{};
@@ -71,12 +72,14 @@ class Blas {
 
 namespace hetsim::exec::cuda_impl {
 
-void Blas::run(const GemmCall& g) {
+const char* Blas::run(const GemmCall& g) {
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands swap.
   const cublasOperation_t oa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cudaDataType_t in = cuda_type(g.in), out = g.c_fp32 ? CUDA_R_32F : in;
-  cublasGemmStridedBatchedEx(h_, ob, oa, g.n, g.m, g.k, &g.alpha, g.b, in, g.ldb, g.sb, g.a, in, g.lda, g.sa, &g.beta,
-                             g.c, out, g.ldc, g.sc, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  const cublasStatus_t st =
+      cublasGemmStridedBatchedEx(h_, ob, oa, g.n, g.m, g.k, &g.alpha, g.b, in, g.ldb, g.sb, g.a, in, g.lda, g.sa, &g.beta,
+                                 g.c, out, g.ldc, g.sc, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return st == CUBLAS_STATUS_SUCCESS ? nullptr : cublasGetStatusString(st);
 }
 
 }  // namespace hetsim::exec::cuda_impl

@@ -33,6 +33,7 @@ template <class T> __device__ __forceinline__ T from_float(float f);
 template <> __device__ __forceinline__ float from_float<float>(float f) { return f; }
 template <> __device__ __forceinline__ bf16 from_float<bf16>(float f) {
   std::uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<std::uint16_t>((u >> 16) | 0x40u)};  // NaN stays NaN
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
   return bf16{static_cast<std::uint16_t>(u >> 16)};
 }
@@ -40,6 +41,7 @@ template <> __device__ __forceinline__ f16 from_float<f16>(float f) {
   const std::uint32_t u = __float_as_uint(f), sign = (u >> 16) & 0x8000u;
   const int exp = int((u >> 23) & 0xffu) - 127 + 15;
   std::uint32_t mant = u & 0x7fffffu;
+  if (((u >> 23) & 0xffu) == 0xffu && mant != 0) return f16{static_cast<std::uint16_t>(sign | 0x7e00u)};  // NaN
   if (exp >= 31) return f16{static_cast<std::uint16_t>(sign | 0x7c00u)};  // overflow → ∞
   if (exp <= 0) return f16{static_cast<std::uint16_t>(sign)};             // flush subnormals
   std::uint32_t h = sign | (std::uint32_t(exp) << 10) | (mant >> 13);
@@ -86,14 +88,16 @@ __global__ void norm_kernel(const T* x, T* y, int cols, bool backward) {
   __shared__ float sh[kBlock];
   const T* xr = x + std::size_t(blockIdx.x) * cols;
   T* yr = y + std::size_t(blockIdx.x) * cols;
-  float s = 0, s2 = 0;
-  for (int c = threadIdx.x; c < cols; c += kBlock) {
-    const float v = to_float(xr[c]);
-    s += v;
-    s2 += v * v;
-  }
+  // Two passes (mean, then the squared deviations): no cancellation when |mean| ≫ σ.
+  float s = 0;
+  for (int c = threadIdx.x; c < cols; c += kBlock) s += to_float(xr[c]);
   const float mean = block_sum(s, sh) / cols;
-  const float rstd = rsqrtf(fmaxf(block_sum(s2, sh) / cols - mean * mean, 0.0f) + 1e-5f);
+  float s2 = 0;
+  for (int c = threadIdx.x; c < cols; c += kBlock) {
+    const float dv = to_float(xr[c]) - mean;
+    s2 += dv * dv;
+  }
+  const float rstd = rsqrtf(block_sum(s2, sh) / cols + 1e-5f);
   if (!backward) {
     for (int c = threadIdx.x; c < cols; c += kBlock) yr[c] = from_float<T>((to_float(xr[c]) - mean) * rstd);
     return;
@@ -111,16 +115,16 @@ __global__ void norm_kernel(const T* x, T* y, int cols, bool backward) {
   }
 }
 
-/// Attention scores of one row block, per head (blockIdx.y) and row (blockIdx.x): `s` (fp32,
+/// Attention scores of one row block, per head (blockIdx.x) and row (blockIdx.y): `s` (fp32,
 /// rows × keys per head) becomes the softmax probabilities, also written to `p` in format T for
 /// the next GEMM. With `causal`, row i sees keys up to first_row + i.
 template <class T>
 __global__ void softmax_kernel(float* s, T* p, int keys, long long head_stride, bool causal, int first_row) {
   __shared__ float sh[kBlock];
-  const std::size_t off = std::size_t(blockIdx.y) * std::size_t(head_stride) + std::size_t(blockIdx.x) * keys;
+  const std::size_t off = std::size_t(blockIdx.x) * std::size_t(head_stride) + std::size_t(blockIdx.y) * keys;
   float* row = s + off;
   T* out = p + off;
-  const int visible = causal ? min(keys, first_row + int(blockIdx.x) + 1) : keys;
+  const int visible = causal ? min(keys, first_row + int(blockIdx.y) + 1) : keys;
   float mx = -3.0e38f;
   for (int c = threadIdx.x; c < visible; c += kBlock) mx = fmaxf(mx, row[c]);
   mx = block_max(mx, sh);
@@ -134,11 +138,12 @@ __global__ void softmax_kernel(float* s, T* p, int keys, long long head_stride, 
   }
 }
 
-/// The softmax gradient of one row block: ds = P ∘ (dP − rowsum(P ∘ dP)), in format T.
+/// The softmax gradient of one row block (head blockIdx.x, row blockIdx.y):
+/// ds = P ∘ (dP − rowsum(P ∘ dP)), in format T.
 template <class T>
 __global__ void softmax_grad_kernel(const float* prob, const float* dprob, T* ds, int keys, long long head_stride) {
   __shared__ float sh[kBlock];
-  const std::size_t off = std::size_t(blockIdx.y) * std::size_t(head_stride) + std::size_t(blockIdx.x) * keys;
+  const std::size_t off = std::size_t(blockIdx.x) * std::size_t(head_stride) + std::size_t(blockIdx.y) * keys;
   float dot = 0;
   for (int c = threadIdx.x; c < keys; c += kBlock) dot += prob[off + c] * dprob[off + c];
   dot = block_sum(dot, sh);

@@ -35,18 +35,19 @@ inline const char* error_string(Error e) { return hipGetErrorString(e); }
 inline void set_device(int i) { (void)hipSetDevice(i); }
 inline Error malloc_(void** p, std::size_t b) { return hipMalloc(p, b); }
 inline void free_(void* p) { (void)hipFree(p); }
-inline void memset_(void* p, int v, std::size_t b) { (void)hipMemset(p, v, b); }
-inline void copy_async(void* dst, const void* src, std::size_t b, Stream s) {
-  (void)hipMemcpyAsync(dst, src, b, hipMemcpyDefault, s);
+inline Error memset_(void* p, int v, std::size_t b, Stream s) { return hipMemsetAsync(p, v, b, s); }
+inline Error copy_async(void* dst, const void* src, std::size_t b, Stream s) {
+  return hipMemcpyAsync(dst, src, b, hipMemcpyDefault, s);
 }
 inline void stream_create(Stream* s) { (void)hipStreamCreateWithFlags(s, hipStreamNonBlocking); }
 inline void stream_destroy(Stream s) { (void)hipStreamDestroy(s); }
-inline void stream_synchronize(Stream s) { (void)hipStreamSynchronize(s); }
+inline Error stream_synchronize(Stream s) { return hipStreamSynchronize(s); }
+inline Error last_error() { return hipGetLastError(); }
 inline void event_create(Event* e) { (void)hipEventCreate(e); }
 inline void event_destroy(Event e) { (void)hipEventDestroy(e); }
-inline void event_record(Event e, Stream s) { (void)hipEventRecord(e, s); }
+inline Error event_record(Event e, Stream s) { return hipEventRecord(e, s); }
 inline void event_synchronize(Event e) { (void)hipEventSynchronize(e); }
-inline void event_elapsed_ms(float* ms, Event a, Event b) { (void)hipEventElapsedTime(ms, a, b); }
+inline Error event_elapsed_ms(float* ms, Event a, Event b) { return hipEventElapsedTime(ms, a, b); }
 inline void mem_info(std::size_t* f, std::size_t* t) { (void)hipMemGetInfo(f, t); }
 }  // namespace hetsim::exec::hip_impl::rt
 
@@ -65,7 +66,7 @@ class Blas {
   ~Blas() { rocblas_destroy_handle(h_); }
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
-  void run(const GemmCall& g);
+  const char* run(const GemmCall& g);
 
  private:
   rocblas_handle h_{};
@@ -75,7 +76,7 @@ class Blas {
 class Blas {
  public:
   Blas(int /*device*/, rt::Stream s) : s_(s) {}
-  void run(const GemmCall& g);
+  const char* run(const GemmCall& g);
 
  private:
   rt::Stream s_;
@@ -89,7 +90,7 @@ class Blas {
 namespace hetsim::exec::hip_impl {
 
 #ifdef HETSIM_HAVE_ROCBLAS
-void Blas::run(const GemmCall& g) {
+const char* Blas::run(const GemmCall& g) {
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands swap.
   auto type = [](Format f) {
     return f == Format::Fp32 ? rocblas_datatype_f32_r : f == Format::Bf16 ? rocblas_datatype_bf16_r : rocblas_datatype_f16_r;
@@ -97,12 +98,13 @@ void Blas::run(const GemmCall& g) {
   const rocblas_operation oa = g.ta ? rocblas_operation_transpose : rocblas_operation_none;
   const rocblas_operation ob = g.tb ? rocblas_operation_transpose : rocblas_operation_none;
   const rocblas_datatype in = type(g.in), out = g.c_fp32 ? rocblas_datatype_f32_r : in;
-  rocblas_gemm_strided_batched_ex(h_, ob, oa, g.n, g.m, g.k, &g.alpha, g.b, in, g.ldb, g.sb, g.a, in, g.lda, g.sa,
-                                  &g.beta, g.c, out, g.ldc, g.sc, g.c, out, g.ldc, g.sc, g.batch,
-                                  rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0);
+  const rocblas_status st = rocblas_gemm_strided_batched_ex(
+      h_, ob, oa, g.n, g.m, g.k, &g.alpha, g.b, in, g.ldb, g.sb, g.a, in, g.lda, g.sa, &g.beta, g.c, out, g.ldc, g.sc, g.c,
+      out, g.ldc, g.sc, g.batch, rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0);
+  return st == rocblas_status_success ? nullptr : "rocblas_gemm_strided_batched_ex failed";
 }
 #else
-void Blas::run(const GemmCall& g) {
+const char* Blas::run(const GemmCall& g) {
   const dim3 grid(static_cast<unsigned>((g.n + 15) / 16), static_cast<unsigned>((g.m + 15) / 16),
                   static_cast<unsigned>(g.batch));
   const dim3 block(16, 16);
@@ -117,6 +119,8 @@ void Blas::run(const GemmCall& g) {
       gpu::gemm_tiled_kernel<T, T><<<grid, block, 0, s_>>>(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a, g.lda, g.sa, b, g.ldb,
                                                            g.sb, g.beta, static_cast<T*>(g.c), g.ldc, g.sc);
   });
+  const hipError_t e = hipGetLastError();
+  return e == hipSuccess ? nullptr : hipGetErrorString(e);
 }
 #endif
 

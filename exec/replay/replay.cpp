@@ -544,6 +544,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             }
             dev.record();
             const auto marks = dev.resolve();  // waits for the device: the task is done
+            if (const auto broken = dev.failure(); !broken.empty()) {
+              if (own != nullptr) dev.release(own, static_cast<std::size_t>(t.alloc_bytes));
+              fail(dev.name() + ": " + broken + where, "the device failed: its results and times are void");
+              return;
+            }
             if (sc.failed) {
               if (own != nullptr) dev.release(own, static_cast<std::size_t>(t.alloc_bytes));
               fail(dev.name() + ": no memory for scratch buffers" + where);
