@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unistd.h>
+#include <filesystem>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -23,6 +26,8 @@
 #endif
 #include "exec/replay/replay.hpp"
 #include "exec/replay/scale.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/plan_json.hpp"
@@ -31,7 +36,7 @@
 
 namespace {
 
-constexpr int kOk = 0, kEnvironment = 1, kBadInput = 2;
+constexpr int kOk = 0, kEnvironment = 1, kBadInput = 2, kDoesNotFit = 3;
 
 // Under mpirun every process reads the same input and meets the same errors: rank 0 reports.
 bool quiet = false;
@@ -39,6 +44,12 @@ bool quiet = false;
 void print(const hetsim::Diagnostics& d) {
   if (quiet) return;
   for (const auto& x : d) std::cerr << hetsim::to_string(x) << "\n";
+}
+
+// A diagnostic about the scenario as a whole gets the scenario's file name.
+hetsim::Diagnostic with_file(hetsim::Diagnostic d, const std::string& file) {
+  if (d.where.file.empty()) d.where.file = file;
+  return d;
 }
 
 int write(const std::string& path, const std::string& text) {
@@ -81,12 +92,22 @@ int main(int argc, char** argv) {
     world = std::move(*w);
     quiet = world->rank() != 0;
   }
+#else
+  // Started by mpirun but built without MPI: every process would run the whole plan on its own.
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* n = std::getenv(v); n != nullptr && std::atoi(n) > 1) {
+      std::cerr << "error: started by mpirun, but this hetsim-exec was built without MPI\n"
+                   "  hint: rebuild with -DHETSIM_WITH_MPI=ON (libopenmpi-dev), or run without mpirun\n";
+      return kEnvironment;
+    }
 #endif
   CLI::App app{"hetsim-exec: runs a plan for real, compares the measurement with hetsim's prediction, and "
-               "calibrates device profiles. Backends: cpu (always: one worker thread per device, shared-memory "
-               "collectives); cuda where built with HETSIM_WITH_CUDA (one process driving the local GPUs, cuBLAS, NCCL "
-               "collectives); hip where built with HETSIM_WITH_HIP (own kernels, host-staged collectives)."};
-  app.require_subcommand(1);
+               "calibrates device profiles (guide: docs/executor.md). Backends: cpu (always: one worker thread per "
+               "device, shared-memory collectives); cuda where built with HETSIM_WITH_CUDA (cuBLAS, NCCL; one process "
+               "driving the local GPUs, or one per GPU under mpirun); hip where built with HETSIM_WITH_HIP (rocBLAS and "
+               "RCCL where found, else own kernels and host-staged collectives)."};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("hetsim-exec ") + HETSIM_VERSION);
   std::string backend_name = "cpu";
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   int devices = cores;
@@ -104,8 +125,9 @@ int main(int argc, char** argv) {
   run->add_option("--devices", devices,
                   "Devices the backend offers: cpu worker threads (default: one per core); for cuda/hip, more than "
                   "the GPUs share them round-robin (default: the GPUs)")
+      ->check(CLI::PositiveNumber)
       ->default_val(cores);
-  run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->default_val(4);
+  run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->check(CLI::PositiveNumber)->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
   run->add_option("--warmup", warmup, "Steps run first and discarded")->check(CLI::Range(0, 100))->default_val(1);
   run->add_option("--out", out, "Write the measured trace (docs/formats.md#trace-json)");
@@ -129,10 +151,15 @@ int main(int argc, char** argv) {
   cal->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
   cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)");
   cal->add_option("--name", profile_name, "Device name in the profile")->default_val("cpu-calibrated");
-  cal->add_option("--seconds", seconds, "Time to spend measuring")->check(CLI::Range(0.2, 600.0))->default_val(2);
+  cal->add_option("--seconds", seconds, "Time to spend measuring (at least about 1 s in all)")
+      ->check(CLI::Range(0.2, 600.0))
+      ->default_val(2);
   cal->add_option("--devices", devices, "Devices per node recorded in the profile (default: one per core)")
+      ->check(CLI::PositiveNumber)
       ->default_val(cores);
-  cal->add_option("--memory", memory_gib, "Memory per device recorded in the profile, GiB")->default_val(4);
+  cal->add_option("--memory", memory_gib, "Memory per device recorded in the profile, GiB")
+      ->check(CLI::PositiveNumber)
+      ->default_val(4);
 
   try {
     app.parse(argc, argv);
@@ -169,15 +196,45 @@ int main(int argc, char** argv) {
     auto backend = backend_for(backend_name, offered, memory_gib);
     if (!backend) { print(backend.errors()); return kEnvironment; }
     if (!quiet && backend_name != "cpu") std::cerr << "note: " << (*backend)->describe() << "\n";
+    if (!quiet && backend_name == "cpu" && !world && devices > cores)
+      std::cerr << "note: " << devices << " cpu devices share " << cores
+                << " cores: the measured times include that sharing, which the prediction does not\n";
+    if (!quiet && backend_name == "cpu")
+      for (const auto& pool : sc->cluster.pools)
+        if (pool.device.vendor != "host") {
+          std::cerr << "note: the scenario prices " << pool.device.name << " but runs on this machine's cpu threads: "
+                    << "the comparison measures the cpu, not the " << pool.device.name
+                    << " (calibrate a cpu profile with `hetsim-exec calibrate`, or use --backend cuda/hip)\n";
+          break;
+        }
+    const std::size_t capacity = (*backend)->open(opts.local_device)->capacity();
     std::string scaled;
     if (fit) {
       const int available = world && world->size() > 1 ? world->size() : (*backend)->device_count();
-      auto sd = hetsim::exec::scale_to_fit(*sc, plan, available, (*backend)->open(opts.local_device)->capacity());
-      if (!sd) { print(sd.errors()); return kBadInput; }
+      auto sd = hetsim::exec::scale_to_fit(*sc, plan, available, capacity);
+      if (!sd) {
+        if (!quiet)
+          for (auto d : sd.errors()) std::cerr << hetsim::to_string(with_file(std::move(d), scenario)) << "\n";
+        return kBadInput;
+      }
       for (const auto& n : sd->notes) scaled += (scaled.empty() ? "" : "; ") + n;
-      if (!scaled.empty() && !quiet) std::cerr << "note: scaled down to fit (--fit): " << scaled << "\n";
+      if (!scaled.empty() && !quiet && json) std::cerr << "note: plan scaled down to fit (--fit): " << scaled << "\n";
       *sc = std::move(sd->scenario);
       plan = std::move(sd->plan);
+    } else if (capacity > 0) {
+      // A plan that does not fit is refused before it runs (as `hetsim simulate` refuses it).
+      const auto g = hetsim::schedule::build_schedule(*sc, plan);
+      if (auto t = hetsim::engine::run_native(g); t)
+        for (std::size_t d = 0; d < t->peak_bytes.size(); ++d)
+          if (t->peak_bytes[d] > static_cast<std::int64_t>(capacity)) {
+            if (!quiet)
+              std::cerr << fmt::format("{}: error: the plan does not fit: device {} needs {:.4g} GiB, the {} devices "
+                                       "have {:.4g} GiB\n  hint: --fit (fewer layers), or --memory GiB for cpu "
+                                       "devices\n",
+                                       scenario, g.devices[d].label, static_cast<double>(t->peak_bytes[d]) / 1073741824.0,
+                                       backend_name, static_cast<double>(capacity) / 1073741824.0);
+            return kDoesNotFit;
+          }
     }
     const std::string source = "measured (" + backend_name + " backend" +
                                (world && world->size() > 1 ? ", mpirun" : "") +
@@ -198,25 +255,32 @@ int main(int argc, char** argv) {
       world->abort(kEnvironment);
     }
     if (!r) {
-      // A plan this executor cannot run is bad input; a device that fails (out of memory,
-      // missing) is the environment.
-      print(r.errors());
-      return r.errors()[0].key == "plan" ? kBadInput : kEnvironment;
+      // A plan this executor cannot run is bad input (named by the scenario or plan file); a
+      // device that fails (out of memory, missing) is the environment.
+      const bool plan_error = r.errors()[0].key == "plan";
+      if (!quiet)
+        for (auto d : r.errors())
+          std::cerr << hetsim::to_string(plan_error ? with_file(std::move(d), plan_file.empty() ? scenario : plan_file) : d)
+                    << "\n";
+      return plan_error ? kBadInput : kEnvironment;
     }
-    const auto pred =
-        hetsim::io::make_trace_file(r->graph, r->predicted, "predicted (native engine)", r->predicted_parts);
+    const auto pred = hetsim::io::make_trace_file(
+        r->graph, r->predicted, scaled.empty() ? "predicted (native engine)" : "predicted (native engine, scaled down: " + scaled + ")",
+        r->predicted_parts);
     for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";
     const auto meas =
         hetsim::io::make_trace_file(r->graph, r->measured, source, r->measured_parts);
     if (int rc = write(out, hetsim::io::trace_to_json(meas))) return rc;
     if (int rc = write(predicted_out, hetsim::io::trace_to_json(pred))) return rc;
+    if (!out.empty()) std::cerr << "wrote " << out << " (measured trace)\n";
+    if (!predicted_out.empty()) std::cerr << "wrote " << predicted_out << " (predicted trace)\n";
     auto c = hetsim::exec::compare(pred, meas);
     if (!c) { print(c.errors()); return kEnvironment; }
+    if (!scaled.empty()) c->notes.push_back("plan scaled down to fit (--fit): " + scaled);
     std::string steps_txt;
     for (auto s : r->step_ns) steps_txt += fmt::format("{}{:.4f}", steps_txt.empty() ? "" : " ", static_cast<double>(s) * 1e-9);
     if (json) std::cout << hetsim::exec::comparison_json(*c);
-    else std::cout << (scaled.empty() ? "" : "plan scaled down to fit (--fit): " + scaled + "\n")
-                   << fmt::format("measured steps (s): {}\n", steps_txt) << hetsim::exec::comparison_text(*c);
+    else std::cout << fmt::format("measured steps (s): {}\n", steps_txt) << hetsim::exec::comparison_text(*c);
     if (r->failure) {
       std::cerr << hetsim::to_string(*r->failure) << "\n  (the steps measured before it are reported above)\n";
       return kEnvironment;
@@ -228,12 +292,27 @@ int main(int argc, char** argv) {
     if (!p) { print(p.errors()); return kBadInput; }
     auto m = hetsim::io::read_trace_json(meas_in);
     if (!m) { print(m.errors()); return kBadInput; }
+    if (p->source.rfind("measured", 0) == 0 && m->source.rfind("predicted", 0) == 0)
+      std::cerr << "note: " << pred_in << " is a measured trace and " << meas_in
+                << " a predicted one: the arguments are PREDICTED MEASURED\n";
     auto c = hetsim::exec::compare(*p, *m);
-    if (!c) { print(c.errors()); return kBadInput; }
+    if (!c) {
+      for (auto d : c.errors()) std::cerr << hetsim::to_string(with_file(std::move(d), meas_in)) << "\n";
+      return kBadInput;
+    }
     std::cout << (cmp_json ? hetsim::exec::comparison_json(*c) : hetsim::exec::comparison_text(*c));
     return kOk;
   }
   if (*cal) {
+    if (!profile_out.empty()) {
+      // Before minutes of measuring: can the profile be written there?
+      const auto dir = std::filesystem::absolute(profile_out).parent_path();
+      if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0) {
+        std::cerr << profile_out << ": error: cannot write the profile there (no such directory, or not writable)\n"
+                  << "  hint: an existing, writable directory, or no --out to print the profile\n";
+        return kEnvironment;
+      }
+    }
     auto backend = backend_for(backend_name, 2, memory_gib);  // a second device for the link
     if (!backend) { print(backend.errors()); return kEnvironment; }
     const auto prof = hetsim::exec::calibrate(**backend, seconds);
@@ -244,6 +323,7 @@ int main(int argc, char** argv) {
     const std::string toml = hetsim::exec::profile_toml(prof, profile_name, memory_gib * 1073741824.0, devices);
     if (profile_out.empty()) std::cout << toml;
     else if (int rc = write(profile_out, toml)) return rc;
+    else std::cerr << "wrote " << profile_out << " (device '" << profile_name << "')\n";
     std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak fp32 ({:.4g} bf16, {:.4g} fp16), half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
                              "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "
                              "{:.3g} GB/s (all-reduce fit); point-to-point {:.3g} us + {:.3g} GB/s\n",
@@ -253,5 +333,6 @@ int main(int argc, char** argv) {
                              prof.p2p_latency_s * 1e6, prof.p2p_bandwidth / 1e9);
     return kOk;
   }
+  std::cerr << app.help() << "error: a command is needed: run, compare or calibrate\n";
   return kBadInput;
 }

@@ -11,7 +11,7 @@ namespace hetsim::exec {
 Result<Comparison> compare(const io::TraceFile& p, const io::TraceFile& m, int worst) {
   if (p.tasks.size() != m.tasks.size() || p.devices.size() != m.devices.size())
     return Diagnostic{{}, "", "the traces describe different steps (" + std::to_string(p.tasks.size()) + " vs " +
-                                  std::to_string(m.tasks.size()) + " tasks)",
+                                  std::to_string(m.tasks.size()) + " tasks: " + p.source + " vs " + m.source + ")",
                       "compare a plan's predicted trace with the measured trace of the same plan"};
   Comparison c;
   c.predicted_step_s = static_cast<double>(p.makespan_ns) * 1e-9;
@@ -48,7 +48,9 @@ Result<Comparison> compare(const io::TraceFile& p, const io::TraceFile& m, int w
 }
 
 std::string comparison_text(const Comparison& c) {
-  std::string o = fmt::format("step        predicted {:.4f} s, measured {:.4f} s, error {:+.1f} %\n", c.predicted_step_s,
+  std::string o;
+  for (const auto& n : c.notes) o += n + "\n";
+  o += fmt::format("step        predicted {:.4f} s, measured {:.4f} s, error {:+.1f} %\n", c.predicted_step_s,
                               c.measured_step_s, 100 * c.step_error());
   o += fmt::format("  {:<18}{:>14}{:>14}{:>10}\n", "task kind", "predicted s", "measured s", "error");
   for (const auto& k : c.kinds)
@@ -74,6 +76,7 @@ std::string comparison_json(const Comparison& c) {
   j["predicted_step_s"] = c.predicted_step_s;
   j["measured_step_s"] = c.measured_step_s;
   j["step_error"] = c.step_error();
+  if (!c.notes.empty()) j["notes"] = c.notes;
   j["kinds"] = nlohmann::ordered_json::array();
   for (const auto& k : c.kinds)
     j["kinds"].push_back({{"kind", k.kind}, {"predicted_s", k.predicted_s}, {"measured_s", k.measured_s},

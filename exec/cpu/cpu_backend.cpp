@@ -66,7 +66,7 @@ class CpuDevice final : public Device {
     if (capacity_ > 0 && live_ + bytes > capacity_)
       return Diagnostic{{}, "", name() + ": out of memory allocating " + std::to_string(bytes) + " bytes (" +
                                     std::to_string(live_) + " of " + std::to_string(capacity_) + " in use)",
-                        "give the cpu devices more memory or run a smaller plan"};
+                        "more memory per cpu device (--memory GiB), or a smaller plan (--fit)"};
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (p == nullptr) return Diagnostic{{}, "", name() + ": the host has no memory left", ""};
     live_ += bytes;

@@ -130,9 +130,13 @@ namespace hetsim::exec {
 
 Result<std::unique_ptr<Backend>> make_cuda_backend(int devices) {
   int n = 0;
-  if (auto e = cudaGetDeviceCount(&n); e != cudaSuccess)
-    return Diagnostic{{}, "", std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(e),
+  if (auto e = cudaGetDeviceCount(&n); e != cudaSuccess) {
+    const bool no_driver = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice;
+    return Diagnostic{{}, "",
+                      no_driver ? "no CUDA device: no NVIDIA driver or GPU found (" + std::string(cudaGetErrorString(e)) + ")"
+                                : std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(e),
                       "run on a machine with an NVIDIA GPU, or use --backend cpu"};
+  }
   if (n == 0) return Diagnostic{{}, "", "no CUDA device on this machine", "use --backend cpu"};
   return std::unique_ptr<Backend>(std::make_unique<cuda_impl::CudaBackend>(n, devices));
 }

@@ -149,7 +149,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   if (p.groups.size() > 1)
     return Diagnostic{{}, "plan", "the plan has " + std::to_string(p.groups.size()) +
                                   " replica groups: this executor runs plans with one group (identical replicas)",
-                      "collectives across heterogeneous replica groups come next"};
+                      "for a mixed cluster, plan one pool at a time (hetsim plan --out on a one-pool scenario) or keep "
+                      "one replica group in the plan; docs/executor.md, Limits"};
   std::vector<int> first_real(g.devices.size());
   int needed = 0;
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
@@ -276,8 +277,9 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     std::vector<Device*> members;
     for (int r : reals) members.push_back(devices[static_cast<std::size_t>(r)].get());
     if (world == nullptr) {
-      if (reals.size() > 1 && out.notes.size() < 8)
-        out.notes.push_back(std::string(what) + " collectives: " + backend.transport(members));
+      const std::string note = std::string(what) + " collectives: " + backend.transport(members);
+      if (reals.size() > 1 && std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
+        out.notes.push_back(note);
       return backend.communicators(members);
     }
     Communicators comms(reals.size());

@@ -22,7 +22,9 @@ std::int64_t peak_bytes(const Scenario& s, const plan::Plan& p) {
 Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, std::size_t capacity) {
   Scaled out{s, p, {}};
   if (p.groups.size() != 1)
-    return Diagnostic{{}, "plan", "--fit scales plans with one replica group only", "run the plan as it is"};
+    return Diagnostic{{}, "plan", "--fit scales plans with one replica group only (this one has " +
+                                      std::to_string(p.groups.size()) + ")",
+                      "the executor runs one replica group; see docs/executor.md, Limits"};
   auto& grp = out.plan.groups[0];
   int per_replica = 0;
   for (const auto& st : grp.stages) per_replica += st.tp;

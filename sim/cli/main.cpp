@@ -176,6 +176,18 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
   if (engine == "simgrid") {
 #ifdef HETSIM_HAVE_SIMGRID
     const auto native_step = static_cast<double>(sim.trace.makespan) * 1e-9;
+    // SimGrid runs the unfolded graph: refuse what would take hours, say when it takes a while.
+    constexpr double kMaxActivities = 20e6;
+    const double unfolded = sim.graph.unfolded_size();
+    if (unfolded > kMaxActivities) {
+      std::cerr << fmt::format(
+          "{}: error: the simgrid engine would run about {:.3g} activities, more than the {:.3g} it takes on "
+          "(SimGrid manages 50–300 k per second)\n  hint: `--engine native`, or fewer micro-batches per replica\n",
+          c.scenario, unfolded, kMaxActivities);
+      return kExitBadInput;
+    }
+    if (unfolded > 1e6)
+      std::cerr << fmt::format("simgrid: about {:.3g} activities, a few seconds to a few minutes...\n", unfolded);
     const auto t0 = std::chrono::steady_clock::now();
     auto sg = hetsim::engine::run_simgrid(sim.graph, sc.cluster);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

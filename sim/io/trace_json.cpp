@@ -46,36 +46,59 @@ std::string trace_to_json(const TraceFile& t) {
 }
 
 Result<TraceFile> read_trace_json(const std::filesystem::path& file) {
+  const std::string name = file.string();
+  const std::string hint = "traces are written by `hetsim-exec run --out MEASURED.json --predicted PREDICTED.json`";
   std::ifstream in(file, std::ios::binary);
-  if (!in) return Diagnostic{{file.string(), 0, 0}, "", "cannot open trace file", ""};
+  if (!in) return Diagnostic{{name, 0, 0}, "", "cannot open trace file", "no such file, or not readable; " + hint};
   std::ostringstream ss;
   ss << in.rdbuf();
+  const std::string text = ss.str();
+  nlohmann::ordered_json j;  // ordered: op classes keep the order they were written in
   try {
-    const auto j = nlohmann::json::parse(ss.str());
-    if (j.value("format", "") != "hetsim-trace")
-      return Diagnostic{{file.string(), 0, 0}, "/format", "not a hetsim trace (\"format\": \"hetsim-trace\" missing)", ""};
+    j = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::uint32_t line = 1, col = 1;  // nlohmann reports a byte offset
+    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    }
+    return Diagnostic{{name, line, col}, "", "JSON syntax: " + std::string(e.what()), hint};
+  }
+  if (!j.is_object() || j.value("format", "") != "hetsim-trace") {
+    const std::string format = j.is_object() ? j.value("format", "") : "";
+    return Diagnostic{{name, 0, 0}, "/format",
+                      format.empty() ? "not a hetsim trace (\"format\": \"hetsim-trace\" missing)"
+                                     : "this is a " + format + " file, not a hetsim trace",
+                      "compare takes two traces; " + hint};
+  }
+  if (j.value("version", 0) != 1)
+    return Diagnostic{{name, 0, 0}, "/version", "unsupported trace version", "this hetsim reads version 1"};
+  // Each required key, by its JSON path when missing or of the wrong type.
+  std::string path;
+  try {
     TraceFile t;
     t.source = j.value("source", "");
+    path = "/makespan_ns";
     t.makespan_ns = j.at("makespan_ns").get<std::int64_t>();
+    path = "/devices";
     for (const auto& d : j.at("devices")) {
       t.devices.push_back(d.at("label").get<std::string>());
       t.peak_bytes.push_back(d.at("peak_bytes").get<std::int64_t>());
     }
+    std::size_t i = 0;
     for (const auto& k : j.at("tasks")) {
+      path = "/tasks/" + std::to_string(i++);
       t.tasks.push_back({k.at("device").get<std::uint32_t>(), k.at("kind").get<std::string>(),
                          k.at("name").get<std::string>(), k.at("start_ns").get<std::int64_t>(),
                          k.at("end_ns").get<std::int64_t>(), {}});
       if (k.contains("parts_ns"))
         for (const auto& [cls, ns] : k.at("parts_ns").items()) t.tasks.back().parts.emplace_back(cls, ns.get<std::int64_t>());
     }
-    if (j.value("version", 0) != 1)
-      return Diagnostic{{file.string(), 0, 0}, "/version", "unsupported trace version", "this hetsim reads version 1"};
-    for (std::size_t i = 0; i < t.tasks.size(); ++i)
-      if (t.tasks[i].device >= t.devices.size())
-        return Diagnostic{{file.string(), 0, 0}, "/tasks/" + std::to_string(i) + "/device", "no such device", ""};
+    for (std::size_t k = 0; k < t.tasks.size(); ++k)
+      if (t.tasks[k].device >= t.devices.size())
+        return Diagnostic{{name, 0, 0}, "/tasks/" + std::to_string(k) + "/device", "no such device", hint};
     return t;
   } catch (const nlohmann::json::exception& e) {
-    return Diagnostic{{file.string(), 0, 0}, "", std::string("bad trace JSON: ") + e.what(), ""};
+    return Diagnostic{{name, 0, 0}, path, "bad trace: " + std::string(e.what()), hint};
   }
 }
 

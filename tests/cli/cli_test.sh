@@ -170,7 +170,7 @@ TOML
         grep -q "mpirun" "$tmp/mpi-measured.json" && ok || bad "mpirun -np 2 ($par): rc $rc: $out"
     done
     out=$(timeout 120 "$MPIEXEC" -np 2 "$HETSIM_EXEC" run --steps 1 --memory 0.001 "$tmp/cpu-mpi.toml" 2>&1); rc=$?
-    [ $rc -ne 0 ] && echo "$out" | grep -q "cpu0: out of memory" && ok || bad "mpirun, a device out of memory ends the run: rc $rc: $out"
+    [ $rc -eq 3 ] && echo "$out" | grep -q "the plan does not fit" && ok || bad "mpirun, a plan too big for the devices: exit 3 before running: rc $rc: $out"
     out=$(timeout 120 "$MPIEXEC" -np 3 "$HETSIM_EXEC" run --steps 1 "$tmp/cpu.toml" 2>&1); rc=$?
     [ $rc -ne 0 ] && echo "$out" | grep -q "mpirun -np 2" && ok || bad "mpirun with the wrong process count: rc $rc: $out"
   fi

@@ -15,6 +15,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/replay/replay.hpp"
 #include "exec/replay/scale.hpp"
+#include "tests/support/flaky_backend.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -377,53 +378,6 @@ TEST(Replay, OutOfMemoryInsideCollectivesFailsWithoutHanging) {
   }
 }
 
-// A backend whose devices fail every allocation after the first `budget` calls: a device that
-// breaks in the middle of a run.
-class FlakyBackend final : public exec::Backend {
- public:
-  FlakyBackend(std::unique_ptr<exec::Backend> inner, int budget) : inner_(std::move(inner)), budget_(budget) {}
-  std::string name() const override { return "flaky"; }
-  int device_count() const override { return inner_->device_count(); }
-  std::unique_ptr<exec::Device> open(int index) override {
-    struct Flaky final : exec::Device {
-      std::unique_ptr<exec::Device> d;
-      int left;
-      std::string name() const override { return "flaky" + d->name(); }
-      Result<void*> allocate(std::size_t bytes) override {
-        if (--left < 0) return Diagnostic{{}, "", name() + ": device lost", ""};
-        return d->allocate(bytes);
-      }
-      void release(void* p, std::size_t b) override { d->release(p, b); }
-      void* workspace(int slot, std::size_t n) override { return d->workspace(slot, n); }
-      void gemm(int m, int n, int k, exec::Format f, const void* a, const void* b, void* c) override {
-        d->gemm(m, n, k, f, a, b, c);
-      }
-      void attention(const exec::AttentionShape& s, exec::Format f, const void* qkv, void* o, void* g, bool bwd) override {
-        d->attention(s, f, qkv, o, g, bwd);
-      }
-      void norm(int r, int c, exec::Format f, const void* x, void* y, bool bwd) override { d->norm(r, c, f, x, y, bwd); }
-      void elementwise(std::size_t n, exec::Format f, const void* s, void* t) override { d->elementwise(n, f, s, t); }
-      void adam(std::size_t n, float* state) override { d->adam(n, state); }
-      void copy(const void* s, void* t, std::size_t n) override { d->copy(s, t, n); }
-      void to_host(const void* s, void* h, std::size_t n) override { d->to_host(s, h, n); }
-      void from_host(const void* h, void* t, std::size_t n) override { d->from_host(h, t, n); }
-      bool host_memory() const override { return true; }
-      int record() override { return d->record(); }
-      std::vector<std::int64_t> resolve() override { return d->resolve(); }
-      std::size_t live_bytes() const override { return d->live_bytes(); }
-      std::size_t peak_bytes() const override { return d->peak_bytes(); }
-      std::size_t capacity() const override { return d->capacity(); }
-    };
-    auto f = std::make_unique<Flaky>();
-    f->d = inner_->open(index);
-    f->left = budget_;
-    return f;
-  }
-
- private:
-  std::unique_ptr<exec::Backend> inner_;
-  int budget_;
-};
 
 TEST(Replay, KeepsTheStepsMeasuredBeforeADeviceFails) {
   auto s = test::parse(small("tp = 1\npp = 2\ndp = 1\nmicro_batch = 1\n"));
@@ -434,7 +388,7 @@ TEST(Replay, KeepsTheStepsMeasuredBeforeADeviceFails) {
   int per_step = 1;  // the resident state
   for (const auto& t : probe->graph.tasks)
     if (t.device == 0 && (t.alloc_bytes > 0 || t.free_bytes > 0)) per_step += 2;  // its block and the kept one
-  FlakyBackend flaky(exec::make_cpu_backend(2), 2 * per_step + 3);
+  test::FlakyBackend flaky(exec::make_cpu_backend(2), 2 * per_step + 3);
   auto r = exec::replay(*s, *s->plan, flaky, {4, 0});
   ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
   ASSERT_TRUE(r->failure.has_value());
@@ -442,7 +396,7 @@ TEST(Replay, KeepsTheStepsMeasuredBeforeADeviceFails) {
   EXPECT_GE(r->step_ns.size(), 1u);
   EXPECT_LT(r->step_ns.size(), 4u);
   // And a device that fails at once: an error, nothing measured.
-  FlakyBackend dead(exec::make_cpu_backend(2), 0);
+  test::FlakyBackend dead(exec::make_cpu_backend(2), 0);
   EXPECT_FALSE(exec::replay(*s, *s->plan, dead, {2, 0}).ok());
 }
 

@@ -4,11 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/mpi/mpi_group.hpp"
+#include "exec/replay/replay.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "tests/support/flaky_backend.hpp"
+#include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
 namespace {
@@ -68,10 +74,39 @@ TEST(Mpi, SplitGroupsGatherAndBroadcast) {
   }
 }
 
+// `mpi_tests --failure-demo` under mpirun -np 2: a two-stage pipeline, one process per stage,
+// whose second device is lost during the second step. That process must name the device and
+// the step and end the run (MPI cannot drop it from the others' collectives); rank 0 has handed
+// on the first step. ctest checks the output (mpi.failure).
+int failure_demo() {
+  auto s = test::parse(
+      "[model]\npreset = \"tiny\"\nlayers = 4\nhidden = 128\nheads = 4\nkv_heads = 4\nffn_hidden = 512\nvocab = 512\n"
+      "[training]\nglobal_batch = 4\nseq_len = 64\nprecision = \"fp32\"\n"
+      "[[cluster.link]]\nname = \"shm\"\nkind = \"scale-up\"\nbandwidth = \"10GB/s\"\nlatency = \"1us\"\n"
+      "[[cluster.pool]]\nnodes = 1\n[cluster.pool.device]\nname = \"core\"\npeak = { fp32 = \"20GFLOPS\" }\n"
+      "memory = \"1GiB\"\nmemory_bandwidth = \"10GB/s\"\nnode = { devices = 2, fabric = \"shm\", nics = 1, nic = \"shm\" }\n"
+      "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
+      "[parallel]\ntp = 1\npp = 2\ndp = 1\nmicro_batch = 1\n");
+  if (!s) return 2;
+  // One step's allocations on device 1: its resident state, then per task its block and the kept one.
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  int per_step = 1;
+  for (const auto& t : g.tasks)
+    if (t.device == 1 && (t.alloc_bytes > 0 || t.free_bytes > 0)) per_step += 2;
+  std::unique_ptr<exec::Backend> backend = exec::make_cpu_backend(1);
+  if (world->rank() == 1) backend = std::make_unique<test::FlakyBackend>(std::move(backend), per_step + 3);
+  exec::ReplayOptions o{3, 0};
+  o.world = world;
+  o.on_step = [](const exec::Replay& so_far) { std::printf("kept %zu measured step(s)\n", so_far.step_ns.size()); };
+  auto r = exec::replay(*s, *s->plan, *backend, o);
+  return r.ok() ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace hetsim
 
 int main(int argc, char** argv) {
+  const bool demo = argc > 1 && std::string(argv[1]) == "--failure-demo";
   ::testing::InitGoogleTest(&argc, argv);
   if (!hetsim::exec::launched_by_mpi()) {
     std::fprintf(stderr, "run under mpirun (ctest does)\n");
@@ -80,6 +115,7 @@ int main(int argc, char** argv) {
   auto w = hetsim::exec::mpi_world(argc, argv);
   if (!w) return 1;
   hetsim::world = w->get();
+  if (demo) return hetsim::failure_demo();
   const int rc = RUN_ALL_TESTS();
   // Every process must pass: the exit codes are combined by mpirun.
   return rc;

@@ -1,0 +1,59 @@
+#pragma once
+// Test helper: a backend whose devices fail every allocation after the first `budget` calls (a
+// device that breaks in the middle of a run); everything else is the wrapped backend's.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/backend.hpp"
+
+namespace hetsim::test {
+
+class FlakyBackend final : public exec::Backend {
+ public:
+  FlakyBackend(std::unique_ptr<exec::Backend> inner, int budget) : inner_(std::move(inner)), budget_(budget) {}
+  std::string name() const override { return "flaky"; }
+  int device_count() const override { return inner_->device_count(); }
+  std::unique_ptr<exec::Device> open(int index) override {
+    struct Flaky final : exec::Device {
+      std::unique_ptr<exec::Device> d;
+      int left;
+      std::string name() const override { return "flaky" + d->name(); }
+      Result<void*> allocate(std::size_t bytes) override {
+        if (--left < 0) return Diagnostic{{}, "", name() + ": device lost", ""};
+        return d->allocate(bytes);
+      }
+      void release(void* p, std::size_t b) override { d->release(p, b); }
+      void* workspace(int slot, std::size_t n) override { return d->workspace(slot, n); }
+      void gemm(int m, int n, int k, exec::Format f, const void* a, const void* b, void* c) override {
+        d->gemm(m, n, k, f, a, b, c);
+      }
+      void attention(const exec::AttentionShape& s, exec::Format f, const void* qkv, void* o, void* g, bool bwd) override {
+        d->attention(s, f, qkv, o, g, bwd);
+      }
+      void norm(int r, int c, exec::Format f, const void* x, void* y, bool bwd) override { d->norm(r, c, f, x, y, bwd); }
+      void elementwise(std::size_t n, exec::Format f, const void* s, void* t) override { d->elementwise(n, f, s, t); }
+      void adam(std::size_t n, float* state) override { d->adam(n, state); }
+      void copy(const void* s, void* t, std::size_t n) override { d->copy(s, t, n); }
+      void to_host(const void* s, void* h, std::size_t n) override { d->to_host(s, h, n); }
+      void from_host(const void* h, void* t, std::size_t n) override { d->from_host(h, t, n); }
+      bool host_memory() const override { return true; }
+      int record() override { return d->record(); }
+      std::vector<std::int64_t> resolve() override { return d->resolve(); }
+      std::size_t live_bytes() const override { return d->live_bytes(); }
+      std::size_t peak_bytes() const override { return d->peak_bytes(); }
+      std::size_t capacity() const override { return d->capacity(); }
+    };
+    auto f = std::make_unique<Flaky>();
+    f->d = inner_->open(index);
+    f->left = budget_;
+    return f;
+  }
+
+ private:
+  std::unique_ptr<exec::Backend> inner_;
+  int budget_;
+};
+
+}  // namespace hetsim::test
