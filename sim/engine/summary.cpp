@@ -26,7 +26,7 @@ Summary summarize(const schedule::TaskGraph& g, const Trace& t) {
     const auto& task = g.tasks[i];
     const bool blocks = task.stream == Stream::TpComm || task.stream == Stream::PpComm ||
                         (task.stream == Stream::Compute && task.kind != TaskKind::Optimizer);
-    if (blocks) pipeline_busy[task.device] += task.duration;
+    if (blocks) pipeline_busy[task.device] += t.end[i] - t.start[i];  // the engine's time (simgrid: with contention)
   }
   // The pipeline window of each replica group: from its first compute task to its last.
   // A device's bubble is the part of that window it spends neither computing nor blocked on
@@ -76,8 +76,8 @@ Summary summarize(const schedule::TaskGraph& g, const Trace& t) {
   };
   for (std::uint32_t id : t.critical_path) {
     const auto& task = g.tasks[id];
-    add(std::string(schedule::task_kind_name(task.kind)), task.duration);
-    if (task.stream != Stream::Compute) s.exposed_comm += task.duration;
+    add(std::string(schedule::task_kind_name(task.kind)), t.end[id] - t.start[id]);
+    if (task.stream != Stream::Compute) s.exposed_comm += t.end[id] - t.start[id];
   }
   s.critical_by_kind = std::move(kinds);
   return s;

@@ -43,10 +43,10 @@ std::string chrome_trace(const Scenario& s, const schedule::TaskGraph& g, const 
   }
   for (std::uint32_t i = 0; i < g.tasks.size(); ++i) {
     const auto& task = g.tasks[i];
-    if (task.duration == 0) continue;
+    if (t.end[i] == t.start[i]) continue;
     emit(fmt::format(R"j({{"name":"{}","cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"layers":"{}-{}","micro_batch":{}}}}})j",
                      escape(schedule::task_name(task)), schedule::task_kind_name(task.kind), task.device,
-                     static_cast<int>(task.stream), us(t.start[i]), us(task.duration), task.first_layer,
+                     static_cast<int>(task.stream), us(t.start[i]), us(t.end[i] - t.start[i]), task.first_layer,
                      task.first_layer + task.layers - 1, task.micro_batch));
   }
   // Memory as a counter track per device, in GiB.

@@ -1,6 +1,7 @@
 #include "sim/simgrid/flows.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace hetsim::platform {
 namespace {
@@ -30,6 +31,14 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
   std::vector<int> used(c.pools.size(), 0);
   for (const auto& dev : g.devices) {
     const auto pool = static_cast<std::size_t>(dev.pool);
+    // Tensor-parallel groups never straddle a node (the cost model keeps TP on the fabric): a
+    // block starts on a multiple of tp, and at the next node when it would not fit in this one
+    // and the pool has devices to spare.
+    const int dpn = std::max(1, c.pools[pool].devices_per_node);
+    used[pool] = (used[pool] + dev.tp - 1) / dev.tp * dev.tp;
+    if (dev.count <= dpn && used[pool] % dpn + dev.count > dpn &&
+        (used[pool] / dpn + 1) * dpn + dev.count <= c.pools[pool].devices())
+      used[pool] = (used[pool] / dpn + 1) * dpn;
     if (used[pool] + dev.count > c.pools[pool].devices())
       return Diagnostic{{}, "", "the plan needs more devices of pool '" + c.pools[pool].name + "' than it has (" +
                                     std::to_string(c.pools[pool].devices()) + ")",
@@ -41,28 +50,77 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
   d.owner.resize(g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i) d.owner[i] = i;
   const auto host = [&](std::uint32_t dev, int member) { return d.first_host[dev] + member; };
-  auto flow = [&](TaskWork& w, int a, int b, schedule::SimTime duration) {
-    const auto r = p.route(a, b);
-    const double t = static_cast<double>(duration) * 1e-9 - p.latency(r);
-    w.flows.push_back({a, b, std::max(1.0, t * priced_bandwidth(c, p, a, b))});
+  const auto seconds = [](schedule::SimTime ns) { return static_cast<double>(ns) * 1e-9; };
+  // One flow at `rate` for the task's time less its route latency.
+  auto flow_at = [&](TaskWork& w, int a, int b, schedule::SimTime duration, double rate) {
+    const double t = std::max(0.0, seconds(duration) - p.latency(p.route(a, b)));
+    w.flows.push_back({a, b, std::max(1.0, t * rate), rate});
   };
-  // A ring over `members` (hosts): each sends to the next.
+  auto priced = [&](int a, int b) { return priced_bandwidth(c, p, a, b); };
+  auto node_of = [&](int h) {
+    const auto& x = p.hosts[static_cast<std::size_t>(h)];
+    return std::pair{x.pool, x.node};
+  };
+  // A ring over `members`: every edge carries the same bytes at the ring's bottleneck rate. Over
+  // several nodes with k members each, k channels run side by side (NCCL's rings, one per NIC):
+  // channel j enters each node at its member j, so each channel crosses nodes from a different
+  // device, and carries 1/k of the data.
   auto ring = [&](TaskWork& w, const std::vector<int>& members, schedule::SimTime duration) {
     if (members.size() < 2) return;
-    for (std::size_t k = 0; k < members.size(); ++k) flow(w, members[k], members[(k + 1) % members.size()], duration);
+    std::vector<std::vector<int>> nodes;  // members grouped by node, in ring order
+    for (int m : members) {
+      if (nodes.empty() || node_of(nodes.back().front()) != node_of(m)) nodes.push_back({});
+      nodes.back().push_back(m);
+    }
+    std::size_t k = nodes.front().size();
+    for (const auto& n : nodes) k = std::min(k, n.size());
+    const bool channels = nodes.size() > 1 && k > 1 && nodes.size() * k == members.size();
+    const std::size_t nch = channels ? k : 1;
+    for (std::size_t j = 0; j < nch; ++j) {
+      std::vector<int> order;
+      if (!channels) {
+        order = members;
+      } else {
+        for (const auto& n : nodes)
+          for (std::size_t i = 0; i < k; ++i) order.push_back(n[(i + j) % k]);
+      }
+      // The bottleneck: the slowest edge's priced rate, shared by the channels on its links.
+      double rate = 1e300;
+      for (std::size_t e = 0; e < order.size(); ++e) {
+        const int a = order[e], b = order[(e + 1) % order.size()];
+        rate = std::min(rate, priced(a, b) * (node_of(a) == node_of(b) ? 1.0 : static_cast<double>(nch)));
+      }
+      rate /= static_cast<double>(nch);
+      for (std::size_t e = 0; e < order.size(); ++e) flow_at(w, order[e], order[(e + 1) % order.size()], duration, rate);
+    }
+  };
+  // Each flow at its route's priced rate, shared with the task's other flows leaving the same
+  // device or entering the same device (what a tree or hierarchical pattern puts on a port).
+  auto by_degree = [&](TaskWork& w, const std::vector<std::pair<int, int>>& edges, schedule::SimTime duration) {
+    std::map<int, int> out, in;
+    for (const auto& [a, b] : edges) {
+      ++out[a];
+      ++in[b];
+    }
+    for (const auto& [a, b] : edges) flow_at(w, a, b, duration, priced(a, b) / std::max(out[a], in[b]));
   };
   // The flows of one collective over `members` by the algorithm the cost model chose
-  // (models/cost/collectives.cpp): a ring; a tree (each child reduces up to its parent and gets
-  // the result back down); hierarchical (a ring inside each node over the fabric, and across
-  // nodes one ring per local position, each over its own NIC).
+  // (models/cost/collectives.cpp): a ring; NCCL's two complementary binary trees (the second over
+  // the members in reverse, so that inner nodes of one are leaves of the other), each child
+  // reducing up to its parent and getting the result back down; hierarchical (a ring inside each
+  // node, and one ring across nodes per local position, each over its own NIC).
   auto collective = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg,
                         schedule::SimTime duration) {
     if (members.size() < 2) return;
     if (alg == cost::Algorithm::Tree) {
-      for (std::size_t k = 1; k < members.size(); ++k) {
-        flow(w, members[k], members[(k - 1) / 2], duration);
-        flow(w, members[(k - 1) / 2], members[k], duration);
-      }
+      std::vector<std::pair<int, int>> edges;
+      for (int tree = 0; tree < 2; ++tree)
+        for (std::size_t k = 1; k < members.size(); ++k) {
+          const auto at = [&](std::size_t i) { return members[tree == 0 ? i : members.size() - 1 - i]; };
+          edges.emplace_back(at(k), at((k - 1) / 2));
+          edges.emplace_back(at((k - 1) / 2), at(k));
+        }
+      by_degree(w, edges, duration);
       return;
     }
     if (alg != cost::Algorithm::Hierarchical) {
@@ -71,22 +129,25 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
     }
     std::vector<std::pair<std::pair<int, int>, std::vector<int>>> nodes;  // (pool, node) → members
     for (int m : members) {
-      const auto& h = p.hosts[static_cast<std::size_t>(m)];
-      auto it = std::find_if(nodes.begin(), nodes.end(), [&](const auto& e) { return e.first == std::pair{h.pool, h.node}; });
-      if (it == nodes.end()) it = nodes.insert(nodes.end(), {{h.pool, h.node}, {}});
+      auto it = std::find_if(nodes.begin(), nodes.end(), [&](const auto& e) { return e.first == node_of(m); });
+      if (it == nodes.end()) it = nodes.insert(nodes.end(), {node_of(m), {}});
       it->second.push_back(m);
     }
+    std::vector<std::pair<int, int>> edges;
     std::size_t most = 0;
     for (const auto& [key, local] : nodes) {
-      ring(w, local, duration);
+      if (local.size() > 1)
+        for (std::size_t k = 0; k < local.size(); ++k) edges.emplace_back(local[k], local[(k + 1) % local.size()]);
       most = std::max(most, local.size());
     }
     for (std::size_t j = 0; j < most; ++j) {
       std::vector<int> across;
       for (const auto& [key, local] : nodes)
         if (j < local.size()) across.push_back(local[j]);
-      ring(w, across, duration);
+      if (across.size() > 1)
+        for (std::size_t k = 0; k < across.size(); ++k) edges.emplace_back(across[k], across[(k + 1) % across.size()]);
     }
+    by_degree(w, edges, duration);
   };
 
   for (std::uint32_t i = 0; i < g.size(); ++i) {
@@ -137,7 +198,8 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         const auto& rd = g.devices[to];
         for (int m = 0; m < dev.count; ++m) {
           const int r = m / dev.tp, k = m % dev.tp;
-          flow(w, host(t.device, m), host(to, std::min(r, rd.replicas - 1) * rd.tp + k % rd.tp), t.duration);
+          const int a = host(t.device, m), b = host(to, std::min(r, rd.replicas - 1) * rd.tp + k % rd.tp);
+          flow_at(w, a, b, t.duration, priced(a, b));
         }
         break;
       }

@@ -1,13 +1,15 @@
 #pragma once
 // What each task of a TaskGraph puts on the platform, unfolded to real devices: a compute task is
 // one execution on its device (replicas and tp ranks compute alike and share nothing); a
-// communication task is the point-to-point flows of its algorithm between the real devices —
-// the ring, tree or hierarchical pattern the cost model chose for each TP and DP collective, one
-// flow per rank for pipeline sends. Sizing: a flow
-// carries what the cost model moved over its route in the task's time: (duration − route
-// latency) × the bandwidth the cost model priced that route with (the fabric's, or the NIC share
-// per device divided by the oversubscription). Alone on the fabric a task therefore takes exactly
-// its modelled time; flows that share a link slow down. No SimGrid headers here.
+// communication task is the point-to-point flows of the algorithm the cost model chose (ring,
+// tree, hierarchical) between the real devices, one flow per rank for pipeline sends.
+// Sizing: every flow runs, for the task's duration less its route latency, at a rate the cost
+// model's bandwidth for its route allows (the fabric's, or the NIC share per device divided by
+// the oversubscription), shared among the task's own flows on the same link. A ring's edges all
+// carry the same bytes at the ring's bottleneck rate (a ring spanning nodes runs as one channel
+// per device of a node, as NCCL does); a tree is NCCL's two complementary trees. Alone on the
+// fabric a task therefore takes exactly its modelled time; flows of concurrent tasks that share a
+// link slow down. No SimGrid headers here.
 
 #include <cstdint>
 #include <vector>
@@ -21,6 +23,7 @@ namespace hetsim::platform {
 struct Flow {
   int src = 0, dst = 0;  ///< hosts
   double bytes = 0;
+  double rate = 0;  ///< bytes/s it was sized at: alone it runs at this rate (SimGrid caps it there)
 };
 
 struct TaskWork {

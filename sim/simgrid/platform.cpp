@@ -19,10 +19,13 @@ Platform build(const hw::ClusterSpec& c) {
     const int dpn = std::max(1, pool.devices_per_node), nics = std::max(1, pool.nics_per_node);
     for (int n = 0; n < pool.nodes; ++n) {
       const std::string node = "p" + std::to_string(pi) + "n" + std::to_string(n);
+      // With at least one NIC per device, each device gets its share of the node's NICs as one
+      // link (nics/dpn of them); with fewer, blocks of neighbouring devices share a NIC.
+      const int ports = std::min(nics, dpn);
+      const double per_port = pool.nic.effective().v * static_cast<double>(nics) / ports;
       std::vector<std::uint32_t> nic;
-      for (int k = 0; k < nics; ++k)
-        nic.push_back(add(node + "-nic" + std::to_string(k), LinkKind::Nic, pool.nic.effective().v,
-                          pool.nic.latency.v / 2));
+      for (int k = 0; k < ports; ++k)
+        nic.push_back(add(node + "-nic" + std::to_string(k), LinkKind::Nic, per_port, pool.nic.latency.v / 2));
       const std::uint32_t uplink =
           pool.nodes > 1 || c.pools.size() > 1
               ? add(node + "-uplink", LinkKind::Uplink, nics * pool.nic.effective().v / p.oversubscription, 0.0)
@@ -35,7 +38,7 @@ Platform build(const hw::ClusterSpec& c) {
         h.slot = d;
         h.port = add(node + "-port" + std::to_string(d), LinkKind::FabricPort, pool.fabric.effective().v,
                      pool.fabric.latency.v / 2);
-        h.rail = d * nics / dpn;  // NICs shared by blocks of neighbouring devices
+        h.rail = d * ports / dpn;  // NICs shared by blocks of neighbouring devices
         h.nic = nic[static_cast<std::size_t>(h.rail)];
         h.uplink = uplink;
         p.hosts.push_back(std::move(h));

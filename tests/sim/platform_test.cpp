@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "sim/schedule/schedule.hpp"
@@ -85,17 +86,23 @@ TEST(Platform, FlowsAloneTakeTheModelledTime) {
       default:
         break;
     }
+    // Alone, each flow runs at its rate for the task's time, never above the bandwidth the cost
+    // model priced its route with, and the task's own flows never ask a link for more than it
+    // has: so the task, alone, takes exactly its modelled time.
+    std::map<std::pair<std::uint32_t, bool>, double> load;
     for (const auto& f : w.flows) {
       with_flows.insert(t.kind);
-      // Alone: latency + bytes / the bandwidth the cost model priced the route with = duration.
       const auto r = p.route(f.src, f.dst);
-      const double priced = p.hosts[static_cast<std::size_t>(f.src)].node == p.hosts[static_cast<std::size_t>(f.dst)].node
-                                ? s->cluster.pools[0].fabric.effective().v
-                                : s->cluster.pools[0].nic_bandwidth_per_device().v * s->cluster.pools[0].nic.efficiency / 2;
+      const bool same_node = p.hosts[static_cast<std::size_t>(f.src)].node == p.hosts[static_cast<std::size_t>(f.dst)].node;
+      const double priced = same_node ? s->cluster.pools[0].fabric.effective().v
+                                      : s->cluster.pools[0].nic_bandwidth_per_device().v * s->cluster.pools[0].nic.efficiency / 2;
+      EXPECT_LE(f.rate, priced * (1 + 1e-12));
       if (f.bytes > 1) {
-        EXPECT_NEAR(p.latency(r) + f.bytes / priced, static_cast<double>(t.duration) * 1e-9, 1e-12);
+        EXPECT_NEAR(p.latency(r) + f.bytes / f.rate, static_cast<double>(t.duration) * 1e-9, 1e-12);
       }
+      for (const auto& h : r) load[{h.link, h.up}] += f.rate;
     }
+    for (const auto& [link, rate] : load) EXPECT_LE(rate, p.links[link.first].bandwidth * (1 + 1e-9)) << p.links[link.first].name;
   }
   EXPECT_TRUE(with_flows.count(schedule::TaskKind::TpCollective));
   EXPECT_TRUE(with_flows.count(schedule::TaskKind::SendActivation));
@@ -123,20 +130,25 @@ TEST(Platform, CollectivesFollowTheirAlgorithm) {
     intra = inter = 0;
     for (std::uint32_t i = 0; i < g.size(); ++i) {
       if (g.tasks[i].kind != schedule::TaskKind::GradReduce) continue;
-      for (const auto& f : d->work[i].flows)
+      std::map<std::pair<std::uint32_t, bool>, double> load;  // alone, no link asked for more than it has
+      for (const auto& f : d->work[i].flows) {
         ++(p.hosts[static_cast<std::size_t>(f.src)].node == p.hosts[static_cast<std::size_t>(f.dst)].node ? intra : inter);
+        for (const auto& h : p.route(f.src, f.dst)) load[{h.link, h.up}] += f.rate;
+      }
+      for (const auto& [link, rate] : load) EXPECT_LE(rate, p.links[link.first].bandwidth * (1 + 1e-9)) << grad_sync;
       return g.tasks[i].algorithm;  // the first gradient reduction
     }
     return cost::Algorithm::Auto;
   };
   std::size_t intra = 0, inter = 0;
-  // Ring over the 8 replicas of each of the 2 ranks: 8 flows each, 2 of them between the nodes.
+  // Ring over the 8 replicas of each of the 2 ranks, 4 per node: 4 channels of 8 edges, each
+  // crossing between the nodes twice.
   EXPECT_EQ(flows_of("ring", intra, inter), cost::Algorithm::Ring);
-  EXPECT_EQ(intra, 2u * 6);
-  EXPECT_EQ(inter, 2u * 2);
-  // Tree: 7 child–parent pairs, both ways.
+  EXPECT_EQ(intra, 2u * 4 * 6);
+  EXPECT_EQ(inter, 2u * 4 * 2);
+  // Tree: two trees of 7 child–parent pairs, both ways.
   EXPECT_EQ(flows_of("tree", intra, inter), cost::Algorithm::Tree);
-  EXPECT_EQ(intra + inter, 2u * 14);
+  EXPECT_EQ(intra + inter, 2u * 2 * 14);
   // Hierarchical: a ring of 4 inside each node, then 4 rings of 2 across (one per position).
   EXPECT_EQ(flows_of("hierarchical", intra, inter), cost::Algorithm::Hierarchical);
   EXPECT_EQ(intra, 2u * 2 * 4);

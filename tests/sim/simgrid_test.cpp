@@ -56,25 +56,35 @@ TEST_P(Agreement, BothEnginesAgreeWithin2PercentWhereNothingContends) {
 
 INSTANTIATE_TEST_SUITE_P(Bundled, Agreement, ::testing::Values("cpu-pipeline", "default", "llama3-8b-tpu-v5p"));
 
-// Four nodes, two NICs each, a 2:1 oversubscribed fat-tree; pipeline sends and data-parallel
-// rings cross it at the same time. The native engine prices each collective alone.
+// What the platform has beyond the cost model's worst case: on a 2:1 oversubscribed fat-tree the
+// native engine charges every NIC transfer the full oversubscription; SimGrid charges what the
+// step's traffic actually does, which here is less.
+TEST(Simgrid, AnUnsaturatedOversubscribedFabricCostsLessThanTheWorstCase) {
+  auto s = test::parse(
+      "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nseq_len = 4096\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 4\n[cluster.network]\nnic = \"ib-ndr-400\"\n"
+      "oversubscription = 2\n[parallel]\ntp = 4\npp = 2\ndp = 4\nmicro_batch = 1\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto b = run_both(*s);
+  EXPECT_LT(static_cast<double>(b.simgrid.trace.makespan), static_cast<double>(b.native.makespan));
+}
+
+// One node of 8 H100, TP 2 · DP 4 with ZeRO 3: the parameter gathers' rings and the TP rings run
+// at the same time over the same fabric ports. The native engine prices each collective alone.
 TEST(Simgrid, SharedLinksSlowTheStepAndAreNamed) {
   auto s = test::parse(
       "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nseq_len = 4096\n"
-      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 4\nnics_per_node = 2\n"
-      "[cluster.network]\nnic = \"ib-ndr-400\"\noversubscription = 2\n"
-      "[parallel]\ntp = 4\npp = 2\ndp = 4\nmicro_batch = 1\n");
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+      "[parallel]\ntp = 2\npp = 1\ndp = 4\nmicro_batch = 1\nzero = 3\n");
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   const auto b = run_both(*s);
   const auto* sg = &b.simgrid;
-  EXPECT_GT(static_cast<double>(sg->trace.makespan), 1.003 * static_cast<double>(b.native.makespan));
+  EXPECT_GT(static_cast<double>(sg->trace.makespan), 1.01 * static_cast<double>(b.native.makespan));
   ASSERT_FALSE(sg->contended.empty());
-  bool nic_or_uplink = false;
   for (const auto& c : sg->contended) {
     EXPECT_GT(c.peak_demand, 1.0) << c.link;
-    nic_or_uplink = nic_or_uplink || c.link.find("-nic") != std::string::npos || c.link.find("uplink") != std::string::npos;
+    EXPECT_NE(c.link.find("-port"), std::string::npos) << c.link;  // one node: only fabric ports are shared
   }
-  EXPECT_TRUE(nic_or_uplink);
   EXPECT_GT(sg->flow_delay_s, 0);
 }
 
