@@ -565,6 +565,18 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
         err(spath + ".tp", "tp = " + std::to_string(st.tp) + " does not fit inside a node of pool '" +
             pool.name + "' (" + std::to_string(pool.devices_per_node) + " devices per node)",
             "tensor parallelism must stay on the intra-node fabric: tp must divide devices_per_node");
+      // Traffic that leaves a node needs NICs: a pipeline send to another pool, or a stage whose
+      // replicas (its DP group) spread over several nodes.
+      if (pool.nics_per_node == 0) {
+        const bool to_other_pool = si + 1 < g.stages.size() && g.stages[si + 1].pool != st.pool;
+        const bool from_other_pool = si > 0 && g.stages[si - 1].pool != st.pool;
+        const bool dp_across_nodes = g.replicas * st.tp > pool.devices_per_node;
+        if (to_other_pool || from_other_pool || dp_across_nodes || p.groups.size() > 1)
+          err(spath + ".pool", "pool '" + pool.name + "' has no NICs (nics_per_node = 0), but this stage's " +
+                                   std::string(dp_across_nodes ? "replicas span several nodes"
+                                                               : "traffic leaves its node (another pool or replica group)"),
+              "give the pool NICs (nics_per_node, nic) or keep the stage's traffic inside one node");
+      }
       if (p.schedule == cost::Schedule::Interleaved && st.layers % p.virtual_stages != 0)
         err(spath + ".layers", "stage of " + std::to_string(st.layers) +
             " layers cannot be cut into virtual_stages = " + std::to_string(p.virtual_stages) + " chunks");

@@ -68,7 +68,23 @@ GroupTime group_time(const plan::Plan& p, std::size_t g, const std::vector<analy
 
 }  // namespace
 
+// A plan whose traffic leaves a node from a pool without NICs (a send to another pool, replicas
+// in several groups) cannot run: validate_plan refuses it, the search never prices it.
+bool nic_paths_ok(const Scenario& s, const plan::Plan& p) {
+  for (const auto& g : p.groups)
+    for (std::size_t i = 0; i < g.stages.size(); ++i) {
+      const auto& pool = s.cluster.pools[static_cast<std::size_t>(g.stages[i].pool)];
+      if (pool.nics_per_node > 0) continue;
+      const bool crosses = p.groups.size() > 1 || (i + 1 < g.stages.size() && g.stages[i + 1].pool != g.stages[i].pool) ||
+                           (i > 0 && g.stages[i - 1].pool != g.stages[i].pool) ||
+                           g.replicas * g.stages[i].tp > pool.devices_per_node;
+      if (crosses) return false;
+    }
+  return true;
+}
+
 bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
+  if (!nic_paths_ok(s, p)) return false;
   auto& grp = p.groups[g];
   const int S = static_cast<int>(grp.stages.size());
   const int v = virtual_of(p);
@@ -153,6 +169,7 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
 }
 
 bool split_batch(const Scenario& s, plan::Plan& p) {
+  if (!nic_paths_ok(s, p)) return false;
   const int B = s.training.global_batch;
   if (B % p.micro_batch) return false;
   const long M = B / p.micro_batch;
@@ -370,6 +387,7 @@ class Search {
 
   // The invariants validate_plan checks, cheaply (the search only builds valid shapes).
   bool io_valid(const plan::Plan& p) const {
+    if (!nic_paths_ok(s_, p)) return false;
     std::vector<int> used(s_.cluster.pools.size(), 0);
     for (const auto& g : p.groups) {
       int covered = 0;

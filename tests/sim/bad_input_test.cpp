@@ -87,6 +87,13 @@ std::vector<BadCase> cases() {
        "bad.toml:10:15", "nic_latency applies to a custom NIC only", "nic_bandwidth"},
       {"virtual_stages_without_interleaving", base_with(kModel, kTraining, kCluster, kParallel + "virtual_stages = 2\n"),
        "bad.toml:13:18", "virtual_stages applies to the interleaved schedule only", ""},
+      {"no_nics_for_traffic_between_pools",
+       base_with(kModel, kTraining,
+                 "[[cluster.pool]]\nname = \"a\"\ndevice = \"h100-sxm5\"\nnodes = 1\nnics_per_node = 0\n"
+                 "[[cluster.pool]]\nname = \"b\"\ndevice = \"a100-sxm4-80gb\"\nnodes = 1\n[cluster.network]\nnic = \"ib-ndr-400\"\n",
+                 "micro_batch = 1\n[[parallel.replicas]]\ncount = 4\nstages = [{pool = \"a\", tp = 2, layers = 2}, "
+                 "{pool = \"b\", tp = 2, layers = 2}]\n"),
+       "bad.toml:", "pool 'a' has no NICs (nics_per_node = 0)", "nics_per_node"},
   };
 }
 
