@@ -39,6 +39,7 @@ Result<Comparison> compare(const io::TraceFile& p, const io::TraceFile& m, int w
   }
   for (std::size_t d = 0; d < p.devices.size(); ++d)
     c.peak_bytes.emplace_back(static_cast<double>(p.peak_bytes[d]), static_cast<double>(m.peak_bytes[d]));
+  c.devices = p.devices;
   std::stable_sort(misses.begin(), misses.end(), [](const TaskMiss& x, const TaskMiss& y) {
     return std::fabs(x.predicted_s - x.measured_s) > std::fabs(y.predicted_s - y.measured_s);
   });
@@ -86,7 +87,10 @@ std::string comparison_json(const Comparison& c) {
     j["op_classes"].push_back({{"class", k.kind}, {"predicted_s", k.predicted_s}, {"measured_s", k.measured_s},
                                {"error", k.error()}});
   j["peak_bytes"] = nlohmann::ordered_json::array();
-  for (const auto& [pb, mb] : c.peak_bytes) j["peak_bytes"].push_back({{"predicted", pb}, {"measured", mb}});
+  for (std::size_t d = 0; d < c.peak_bytes.size(); ++d)
+    j["peak_bytes"].push_back({{"device", d < c.devices.size() ? c.devices[d] : std::string()},
+                               {"predicted", static_cast<std::int64_t>(c.peak_bytes[d].first)},
+                               {"measured", static_cast<std::int64_t>(c.peak_bytes[d].second)}});
   j["worst"] = nlohmann::ordered_json::array();
   for (const auto& t : c.worst)
     j["worst"].push_back({{"device", t.device}, {"task", t.name}, {"predicted_s", t.predicted_s},

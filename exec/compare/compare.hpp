@@ -27,6 +27,7 @@ struct Comparison {
   /// loss, optimizer): from the traces' parts; empty when a trace has none.
   std::vector<KindError> classes;
   std::vector<std::pair<double, double>> peak_bytes;  ///< per device: predicted, measured
+  std::vector<std::string> devices;                   ///< their labels
   std::vector<TaskMiss> worst;                        ///< largest |predicted − measured| first
   std::vector<std::string> notes;                     ///< how the run differed from the plan (--fit)
   [[nodiscard]] double step_error() const { return predicted_step_s / measured_step_s - 1; }

@@ -50,8 +50,9 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
   std::string o;
   o += fmt::format("scenario   {}  ({})\n", s.name, s.file);
   const double params = workload::count_params(s.model).total(s.model.layers);
-  o += fmt::format("model      {}: {:.2f} B parameters, {} layers, hidden {}, seq {}, batch {}, {}\n",
-                   s.model.name, params / 1e9, s.model.layers, s.model.hidden, s.training.seq_len,
+  o += fmt::format("model      {}: {} parameters, {} layers, hidden {}, seq {}, batch {}, {}\n",
+                   s.model.name, params >= 1e9 ? fmt::format("{:.2f} B", params / 1e9) : fmt::format("{:.3g} M", params / 1e6),
+                   s.model.layers, s.model.hidden, s.training.seq_len,
                    s.training.global_batch, hw::dtype_name(s.training.precision));
   o += fmt::format("plan       {}\n", plan_summary(s, p));
   o += fmt::format("devices    {}\n\n", e.devices);
@@ -70,7 +71,7 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
       o += fmt::format("  group {}: {} replica(s) × {} micro-batches: pipeline {}\n", g, e.groups[g].replicas,
                        e.groups[g].micro_batches, format_duration(e.groups[g].pipeline));
   }
-  o += fmt::format("\nthroughput {:.4g} tokens/s, {:.1f} TFLOP/s per device (model FLOPs), MFU {:.1f} %\n",
+  o += fmt::format("\nthroughput {:.4g} tokens/s, {:.3g} TFLOP/s per device (model FLOPs), MFU {:.1f} %\n",
                    e.tokens_per_s, e.flops_per_device.v / 1e12, pct(e.mfu));
   o += fmt::format("bubble     {:.1f} % of the step\n\n", pct(e.bubble_fraction));
 
@@ -92,7 +93,7 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
     o += fmt::format("    {}: {}\n", d.worst_stage, parts);
   }
   if (s.training.tokens > 0) {
-    o += fmt::format("\ntrain      {:.4g} tokens in {}, {} ${:.4g} , {:.4g} MWh at TDP\n", s.training.tokens,
+    o += fmt::format("\ntrain      {:.4g} tokens in {}, {} ${:.4g}, {:.4g} MWh at TDP\n", s.training.tokens,
                      format_duration(e.time_to_train),
                      s.cost.mode == CostSpec::Mode::Rent ? "rented for" : "owned, costing",
                      e.cost_to_train_usd, e.energy_kwh / 1000.0);

@@ -72,7 +72,7 @@ double seconds(schedule::SimTime t) { return static_cast<double>(t) * 1e-9; }
 
 std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim) {
   std::string o = estimate_text(s, p, sim.simulated);
-  o += fmt::format("\nsimulated  {} tasks ({:.4g} unfolded) on {} simulated devices, {} events\n",
+  o += fmt::format("\nsimulated  {} tasks ({:.4g} unfolded) on {} simulated device(s), {} events\n",
                    sim.graph.size(), sim.graph.unfolded_size(), sim.graph.devices.size(), sim.trace.events);
   o += fmt::format("  step {} (closed-form estimate {}, {:+.2f} %)\n", format_duration(sim.simulated.step_time),
                    format_duration(sim.estimate.step_time),
