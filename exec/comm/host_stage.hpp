@@ -31,6 +31,15 @@ class HostStage {
   }
   /// Where the transport writes what is meant for `buf`.
   float* out_buffer(float* buf, std::size_t count, int slot) { return dev_ == nullptr ? buf : host(slot, count); }
+  /// Runs a transport `op(host_in, host_out)` that reads `in_count` values of `in` and writes
+  /// `out_count` values meant for `out`, staging both sides where needed; returns op's result.
+  template <class Op>
+  auto through(const float* in_buf, std::size_t in_count, float* out_buf, std::size_t out_count, Op&& op) {
+    float* ho = out_buffer(out_buf, out_count, 1);
+    auto r = op(in(in_buf, in_count, 0), ho);
+    out(ho, out_buf, out_count);
+    return r;
+  }
   /// Copies a staged result `h` back into `buf` (nothing when not staged).
   void out(const float* h, float* buf, std::size_t count) {
     if (dev_ != nullptr) dev_->from_host(h, buf, count * sizeof(float));

@@ -12,7 +12,6 @@ ShmGroup::ShmGroup(int members)
     : n_(members),
       bar_(members),
       in_(static_cast<std::size_t>(members), nullptr),
-      out_(static_cast<std::size_t>(members), nullptr),
       gone_(static_cast<std::size_t>(members), false) {}
 
 void ShmGroup::barrier() { bar_.arrive_and_wait(); }
@@ -140,24 +139,19 @@ class ShmCommunicator final : public Communicator {
     return checked(t, "all-reduce");
   }
   Result<std::int64_t> all_gather(const float* in, float* out, std::size_t count) override {
-    const std::size_t all = count * static_cast<std::size_t>(size());
-    float* ho = stage_.out_buffer(out, all, 1);
-    const auto t = g_->all_gather(rank_, stage_.in(in, count, 0), ho, count);
-    stage_.out(ho, out, all);
-    return checked(t, "all-gather");
+    return checked(stage_.through(in, count, out, count * n(), [&](const float* h, float* ho) {
+      return g_->all_gather(rank_, h, ho, count);
+    }), "all-gather");
   }
   Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) override {
-    float* ho = stage_.out_buffer(out, count, 1);
-    const auto t = g_->reduce_scatter(rank_, stage_.in(in, count * static_cast<std::size_t>(size()), 0), ho, count);
-    stage_.out(ho, out, count);
-    return checked(t, "reduce-scatter");
+    return checked(stage_.through(in, count * n(), out, count, [&](const float* h, float* ho) {
+      return g_->reduce_scatter(rank_, h, ho, count);
+    }), "reduce-scatter");
   }
   Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) override {
-    const std::size_t all = count * static_cast<std::size_t>(size());
-    float* ho = stage_.out_buffer(out, all, 1);
-    const auto t = g_->all_to_all(rank_, stage_.in(in, all, 0), ho, count);
-    stage_.out(ho, out, all);
-    return checked(t, "all-to-all");
+    return checked(stage_.through(in, count * n(), out, count * n(), [&](const float* h, float* ho) {
+      return g_->all_to_all(rank_, h, ho, count);
+    }), "all-to-all");
   }
   Result<std::int64_t> send(const float* buf, std::size_t count, int peer, int tag) override {
     return checked(g_->send(rank_, peer, tag, stage_.in(buf, count, 0), count), "send");
@@ -178,6 +172,7 @@ class ShmCommunicator final : public Communicator {
   void leave() override { g_->leave(rank_); }
 
  private:
+  std::size_t n() const { return static_cast<std::size_t>(g_->size()); }
   Result<std::int64_t> checked(std::int64_t t, const char* what) const {
     if (g_->departed())
       return Diagnostic{{}, "", std::string(what) + ": a member of the group failed and left", ""};

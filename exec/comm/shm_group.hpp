@@ -53,7 +53,6 @@ class ShmGroup {
   int n_;
   std::barrier<> bar_;
   std::vector<const float*> in_;
-  std::vector<float*> out_;
   std::vector<float> sum_;
   std::mutex sum_mutex_;
   std::atomic<int> departed_{0};

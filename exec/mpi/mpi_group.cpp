@@ -44,25 +44,25 @@ class MpiCommunicator final : public Communicator {
   }
   Result<std::int64_t> all_gather(const float* in, float* out, std::size_t count) override {
     const auto t = arrive();
-    const std::size_t all = count * std::size_t(size_);
-    float* ho = stage_.out_buffer(out, all, 1);
-    MPI_Allgather(stage_.in(in, count, 0), as_count(count), MPI_FLOAT, ho, as_count(count), MPI_FLOAT, c_);
-    stage_.out(ho, out, all);
+    const int c = as_count(count);
+    stage_.through(in, count, out, count * n(), [&](const float* h, float* ho) {
+      return MPI_Allgather(h, c, MPI_FLOAT, ho, c, MPI_FLOAT, c_);
+    });
     return t;
   }
   Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t count) override {
     const auto t = arrive();
-    float* ho = stage_.out_buffer(out, count, 1);
-    MPI_Reduce_scatter_block(stage_.in(in, count * std::size_t(size_), 0), ho, as_count(count), MPI_FLOAT, MPI_SUM, c_);
-    stage_.out(ho, out, count);
+    stage_.through(in, count * n(), out, count, [&](const float* h, float* ho) {
+      return MPI_Reduce_scatter_block(h, ho, as_count(count), MPI_FLOAT, MPI_SUM, c_);
+    });
     return t;
   }
   Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t count) override {
     const auto t = arrive();
-    const std::size_t all = count * std::size_t(size_);
-    float* ho = stage_.out_buffer(out, all, 1);
-    MPI_Alltoall(stage_.in(in, all, 0), as_count(count), MPI_FLOAT, ho, as_count(count), MPI_FLOAT, c_);
-    stage_.out(ho, out, all);
+    const int c = as_count(count);
+    stage_.through(in, count * n(), out, count * n(), [&](const float* h, float* ho) {
+      return MPI_Alltoall(h, c, MPI_FLOAT, ho, c, MPI_FLOAT, c_);
+    });
     return t;
   }
   // Sends never block (Isend from a copy kept until it completes): pipeline stages sending to
@@ -95,6 +95,7 @@ class MpiCommunicator final : public Communicator {
     std::vector<float> data;
     MPI_Request request = MPI_REQUEST_NULL;
   };
+  std::size_t n() const { return static_cast<std::size_t>(size_); }
   std::int64_t arrive() {
     MPI_Barrier(c_);
     return host_clock_ns();

@@ -11,15 +11,11 @@
 #include "sim/analytic/estimate.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/scenario_reader.hpp"
+#include "tests/support/read_file.hpp"
 
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using hetsim::test::slurp;
 
 void BM_Catalog(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(hetsim::io::builtin_catalog());

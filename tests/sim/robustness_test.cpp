@@ -12,17 +12,13 @@
 
 #include "sim/analytic/estimate.hpp"
 #include "sim/io/plan_json.hpp"
+#include "tests/support/read_file.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 // HETSIM_FUZZ_ITERATIONS raises the count for a longer local run.
 int iterations(int fallback) {
