@@ -101,7 +101,7 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
       const bool loss = op.kind == OpKind::Loss;
       const Format f = loss ? Format::Fp32 : c.format;  // the loss works on fp32 logits
       const int cols = loss ? c.vocab_rank : c.hidden;
-      const std::size_t elems = as_size(op.fwd_bytes.v / (2.0 * static_cast<double>(format_bytes(f))));
+      const std::size_t elems = as_size(op.elems);
       const int rows = as_int(static_cast<double>(elems) / cols);
       const std::size_t bytes = std::size_t(rows) * cols * format_bytes(f);
       sc.fit(bytes, 1, bytes);
@@ -182,6 +182,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     sh.dtype = s.training.precision;
     sh.flash_attention = s.training.flash_attention;
     sh.causal = s.training.causal;
+    sh.fused_kernels = s.training.fused_kernels;
     layer[d] = workload::layer_ops(s.model, sh);
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);

@@ -22,7 +22,7 @@ LinkCost ring_link(const CommGroup& g) {
   if (g.nodes() <= 1) return g.intra;
   const double k = g.ranks_per_node;
   return {BytesPerSec{std::min(g.intra.bandwidth.v, k * g.inter.bandwidth.v)},
-          max(g.intra.latency, g.inter.latency)};
+          max(g.intra.latency, g.inter.latency), max(g.intra.call, g.inter.call)};
 }
 
 // Ring: every rank sends (n−1)/n of the buffer `rounds` times, in rounds·(n−1) steps.
@@ -30,6 +30,18 @@ TimeBreakdown ring(double rounds, Bytes size, int n, LinkCost l) {
   if (n <= 1) return parts(Duration{0}, Duration{0});
   const double steps = rounds * (n - 1);
   return parts(l.latency * steps, size * (rounds * (n - 1) / n) / l.bandwidth);
+}
+
+// A flat ring across the group's nodes, latency as NCCL's tuning model counts it
+// (src/graph/tuning.cc): of its steps, 2·nodes (all-reduce) or nodes − 1 (one round) cross
+// the network and pay the NIC's latency, the rest the fabric's.
+TimeBreakdown flat_ring(double rounds, Bytes size, const CommGroup& g) {
+  const LinkCost l = ring_link(g);
+  TimeBreakdown t = ring(rounds, size, g.ranks, l);
+  if (g.nodes() <= 1 || g.ranks <= 1) return t;
+  const double steps = rounds * (g.ranks - 1);
+  const double inter = std::min(steps, rounds >= 2 ? 2.0 * g.nodes() : g.nodes() - 1.0);
+  return parts(g.inter.latency * inter + g.intra.latency * (steps - inter), t.get("bandwidth"));
 }
 
 // Double binary tree (Sanders et al. 2009, as in NCCL): reduce up and broadcast down, each
@@ -73,7 +85,7 @@ std::string_view algorithm_name(Algorithm a) {
 }
 
 TimeBreakdown ring_allreduce(Bytes size, int n, BytesPerSec bw, Duration alpha) {
-  return ring(2, size, n, LinkCost{bw, alpha});
+  return ring(2, size, n, LinkCost{bw, alpha, Duration{0}});
 }
 
 CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Algorithm a) {
@@ -104,7 +116,7 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
   switch (c) {
     case Collective::AllReduce: {
       if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
-      TimeBreakdown r = ring(2, size, n, ring_link(g));
+      TimeBreakdown r = flat_ring(2, size, g);
       if (multi_node && g.ranks_per_node > 1)
         pick({{Algorithm::Ring, r}, {Algorithm::Tree, tree_allreduce(size, g)},
               {Algorithm::Hierarchical, hierarchical(2, size, g)}});
@@ -115,7 +127,7 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
     case Collective::AllGather:
     case Collective::ReduceScatter: {
       if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
-      TimeBreakdown r = ring(1, size, n, ring_link(g));
+      TimeBreakdown r = flat_ring(1, size, g);
       if (multi_node && g.ranks_per_node > 1)
         pick({{Algorithm::Ring, r}, {Algorithm::Hierarchical, hierarchical(1, size, g)}});
       else
@@ -151,6 +163,10 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
       break;
     }
   }
+  // Every call pays its fixed cost once (kernel launch and protocol set-up; NCCL's base
+  // latency), on the slowest link the group spans.
+  if (n > 1 || c == Collective::SendRecv)
+    out.time.add("latency", multi_node ? max(g.intra.call, g.inter.call) : g.intra.call);
   return out;
 }
 

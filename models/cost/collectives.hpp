@@ -20,6 +20,7 @@ enum class Algorithm : std::uint8_t { Auto, Ring, Tree, Hierarchical };
 struct LinkCost {
   BytesPerSec bandwidth;
   Duration latency;
+  Duration call;  ///< fixed cost of one collective call over this link
 };
 
 /// The communicating group: `ranks` ranks, `ranks_per_node` of them on each node they span.

@@ -1,61 +1,114 @@
 #include "models/cost/compute.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "models/base/assert.hpp"
 
 namespace hetsim::cost {
-
-double gemm_efficiency(const hw::DeviceSpec& dev, double m, double n, double k) {
-  const double d = std::min({m, n, k});
-  const double half = dev.efficiency.gemm_half_dim;
-  return dev.efficiency.gemm * d / (d + half);
-}
-
 namespace {
+
 FlopRate peak_or_die(const hw::DeviceSpec& dev, hw::Dtype dtype) {
   auto p = dev.peak_for(dtype);
   HETSIM_ASSERT(p.has_value(), "device lacks the requested number format");
   return *p;
 }
+
+BytesPerSec stream_bandwidth(const hw::DeviceSpec& dev) {
+  return dev.memory_bandwidth * dev.efficiency.memory;
+}
+
+// One kernel: its compute (or memory) time, whichever binds, plus its launch gap.
+Duration kernel(const hw::DeviceSpec& dev, Duration compute, Bytes bytes) {
+  return max(compute, bytes / stream_bandwidth(dev)) + dev.efficiency.launch_overhead;
+}
+
 }  // namespace
+
+Duration gemm_compute_time(const hw::DeviceSpec& dev, FlopRate peak, double m, double n, double k,
+                           double batch) {
+  const hw::Efficiency& e = dev.efficiency;
+  m = std::max(1.0, std::ceil(m));
+  n = std::max(1.0, std::ceil(n));
+  k = std::max(1.0, std::ceil(k));
+  batch = std::max(1.0, std::ceil(batch));
+  const double flops = 2 * m * n * k * batch;
+  if (e.sms <= 0) {
+    const double d = std::min({m, n, k});
+    return Duration{flops / (peak.v * e.gemm * d / (d + e.gemm_half_dim))};
+  }
+  const double sms = e.sms;
+  const double rate_sm = peak.v * e.gemm / sms;  // main-loop FLOP/s of one SM
+  const double tiles = std::ceil(m / e.tile_m) * std::ceil(n / e.tile_n) * batch;
+  const double bw = stream_bandwidth(dev).v;
+  double best = std::numeric_limits<double>::infinity();
+  // Split-K only pays when the tiles leave SMs idle; each slice keeps at least 128 of k.
+  for (int split = 1; split <= 16; split *= 2) {
+    if (split > 1 && (tiles * split / 2 >= sms || k / split < 128)) break;
+    const double slice = std::ceil(k / split);
+    const double waves = std::ceil(tiles * split / sms);
+    double t = waves * (2.0 * e.tile_m * e.tile_n * slice / rate_sm + e.tile_overhead.v);
+    if (split > 1) t += 2.0 * split * m * n * batch * 4 / bw;  // fp32 partials written, read back
+    best = std::min(best, t);
+  }
+  return Duration{best};
+}
+
+double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, double n, double k,
+                       double batch) {
+  const double flops = 2 * m * n * k * batch;
+  return flops / (gemm_compute_time(dev, peak, m, n, k, batch).v * peak.v);
+}
+
+double attention_efficiency(const hw::DeviceSpec& dev, double seq) {
+  const double half = dev.efficiency.attention_half_seq;
+  return dev.efficiency.attention * (half > 0 ? seq / (seq + half) : 1.0);
+}
 
 Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op& op, Pass pass) {
   const bool fwd = pass == Pass::Forward;
-  const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
-  const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
-  const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
-
-  double eff = 1.0;
-  hw::Dtype fmt = dtype;
   using workload::OpKind;
   switch (op.kind) {
-    case OpKind::Gemm:
-      eff = gemm_efficiency(dev, op.m, op.n, op.k);
-      if (op.keep_16bit && fmt == hw::Dtype::Fp8) fmt = hw::Dtype::Bf16;
-      break;
-    case OpKind::Attention:
-      eff = dev.efficiency.attention;
-      if (fmt == hw::Dtype::Fp8) fmt = hw::Dtype::Bf16;
-      break;
-    default:
-      // Vector work runs on the non-tensor units; it is memory-bound in practice.
-      fmt = hw::Dtype::Fp32;
-      eff = 1.0;
-      break;
+    case OpKind::Gemm: {
+      const hw::Dtype fmt = op.keep_16bit && dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : dtype;
+      const FlopRate peak = peak_or_die(dev, fmt);
+      const double batch = op.batched ? op.count : 1;
+      const double repeat = op.batched ? 1 : op.count;
+      const double ge = op.operand_bytes;
+      const double m = op.m, n = op.n, k = op.k;
+      if (fwd)
+        return kernel(dev, gemm_compute_time(dev, peak, m, n, k, batch),
+                      Bytes{(m * k + k * n + m * n) * ge * batch}) * repeat;
+      // dA[m×k] = dC[m×n]·Bᵀ; dB[k×n] = Aᵀ[k×m]·dC[m×n], accumulated into the weight gradient
+      // (fp32 main grads are read and written: wgrad_out_bytes per element).
+      const double wout = op.wgrad_out_bytes > 0 ? op.wgrad_out_bytes : ge;
+      const Duration dgrad = kernel(dev, gemm_compute_time(dev, peak, m, k, n, batch),
+                                    Bytes{(m * n + n * k + m * k) * ge * batch});
+      const Duration wgrad = kernel(dev, gemm_compute_time(dev, peak, k, n, m, batch),
+                                    Bytes{((k * m + m * n) * ge + k * n * wout) * batch});
+      return (dgrad + wgrad) * repeat;
+    }
+    case OpKind::Attention: {
+      const hw::Dtype fmt = dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : dtype;
+      const FlopRate peak = peak_or_die(dev, fmt);
+      const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
+      const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
+      const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
+      const Duration compute = flops / (peak * attention_efficiency(dev, op.seq));
+      return max(compute, bytes / stream_bandwidth(dev)) + dev.efficiency.launch_overhead * kernels;
+    }
+    default: {
+      // Vector work runs on the non-tensor units; it is memory-bound in practice. Devices
+      // without a published fp32 vector rate (TPUs): the 16-bit peak / 16, conservatively.
+      auto p = dev.peak_for(hw::Dtype::Fp32);
+      const FlopRate peak = p ? *p : FlopRate{peak_or_die(dev, hw::Dtype::Bf16).v / 16};
+      const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
+      const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
+      const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
+      return max(flops / peak, bytes / stream_bandwidth(dev)) + dev.efficiency.launch_overhead * kernels;
+    }
   }
-  FlopRate peak;
-  if (op.kind == OpKind::Gemm || op.kind == OpKind::Attention) {
-    peak = peak_or_die(dev, fmt);
-  } else {
-    // Devices without a published fp32 vector rate (TPUs): use the 16-bit peak / 16 as a
-    // conservative vector rate; these ops are memory-bound anyway.
-    auto p = dev.peak_for(hw::Dtype::Fp32);
-    peak = p ? *p : FlopRate{peak_or_die(dev, hw::Dtype::Bf16).v / 16};
-  }
-  const Duration compute = flops / (peak * eff);
-  const Duration memory = bytes / (dev.memory_bandwidth * dev.efficiency.memory);
-  return max(compute, memory) + dev.efficiency.launch_overhead * kernels;
 }
 
 Duration ops_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const std::vector<workload::Op>& ops,
@@ -65,9 +118,23 @@ Duration ops_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const std::vector<
   return t;
 }
 
+int kernels(const std::vector<workload::Op>& ops, Pass pass) {
+  int n = 0;
+  for (const auto& op : ops) n += pass == Pass::Forward ? op.fwd_kernels : op.bwd_kernels;
+  return n;
+}
+
+Duration pass_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const std::vector<workload::Op>& ops,
+                   Pass pass) {
+  return max(ops_time(dev, dtype, ops, pass), dev.efficiency.host_overhead * kernels(ops, pass));
+}
+
+Duration stream_time(const hw::DeviceSpec& dev, Bytes bytes, int kernels) {
+  return bytes / stream_bandwidth(dev) + dev.efficiency.launch_overhead * kernels;
+}
+
 Duration optimizer_time(const hw::DeviceSpec& dev, double params, double bytes_per_param) {
-  const Bytes b{params * bytes_per_param};
-  return b / (dev.memory_bandwidth * dev.efficiency.memory) + dev.efficiency.launch_overhead;
+  return stream_time(dev, Bytes{params * bytes_per_param});
 }
 
 }  // namespace hetsim::cost

@@ -1,6 +1,7 @@
 #pragma once
-// Compute cost of ops on a device: a roofline with a shape-dependent GEMM efficiency and a
-// launch overhead per kernel. Formulas and sources: docs/cost-models.md#compute.
+// Compute cost of ops on a device, per op class: GEMMs as waves of output tiles, fused attention
+// by sequence length, memory-bound kernels at achieved bandwidth, a device-side cost per kernel
+// and a host (framework) floor per pass. Formulas and sources: docs/cost-models.md#compute.
 
 #include <vector>
 
@@ -11,21 +12,48 @@ namespace hetsim::cost {
 
 enum class Pass { Forward, Backward };
 
-/// Fraction of peak a GEMM with this shape reaches on `dev`:
-///   gemm · d/(d + gemm_half_dim), d = min(m, n, k).
-/// Small or skinny GEMMs cannot fill the device's tiles and waves, so they run far below peak.
-[[nodiscard]] double gemm_efficiency(const hw::DeviceSpec& dev, double m, double n, double k);
+/// Time of `batch` GEMMs C[m×n] = A[m×k]·B[k×n] run as one kernel at `peak`, compute only.
+/// With a tile model (efficiency.sms > 0): the kernel runs ⌈tiles·split/sms⌉ waves of output
+/// tiles (tile_m × tile_n, ⌈m/tile_m⌉·⌈n/tile_n⌉·batch tiles), each tile taking
+/// 2·tile_m·tile_n·(k/split) / (peak·gemm/sms) + tile_overhead; split-K (split = 2, 4, …, 16,
+/// adding an fp32 partial-sum pass) is tried when there are fewer tiles than SMs, and the
+/// fastest is taken. Without one: 2mnk·batch / (peak · gemm · d/(d + gemm_half_dim)),
+/// d = min(m, n, k). Requires: m, n, k, batch ≥ 1 (fractions are rounded up), peak > 0.
+[[nodiscard]] Duration gemm_compute_time(const hw::DeviceSpec& dev, FlopRate peak, double m,
+                                         double n, double k, double batch = 1);
 
-/// Time of one op (all its kernels) in one pass, on one device, in format `dtype`:
-///   max(flops / (peak · efficiency), bytes / (memory_bandwidth · memory)) + kernels · launch.
-/// Attention uses the `attention` efficiency and the 16-bit peak (fused kernels run in bf16 even
-/// in fp8 training). Requires: dev.peak_for(dtype) (checked by the scenario loader).
+/// Fraction of `peak` that one such GEMM kernel reaches: useful FLOPs / (time · peak).
+[[nodiscard]] double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, double n,
+                                     double k, double batch = 1);
+
+/// Fused attention efficiency at sequence length `seq`: attention · seq/(seq + attention_half_seq).
+[[nodiscard]] double attention_efficiency(const hw::DeviceSpec& dev, double seq);
+
+/// Device time of one op (all its kernels) in one pass, in format `dtype`: per kernel
+/// max(compute, bytes / (memory_bandwidth · memory)) + launch_overhead. GEMMs: forward
+/// C = A·B; backward the data-gradient dA = dC·Bᵀ (m×k×n) and the weight-gradient
+/// dB = Aᵀ·dC (k×n×m) kernels, each with its own shape. Attention: the 16-bit peak at
+/// attention_efficiency (fused kernels run in bf16 even in fp8 training). Memory-bound ops:
+/// the fp32 vector peak (bf16/16 where no fp32 figure is published).
+/// Requires: dev.peak_for(dtype) (checked by the scenario loader).
 [[nodiscard]] Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype,
                                const workload::Op& op, Pass pass);
 
-/// Sum of op_time over a list of ops.
+/// Sum of op_time over a list of ops: the device's busy time.
 [[nodiscard]] Duration ops_time(const hw::DeviceSpec& dev, hw::Dtype dtype,
                                 const std::vector<workload::Op>& ops, Pass pass);
+
+/// Kernels the ops launch in one pass.
+[[nodiscard]] int kernels(const std::vector<workload::Op>& ops, Pass pass);
+
+/// Time of one pass over a list of ops, as the device runs it behind its host:
+/// max(ops_time, kernels · host_overhead). A framework that issues kernels slower than the
+/// device runs them leaves the device idle.
+[[nodiscard]] Duration pass_time(const hw::DeviceSpec& dev, hw::Dtype dtype,
+                                 const std::vector<workload::Op>& ops, Pass pass);
+
+/// Time of a memory-bound sweep over `bytes` in `kernels` kernels.
+[[nodiscard]] Duration stream_time(const hw::DeviceSpec& dev, Bytes bytes, int kernels = 1);
 
 /// Time of the optimizer step over `params` local parameters: a memory-bound sweep over
 /// `bytes_per_param` bytes per parameter (Adam mixed precision: 30; see docs).

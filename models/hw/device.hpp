@@ -27,6 +27,7 @@ struct LinkSpec {
   bool scale_up = false;  ///< true for intra-node fabrics, false for NICs
   BytesPerSec bandwidth;  ///< per device (fabric) or per port (NIC), one direction
   Duration latency;       ///< alpha: per-hop latency of one collective step
+  Duration call_latency;  ///< fixed cost of one collective call (NCCL's base latency)
   double efficiency = 1;  ///< achieved collective bus bandwidth / bandwidth (measured)
   std::string source;
 
@@ -34,15 +35,31 @@ struct LinkSpec {
   [[nodiscard]] BytesPerSec effective() const { return bandwidth * efficiency; }
 };
 
-/// Cost-model efficiency parameters of a device (see docs/cost-models.md#compute).
+/// Cost-model efficiency parameters of a device, per op class (docs/cost-models.md#compute).
+/// Every figure is a measured microbenchmark or a derivation from one (catalogue sources).
 struct Efficiency {
-  double gemm = 0.8;          ///< best-shape GEMM throughput / peak
-  double gemm_half_dim = 64;  ///< min(M,N,K) at which GEMM efficiency halves
-  double attention = 0.5;     ///< fused attention fwd+bwd throughput / peak
-  double memory = 0.85;       ///< streaming-kernel bandwidth / peak bandwidth
-  Duration launch_overhead{4e-6};
+  // GEMM. With `sms` > 0 the time of a GEMM is that of its waves of output tiles
+  // (tile and wave quantisation, split-K when tiles are fewer than SMs); with sms = 0 (devices
+  // whose tiling is not modelled, calibrated cpu cores) the half-dimension curve is used.
+  double gemm = 0.8;          ///< main-loop GEMM throughput / peak (best shape, MAMF-style)
+  double gemm_half_dim = 64;  ///< sms = 0 only: min(M,N,K) at which GEMM efficiency halves
+  int sms = 0;                ///< SMs / CUs that run GEMM tiles in parallel
+  int tile_m = 128;           ///< output tile of the GEMM library's main kernels, rows
+  int tile_n = 256;           ///< … and columns
+  Duration tile_overhead{1e-6};  ///< per tile: pipeline fill and the epilogue left unhidden
+  // Fused (flash) attention: attention · s/(s + attention_half_seq) of the 16-bit peak.
+  double attention = 0.5;         ///< fwd+bwd throughput / peak at long sequences
+  double attention_half_seq = 0;  ///< sequence length at which it halves (0: flat)
+  // Memory-bound kernels (norms, elementwise, loss, optimizer).
+  double memory = 0.85;            ///< achieved streaming bandwidth / peak bandwidth
+  Duration launch_overhead{4e-6};  ///< device-side cost per kernel (launch gap)
+  /// Host (framework) time to issue one kernel; a layer takes at least its kernels × this.
+  /// 0: the host never limits.
+  Duration host_overhead{0};
+  /// Fraction of compute throughput lost while a collective runs beside it (the SMs its
+  /// kernels occupy, and their memory traffic).
+  double overlap_slowdown = 0;
 };
-
 /// The typical node a device ships in.
 struct NodeShape {
   int devices = 8;

@@ -5,39 +5,91 @@
 namespace hetsim::workload {
 namespace {
 
-// C[m×n] = A[m×k]·B[k×n]: 2mnk FLOPs forward; backward computes dA and dB, 4mnk.
-// Bytes: read A and B, write C; backward reads and writes twice as much.
-Op gemm(std::string name, double m, double n, double k, double elem_bytes, int count = 1) {
+// C[m×n] = A[m×k]·B[k×n]: 2mnk FLOPs forward; backward the data and weight gradients, 4mnk.
+// The byte counts here are for reports; op_time prices each kernel from its own shape.
+Op gemm(std::string name, double m, double n, double k, double elem_bytes, int count = 1,
+        bool batched = false) {
   Op op;
   op.name = std::move(name);
   op.kind = OpKind::Gemm;
   op.m = m; op.n = n; op.k = k;
   op.count = count;
+  op.batched = batched;
+  op.operand_bytes = elem_bytes;
   op.fwd_flops = Flops{2 * m * n * k * count};
   op.bwd_flops = Flops{4 * m * n * k * count};
   op.fwd_bytes = Bytes{(m * k + k * n + m * n) * elem_bytes * count};
   op.bwd_bytes = op.fwd_bytes * 2;
   op.model_flops = op.fwd_flops;
-  op.fwd_kernels = count;
-  op.bwd_kernels = 2 * count;
+  op.fwd_kernels = batched ? 1 : count;
+  op.bwd_kernels = batched ? 2 : 2 * count;
   return op;
 }
 
-// A memory-bound op over `elems` elements: forward reads `reads` and writes `writes` tensors
-// of that size; backward reads the saved inputs and the incoming gradient and writes one
-// gradient per input: (2·reads + 1) tensors. `flops_per_elem` counts the arithmetic (small; it
-// matters only for the roofline).
-Op streaming(std::string name, OpKind kind, double elems, double elem_bytes, int reads, int writes,
-             double flops_per_elem) {
+// A weight GEMM: its weight gradient accumulates into an fp32 main gradient (read + write).
+Op linear(std::string name, double m, double n, double k, double elem_bytes, int count = 1) {
+  Op op = gemm(std::move(name), m, n, k, elem_bytes, count);
+  op.wgrad_out_bytes = 8;
+  op.bwd_bytes = Bytes{((2 * m * n + n * k + 2 * m * k) * elem_bytes + k * n * 8) * count};
+  return op;
+}
+
+// A memory-bound op over `elems` elements of `eb` bytes. The forward pass streams
+// `fwd_tensors` such tensors (reads + writes) in `fwd_kernels` kernels, plus `fwd_extra` bytes
+// per element (1-byte dropout masks); the backward `bwd_tensors` in `bwd_kernels`.
+// `flops_per_elem` counts the arithmetic (small; it matters only for the roofline).
+struct Stream {
+  double fwd_tensors = 2;
+  int fwd_kernels = 1;
+  double bwd_tensors = 3;
+  int bwd_kernels = 1;
+  double fwd_extra = 0, bwd_extra = 0;
+};
+Op streaming(std::string name, OpKind kind, double elems, double eb, Stream s, double flops_per_elem) {
   Op op;
   op.name = std::move(name);
   op.kind = kind;
+  op.elems = elems;
   op.fwd_flops = Flops{elems * flops_per_elem};
   op.bwd_flops = Flops{elems * flops_per_elem * 2};
-  op.fwd_bytes = Bytes{elems * elem_bytes * (reads + writes)};
-  op.bwd_bytes = Bytes{elems * elem_bytes * (reads + 1 + reads)};
+  op.fwd_bytes = Bytes{elems * (eb * s.fwd_tensors + s.fwd_extra)};
+  op.bwd_bytes = Bytes{elems * (eb * s.bwd_tensors + s.bwd_extra)};
+  op.fwd_kernels = s.fwd_kernels;
+  op.bwd_kernels = s.bwd_kernels;
   op.model_flops = Flops{0};
   return op;
+}
+
+// Kernel counts and tensor passes of the memory-bound ops of a layer, fused (Megatron-LM +
+// Transformer Engine) or one PyTorch eager kernel per elementary op (docs/cost-models.md#kernels).
+Stream norm_stream(const ModelSpec& m, bool fused) {
+  // Forward: read x, write y (+ fp32 statistics, negligible). Backward: read dy and x, write
+  // dx, and reduce dgamma (dbeta) in a second kernel.
+  if (fused || m.norm == Norm::LayerNorm) return {2, 1, 3, 2};
+  // Eager RMSNorm: pow, mean, x·rsqrt, ·weight; autograd runs each backward.
+  return {7, 4, 14, 8};
+}
+
+// Residual join after the attention or MLP block: bias add, dropout, residual add.
+Stream residual_stream(const ModelSpec& m, bool fused) {
+  const bool bias = m.linear_bias, drop = m.dropout;
+  Stream s;
+  s.fwd_extra = drop ? 1 : 0;  // the dropout mask written (forward) and read (backward)
+  s.bwd_extra = drop ? 1 : 0;
+  if (fused) {
+    // One kernel each way (fused bias-dropout-add); backward: the dropout gradient and the
+    // residual gradient sum.
+    s.fwd_tensors = 3;
+    s.fwd_kernels = 1;
+    s.bwd_tensors = drop || bias ? 5 : 3;
+    s.bwd_kernels = drop || bias ? 2 : 1;
+    return s;
+  }
+  s.fwd_tensors = 3 + (bias ? 2 : 0) + (drop ? 2 : 0);
+  s.fwd_kernels = 1 + (bias ? 1 : 0) + (drop ? 1 : 0);
+  s.bwd_tensors = 3 + (bias ? 1 : 0) + (drop ? 2 : 0);
+  s.bwd_kernels = 1 + (bias ? 1 : 0) + (drop ? 1 : 0);
+  return s;
 }
 
 }  // namespace
@@ -57,86 +109,121 @@ std::string_view op_kind_name(OpKind k) {
 std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   HETSIM_ASSERT(s.tp >= 1 && m.heads % s.tp == 0, "tp must divide heads");
   const double t = s.tp;
+  const bool fused = s.fused_kernels;
   const double e = hw::dtype_bytes(s.dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : s.dtype);
   const double ge = hw::dtype_bytes(s.dtype);  // GEMM operand bytes (fp8 GEMMs read 1 byte)
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   const double h = m.hidden;
-  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double hd = m.head_dim();
+  const double kv = static_cast<double>(m.kv_heads) * hd;
   // KV heads split over TP ranks when there are enough, else each rank keeps a copy.
-  const double kv_rank = m.kv_heads >= s.tp ? kv / t : m.head_dim();
+  const double kv_rank = m.kv_heads >= s.tp ? kv / t : hd;
   const double f = m.ffn_hidden;
   // Norms, residuals and dropouts work on a sequence shard under sequence parallelism.
   const double seq_elems = tokens * h / (s.sequence_parallel ? t : 1.0);
+  const Stream norm = norm_stream(m, fused);
+  const Stream residual = residual_stream(m, fused);
 
   std::vector<Op> ops;
-  ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, e, 1, 1, 5));
-  ops.push_back(gemm("qkv", tokens, h / t + 2 * kv_rank, h, ge));
+  ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, e, norm, 5));
+  ops.push_back(linear("qkv", tokens, h / t + 2 * kv_rank, h, ge));
+  if (m.positions == Positions::Rope) {
+    // Rotary embedding of Q and K: one fused kernel each; eager: slice, negate, concatenate,
+    // two products and a sum per tensor.
+    const Stream rope = fused ? Stream{2, 2, 2, 2} : Stream{8, 10, 8, 10};
+    ops.push_back(streaming("rope", OpKind::Elementwise, tokens * (h / t + kv_rank), e, rope, 3));
+  }
 
-  // Attention core, per rank: heads/t heads. Forward QKᵀ and PV: 4·tokens·s·(h/t) FLOPs for the
-  // full s×s; a causal fused kernel skips the masked half. Backward is 2.5× the forward
-  // (FlashAttention-2 recomputes P and runs 5 GEMMs instead of 2; Dao 2023, §3.1).
-  Op attn;
-  attn.name = "attention";
-  attn.kind = OpKind::Attention;
+  // Attention core, per rank: heads/t heads. The full score and value products cost
+  // 4·tokens·s·(h/t) FLOPs.
   const double full = 4.0 * tokens * s.seq_len * h / t;
-  const double exec = (s.causal && s.flash_attention) ? full / 2 : full;
-  attn.fwd_flops = Flops{exec};
-  attn.bwd_flops = Flops{2.5 * exec};
-  attn.model_flops = Flops{full};
-  const double qkvo = tokens * (2 * h / t + 2 * kv_rank) * e;
+  const double heads_rank = static_cast<double>(s.micro_batch) * m.heads / t;
   if (s.flash_attention) {
+    // Fused: a causal kernel skips the masked half; backward is 2.5× the forward
+    // (FlashAttention-2 recomputes P and runs 5 GEMMs instead of 2; Dao 2023, §3.1), in three
+    // kernels (the dO·O row sums, the main kernel, the dQ conversion).
+    Op attn;
+    attn.name = "attention";
+    attn.kind = OpKind::Attention;
+    attn.seq = s.seq_len;
+    const double exec = s.causal ? full / 2 : full;
+    attn.fwd_flops = Flops{exec};
+    attn.bwd_flops = Flops{2.5 * exec};
+    attn.model_flops = Flops{full};
+    const double qkvo = tokens * (2 * h / t + 2 * kv_rank) * e;
     attn.fwd_bytes = Bytes{qkvo};
     attn.bwd_bytes = Bytes{2.5 * qkvo};
+    attn.bwd_kernels = 3;
+    attn.selective_recompute = true;
+    ops.push_back(attn);
   } else {
-    // Unfused: scores, softmax and dropout each read and write the (heads/t)·s×s matrix.
-    const double scores = s.micro_batch * (m.heads / t) * double(s.seq_len) * s.seq_len * e;
-    attn.fwd_bytes = Bytes{qkvo + 6 * scores};
-    attn.bwd_bytes = Bytes{2 * qkvo + 9 * scores};
-    attn.fwd_kernels = 4;
-    attn.bwd_kernels = 6;
+    // Unfused (Megatron-LM before flash attention): batched QKᵀ, the scale-mask-softmax,
+    // dropout of the probabilities, batched P·V; the whole s×s is computed, mask or not.
+    const double sl = s.seq_len;
+    const double scores = heads_rank * sl * sl;
+    Op qk = gemm("attn_scores", sl, sl, hd, e, static_cast<int>(heads_rank), true);
+    Op softmax = streaming("softmax", OpKind::Elementwise, scores, e,
+                           fused ? Stream{2, 1, 3, 1} : Stream{4, 2, 6, 2}, 5);
+    Op pv = gemm("attn_context", sl, hd, sl, e, static_cast<int>(heads_rank), true);
+    for (Op* op : {&qk, &softmax, &pv}) op->selective_recompute = true;
+    ops.push_back(qk);
+    ops.push_back(softmax);
+    if (m.dropout) {
+      Op drop = streaming("attn_dropout", OpKind::Elementwise, scores, e, Stream{2, 1, 2, 1, 1, 1}, 1);
+      drop.selective_recompute = true;
+      ops.push_back(drop);
+    }
+    ops.push_back(pv);
   }
-  attn.selective_recompute = true;
-  ops.push_back(attn);
 
-  ops.push_back(gemm("attn_out", tokens, h, h / t, ge));
-  ops.push_back(streaming("attn_residual", OpKind::Elementwise, seq_elems, e, 2, 1, 1));
-  ops.push_back(streaming("mlp_norm", OpKind::Norm, seq_elems, e, 1, 1, 5));
+  ops.push_back(linear("attn_out", tokens, h, h / t, ge));
+  ops.push_back(streaming("attn_residual", OpKind::Elementwise, seq_elems, e, residual, 2));
+  ops.push_back(streaming("mlp_norm", OpKind::Norm, seq_elems, e, norm, 5));
 
   const bool swiglu = m.activation == Activation::SwiGlu;
   const double up_cols = (swiglu ? 2 : 1) * f / t;  // gate and up fused into one GEMM
+  // Activation over tokens·f/t: GeLU reads one tensor and writes one (backward: reads the
+  // gradient and the input); SwiGLU reads gate and up (backward writes both gradients).
+  // Eager adds the bias add (GeLU) or a separate SiLU and product (SwiGLU).
+  const Stream act = swiglu ? (fused ? Stream{3, 1, 5, 1} : Stream{5, 2, 8, 3})
+                            : (fused || !m.linear_bias ? Stream{2, 1, 3, 1} : Stream{4, 2, 4, 2});
   if (!m.moe()) {
-    ops.push_back(gemm("mlp_up", tokens, up_cols, h, ge));
+    ops.push_back(linear("mlp_up", tokens, up_cols, h, ge));
     ops.push_back(streaming(swiglu ? "swiglu" : "gelu", OpKind::Elementwise, tokens * f / t, e,
-                            swiglu ? 2 : 1, 1, swiglu ? 6 : 8));
-    ops.push_back(gemm("mlp_down", tokens, h, f / t, ge));
+                            act, swiglu ? 6 : 8));
+    ops.push_back(linear("mlp_down", tokens, h, f / t, ge));
   } else {
     // Router, then each expert sees tokens·top_k·capacity_factor/experts tokens (padded to
     // capacity). The model-FLOP convention counts the top_k experts' work without padding.
     Op router = gemm("router", tokens, m.experts, h, e);
     ops.push_back(router);
     const double per_expert = tokens * m.top_k * m.capacity_factor / m.experts;
-    ops.push_back(streaming("moe_permute", OpKind::Elementwise, tokens * m.top_k * h, e, 1, 1, 0));
-    Op up = gemm("expert_up", per_expert, up_cols, h, ge, m.experts);
-    Op act = streaming(swiglu ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
-                       per_expert * m.experts * f / t, e, swiglu ? 2 : 1, 1, swiglu ? 6 : 8);
-    Op down = gemm("expert_down", per_expert, h, f / t, ge, m.experts);
+    ops.push_back(streaming("moe_permute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 2, 1}, 0));
+    Op up = linear("expert_up", per_expert, up_cols, h, ge, m.experts);
+    Op actop = streaming(swiglu ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
+                         per_expert * m.experts * f / t, e, act, swiglu ? 6 : 8);
+    Op down = linear("expert_down", per_expert, h, f / t, ge, m.experts);
     const double unpadded = 1.0 / m.capacity_factor;
     up.model_flops = up.fwd_flops * unpadded;
     down.model_flops = down.fwd_flops * unpadded;
     ops.push_back(up);
-    ops.push_back(act);
+    ops.push_back(actop);
     ops.push_back(down);
-    ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, 1, 1, 1));
+    ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
   }
-  ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, e, 2, 1, 1));
+  ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, e, residual, 2));
   return ops;
 }
 
 std::vector<Op> embedding_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double e = hw::dtype_bytes(s.dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : s.dtype);
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
-  // Vocabulary-parallel lookup: each rank gathers its rows, then the shards are combined.
-  Op op = streaming("embedding", OpKind::Embedding, tokens * m.hidden, e, 1, 1, 0);
+  // Vocabulary-parallel lookup: each rank gathers its rows (read and write tokens·h). The
+  // backward builds the dense gradient of the rank's V/t × h table (zero-filled, rows added)
+  // and adds it into the fp32 main gradient: per table element e + (e + 4 + 4) bytes.
+  Op op = streaming("embedding", OpKind::Embedding, tokens * m.hidden, e, Stream{2, 1, 2, 3}, 0);
+  const double table = static_cast<double>(m.vocab) / s.tp * m.hidden;
+  op.bwd_bytes += Bytes{table * (2 * e + 8)};
   return {op};
 }
 
@@ -146,15 +233,18 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   const double seq_elems = tokens * m.hidden / (s.sequence_parallel ? t : 1.0);
   std::vector<Op> ops;
-  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, e, 1, 1, 5));
+  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, e, norm_stream(m, s.fused_kernels), 5));
   // The output projection stays in bf16 even in fp8 training (Transformer Engine keeps the
   // first and last layers in higher precision).
-  Op output = gemm("output", tokens, m.vocab / t, m.hidden,
-                   hw::dtype_bytes(s.dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : s.dtype));
+  Op output = linear("output", tokens, m.vocab / t, m.hidden, e);
   output.keep_16bit = true;
   ops.push_back(output);
-  // Softmax cross-entropy over fp32 logits, vocabulary-parallel.
-  ops.push_back(streaming("loss", OpKind::Loss, tokens * m.vocab / t, 4, 1, 1, 5));
+  // Vocabulary-parallel softmax cross-entropy in fp32, as Megatron-LM computes it, per logit:
+  // forward cast to fp32 (2 + 4 bytes), max (4), subtract (4 + 4), exp (4 + 4), sum (4),
+  // normalise (4 + 4) = 38 bytes in 6 kernels; backward scale the saved softmax (4 + 4) and
+  // cast the gradient to 16 bits (4 + 2) = 14 bytes in 2 kernels.
+  Op loss = streaming("loss", OpKind::Loss, tokens * m.vocab / t, 1, Stream{38, 6, 14, 2}, 5);
+  ops.push_back(loss);
   return ops;
 }
 

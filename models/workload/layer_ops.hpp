@@ -20,7 +20,14 @@ struct Op {
   std::string name;  ///< "qkv", "attention", "mlp_up", …
   OpKind kind = OpKind::Elementwise;
   double m = 0, n = 0, k = 0;  ///< GEMM shape of one kernel (C[m×n] = A[m×k]·B[k×n])
-  int count = 1;               ///< identical kernels (one per MoE expert)
+  int count = 1;               ///< identical GEMMs (one per MoE expert, or per head when batched)
+  bool batched = false;        ///< the `count` GEMMs run as one batched kernel
+  double operand_bytes = 2;    ///< GEMM: bytes per element of A, B and C
+  /// GEMM: bytes per element the weight-gradient kernel moves for its output (8: an fp32 main
+  /// gradient read and written, as gradient-accumulation fusion does); 0: operand_bytes.
+  double wgrad_out_bytes = 0;
+  double elems = 0;            ///< memory-bound ops: elements of the tensor they stream
+  double seq = 0;              ///< attention: sequence length (its efficiency depends on it)
   Flops fwd_flops;             ///< executed in the forward pass (all kernels)
   Flops bwd_flops;             ///< executed in the backward pass
   Bytes fwd_bytes;             ///< read + written in the forward pass
@@ -41,6 +48,9 @@ struct MicroBatchShape {
   hw::Dtype dtype = hw::Dtype::Bf16;
   bool flash_attention = true;
   bool causal = true;
+  /// Fused memory-bound kernels as Megatron-LM / Transformer Engine launch them (bias+GeLU,
+  /// bias+dropout+add, RoPE, softmax); false: one PyTorch eager kernel per elementary op.
+  bool fused_kernels = true;
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

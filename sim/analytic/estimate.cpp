@@ -94,7 +94,12 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
         const double bucket = std::min(1.0, kBucketParams / std::max(1.0, c.params));
         const Duration bwd = c.bwd(st.layers) + c.recompute(st.layers);
         const Duration fwd = c.fwd(st.layers);
-        auto exposed = [&](Duration comm, Duration hide) { return max(comm - hide, comm * bucket); };
+        // While a bucket's collective runs beside the compute it hides behind, the compute
+        // loses overlap_slowdown of its speed (the collective's kernels hold SMs).
+        const double slow = cl.pools[st.pool].device.efficiency.overlap_slowdown;
+        auto exposed = [&](Duration comm, Duration hide) {
+          return max(comm - hide, comm * bucket) + min(comm, hide) * slow;
+        };
         if (p.zero <= 1) {
           se.dp_exposed = exposed(c.dp_reduce, bwd + drain) + exposed(c.dp_gather, fwd + fill);
         } else {

@@ -1,6 +1,7 @@
 #include "sim/analytic/stage_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "models/cost/collectives.hpp"
@@ -15,27 +16,34 @@ using cost::CommGroup;
 using cost::LinkCost;
 using cost::Pass;
 
-LinkCost fabric_cost(const hw::PoolSpec& p) { return {p.fabric.effective(), p.fabric.latency}; }
+LinkCost fabric_cost(const hw::PoolSpec& p) {
+  return {p.fabric.effective(), p.fabric.latency, p.fabric.call_latency};
+}
 
 LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
   const double eff = p.nic.efficiency / std::max(1.0, net.oversubscription);
-  return {p.nic_bandwidth_per_device() * eff, p.nic.latency};
+  return {p.nic_bandwidth_per_device() * eff, p.nic.latency, p.nic.call_latency};
 }
 
 LinkCost slower(LinkCost a, LinkCost b) {
-  return {a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, max(a.latency, b.latency)};
+  return {a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, max(a.latency, b.latency),
+          max(a.call, b.call)};
 }
 
-// Time of the TP collectives around one GEMM, after overlap with that GEMM if enabled.
-Duration tp_exposed(Duration comm, Duration gemm, bool overlap) {
+// Time the TP collectives around one GEMM add to its pass. Blocking: all of it. Overlapped
+// (chunked GEMM + collective, as Megatron's --tp-comm-overlap runs them): what the GEMM does not
+// cover, plus the GEMM's slow-down while both run (the SMs and memory traffic the collective's
+// kernels take: overlap_slowdown of the overlapped time). docs/cost-models.md#tensor-parallel.
+Duration tp_exposed(Duration comm, Duration gemm, bool overlap, double slowdown) {
   if (!overlap) return comm;
-  return Duration{std::max(0.0, (comm - gemm).v)};
+  return Duration{std::max(0.0, (comm - gemm).v)} + min(comm, gemm) * slowdown;
 }
 
-Duration op_named(const std::vector<workload::Op>& ops, const hw::DeviceSpec& dev, hw::Dtype dt,
-                  const char* name, Pass pass) {
-  for (const auto& op : ops)
-    if (op.name == name) return cost::op_time(dev, dt, op, pass);
+// The time of the op called `name` in `times` (per op of `ops`, one pass), 0 when absent.
+Duration op_named(const std::vector<workload::Op>& ops, const std::vector<Duration>& times,
+                  const char* name) {
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].name == name) return times[i];
   return Duration{0};
 }
 
@@ -66,13 +74,23 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     const hw::PoolSpec& pool = cl.pools[pool_index];
     const hw::DeviceSpec& dev = pool.device;
     const auto layer = workload::layer_ops(m, shape);
-    lc.fwd = cost::ops_time(dev, dt, layer, Pass::Forward);
-    lc.bwd = cost::ops_time(dev, dt, layer, Pass::Backward);
+    // Each op priced once per pass (the planner calls this a great deal); a pass takes at least
+    // its kernels × the host's time per kernel (cost::pass_time).
+    std::vector<Duration> tf(layer.size()), tb(layer.size());
+    Duration sf{0}, sb_{0};
+    for (std::size_t i = 0; i < layer.size(); ++i) {
+      tf[i] = cost::op_time(dev, dt, layer[i], Pass::Forward);
+      tb[i] = cost::op_time(dev, dt, layer[i], Pass::Backward);
+      sf += tf[i];
+      sb_ += tb[i];
+    }
+    lc.fwd = max(sf, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Forward));
+    lc.bwd = max(sb_, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Backward));
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;
     } else if (p.recompute == cost::Recompute::Selective) {
-      for (const auto& op : layer)
-        if (op.selective_recompute) lc.recompute += cost::op_time(dev, dt, op, Pass::Forward);
+      for (std::size_t i = 0; i < layer.size(); ++i)
+        if (layer[i].selective_recompute) lc.recompute += tf[i];
     }
     // Tensor-parallel collectives: with sequence parallelism, an all-gather before and a
     // reduce-scatter after each of the attention and MLP blocks, forward and backward
@@ -99,8 +117,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const Duration none{0};
       const Duration comm[4] = {sp ? lc.ag : none, sp ? lc.rs : lc.ar, sp ? lc.ag : none, sp ? lc.rs : lc.ar};
       for (int k = 0; k < 4; ++k) {
-        lc.tp_fwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Forward), ov);
-        lc.tp_bwd += tp_exposed(comm[k], op_named(layer, dev, dt, pairs[k], Pass::Backward) / 2, ov);
+        const double slow = dev.efficiency.overlap_slowdown;
+        lc.tp_fwd += tp_exposed(comm[k], op_named(layer, tf, pairs[k]), ov, slow);
+        lc.tp_bwd += tp_exposed(comm[k], op_named(layer, tb, pairs[k]) / 2, ov, slow);
       }
       if (p.recompute == cost::Recompute::Full) lc.tp_recompute = lc.tp_fwd;
     }
@@ -124,6 +143,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       shape.dtype = dt;
       shape.flash_attention = tr.flash_attention;
       shape.causal = tr.causal;
+      shape.fused_kernels = tr.fused_kernels;
       const bool sp = shape.sequence_parallel;
 
       StageCost& c = costs[si];
@@ -140,14 +160,14 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.layer_tp_recompute = lc.tp_recompute;
       if (first) {
         const auto emb = workload::embedding_ops(m, shape);
-        c.emb_fwd = cost::ops_time(dev, dt, emb, Pass::Forward);
-        c.emb_bwd = cost::ops_time(dev, dt, emb, Pass::Backward);
+        c.emb_fwd = cost::pass_time(dev, dt, emb, Pass::Forward);
+        c.emb_bwd = cost::pass_time(dev, dt, emb, Pass::Backward);
         if (st.tp > 1) c.emb_tp = sp ? lc.rs + lc.ag : lc.ar;  // vocabulary-parallel output reduced
       }
       if (last) {
         const auto head = workload::head_ops(m, shape);
-        c.head_fwd = cost::ops_time(dev, dt, head, Pass::Forward);
-        c.head_bwd = cost::ops_time(dev, dt, head, Pass::Backward);
+        c.head_fwd = cost::pass_time(dev, dt, head, Pass::Forward);
+        c.head_bwd = cost::pass_time(dev, dt, head, Pass::Backward);
         if (st.tp > 1) c.head_tp = sp ? lc.ag + lc.rs : lc.ar;  // the head's input gathered
       }
 
@@ -197,23 +217,30 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
             g.intra = slower(g.intra, fabric_cost(cl.pools[os.pool]));
             g.inter = slower(g.inter, nic_cost(cl.pools[os.pool], cl.network));
           }
-        const Bytes grads{c.params * sb.grads};
-        const Bytes weights{c.params * sb.weights};
+        // Megatron-LM reduces (and gathers) bucket by bucket, kBucketParams each: every bucket
+        // pays the collective's latency, and runs at the bandwidth its size reaches.
+        const double buckets = std::max(1.0, std::ceil(c.params / kBucketParams));
+        const Bytes grads{c.params * sb.grads / buckets};
+        const Bytes weights{c.params * sb.weights / buckets};
         if (p.zero == 0) {
           const auto r = cost::collective_time(Collective::AllReduce, grads, g, p.grad_sync);
-          c.dp_reduce = r.time.total();
+          c.dp_reduce = r.time.total() * buckets;
           c.dp_reduce_algorithm = r.algorithm;
         } else {
           const auto r = cost::collective_time(Collective::ReduceScatter, grads, g, p.grad_sync);
           const auto a = cost::collective_time(Collective::AllGather, weights, g, p.grad_sync);
-          c.dp_reduce = r.time.total();
-          c.dp_gather = a.time.total();
+          c.dp_reduce = r.time.total() * buckets;
+          c.dp_gather = a.time.total() * buckets;
           c.dp_reduce_algorithm = r.algorithm;
           c.dp_gather_algorithm = a.algorithm;
         }
       }
+      // The step after the gradients are in: the gradient norm for clipping (read the shard's
+      // gradients), Adam over the shard (read the gradient, read and write the fp32 state,
+      // write the weights), and zeroing the whole local gradient buffer for the next step.
       const double opt_params = c.params / (p.zero >= 1 ? replicas : 1);
-      c.optimizer = cost::optimizer_time(dev, opt_params, sb.grads + 2 * sb.optimizer + sb.weights);
+      c.optimizer = cost::optimizer_time(dev, opt_params, 2 * sb.grads + 2 * sb.optimizer + sb.weights) +
+                    cost::stream_time(dev, Bytes{c.params * sb.grads / (p.zero >= 2 ? replicas : 1)}, 2);
 
       // Memory.
       c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,

@@ -11,7 +11,7 @@ namespace hetsim::io {
 namespace detail {
 
 std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
-  r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "efficiency", "source"});
+  r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "call_latency", "efficiency", "source"});
   hw::LinkSpec l;
   auto name = r.string(t, "name");
   if (!name) { r.missing(t, "name", "\"my-link\""); return std::nullopt; }
@@ -24,6 +24,7 @@ std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
   if (bw && *bw <= 0) r.error(r.loc(r.node(t, "bandwidth")), r.key_path(t, "bandwidth"), "bandwidth must be positive");
   l.bandwidth = BytesPerSec{bw.value_or(0)};
   l.latency = Duration{r.quantity(t, "latency", Dimension::Time).value_or(0)};
+  l.call_latency = Duration{r.quantity(t, "call_latency", Dimension::Time).value_or(0)};
   l.efficiency = r.number(t, "efficiency", 0.01, 1.5).value_or(1.0);
   l.source = r.string(t, "source").value_or("");
   return l;
@@ -81,12 +82,34 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
   }
 
   if (auto eff = r.table(t, "efficiency")) {
-    r.check_keys(*eff, {"gemm", "gemm_half_dim", "attention", "memory", "launch_overhead"});
-    d.efficiency.gemm = r.number(*eff, "gemm", 0.01, 1).value_or(d.efficiency.gemm);
-    d.efficiency.gemm_half_dim = r.number(*eff, "gemm_half_dim", 0, 1e6).value_or(d.efficiency.gemm_half_dim);
-    d.efficiency.attention = r.number(*eff, "attention", 0.01, 1).value_or(d.efficiency.attention);
-    d.efficiency.memory = r.number(*eff, "memory", 0.01, 1).value_or(d.efficiency.memory);
-    if (auto lo = r.quantity(*eff, "launch_overhead", Dimension::Time)) d.efficiency.launch_overhead = Duration{*lo};
+    r.check_keys(*eff, {"gemm", "gemm_half_dim", "sms", "tile_m", "tile_n", "tile_overhead",
+                        "attention", "attention_half_seq", "memory", "launch_overhead",
+                        "host_overhead", "overlap_slowdown"});
+    auto& e = d.efficiency;
+    e.gemm = r.number(*eff, "gemm", 0.01, 1).value_or(e.gemm);
+    e.gemm_half_dim = r.number(*eff, "gemm_half_dim", 0, 1e6).value_or(e.gemm_half_dim);
+    e.sms = static_cast<int>(r.integer(*eff, "sms", 0, 100000).value_or(e.sms));
+    e.tile_m = static_cast<int>(r.integer(*eff, "tile_m", 1, 4096).value_or(e.tile_m));
+    e.tile_n = static_cast<int>(r.integer(*eff, "tile_n", 1, 4096).value_or(e.tile_n));
+    e.attention = r.number(*eff, "attention", 0.01, 1).value_or(e.attention);
+    e.attention_half_seq = r.number(*eff, "attention_half_seq", 0, 1e7).value_or(e.attention_half_seq);
+    e.memory = r.number(*eff, "memory", 0.01, 1).value_or(e.memory);
+    e.overlap_slowdown = r.number(*eff, "overlap_slowdown", 0, 0.9).value_or(e.overlap_slowdown);
+    // Per-kernel and per-tile times: physical only between 0 and a millisecond (a kernel that
+    // costs more than that to start is a unit mistake).
+    auto time = [&](const char* key, Duration& into) {
+      auto v = r.quantity(*eff, key, Dimension::Time);
+      if (!v) return;
+      if (*v < 0 || *v > 1e-3) {
+        r.error(r.loc(r.node(*eff, key)), r.key_path(*eff, key),
+                "must be between 0 and 1ms per kernel or tile", "per-kernel costs are microseconds, e.g. \"4us\"");
+        return;
+      }
+      into = Duration{*v};
+    };
+    time("tile_overhead", e.tile_overhead);
+    time("launch_overhead", e.launch_overhead);
+    time("host_overhead", e.host_overhead);
   }
   if (auto src = r.table(t, "sources")) {
     for (auto&& [k, v] : *src->table)

@@ -113,7 +113,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
     return;
   }
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
-                    "flash_attention", "causal"});
+                    "flash_attention", "causal", "fused_kernels"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -130,6 +130,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   tr.tokens = r.number(*t, "tokens", 0, 1e18).value_or(0);
   tr.flash_attention = r.boolean(*t, "flash_attention").value_or(tr.flash_attention);
   tr.causal = r.boolean(*t, "causal").value_or(tr.causal);
+  tr.fused_kernels = r.boolean(*t, "fused_kernels").value_or(tr.fused_kernels);
 }
 
 // -------------------------------------------------------------------------------- [cluster]

@@ -43,13 +43,29 @@ CommGroup two_level(int nodes, int per_node) {
 }
 
 TEST(Collectives, MultiNodeRingIsBoundByTheNodesNics) {
-  // 4 nodes × 8 ranks: ring bus bandwidth min(300, 8·50) = 300 GB/s; 32 ranks, 1 GB:
-  //   2·31·10us + 2·(31/32)·1e9/300e9
+  // 4 nodes × 8 ranks: ring bus bandwidth min(300, 8·50) = 300 GB/s; 32 ranks, 1 GB. Of the
+  // 2·31 = 62 steps, 2·4 = 8 cross the network (10 us), 54 stay on the fabric (3 us), as NCCL's
+  // tuning model counts them: 8·10us + 54·3us + 2·(31/32)·1e9/300e9
   auto c = collective_time(Collective::AllReduce, Bytes{1e9}, two_level(4, 8), Algorithm::Ring);
-  EXPECT_NEAR(c.time.total().v, 62 * 10e-6 + 2 * 31.0 / 32 * 1e9 / 300e9, 1e-12);
+  EXPECT_NEAR(c.time.total().v, 8 * 10e-6 + 54 * 3e-6 + 2 * 31.0 / 32 * 1e9 / 300e9, 1e-12);
   // One rank per node: the ring runs at one NIC's 50 GB/s.
   auto one = collective_time(Collective::AllReduce, Bytes{1e9}, two_level(4, 1), Algorithm::Ring);
   EXPECT_NEAR(one.time.get("bandwidth").v, 2 * 3.0 / 4 * 1e9 / 50e9, 1e-12);
+}
+
+TEST(Collectives, EveryCallPaysItsCallLatencyOnce) {
+  // A 1-byte all-gather inside a node of 8: 7 steps · 3 us + the fabric's 8.4 us call latency.
+  CommGroup g = node_group(8);
+  g.intra.call = Duration{8.4e-6};
+  auto c = collective_time(Collective::AllGather, Bytes{1}, g, Algorithm::Ring);
+  EXPECT_NEAR(c.time.get("latency").v, 7 * 3e-6 + 8.4e-6, 1e-12);
+  // Across nodes the slower of the two links' call latencies.
+  CommGroup m = two_level(2, 8);
+  m.intra.call = Duration{8.4e-6};
+  m.inter.call = Duration{20e-6};
+  auto r = collective_time(Collective::ReduceScatter, Bytes{1}, m, Algorithm::Ring);
+  // 15 steps: 1 (nodes − 1) over the network, 14 on the fabric.
+  EXPECT_NEAR(r.time.get("latency").v, 10e-6 + 14 * 3e-6 + 20e-6, 1e-12);
 }
 
 TEST(Collectives, HierarchicalIsIntraThenInterOnAShard) {

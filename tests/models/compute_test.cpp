@@ -12,16 +12,106 @@ hw::DeviceSpec device() {
   d.peak[hw::Dtype::Fp32] = FlopRate{50e12};
   d.memory = Bytes{80 * kGiB};
   d.memory_bandwidth = BytesPerSec{2e12};
-  d.efficiency = {0.8, 64, 0.5, 0.9, Duration{5e-6}};
+  d.efficiency.gemm = 0.8;
+  d.efficiency.gemm_half_dim = 64;
+  d.efficiency.attention = 0.5;
+  d.efficiency.memory = 0.9;
+  d.efficiency.launch_overhead = Duration{5e-6};
+  return d;
+}
+
+// A device with a tile model: 4 SMs of 1 TFLOP/s main-loop rate each (peak 4e12, gemm 1),
+// 128×128 tiles, 1 us per tile.
+hw::DeviceSpec tiled() {
+  hw::DeviceSpec d = device();
+  d.peak[hw::Dtype::Bf16] = FlopRate{4e12};
+  d.efficiency.gemm = 1.0;
+  d.efficiency.sms = 4;
+  d.efficiency.tile_m = 128;
+  d.efficiency.tile_n = 128;
+  d.efficiency.tile_overhead = Duration{1e-6};
   return d;
 }
 
 TEST(GemmEfficiency, SaturatesForLargeAndCollapsesForSkinny) {
   const auto d = device();
+  const FlopRate p{1e15};
   // min dim 4096: 0.8·4096/4160 = 0.78769…; min dim 64: 0.8·0.5 = 0.4; min dim 8: 0.8·8/72
-  EXPECT_NEAR(gemm_efficiency(d, 4096, 8192, 4096), 0.8 * 4096 / 4160, 1e-12);
-  EXPECT_NEAR(gemm_efficiency(d, 64, 8192, 8192), 0.4, 1e-12);
-  EXPECT_NEAR(gemm_efficiency(d, 8192, 8, 8192), 0.8 * 8 / 72, 1e-12);
+  EXPECT_NEAR(gemm_efficiency(d, p, 4096, 8192, 4096), 0.8 * 4096 / 4160, 1e-12);
+  EXPECT_NEAR(gemm_efficiency(d, p, 64, 8192, 8192), 0.4, 1e-12);
+  EXPECT_NEAR(gemm_efficiency(d, p, 8192, 8, 8192), 0.8 * 8 / 72, 1e-12);
+}
+
+TEST(GemmTileModel, OneFullWaveIsMainLoopPlusTileOverhead) {
+  // 256×256×1024: 2×2 = 4 tiles on 4 SMs, one wave: 2·128·128·1024 / 1e12 = 33.554 us + 1 us.
+  const auto d = tiled();
+  const double t = 2.0 * 128 * 128 * 1024 / 1e12 + 1e-6;
+  EXPECT_NEAR(gemm_compute_time(d, FlopRate{4e12}, 256, 256, 1024).v, t, 1e-12);
+  EXPECT_NEAR(gemm_efficiency(d, FlopRate{4e12}, 256, 256, 1024), 2.0 * 256 * 256 * 1024 / (t * 4e12), 1e-12);
+}
+
+TEST(GemmTileModel, APartialWaveCostsAWholeWave) {
+  // 384×256×1024: 3×2 = 6 tiles on 4 SMs: 2 waves, the second half empty -> efficiency 0.728.
+  const auto d = tiled();
+  const double t = 2 * (2.0 * 128 * 128 * 1024 / 1e12 + 1e-6);
+  EXPECT_NEAR(gemm_compute_time(d, FlopRate{4e12}, 384, 256, 1024).v, t, 1e-12);
+  EXPECT_LT(gemm_efficiency(d, FlopRate{4e12}, 384, 256, 1024), 0.75);
+  // Rounding up: 129 rows need a second row of tiles, as 256 do.
+  EXPECT_DOUBLE_EQ(gemm_compute_time(d, FlopRate{4e12}, 129, 256, 1024).v,
+                   gemm_compute_time(d, FlopRate{4e12}, 256, 256, 1024).v);
+}
+
+TEST(GemmTileModel, SplitKFillsIdleSms) {
+  // 128×128×4096 is one tile on 4 SMs. Split 4 ways (split 8 would exceed the SMs): each slice
+  // 2·128·128·1024/1e12 = 33.554 us + 1 us, plus the fp32 partials written and read back:
+  // 2·4·128·128·4 B / (2e12·0.9 B/s) = 0.2913 us. Unsplit it would take 135.2 us.
+  const auto d = tiled();
+  const double want = 2.0 * 128 * 128 * 1024 / 1e12 + 1e-6 + 2.0 * 4 * 128 * 128 * 4 / 1.8e12;
+  EXPECT_NEAR(gemm_compute_time(d, FlopRate{4e12}, 128, 128, 4096).v, want, 1e-12);
+}
+
+TEST(GemmTileModel, BatchedGemmsShareTheWaves) {
+  // 4 batched 128×128×1024 GEMMs fill the 4 SMs in one wave: the time of one.
+  const auto d = tiled();
+  EXPECT_DOUBLE_EQ(gemm_compute_time(d, FlopRate{4e12}, 128, 128, 1024, 4).v,
+                   2.0 * 128 * 128 * 1024 / 1e12 + 1e-6);
+}
+
+TEST(OpTime, BackwardGemmPricesDataAndWeightGradientsByTheirOwnShapes) {
+  // C[m×n] = A[m×k]·B[k×n], m = 384, n = 128, k = 128 on the tiled device.
+  // dgrad m×k×n = 384×128×128: 3 tiles, 1 wave of 2·128·128·128/1e12 + 1 us = 5.194 us;
+  // wgrad k×n×m = 128×128×384: 1 tile, split 2 (split 4 would leave slices of 96 < 128):
+  //   2·128·128·192/1e12 + 1 us + 2·2·128·128·4 B/1.8e12 = 7.437 us. Each + 5 us launch.
+  workload::Op op;
+  op.kind = workload::OpKind::Gemm;
+  op.m = 384; op.n = 128; op.k = 128;
+  op.operand_bytes = 2;
+  const double dgrad = 2.0 * 128 * 128 * 128 / 1e12 + 1e-6;
+  const double wgrad = 2.0 * 128 * 128 * 192 / 1e12 + 1e-6 + 2.0 * 2 * 128 * 128 * 4 / 1.8e12;
+  EXPECT_NEAR(op_time(tiled(), hw::Dtype::Bf16, op, Pass::Backward).v, dgrad + wgrad + 10e-6, 1e-12);
+}
+
+TEST(PassTime, TheHostBoundsAPassOfShortKernels) {
+  // 10 kernels of 1 MB each at 1.8e12 B/s: 0.556 us + 5 us launch = 55.6 us on the device;
+  // a host that needs 9 us per kernel takes 90 us.
+  auto d = device();
+  d.efficiency.host_overhead = Duration{9e-6};
+  std::vector<workload::Op> ops(10);
+  for (auto& op : ops) { op.kind = workload::OpKind::Elementwise; op.fwd_bytes = Bytes{1e6}; }
+  EXPECT_NEAR(ops_time(d, hw::Dtype::Bf16, ops, Pass::Forward).v, 10 * (1e6 / 1.8e12 + 5e-6), 1e-12);
+  EXPECT_NEAR(pass_time(d, hw::Dtype::Bf16, ops, Pass::Forward).v, 90e-6, 1e-12);
+  d.efficiency.host_overhead = Duration{1e-6};
+  EXPECT_NEAR(pass_time(d, hw::Dtype::Bf16, ops, Pass::Forward).v, 10 * (1e6 / 1.8e12 + 5e-6), 1e-12);
+}
+
+TEST(AttentionEfficiency, RisesWithSequenceLength) {
+  // attention · s/(s + half): 0.5 · 512/1024 = 0.25 at s = 512, 0.5 · 16384/16896 at 16k.
+  auto d = device();
+  d.efficiency.attention_half_seq = 512;
+  EXPECT_NEAR(attention_efficiency(d, 512), 0.25, 1e-12);
+  EXPECT_NEAR(attention_efficiency(d, 16384), 0.5 * 16384 / 16896, 1e-12);
+  d.efficiency.attention_half_seq = 0;
+  EXPECT_DOUBLE_EQ(attention_efficiency(d, 512), 0.5);
 }
 
 TEST(OpTime, ComputeBoundGemmIsFlopsOverAchievedPeakPlusLaunch) {
@@ -29,6 +119,7 @@ TEST(OpTime, ComputeBoundGemmIsFlopsOverAchievedPeakPlusLaunch) {
   workload::Op op;
   op.kind = workload::OpKind::Gemm;
   op.m = op.n = op.k = 8192;
+  op.operand_bytes = 2;
   op.fwd_flops = Flops{2.0 * 8192 * 8192 * 8192};
   op.fwd_bytes = Bytes{3.0 * 8192 * 8192 * 2};
   const double eff = 0.8 * 8192 / (8192 + 64);

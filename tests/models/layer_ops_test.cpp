@@ -49,6 +49,55 @@ TEST(LayerOps, CausalFusedAttentionExecutesHalfTheModelFlops) {
   EXPECT_TRUE(attn.selective_recompute);
 }
 
+TEST(LayerOps, UnfusedAttentionIsTwoBatchedGemmsOverTheWholeScoreMatrix) {
+  // 8 heads per rank (16/2) × b 2 = 16 batched GEMMs of s×s×hd = 512×512×64 and 512×64×512;
+  // together 2·2·16·512·512·64 = the full 4·tokens·s·h/t, mask or not.
+  MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, false, true};
+  const auto ops = layer_ops(gpt(4, 1024, 16, 1000), s);
+  const Op& qk = find(ops, "attn_scores");
+  const Op& pv = find(ops, "attn_context");
+  EXPECT_TRUE(qk.batched);
+  EXPECT_EQ(qk.count, 16);
+  EXPECT_DOUBLE_EQ(qk.k, 64);
+  EXPECT_DOUBLE_EQ(pv.n, 64);
+  EXPECT_DOUBLE_EQ(qk.model_flops.v + pv.model_flops.v, 1073741824.0);
+  EXPECT_TRUE(find(ops, "softmax").selective_recompute);
+  EXPECT_DOUBLE_EQ(find(ops, "softmax").elems, 16.0 * 512 * 512);
+}
+
+TEST(LayerOps, EagerKernelsLaunchMoreAndMoveMoreThanFusedOnes) {
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  m.linear_bias = true;
+  m.dropout = true;
+  MicroBatchShape fused{2, 512, 2, true, hw::Dtype::Bf16, true, true, true};
+  MicroBatchShape eager = fused;
+  eager.fused_kernels = false;
+  int kf = 0, ke = 0;
+  double bf = 0, be = 0;
+  for (const auto& op : layer_ops(m, fused)) { kf += op.fwd_kernels + op.bwd_kernels; bf += op.fwd_bytes.v; }
+  for (const auto& op : layer_ops(m, eager)) { ke += op.fwd_kernels + op.bwd_kernels; be += op.fwd_bytes.v; }
+  EXPECT_GT(ke, kf);
+  EXPECT_GT(be, bf);
+  // Fused bias-dropout-add: read branch and residual, write the sum (3 tensors) + 1-byte mask.
+  const Op& res = find(layer_ops(m, fused), "attn_residual");
+  EXPECT_DOUBLE_EQ(res.fwd_bytes.v, res.elems * (3 * 2 + 1));
+  EXPECT_EQ(res.fwd_kernels, 1);
+}
+
+TEST(HeadOps, CrossEntropyStreamsItsFp32LogitsAsMegatronDoes) {
+  // tokens 1024, vocab 1000 / tp 2 = 500 per rank: 512,000 logits; forward 38 bytes each in
+  // 6 kernels, backward 14 in 2 (docs/cost-models.md#kernels).
+  MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
+  const auto ops = head_ops(gpt(4, 1024, 16, 1000), s);
+  const Op& loss = find(ops, "loss");
+  EXPECT_DOUBLE_EQ(loss.elems, 512000.0);
+  EXPECT_DOUBLE_EQ(loss.fwd_bytes.v, 512000.0 * 38);
+  EXPECT_DOUBLE_EQ(loss.bwd_bytes.v, 512000.0 * 14);
+  EXPECT_EQ(loss.fwd_kernels, 6);
+  // The output GEMM's weight gradient accumulates into an fp32 main gradient.
+  EXPECT_DOUBLE_EQ(find(ops, "output").wgrad_out_bytes, 8);
+}
+
 TEST(ModelFlops, MatchesMegatronFormulaForGpt) {
   // 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) for the 1.7B row of the Megatron table.
   const ModelSpec m = gpt(24, 2048, 16, 131072);

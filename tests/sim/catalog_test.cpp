@@ -60,5 +60,31 @@ TEST(Catalog, BrokenCatalogTextIsReported) {
   EXPECT_NE(test::all_errors(d).find("extra.toml:3:10"), std::string::npos) << test::all_errors(d);
 }
 
+TEST(Catalog, OutOfRangeEfficienciesAreRejectedWithTheirKey) {
+  // A device whose efficiency table has a unit mistake (a tile taking 5 ms), a negative SM
+  // count and a slow-down of 95 %: each is named with file:line:col and its key.
+  hw::Catalog cat = test::catalog();
+  const std::string text =
+      "[[device]]\nname = \"x\"\npeak = { bf16 = \"100TFLOPS\" }\nmemory = \"8GiB\"\n"
+      "memory_bandwidth = \"1TB/s\"\nnode = { devices = 8, fabric = \"nvlink4\", nics = 8, nic = \"ib-ndr-400\" }\n"
+      "efficiency = { tile_overhead = \"5ms\", sms = -1, overlap_slowdown = 0.95, attention_half_seq = -4 }\n";
+  auto d = io::read_catalog_text(text, "bad.toml", cat);
+  const std::string all = test::all_errors(d);
+  for (const char* key : {"efficiency.tile_overhead", "efficiency.sms", "efficiency.overlap_slowdown",
+                          "efficiency.attention_half_seq"})
+    EXPECT_NE(all.find(key), std::string::npos) << key << " in\n" << all;
+  EXPECT_NE(all.find("bad.toml:7:"), std::string::npos) << all;
+}
+
+TEST(Catalog, GpuDevicesCarryATileModelAndSourcesForIt) {
+  for (const char* name : {"a100-sxm4-80gb", "h100-sxm5", "mi300x"}) {
+    const auto* d = test::catalog().find_device(name);
+    ASSERT_NE(d, nullptr);
+    EXPECT_GT(d->efficiency.sms, 0) << name;
+    EXPECT_GT(d->efficiency.attention_half_seq, 0) << name;
+    EXPECT_NE(d->sources.at("efficiency").find("ile model"), std::string::npos) << name;
+  }
+}
+
 }  // namespace
 }  // namespace hetsim

@@ -109,7 +109,10 @@ TEST(Estimate, OutOfMemoryPlanIsFlagged) {
 
 TEST(Estimate, FasterReplicasTakingMoreMicroBatchesBalanceTheStep) {
   auto make = [](int fast_mb) {
-    return "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 64\nseq_len = 1024\nprecision = \"fp16\"\n"
+    // A model large enough that both devices are compute-bound (a tiny one is host-bound on
+    // both: then neither is faster).
+    return "[model]\nlayers = 4\nhidden = 4096\nheads = 32\nffn_hidden = 16384\nvocab = 32000\n"
+           "[training]\nglobal_batch = 64\nseq_len = 1024\nprecision = \"fp16\"\n"
            "[[cluster.pool]]\nname = \"h\"\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 1\n"
            "[[cluster.pool]]\nname = \"v\"\ndevice = \"v100-sxm2-32gb\"\nnodes = 1\ndevices_per_node = 1\n"
            "[parallel]\nmicro_batch = 1\n"

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The GEMM tile model (docs/cost-models.md#compute) against published cuBLASLt/hipBLASLt shape
+tables (docs/microbenchmarks.md §3a), and the search that chose each device's tile and per-tile
+overhead. Usage: python3 tests/perf/gemm_tile_fit.py   (prints per shape: measured, model, error)."""
+import math
+
+# peak: the table's format; best: the MAMF best-shape fraction of that format (hardware.md §4a);
+# mem: triad bandwidth (microbenchmarks.md §4); eb: operand bytes of the table's format.
+DEVICES = {
+    "A100 80GB, cuBLASLt fp16 (Azure ND A100 v4)": dict(peak=312e12, sms=108, mem=1.70e12, best=0.869, eb=2, data=[
+        ((1024, 1024, 1024), 119.4), ((2048, 2048, 2048), 221.8), ((4096, 4096, 4096), 228.0),
+        ((8192, 8192, 8192), 253.7), ((16384, 16384, 16384), 256.5), ((1024, 2145, 1024), 132.8),
+        ((6144, 12288, 12288), 250.8), ((802816, 192, 768), 157.8)]),
+    "H100 SXM, cuBLASLt fp8 (Azure ND H100 v5)": dict(peak=1979e12, sms=132, mem=2.97e12, best=0.709, eb=1, data=[
+        ((1024, 1024, 1024), 274.1), ((2048, 2048, 2048), 1011.3), ((4096, 4096, 4096), 1216.9),
+        ((8192, 8192, 8192), 1290.1), ((16384, 16384, 16384), 1377.3), ((32768, 32768, 32768), 1382.2),
+        ((1024, 2145, 1024), 410.7), ((6144, 12288, 12288), 1351.4), ((802816, 192, 768), 663.8)]),
+    "MI300X, hipBLASLt fp8 (Azure ND MI300X v5 fork)": dict(peak=2615e12, sms=304, mem=4.1e12, best=0.47, eb=1, data=[
+        ((1024, 1024, 1024), 278.2), ((2048, 2048, 2048), 726.9), ((4096, 4096, 4096), 1085.4),
+        ((8192, 8192, 8192), 1222.9), ((16384, 16384, 16384), 1081.4), ((32768, 32768, 32768), 1142.4),
+        ((1024, 2145, 1024), 396.2), ((6144, 12288, 12288), 1148.7), ((802816, 192, 768), 647.4)]),
+}
+
+
+def gemm_time(d, m, n, k, tile, t0):
+    """gemm_compute_time of models/cost/compute.cpp, with the memory roofline."""
+    tm, tn = tile
+    rate = d["peak"] * d["best"] / d["sms"]
+    tiles = math.ceil(m / tm) * math.ceil(n / tn)
+    best = math.inf
+    for split in (1, 2, 4, 8, 16):
+        if split > 1 and (tiles * split / 2 >= d["sms"] or k / split < 128):
+            break
+        waves = math.ceil(tiles * split / d["sms"])
+        t = waves * (2 * tm * tn * math.ceil(k / split) / rate + t0)
+        if split > 1:
+            t += 2 * split * m * n * 4 / d["mem"]
+        best = min(best, t)
+    return max(best, (m * k + k * n + m * n) * d["eb"] / d["mem"])
+
+
+def errors(d, tile, t0):
+    return [2 * m * n * k / gemm_time(d, m, n, k, tile, t0) / 1e12 / tf - 1 for (m, n, k), tf in d["data"]]
+
+
+for name, d in DEVICES.items():
+    fits = []
+    for tile in ((128, 128), (128, 256), (256, 256)):
+        for t0 in (1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6):
+            e = errors(d, tile, t0)
+            fits.append((sum(map(abs, e)) / len(e), max(map(abs, e)), tile, t0))
+    mean, worst, tile, t0 = min(fits, key=lambda f: f[0] + f[1])  # mean and worst alike
+    print(f"{name}: tile {tile[0]}x{tile[1]}, tile_overhead {t0 * 1e6:.0f} us: "
+          f"mean |error| {100 * mean:.1f} %, max {100 * worst:.1f} %")
+    for ((m, n, k), tf), e in zip(d["data"], errors(d, tile, t0)):
+        print(f"  {m}x{n}x{k}: measured {tf:7.1f} TFLOP/s, model {tf * (1 + e):7.1f} ({100 * e:+.0f} %)")
