@@ -23,9 +23,10 @@ TEST(Validation, EveryPublishedRunIsEstimatedWithinTheRecordedBand) {
     const auto est = analytic::estimate(*s, *s->plan);
     EXPECT_TRUE(est.fits);
     const double err = est.step_time.v / s->reference->step_time_s - 1.0;
-    // The design target is 10 %; docs/validation.md shows where the model stands today. This
+    // The design target is 10 %; docs/validation.md shows where the model stands today (worst:
+    // megatron-gpt-32b, +33 %). This
     // band only catches regressions and gross mistakes (a unit slip gives ×10 or more).
-    EXPECT_LT(std::fabs(err), 0.45) << "predicted " << est.step_time.v << " s vs measured "
+    EXPECT_LT(std::fabs(err), 0.35) << "predicted " << est.step_time.v << " s vs measured "
                                     << s->reference->step_time_s << " s";
     ++n;
   }
