@@ -18,3 +18,29 @@ fit = "" if j["fits"] else " (does not fit)"
 print("| %s%s | %d | %s | %.2f | %.2f | %+.1f %% | %.1f | %s | %.1f %% |" % (j["scenario"], fit, n, j["plan"].split(";")[0].replace("|", "/"),
       r["step_time_s"], j["step_time_s"], 100 * r["step_time_error"], j["tflops_per_device"], pub, 100 * j["mfu"]))'
 done
+
+# Where the predicted step goes, per run (the sources publish no such split, except the per-layer
+# timings of Korthikanti et al. 2022, Table 4, printed after this table).
+echo
+echo "| run | compute | recompute | tp comm | pp comm | bubble | dp comm | optimizer |"
+echo "|---|---|---|---|---|---|---|---|"
+for f in scenarios/validation/*.toml; do
+  { "$hetsim" estimate --json "$f" 2>/dev/null || true; } | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+b = j["step_breakdown_s"]; t = j["step_time_s"]
+print("| %s | %s |" % (j["scenario"], " | ".join("%.0f %%" % (100 * b[k] / t) for k in
+      ("compute", "recompute", "tp comm", "pp comm", "pipeline bubble", "dp comm", "optimizer"))))'
+done
+echo
+echo "Korthikanti et al. 2022 Table 4, 22B, one layer (ms): published forward / backward (backward includes the recompute) beside predicted (forward + its TP share / backward + recompute + their TP share):"
+for run in "korthikanti-22b-full 7.7 19.5" "korthikanti-22b-selective-sp 7.2 13.1"; do
+  set -- $run
+  "$hetsim" estimate --json "scenarios/validation/$1.toml" | python3 -c '
+import json, sys
+j = json.load(sys.stdin); st = j["stages"][0]; L = st["layers"]; p = st["per_micro_batch_s"]
+f, b, r, tp = (1e3 * p[k] / L for k in ("forward", "backward", "recompute", "tp comm"))
+work = f + b + r
+pf = f + tp * f / work; pb = b + r + tp * (b + r) / work  # TP time shared by compute
+print("- %s: published %s / %s, predicted %.1f / %.1f" % (sys.argv[1], sys.argv[2], sys.argv[3], pf, pb))' "$1" "$2" "$3"
+done
