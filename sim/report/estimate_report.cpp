@@ -219,16 +219,19 @@ std::string catalog_json(const hw::Catalog& c) {
     dj["purchase_usd"] = d.purchase_usd;
     dj["mtbf_hours"] = d.mtbf_hours;
     dj["node"] = {{"devices", d.node.devices}, {"fabric", d.node.fabric}, {"nics", d.node.nics}, {"nic", d.node.nic}};
-    dj["efficiency"] = {{"gemm", d.efficiency.gemm}, {"gemm_half_dim", d.efficiency.gemm_half_dim},
-                        {"attention", d.efficiency.attention}, {"memory", d.efficiency.memory},
-                        {"launch_overhead_s", d.efficiency.launch_overhead.v}};
+    const auto& e = d.efficiency;
+    dj["efficiency"] = {{"gemm", e.gemm}, {"gemm_half_dim", e.gemm_half_dim}, {"sms", e.sms},
+                        {"tile_m", e.tile_m}, {"tile_n", e.tile_n}, {"tile_overhead_s", e.tile_overhead.v},
+                        {"attention", e.attention}, {"attention_half_seq", e.attention_half_seq},
+                        {"memory", e.memory}, {"launch_overhead_s", e.launch_overhead.v},
+                        {"host_overhead_s", e.host_overhead.v}, {"overlap_slowdown", e.overlap_slowdown}};
     dj["sources"] = d.sources;
     j["devices"].push_back(dj);
   }
   j["links"] = ordered_json::array();
   for (const auto& l : c.links)
     j["links"].push_back({{"name", l.name}, {"display", l.display}, {"kind", l.scale_up ? "scale-up" : "scale-out"},
-                          {"bandwidth_bytes_per_s", l.bandwidth.v}, {"latency_s", l.latency.v},
+                          {"bandwidth_bytes_per_s", l.bandwidth.v}, {"latency_s", l.latency.v}, {"call_latency_s", l.call_latency.v},
                           {"efficiency", l.efficiency}, {"source", l.source}});
   return j.dump(2) + "\n";
 }
