@@ -17,7 +17,7 @@ CommGroup node_group(int ranks) {
   CommGroup g;
   g.ranks = ranks;
   g.ranks_per_node = ranks;
-  g.intra = {BytesPerSec{300e9}, Duration{3e-6}};
+  g.intra = {BytesPerSec{300e9}, Duration{3e-6}, Duration{0}};
   return g;
 }
 
@@ -38,7 +38,7 @@ TEST(Collectives, OneRankCostsNothing) {
 CommGroup two_level(int nodes, int per_node) {
   CommGroup g = node_group(per_node);
   g.ranks = nodes * per_node;
-  g.inter = {BytesPerSec{50e9}, Duration{10e-6}};
+  g.inter = {BytesPerSec{50e9}, Duration{10e-6}, Duration{0}};
   return g;
 }
 
