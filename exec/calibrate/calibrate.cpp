@@ -87,21 +87,6 @@ Profile calibrate(Backend& backend, double seconds) {
     p.peak_bf16 = p.gemm.peak_flops * t32 / tb;
     p.peak_fp16 = p.gemm.peak_flops * t32 / th;
   }
-  // Attention, forward and backward at a representative shape, as replay runs it: the
-  // efficiency the cost model applies to the attention FLOPs it counts (causal half, backward
-  // 2.5× the forward).
-  {
-    const AttentionShape s{4, 512, 64, true};
-    const std::size_t one = std::size_t(s.heads) * s.seq * s.head_dim * 4;
-    void* qkv = dev->workspace(0, 3 * one);
-    void* g = dev->workspace(1, 3 * one);
-    void* o = dev->workspace(2, 3 * one);
-    const double tf = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, false); }, per);
-    const double tb = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, true); }, per);
-    const double flops = 3.5 * 4.0 * s.heads * double(s.seq) * s.seq * s.head_dim / 2;
-    p.attention_efficiency = std::clamp(flops / (p.gemm.peak_flops * std::max(1e-9, tf + tb - 2 * p.gemm.launch_s)),
-                                        0.01, 1.0);
-  }
   // Streaming bandwidth: read one float, write one, over 64 MiB.
   {
     const std::size_t count = 16u << 20;
@@ -111,6 +96,58 @@ Profile calibrate(Backend& backend, double seconds) {
     p.memory_bandwidth = 8.0 * static_cast<double>(count) / t;
     const double tc = time_per_call(*dev, [&] { dev->copy(src, dst, 4 * count); }, per);
     p.copy_bandwidth = 4.0 * static_cast<double>(count) / tc;
+  }
+  // Attention, forward and backward, as replay runs it, at two sequence lengths: the efficiency
+  // the cost model applies to the attention FLOPs it counts (causal half, backward 2.5× the
+  // forward), fitted to η·s/(s + half_seq) through both points.
+  {
+    auto efficiency = [&](int seq) {
+      const AttentionShape s{4, seq, 64, true};
+      const std::size_t one = std::size_t(s.heads) * s.seq * s.head_dim * 4;
+      void* qkv = dev->workspace(0, 3 * one);
+      void* g = dev->workspace(1, 3 * one);
+      void* o = dev->workspace(2, 3 * one);
+      const double tf = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, false); }, per);
+      const double tb = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, true); }, per);
+      const double flops = 3.5 * 4.0 * s.heads * double(s.seq) * s.seq * s.head_dim / 2;
+      return std::clamp(flops / (p.gemm.peak_flops * std::max(1e-9, tf + tb - 2 * p.gemm.launch_s)), 0.01, 1.0);
+    };
+    const double s1 = 256, s2 = 1024;
+    const double e1 = efficiency(static_cast<int>(s1)), e2 = efficiency(static_cast<int>(s2));
+    const double r = e1 / e2;
+    if (r < 1 && r * s2 > s1) {
+      p.attention_half_seq = s1 * s2 * (1 - r) / (r * s2 - s1);
+      p.attention_efficiency = std::clamp(e2 * (s2 + p.attention_half_seq) / s2, 0.01, 1.0);
+    } else {  // no rise with the sequence: flat
+      p.attention_half_seq = 0;
+      p.attention_efficiency = e2;
+    }
+  }
+  // Norms, the loss and the optimizer, as replay runs them, priced by the bytes the cost model
+  // counts for them (layer_ops.cpp: a norm moves 2 fp32 tensors forward and 3 backward; the
+  // cross-entropy 38 and 14 bytes per logit; Adam's pass 28 bytes per parameter).
+  {
+    const int rows = 2048, cols = 512;
+    const std::size_t elems = std::size_t(rows) * cols;
+    void* x = dev->workspace(0, 4 * elems);
+    void* y = dev->workspace(1, 4 * elems);
+    const double tf = time_per_call(*dev, [&] { dev->norm(rows, cols, Format::Fp32, x, y, false); }, per / 2);
+    const double tb = time_per_call(*dev, [&] { dev->norm(rows, cols, Format::Fp32, x, y, true); }, per / 2);
+    p.norm_memory = std::clamp(20.0 * double(elems) / (tf + tb) / p.memory_bandwidth, 0.001, 1.0);
+    // the loss normalises wide rows: a vocabulary shard per token
+    const int lrows = rows / 16, lcols = cols * 16;
+    auto loss_pass = [&](bool backward) {
+      dev->norm(lrows, lcols, Format::Fp32, x, y, backward);
+      // the rest of the 38 (forward) or 14 (backward) bytes per logit, as replay moves it
+      dev->elementwise(elems * (backward ? 6 : 30) / 8, Format::Fp32, x, y);
+    };
+    const double lf = time_per_call(*dev, [&] { loss_pass(false); }, per / 2);
+    const double lb = time_per_call(*dev, [&] { loss_pass(true); }, per / 2);
+    p.loss_memory = std::clamp(52.0 * double(elems) / (lf + lb) / p.memory_bandwidth, 0.001, 1.0);
+    const std::size_t params = 1u << 20;
+    auto* state = static_cast<float*>(dev->workspace(2, 7 * 4 * params));
+    const double ta = time_per_call(*dev, [&] { dev->adam(params, state); }, per);
+    p.optimizer_memory = std::clamp(28.0 * double(params) / ta / p.memory_bandwidth, 0.001, 1.0);
   }
   // Collectives between two devices through the backend's own communicators (shared memory,
   // NCCL): all-reduce time against message size, t = a + b·S, read as the ring model's
@@ -208,12 +245,15 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
                    "peak = {{ fp32 = \"{:.6g}GFLOPS\", bf16 = \"{:.6g}GFLOPS\", fp16 = \"{:.6g}GFLOPS\" }}\nmemory = \"{:.6g}GiB\"\nmemory_bandwidth = \"{:.6g}GB/s\"\n"
                    "tdp = \"15W\"\nprice_usd_per_hour = 0.05\n"
                    "node = {{ devices = {}, fabric = \"{}-copy\", nics = {}, nic = \"{}-copy\" }}\n"
-                   "efficiency = {{ gemm = 1.0, gemm_half_dim = {:.0f}, attention = {:.4f}, memory = 1.0, "
+                   "efficiency = {{ gemm = 1.0, gemm_half_dim = {:.0f}, attention = {:.4f}, attention_half_seq = {:.0f}, "
+                   "memory = 1.0, norm_memory = {:.4f}, loss_memory = {:.4f}, optimizer_memory = {:.4f}, "
                    "launch_overhead = \"{:.4g}us\" }}\n\n[device.sources]\npeak = \"{}\"\nmemory = \"{}\"\n"
                    "efficiency = \"{}\"\npower = \"assumption: 15 W per core\"\nprice = \"assumption\"\n",
                    name, name, p.gemm.peak_flops / 1e9, (p.peak_bf16 > 0 ? p.peak_bf16 : p.gemm.peak_flops) / 1e9,
                    (p.peak_fp16 > 0 ? p.peak_fp16 : p.gemm.peak_flops) / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
-                   devices, name, devices, name, p.gemm.half_dim, p.attention_efficiency, p.gemm.launch_s * 1e6, src, src,
+                   devices, name, devices, name, p.gemm.half_dim, p.attention_efficiency, p.attention_half_seq,
+                   p.norm_memory > 0 ? p.norm_memory : 1.0, p.loss_memory > 0 ? p.loss_memory : 1.0,
+                   p.optimizer_memory > 0 ? p.optimizer_memory : 1.0, p.gemm.launch_s * 1e6, src, src,
                    src);
   return o;
 }

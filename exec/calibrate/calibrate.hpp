@@ -30,7 +30,13 @@ struct GemmFit {
 struct Profile {
   GemmFit gemm;             ///< fp32
   double peak_bf16 = 0, peak_fp16 = 0;  ///< FLOP/s of 16-bit GEMMs (fp32 peak × measured speed ratio)
-  double attention_efficiency = 1;  ///< attention-shaped GEMMs / the fitted model
+  double attention_efficiency = 1;  ///< fused attention at long sequences / the fitted GEMM peak
+  double attention_half_seq = 0;    ///< sequence length at which it halves (two lengths fitted)
+  /// Achieved bandwidth of one op class's kernels as the cost model counts their bytes, over
+  /// memory_bandwidth (0: not measured).
+  double norm_memory = 0;
+  double loss_memory = 0;
+  double optimizer_memory = 0;
   double memory_bandwidth = 0;      ///< bytes/s of the streaming pass
   double copy_bandwidth = 0;        ///< bytes/s of a device-to-device copy
   /// The link between devices as the collective model sees it (ring all-reduce over 2

@@ -107,6 +107,14 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
       sc.fit(bytes, 1, bytes);
       if (sc.failed) return;
       dev.norm(rows, cols, f, sc.pa, sc.pc, backward);
+      // The cross-entropy moves more than one normalisation (its casts, max, exp, sum; see
+      // head_ops): the rest of the bytes the cost model counts, as an elementwise pass.
+      const double rest = (backward ? op.bwd_bytes : op.fwd_bytes).v - 2.0 * static_cast<double>(bytes);
+      const std::size_t count = std::min(as_size(std::max(0.0, rest) / 8.0), bytes / 4);
+      if (loss && count > 0) {
+        for (double left = rest; left > 0; left -= 8.0 * static_cast<double>(count))
+          dev.elementwise(count, Format::Fp32, sc.pa, sc.pc);
+      }
       return;
     }
     default: {
@@ -241,8 +249,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   const int replicas = p.replicas();
   std::vector<std::size_t> adam_params;  // Adam's fp32 pass moves 28 bytes per parameter
   for (const auto& d : g.devices) {
-    const double params = costs[d.group][d.stage].params / (p.zero >= 1 ? replicas : 1);
-    adam_params.push_back(as_size(params * (sb.grads + 2 * sb.optimizer + sb.weights) / 28.0));
+    // The bytes the cost model prices (stage_costs): gradient norm + Adam over the shard, and
+    // zeroing the local gradient buffer.
+    const double local = costs[d.group][d.stage].params;
+    const double shard = local / (p.zero >= 1 ? replicas : 1);
+    const double bytes = shard * (2 * sb.grads + 2 * sb.optimizer + sb.weights) +
+                         local / (p.zero >= 2 ? replicas : 1) * sb.grads;
+    adam_params.push_back(as_size(bytes / 28.0));
   }
   auto dp_floats = [&](const schedule::Task& t) {
     const auto& c = costs[g.devices[t.device].group][g.devices[t.device].stage];

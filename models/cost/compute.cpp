@@ -19,6 +19,15 @@ BytesPerSec stream_bandwidth(const hw::DeviceSpec& dev) {
   return dev.memory_bandwidth * dev.efficiency.memory;
 }
 
+// The streaming bandwidth of one op class: its own calibrated fraction where there is one.
+BytesPerSec class_bandwidth(const hw::DeviceSpec& dev, workload::OpKind kind) {
+  const hw::Efficiency& e = dev.efficiency;
+  double f = 0;
+  if (kind == workload::OpKind::Norm) f = e.norm_memory;
+  if (kind == workload::OpKind::Loss) f = e.loss_memory;
+  return dev.memory_bandwidth * (f > 0 ? f : e.memory);
+}
+
 // One kernel: its compute (or memory) time, whichever binds, plus its launch gap.
 Duration kernel(const hw::DeviceSpec& dev, Duration compute, Bytes bytes) {
   return max(compute, bytes / stream_bandwidth(dev)) + dev.efficiency.launch_overhead;
@@ -106,7 +115,7 @@ Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op&
       const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
       const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
       const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
-      return max(flops / peak, bytes / stream_bandwidth(dev)) + dev.efficiency.launch_overhead * kernels;
+      return max(flops / peak, bytes / class_bandwidth(dev, op.kind)) + dev.efficiency.launch_overhead * kernels;
     }
   }
 }
@@ -134,7 +143,8 @@ Duration stream_time(const hw::DeviceSpec& dev, Bytes bytes, int kernels) {
 }
 
 Duration optimizer_time(const hw::DeviceSpec& dev, double params, double bytes_per_param) {
-  return stream_time(dev, Bytes{params * bytes_per_param});
+  const double f = dev.efficiency.optimizer_memory > 0 ? dev.efficiency.optimizer_memory : dev.efficiency.memory;
+  return Bytes{params * bytes_per_param} / (dev.memory_bandwidth * f) + dev.efficiency.launch_overhead;
 }
 
 }  // namespace hetsim::cost

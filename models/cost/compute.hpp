@@ -34,7 +34,8 @@ enum class Pass { Forward, Backward };
 /// C = A·B; backward the data-gradient dA = dC·Bᵀ (m×k×n) and the weight-gradient
 /// dB = Aᵀ·dC (k×n×m) kernels, each with its own shape. Attention: the 16-bit peak at
 /// attention_efficiency (fused kernels run in bf16 even in fp8 training). Memory-bound ops:
-/// the fp32 vector peak (bf16/16 where no fp32 figure is published).
+/// the fp32 vector peak (bf16/16 where no fp32 figure is published), and the bandwidth of their
+/// class (norm_memory, loss_memory where set, else memory).
 /// Requires: dev.peak_for(dtype) (checked by the scenario loader).
 [[nodiscard]] Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype,
                                const workload::Op& op, Pass pass);
@@ -56,7 +57,8 @@ enum class Pass { Forward, Backward };
 [[nodiscard]] Duration stream_time(const hw::DeviceSpec& dev, Bytes bytes, int kernels = 1);
 
 /// Time of the optimizer step over `params` local parameters: a memory-bound sweep over
-/// `bytes_per_param` bytes per parameter (Adam mixed precision: 30; see docs).
+/// `bytes_per_param` bytes per parameter at the optimizer's bandwidth (optimizer_memory, else
+/// memory), in one kernel.
 [[nodiscard]] Duration optimizer_time(const hw::DeviceSpec& dev, double params,
                                       double bytes_per_param);
 

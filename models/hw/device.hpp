@@ -52,6 +52,11 @@ struct Efficiency {
   double attention_half_seq = 0;  ///< sequence length at which it halves (0: flat)
   // Memory-bound kernels (norms, elementwise, loss, optimizer).
   double memory = 0.85;            ///< achieved streaming bandwidth / peak bandwidth
+  /// The same for the kernels of one op class where it differs (a calibrated cpu core runs a
+  /// norm or a softmax arithmetic-bound); 0: `memory`.
+  double norm_memory = 0;       ///< norms (forward and backward)
+  double loss_memory = 0;       ///< the cross-entropy
+  double optimizer_memory = 0;  ///< the optimizer step
   Duration launch_overhead{4e-6};  ///< device-side cost per kernel (launch gap)
   /// Host (framework) time to issue one kernel; a layer takes at least its kernels × this.
   /// 0: the host never limits.

@@ -240,7 +240,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // write the weights), and zeroing the whole local gradient buffer for the next step.
       const double opt_params = c.params / (p.zero >= 1 ? replicas : 1);
       c.optimizer = cost::optimizer_time(dev, opt_params, 2 * sb.grads + 2 * sb.optimizer + sb.weights) +
-                    cost::stream_time(dev, Bytes{c.params * sb.grads / (p.zero >= 2 ? replicas : 1)}, 2);
+                    cost::optimizer_time(dev, c.params / (p.zero >= 2 ? replicas : 1), sb.grads);
 
       // Memory.
       c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,

@@ -84,7 +84,8 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
   if (auto eff = r.table(t, "efficiency")) {
     r.check_keys(*eff, {"gemm", "gemm_half_dim", "sms", "tile_m", "tile_n", "tile_overhead",
                         "attention", "attention_half_seq", "memory", "launch_overhead",
-                        "host_overhead", "overlap_slowdown"});
+                        "host_overhead", "overlap_slowdown", "norm_memory", "loss_memory",
+                        "optimizer_memory"});
     auto& e = d.efficiency;
     e.gemm = r.number(*eff, "gemm", 0.01, 1).value_or(e.gemm);
     e.gemm_half_dim = r.number(*eff, "gemm_half_dim", 0, 1e6).value_or(e.gemm_half_dim);
@@ -94,6 +95,9 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
     e.attention = r.number(*eff, "attention", 0.01, 1).value_or(e.attention);
     e.attention_half_seq = r.number(*eff, "attention_half_seq", 0, 1e7).value_or(e.attention_half_seq);
     e.memory = r.number(*eff, "memory", 0.01, 1).value_or(e.memory);
+    e.norm_memory = r.number(*eff, "norm_memory", 0.001, 1).value_or(e.norm_memory);
+    e.loss_memory = r.number(*eff, "loss_memory", 0.001, 1).value_or(e.loss_memory);
+    e.optimizer_memory = r.number(*eff, "optimizer_memory", 0.001, 1).value_or(e.optimizer_memory);
     e.overlap_slowdown = r.number(*eff, "overlap_slowdown", 0, 0.9).value_or(e.overlap_slowdown);
     // Per-kernel and per-tile times: physical only between 0 and a millisecond (a kernel that
     // costs more than that to start is a unit mistake).
