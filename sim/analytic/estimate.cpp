@@ -7,6 +7,20 @@
 
 namespace hetsim::analytic {
 
+Bytes peak_memory_as(const Estimate& e, MemoryKind k) {
+  Bytes best{0};
+  for (const auto& d : e.device_types) {
+    if (d.count == 0) continue;
+    const auto& m = d.memory;
+    Bytes b = m.get("weights") + m.get("gradients") + m.get("optimizer") + m.get("activations") +
+              m.get("transient");
+    if (k != MemoryKind::Allocated) b += m.get("fragmentation");
+    if (k == MemoryKind::Device) b = m.total();
+    if (b > best) best = b;
+  }
+  return best;
+}
+
 Estimate estimate(const Scenario& s, const plan::Plan& p) {
   const auto& tr = s.training;
   const auto& cl = s.cluster;

@@ -67,6 +67,12 @@ struct Estimate {
   std::vector<GroupEstimate> groups;
 };
 
+/// The predicted peak per device as a source of kind `k` would measure it, the highest over
+/// the plan's pools: allocated = weights + gradients + optimizer + activations + transient;
+/// reserved adds the allocator's fragmentation; device adds NCCL buffers and the runtime
+/// reserve (CUDA context, workspaces).
+[[nodiscard]] Bytes peak_memory_as(const Estimate& e, MemoryKind k);
+
 /// Estimates `p` for scenario `s`. Requires: p was validated against s (sim/io does this).
 [[nodiscard]] Estimate estimate(const Scenario& s, const plan::Plan& p);
 

@@ -254,7 +254,21 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.memory.state = sb;
       c.memory.zero = p.zero;
       c.memory.dp = replicas;
-      c.memory.transient = c.logits + c.gathered;
+      // A layer's backward holds more than what was kept for it: what recompute re-creates
+      // (the whole layer under full recompute, the attention core under selective), and the
+      // gradients in flight (the layer's output gradient and the MLP's intermediate
+      // gradients). The head's logits are freed before the layers' backward starts, so the
+      // larger of the two counts (docs/cost-models.md#other-parts).
+      {
+        const Bytes kept = c.act_per_layer;
+        const Bytes whole = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
+                                                             cost::Recompute::None, tr.flash_attention, dt);
+        const double act = m.activation == workload::Activation::SwiGlu ? 2 : 1;
+        const Bytes grads{e * p.micro_batch * tr.seq_len *
+                          (m.hidden / (sp ? st.tp : 1.0) + act * m.ffn_hidden * (m.moe() ? m.top_k : 1) / st.tp)};
+        c.backward_working = (whole > kept ? whole - kept : Bytes{0}) + grads;
+      }
+      c.memory.transient = (c.logits > c.backward_working ? c.logits : c.backward_working) + c.gathered;
       c.memory.comm_buffers = s.memory.comm_buffers;
       c.memory.runtime_reserve = s.memory.runtime_reserve;
       c.memory.fragmentation = s.memory.fragmentation;

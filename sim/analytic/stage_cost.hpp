@@ -31,6 +31,7 @@ struct StageCost {
   Bytes act_edge;       ///< the embedding output kept on the first stage
   Bytes logits;         ///< bf16 logits and their fp32 copy (last stage), during its head work
   Bytes gathered;       ///< ZeRO-3: two layers' weights gathered ahead of use, during compute
+  Bytes backward_working;  ///< a layer's backward: recomputed activations + gradients in flight
   Duration dp_reduce;   ///< one gradient all-reduce (ZeRO 0) / reduce-scatter of the whole stage
   Duration dp_gather;   ///< one parameter all-gather of the whole stage (ZeRO ≥ 1)
   /// The algorithms those collectives use (the fastest, or the plan's grad_sync), and the TP

@@ -520,13 +520,24 @@ void read_memory(TomlReader& r, const TableRef& root, Scenario& s) {
 void read_reference(TomlReader& r, const TableRef& root, Scenario& s) {
   auto t = r.table(root, "reference");
   if (!t) return;
-  r.check_keys(*t, {"step_time_s", "tflops_per_device", "source"});
+  r.check_keys(*t, {"step_time_s", "tflops_per_device", "peak_memory", "peak_memory_kind", "source"});
   ReferenceSpec ref;
   ref.step_time_s = r.number(*t, "step_time_s", 0, 1e9).value_or(0);
   ref.tflops_per_device = r.number(*t, "tflops_per_device", 0, 1e6).value_or(0);
+  if (auto m = r.quantity(*t, "peak_memory", Dimension::Size)) {
+    if (*m <= 0 || *m > 1e15)
+      r.error(r.loc(r.node(*t, "peak_memory")), t->path + ".peak_memory",
+              "must be between 1 byte and 1 PB per device", "e.g. \"59GiB\"");
+    else
+      ref.peak_memory = Bytes{*m};
+  }
+  if (auto k = pick<MemoryKind>(r, *t, "peak_memory_kind", {{"allocated", MemoryKind::Allocated},
+                                                           {"reserved", MemoryKind::Reserved},
+                                                           {"device", MemoryKind::Device}}))
+    ref.peak_memory_kind = *k;
   ref.source = r.string(*t, "source").value_or("");
-  if (ref.step_time_s <= 0 && !r.failed())
-    r.missing(*t, "step_time_s", "<measured seconds per step>");
+  if (ref.step_time_s <= 0 && ref.peak_memory.v <= 0 && !r.failed())
+    r.missing(*t, "step_time_s", "<measured seconds per step> (or peak_memory = \"…GiB\")");
   s.reference = ref;
 }
 

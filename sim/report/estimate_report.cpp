@@ -9,6 +9,16 @@
 namespace hetsim::report {
 namespace {
 
+std::string_view memory_kind_name(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::Allocated: return "max allocated";
+    case MemoryKind::Reserved: return "max reserved";
+    case MemoryKind::Device: return "whole device";
+  }
+  return "?";
+}
+
+
 using nlohmann::ordered_json;
 
 double pct(double x) { return 100.0 * x; }
@@ -99,13 +109,23 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
                      e.cost_to_train_usd, e.energy_kwh / 1000.0);
   }
   if (s.reference) {
-    const double err = e.step_time.v / s.reference->step_time_s - 1.0;
-    o += fmt::format("\nreference  measured {} per step{}: predicted {:+.1f} %  ({})\n",
-                     format_duration(Duration{s.reference->step_time_s}),
-                     s.reference->tflops_per_device > 0
-                         ? fmt::format(" ({:.1f} TFLOP/s per device)", s.reference->tflops_per_device)
-                         : std::string(),
-                     pct(err), s.reference->source);
+    const auto& ref = *s.reference;
+    if (ref.step_time_s > 0) {
+      const double err = e.step_time.v / ref.step_time_s - 1.0;
+      o += fmt::format("\nreference  measured {} per step{}: predicted {:+.1f} %  ({})\n",
+                       format_duration(Duration{ref.step_time_s}),
+                       ref.tflops_per_device > 0 ? fmt::format(" ({:.1f} TFLOP/s per device)", ref.tflops_per_device)
+                                                 : std::string(),
+                       pct(err), ref.source);
+    }
+    if (ref.peak_memory.v > 0) {
+      const Bytes pred = analytic::peak_memory_as(e, ref.peak_memory_kind);
+      o += fmt::format("{}measured peak memory {} per device ({}), predicted {}: {:+.1f} %{}\n",
+                       ref.step_time_s > 0 ? "           " : "\nreference  ", format_bytes(ref.peak_memory),
+                       memory_kind_name(ref.peak_memory_kind), format_bytes(pred),
+                       pct(pred.v / ref.peak_memory.v - 1.0),
+                       ref.step_time_s > 0 ? "" : "  (" + ref.source + ")");
+    }
   }
   if (!e.fits) o += "\nverdict    the plan does NOT fit in device memory (see above)\n";
   return o;
@@ -133,10 +153,19 @@ ordered_json estimate_object(const Scenario& s, const plan::Plan& p, const analy
   j["energy_kwh"] = e.energy_kwh;
   j["fits"] = e.fits;
   if (s.reference) {
-    j["reference"] = {{"step_time_s", s.reference->step_time_s},
-                      {"tflops_per_device", s.reference->tflops_per_device},
-                      {"source", s.reference->source},
-                      {"step_time_error", e.step_time.v / s.reference->step_time_s - 1.0}};
+    const auto& ref = *s.reference;
+    j["reference"] = {{"step_time_s", ref.step_time_s},
+                      {"tflops_per_device", ref.tflops_per_device},
+                      {"source", ref.source},
+                      {"step_time_error", ref.step_time_s > 0 ? ordered_json(e.step_time.v / ref.step_time_s - 1.0)
+                                                              : ordered_json(nullptr)}};
+    if (ref.peak_memory.v > 0) {
+      const Bytes pred = analytic::peak_memory_as(e, ref.peak_memory_kind);
+      j["reference"]["peak_memory_bytes"] = ref.peak_memory.v;
+      j["reference"]["peak_memory_kind"] = memory_kind_name(ref.peak_memory_kind);
+      j["reference"]["predicted_peak_memory_bytes"] = pred.v;
+      j["reference"]["peak_memory_error"] = pred.v / ref.peak_memory.v - 1.0;
+    }
   }
   j["devices"] = ordered_json::array();
   for (const auto& d : e.device_types) {

@@ -30,9 +30,16 @@ struct MemorySpec {
 
 /// A published or measured result the scenario reproduces ([reference]); reports compare the
 /// prediction with it.
+/// What a published peak-memory figure measured: PyTorch's max_memory_allocated (tensors
+/// only), max_memory_reserved (+ the caching allocator's slack), or the whole device as
+/// nvidia-smi shows it (+ CUDA context, NCCL buffers, workspaces).
+enum class MemoryKind { Allocated, Reserved, Device };
+
 struct ReferenceSpec {
   double step_time_s = 0;        ///< 0 = not given
   double tflops_per_device = 0;  ///< model TFLOP/s per device as the source counts it
+  Bytes peak_memory;             ///< per device, the highest the source reports; 0 = not given
+  MemoryKind peak_memory_kind = MemoryKind::Device;
   std::string source;
 };
 

@@ -211,8 +211,12 @@ class Builder {
         base_task.layers = ch.layers;
         const Bytes act = c.act_per_layer * ch.layers + (ch.has_emb ? c.act_edge : Bytes{0});
         // Short-lived buffers held while this unit computes: the logits around the head, and
-        // ZeRO-3's gathered layers.
-        const std::int64_t transient = to_bytes((ch.has_head ? c.logits : Bytes{0}) + c.gathered);
+        // ZeRO-3's gathered layers; a backward holds its working set (recomputed activations,
+        // gradients in flight) or the head's logits, the larger (as the estimate counts it).
+        const Bytes head_logits = ch.has_head ? c.logits : Bytes{0};
+        const std::int64_t transient =
+            to_bytes((bw ? (head_logits > c.backward_working ? head_logits : c.backward_working) : head_logits) +
+                     c.gathered);
         const std::uint32_t unit_gather =
             per_unit_gather ? dp_chunk_task(dev, c, ch, k, TaskKind::ParamGather, mb) : kNone;
         if (!bw) {

@@ -7,6 +7,7 @@ hetsim=${1:-build/release/bin/hetsim}
 echo "| run | devices | plan | measured step (s) | predicted step (s) | error | predicted TFLOP/s/device | published TFLOP/s/device | predicted MFU |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for f in scenarios/validation/*.toml; do
+  grep -q "^step_time_s" "$f" || continue  # memory-only runs: see the memory table
   # A plan that does not fit still prints its estimate (exit 3); it is marked in the table.
   { "$hetsim" estimate --json "$f" 2>/dev/null || true; } | python3 -c '
 import json, sys
@@ -19,12 +20,26 @@ print("| %s%s | %d | %s | %.2f | %.2f | %+.1f %% | %.1f | %s | %.1f %% |" % (j["
       r["step_time_s"], j["step_time_s"], 100 * r["step_time_error"], j["tflops_per_device"], pub, 100 * j["mfu"]))'
 done
 
+# Peak memory where the source measured it, as the source measured it (docs/validation.md).
+echo
+echo "| run | measured peak per device | kind | predicted | error |"
+echo "|---|---|---|---|---|"
+for f in scenarios/validation/*.toml; do
+  grep -q "^peak_memory" "$f" || continue
+  { "$hetsim" estimate --json "$f" 2>/dev/null || true; } | python3 -c '
+import json, sys
+j = json.load(sys.stdin); r = j["reference"]; G = 2.0 ** 30
+print("| %s | %.2f GiB | %s | %.2f GiB | %+.1f %% |" % (j["scenario"], r["peak_memory_bytes"] / G, r["peak_memory_kind"],
+      r["predicted_peak_memory_bytes"] / G, 100 * r["peak_memory_error"]))'
+done
+
 # Where the predicted step goes, per run (the sources publish no such split, except the per-layer
 # timings of Korthikanti et al. 2022, Table 4, printed after this table).
 echo
 echo "| run | compute | recompute | tp comm | pp comm | bubble | dp comm | optimizer |"
 echo "|---|---|---|---|---|---|---|---|"
 for f in scenarios/validation/*.toml; do
+  grep -q "^step_time_s" "$f" || continue
   { "$hetsim" estimate --json "$f" 2>/dev/null || true; } | python3 -c '
 import json, sys
 j = json.load(sys.stdin)

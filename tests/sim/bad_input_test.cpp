@@ -94,6 +94,16 @@ std::vector<BadCase> cases() {
                  "micro_batch = 1\n[[parallel.replicas]]\ncount = 4\nstages = [{pool = \"a\", tp = 2, layers = 2}, "
                  "{pool = \"b\", tp = 2, layers = 2}]\n"),
        "bad.toml:", "pool 'a' has no NICs (nics_per_node = 0)", "nics_per_node"},
+      // lines 13-: [reference] after the [parallel] table
+      {"reference_memory_zero", base_with(kModel, kTraining, kCluster, kParallel) + "[reference]\npeak_memory = \"0GiB\"\n",
+       "bad.toml:14:15", "must be between 1 byte and 1 PB", "GiB"},
+      {"reference_memory_kind", base_with(kModel, kTraining, kCluster, kParallel) +
+                                    "[reference]\nstep_time_s = 1.0\npeak_memory = \"4GiB\"\npeak_memory_kind = \"nvidia-smi\"\n",
+       "bad.toml:16:20", "peak_memory_kind", ""},
+      {"reference_nothing_measured", base_with(kModel, kTraining, kCluster, kParallel) + "[reference]\nsource = \"x\"\n",
+       "bad.toml:13:", "step_time_s", "peak_memory"},
+      {"fused_kernels_type", base_with(kModel, kTraining + "fused_kernels = \"yes\"\n", kCluster, kParallel),
+       "bad.toml:6:17", "expected true or false", ""},
   };
 }
 

@@ -135,20 +135,29 @@ TEST(Schedule, InterleavedShrinksTheBubbleByV) {
 }
 
 TEST(Schedule, OneFOneBPeakActivationsAreStageDepthMicroBatches) {
-  // Stage i keeps min(p − i, m) micro-batches: peak = baseline + (p − i)·activations.
+  // Stage i keeps min(p − i, m) micro-batches: peak = baseline + (p − i)·activations + the
+  // larger of a forward's and a backward's short-lived buffers (a forward allocates its
+  // activations + transient and frees the transient; a backward allocates its working set).
   const int p = 4, m = 8;
   const SimRun r = simulate(ideal(p, m, "schedule = \"1f1b\"\n"));
   for (int i = 0; i < p; ++i) {
-    std::int64_t act = 0;
-    for (const auto& t : r.g.tasks)
-      if (t.device == static_cast<std::uint32_t>(i) && t.kind == TaskKind::Forward) { act = t.alloc_bytes; break; }
-    EXPECT_EQ(r.t.peak_bytes[i], r.g.devices[i].baseline_bytes + std::min(p - i, m) * act) << "stage " << i;
+    std::int64_t act = 0, fwd_transient = 0, bwd_transient = -1;
+    for (const auto& t : r.g.tasks) {
+      if (t.device != static_cast<std::uint32_t>(i)) continue;
+      if (t.kind == TaskKind::Forward && act == 0) { act = t.alloc_bytes - t.free_bytes; fwd_transient = t.free_bytes; }
+      if (t.kind == TaskKind::Backward && bwd_transient < 0) bwd_transient = t.alloc_bytes;
+    }
+    EXPECT_GT(bwd_transient, 0) << "a backward holds gradients in flight";
+    EXPECT_EQ(r.t.peak_bytes[i], r.g.devices[i].baseline_bytes + std::min(p - i, m) * act +
+                                     std::max(fwd_transient, bwd_transient)) << "stage " << i;
   }
   const SimRun gp = simulate(ideal(p, m, "schedule = \"gpipe\"\n"));
-  std::int64_t act0 = 0;
-  for (const auto& t : gp.g.tasks)
-    if (t.device == 0 && t.kind == TaskKind::Forward) { act0 = t.alloc_bytes; break; }
-  EXPECT_EQ(gp.t.peak_bytes[0], gp.g.devices[0].baseline_bytes + m * act0);
+  std::int64_t act0 = 0, bwd0 = 0;
+  for (const auto& t : gp.g.tasks) {
+    if (t.device == 0 && t.kind == TaskKind::Forward && act0 == 0) act0 = t.alloc_bytes;
+    if (t.device == 0 && t.kind == TaskKind::Backward && bwd0 == 0) bwd0 = t.alloc_bytes;
+  }
+  EXPECT_EQ(gp.t.peak_bytes[0], gp.g.devices[0].baseline_bytes + m * act0 + bwd0);
 }
 
 TEST(Schedule, EstimateAndSimulationAgreeWhereTheClosedFormIsExact) {
