@@ -212,6 +212,24 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
   }
   ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, e, residual, 2));
+  if (s.dtype == hw::Dtype::Fp8) {
+    // Transformer Engine's fp8 GEMMs take fp8 copies of their inputs: one cast-transpose kernel
+    // per weight GEMM reads the 16-bit input and writes it in fp8 and transposed (Hopper's fp8
+    // GEMMs are TN only; the transpose feeds the weight gradient), 2 + 1 + 1 bytes per element;
+    // backward the same for the output gradient. Weights are cast once per step (cached over
+    // micro-batches) and not counted.
+    double in = 0, out = 0;
+    int gemms = 0;
+    for (const Op& op : ops)
+      if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0 && !op.keep_16bit) {
+        in += op.m * op.k * op.count;
+        out += op.m * op.n * op.count;
+        gemms += op.count;
+      }
+    Op cast = streaming("fp8_cast", OpKind::Elementwise, in, 1, Stream{4, gemms, 0, gemms}, 1);
+    cast.bwd_bytes = Bytes{out * 4};
+    ops.push_back(cast);
+  }
   return ops;
 }
 

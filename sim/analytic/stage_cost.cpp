@@ -92,10 +92,19 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       for (std::size_t i = 0; i < layer.size(); ++i)
         if (layer[i].selective_recompute) lc.recompute += tf[i];
     }
-    // Tensor-parallel collectives: with sequence parallelism, an all-gather before and a
-    // reduce-scatter after each of the attention and MLP blocks, forward and backward
-    // (Korthikanti et al. §4.2.2); without it, one all-reduce after each block. The full
-    // activation of the micro-batch (b·s·h) is the buffer.
+    // Tensor-parallel collectives of each block (attention: column-parallel qkv, row-parallel
+    // attn_out; MLP: mlp_up, mlp_down), as Megatron-LM issues them; the buffer is the
+    // micro-batch's full activation b·s·h (docs/cost-models.md#tensor-parallel-communication).
+    //  forward,  sequence parallel: all-gather before the column GEMM, reduce-scatter after the
+    //            row GEMM (Korthikanti et al. §4.2.2); without: an all-reduce after the row GEMM.
+    //  backward, sequence parallel: all-gather of the row GEMM's output gradient; for the column
+    //            GEMM the input is gathered again for its weight gradient (beside the
+    //            data-gradient GEMM) and the input gradient reduce-scattered (beside the
+    //            weight-gradient GEMM); without: the column GEMM's input gradient all-reduced
+    //            (beside the weight-gradient GEMM).
+    // Overlapped collectives (overlap_tp_comm: all; overlap_tp_backward: the backward's column
+    // ones, Megatron-LM's default since 2022) cost what their GEMM does not hide plus the
+    // GEMM's slow-down; the others block.
     if (tp > 1) {
       const bool sp = shape.sequence_parallel;
       CommGroup g;
@@ -109,17 +118,22 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       lc.ar = ar.time.total();
       lc.ar_algorithm = ar.algorithm;
       const bool ov = p.overlap_tp_comm;
-      // Forward: AG ↔ qkv, RS ↔ attn_out, AG ↔ mlp_up, RS ↔ mlp_down (each hides behind the
-      // GEMM it feeds when overlapped); without sequence parallelism an all-reduce follows
-      // attn_out and mlp_down. Backward mirrors it with the data-gradient GEMMs.
-      const char* pairs[4] = {"qkv", "attn_out", m.moe() ? "expert_up" : "mlp_up",
-                              m.moe() ? "expert_down" : "mlp_down"};
-      const Duration none{0};
-      const Duration comm[4] = {sp ? lc.ag : none, sp ? lc.rs : lc.ar, sp ? lc.ag : none, sp ? lc.rs : lc.ar};
-      for (int k = 0; k < 4; ++k) {
-        const double slow = dev.efficiency.overlap_slowdown;
-        lc.tp_fwd += tp_exposed(comm[k], op_named(layer, tf, pairs[k]), ov, slow);
-        lc.tp_bwd += tp_exposed(comm[k], op_named(layer, tb, pairs[k]) / 2, ov, slow);
+      const bool ov_bwd = p.overlap_tp_comm || p.overlap_tp_backward;
+      const double slow = dev.efficiency.overlap_slowdown;
+      const char* blocks[2][2] = {{"qkv", "attn_out"},
+                                  {m.moe() ? "expert_up" : "mlp_up", m.moe() ? "expert_down" : "mlp_down"}};
+      for (const auto& b : blocks) {
+        const Duration col_f = op_named(layer, tf, b[0]), row_f = op_named(layer, tf, b[1]);
+        // A GEMM's backward is its data- and weight-gradient kernels, about half each.
+        const Duration col_b = op_named(layer, tb, b[0]) / 2, row_b = op_named(layer, tb, b[1]) / 2;
+        if (sp) {
+          lc.tp_fwd += tp_exposed(lc.ag, col_f, ov, slow) + tp_exposed(lc.rs, row_f, ov, slow);
+          lc.tp_bwd += tp_exposed(lc.ag, row_b, ov, slow) + tp_exposed(lc.ag, col_b, ov_bwd, slow) +
+                       tp_exposed(lc.rs, col_b, ov_bwd, slow);
+        } else {
+          lc.tp_fwd += tp_exposed(lc.ar, row_f, ov, slow);
+          lc.tp_bwd += tp_exposed(lc.ar, col_b, ov_bwd, slow);
+        }
       }
       if (p.recompute == cost::Recompute::Full) lc.tp_recompute = lc.tp_fwd;
     }

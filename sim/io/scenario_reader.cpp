@@ -278,7 +278,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
   where = r.loc(t->table);
   r.check_keys(*t, {"tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute",
                     "zero", "sequence_parallel", "grad_sync", "overlap_grad_reduce",
-                    "overlap_tp_comm", "replicas"});
+                    "overlap_tp_comm", "overlap_tp_backward", "replicas"});
   plan::Plan p;
   p.micro_batch = as_int(r.integer(*t, "micro_batch", 1, 1 << 20), 1);
   if (auto sch = pick<cost::Schedule>(r, *t, "schedule", {{"gpipe", cost::Schedule::GPipe},
@@ -300,6 +300,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
     p.grad_sync = *a;
   p.overlap_grad_reduce = r.boolean(*t, "overlap_grad_reduce").value_or(p.overlap_grad_reduce);
   p.overlap_tp_comm = r.boolean(*t, "overlap_tp_comm").value_or(p.overlap_tp_comm);
+  p.overlap_tp_backward = r.boolean(*t, "overlap_tp_backward").value_or(p.overlap_tp_backward);
   if (p.schedule != cost::Schedule::Interleaved && p.virtual_stages != 1)
     r.error(r.loc(r.node(*t, "virtual_stages")), t->path + ".virtual_stages",
             "virtual_stages applies to the interleaved schedule only", "set schedule = \"interleaved\"");

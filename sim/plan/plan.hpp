@@ -39,6 +39,9 @@ struct Plan {
   cost::Algorithm grad_sync = cost::Algorithm::Auto;
   bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlapped with backward
   bool overlap_tp_comm = false;     ///< TP collectives pipelined with their GEMMs
+  /// The backward's column-parallel TP collectives run beside a gradient GEMM (Megatron-LM's
+  /// asynchronous input-gradient all-reduce and sequence-parallel re-gather, default since 2022).
+  bool overlap_tp_backward = true;
   std::vector<ReplicaGroup> groups;
 
   [[nodiscard]] int replicas() const;
