@@ -72,7 +72,8 @@ double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, doubl
 
 double attention_efficiency(const hw::DeviceSpec& dev, double seq) {
   const double half = dev.efficiency.attention_half_seq;
-  return dev.efficiency.attention * (half > 0 ? seq / (seq + half) : 1.0);
+  // An op without a sequence length (seq = 0) is priced at the long-sequence figure.
+  return dev.efficiency.attention * (half > 0 && seq > 0 ? seq / (seq + half) : 1.0);
 }
 
 Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op& op, Pass pass) {
