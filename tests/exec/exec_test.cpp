@@ -15,6 +15,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/replay/replay.hpp"
 #include "exec/replay/scale.hpp"
+#include "models/cost/compute.hpp"
 #include "tests/support/flaky_backend.hpp"
 #include "tests/support/scenario_support.hpp"
 
@@ -491,6 +492,46 @@ TEST(Calibrate, ProfileLoadsAsACatalogueDevice) {
   EXPECT_DOUBLE_EQ(d->efficiency.gemm_half_dim, 8);
   EXPECT_NEAR(d->efficiency.launch_overhead.v, 2e-6, 1e-12);
   EXPECT_NE(cat.find_link("cpu-x-copy"), nullptr);
+}
+
+TEST(Calibrate, PerOpClassFiguresReachTheCostModel) {
+  // A profile that measured norms at a quarter, the loss at half and the optimizer at a tenth of
+  // the streaming bandwidth: a norm's bytes then take 4× as long as a plain elementwise pass.
+  exec::Profile p;
+  p.gemm = {40e9, 8, 0, 0.01};
+  p.attention_efficiency = 0.8;
+  p.attention_half_seq = 200;
+  p.memory_bandwidth = 20e9;
+  p.copy_bandwidth = 10e9;
+  p.norm_memory = 0.25;
+  p.loss_memory = 0.5;
+  p.optimizer_memory = 0.1;
+  hw::Catalog cat = test::catalog();
+  ASSERT_TRUE(io::read_catalog_text(exec::profile_toml(p, "cpu-y", 4.0 * 1073741824.0, 2), "p.toml", cat).empty());
+  const auto* d = cat.find_device("cpu-y");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NEAR(d->efficiency.attention_half_seq, 200, 1e-9);
+  workload::Op norm, elem;
+  norm.kind = workload::OpKind::Norm;
+  elem.kind = workload::OpKind::Elementwise;
+  norm.fwd_bytes = elem.fwd_bytes = Bytes{1e9};
+  const double tn = cost::op_time(*d, hw::Dtype::Fp32, norm, cost::Pass::Forward).v;
+  const double te = cost::op_time(*d, hw::Dtype::Fp32, elem, cost::Pass::Forward).v;
+  EXPECT_NEAR(tn / te, 4.0, 1e-6);
+  // 1e9 parameters × 28 B at 2e9 B/s = 14 s.
+  EXPECT_NEAR(cost::optimizer_time(*d, 1e9, 28).v, 14.0, 1e-6);
+}
+
+TEST(Calibrate, MeasuresEveryOpClassOnTheCpuBackend) {
+  auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
+  const exec::Profile p = exec::calibrate(*backend, 0.5);
+  EXPECT_TRUE(p.failure.empty()) << p.failure;
+  for (double f : {p.norm_memory, p.loss_memory, p.optimizer_memory}) {
+    EXPECT_GT(f, 0.0);
+    EXPECT_LE(f, 1.0);
+  }
+  EXPECT_GE(p.attention_half_seq, 0.0);
+  EXPECT_GT(p.attention_efficiency, 0.0);
 }
 
 }  // namespace
