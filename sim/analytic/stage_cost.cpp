@@ -266,6 +266,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         c.gathered = Bytes{2 * pc.per_layer / st.tp * sb.weights};
       c.memory.params = c.params;
       c.memory.state = sb;
+      c.memory.state.grads = s.memory.gradient_bytes;  // what the framework keeps (memory only)
       c.memory.zero = p.zero;
       c.memory.dp = replicas;
       // A layer's backward holds more than what was kept for it: what recompute re-creates

@@ -512,10 +512,11 @@ void read_cost(TomlReader& r, const TableRef& root, Scenario& s) {
 void read_memory(TomlReader& r, const TableRef& root, Scenario& s) {
   auto t = r.table(root, "memory");
   if (!t) return;
-  r.check_keys(*t, {"runtime_reserve", "comm_buffers", "fragmentation"});
+  r.check_keys(*t, {"runtime_reserve", "comm_buffers", "fragmentation", "gradient_bytes"});
   if (auto v = r.quantity(*t, "runtime_reserve", Dimension::Size)) s.memory.runtime_reserve = Bytes{*v};
   if (auto v = r.quantity(*t, "comm_buffers", Dimension::Size)) s.memory.comm_buffers = Bytes{*v};
   s.memory.fragmentation = r.number(*t, "fragmentation", 0, 0.9).value_or(s.memory.fragmentation);
+  s.memory.gradient_bytes = r.number(*t, "gradient_bytes", 1, 16).value_or(s.memory.gradient_bytes);
 }
 
 void read_reference(TomlReader& r, const TableRef& root, Scenario& s) {

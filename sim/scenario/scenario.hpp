@@ -26,6 +26,10 @@ struct MemorySpec {
   Bytes runtime_reserve{2.0 * kGiB};  ///< CUDA context, allocator pools, library workspaces
   Bytes comm_buffers{0.5 * kGiB};     ///< NCCL channel buffers
   double fragmentation = 0.05;        ///< caching-allocator fragmentation
+  /// Bytes per parameter of the gradient buffers a device holds: 4 = Megatron-LM's fp32 main
+  /// gradients (the default); 6 = DeepSpeed's BF16 optimizer (the bf16 param.grad beside its fp32
+  /// accumulator). Memory only: gradients are reduced from the fp32 buffer either way.
+  double gradient_bytes = 4;
 };
 
 /// A published or measured result the scenario reproduces ([reference]); reports compare the
