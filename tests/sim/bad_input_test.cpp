@@ -102,6 +102,8 @@ std::vector<BadCase> cases() {
        "bad.toml:16:20", "peak_memory_kind", ""},
       {"reference_nothing_measured", base_with(kModel, kTraining, kCluster, kParallel) + "[reference]\nsource = \"x\"\n",
        "bad.toml:13:", "step_time_s", "peak_memory"},
+      {"gradient_bytes_range", base_with(kModel, kTraining, kCluster, kParallel) + "[memory]\ngradient_bytes = 40\n",
+       "bad.toml:14:18", "gradient_bytes", ""},
       {"fused_kernels_type", base_with(kModel, kTraining + "fused_kernels = \"yes\"\n", kCluster, kParallel),
        "bad.toml:6:17", "expected true or false", ""},
   };
