@@ -79,7 +79,8 @@ TEST(LayerOps, EagerKernelsLaunchMoreAndMoveMoreThanFusedOnes) {
   EXPECT_GT(ke, kf);
   EXPECT_GT(be, bf);
   // Fused bias-dropout-add: read branch and residual, write the sum (3 tensors) + 1-byte mask.
-  const Op& res = find(layer_ops(m, fused), "attn_residual");
+  const auto fused_ops = layer_ops(m, fused);
+  const Op& res = find(fused_ops, "attn_residual");
   EXPECT_DOUBLE_EQ(res.fwd_bytes.v, res.elems * (3 * 2 + 1));
   EXPECT_EQ(res.fwd_kernels, 1);
 }
