@@ -30,7 +30,7 @@
 #include "sim/simgrid/flows.hpp"
 #include "sim/simgrid/platform.hpp"
 #ifdef HETSIM_HAVE_SIMGRID
-#include "sim/simgrid/simgrid_engine.hpp"
+#include "sim/simgrid/simgrid_module.hpp"
 #endif
 #include <nlohmann/json.hpp>
 
@@ -188,8 +188,13 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
     }
     if (unfolded > 1e6)
       std::cerr << fmt::format("simgrid: about {:.3g} activities, a few seconds to a few minutes...\n", unfolded);
+    auto module = hetsim::engine::load_simgrid_module();
+    if (!module) {
+      print_diagnostics(module.errors());
+      return kExitEnvironment;
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    auto sg = hetsim::engine::run_simgrid(sim.graph, sc.cluster);
+    auto sg = (*module)->run(sim.graph, sc.cluster);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!sg) {
       print_diagnostics(sg.errors());

@@ -106,6 +106,12 @@ if "$HETSIM" simulate --help | grep -q -- "--engine"; then
   strip() { grep -v -E '"wall_s"'; }
   [ $rc -eq 0 ] && [ "$(echo "$a" | strip)" = "$(echo "$b" | strip)" ] && ok || bad "simgrid is not deterministic (rc $rc)"
   echo "$a" | grep -q '"contended_links"' && echo "$a" | grep -q '"link": "p' && ok || bad "simgrid JSON names contended links"
+  # The engine is a module next to the executable: without it, a clear environment error (exit 1)
+  # and nothing on stdout; every other command does not need it.
+  cp "$HETSIM" "$tmp/hetsim-alone"
+  err=$("$tmp/hetsim-alone" simulate --engine simgrid "$SRC/scenarios/cpu-pipeline.toml" 2>&1 >"$tmp/alone.out"); rc=$?
+  [ $rc -eq 1 ] && echo "$err" | grep -q "cannot load the simgrid engine" && [ ! -s "$tmp/alone.out" ] &&
+    "$tmp/hetsim-alone" estimate "$SRC/scenarios/cpu-pipeline.toml" >/dev/null && ok || bad "simgrid module missing: rc $rc: $err"
   out=$("$HETSIM" simulate --engine simgrid "$SRC/scenarios/cpu-pipeline.toml" 2>&1)
   echo "$out" | grep -qE "native engine says ([0-9.]+) s, simgrid \1 s \(\+0.00 %\)" && echo "$out" | grep -q "contention  none" && ok || bad "simgrid on cpu-pipeline: $out"
   "$HETSIM" simulate --engine frob "$SRC/scenarios/default.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown engine exits 2"
