@@ -101,6 +101,7 @@ Profile calibrate(Backend& backend, double seconds) {
   // the cost model applies to the attention FLOPs it counts (causal half, backward 2.5× the
   // forward), fitted to η·s/(s + half_seq) through both points.
   {
+    double bwd_ratio = 1;
     auto efficiency = [&](int seq) {
       const AttentionShape s{4, seq, 64, true};
       const std::size_t one = std::size_t(s.heads) * s.seq * s.head_dim * 4;
@@ -110,10 +111,13 @@ Profile calibrate(Backend& backend, double seconds) {
       const double tf = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, false); }, per);
       const double tb = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, true); }, per);
       const double flops = 3.5 * 4.0 * s.heads * double(s.seq) * s.seq * s.head_dim / 2;
+      // Backward throughput per counted FLOP over the forward's (2.5× the FLOPs).
+      bwd_ratio = 2.5 * std::max(1e-9, tf - p.gemm.launch_s) / std::max(1e-9, tb - p.gemm.launch_s);
       return std::clamp(flops / (p.gemm.peak_flops * std::max(1e-9, tf + tb - 2 * p.gemm.launch_s)), 0.01, 1.0);
     };
     const double s1 = 256, s2 = 1024;
     const double e1 = efficiency(static_cast<int>(s1)), e2 = efficiency(static_cast<int>(s2));
+    p.attention_bwd = std::clamp(bwd_ratio, 0.1, 10.0);  // at the longer sequence
     const double r = e1 / e2;
     if (r < 1 && r * s2 > s1) {
       p.attention_half_seq = s1 * s2 * (1 - r) / (r * s2 - s1);
@@ -246,13 +250,13 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
                    "tdp = \"15W\"\nprice_usd_per_hour = 0.05\n"
                    "node = {{ devices = {}, fabric = \"{}-copy\", nics = {}, nic = \"{}-copy\" }}\n"
                    "efficiency = {{ gemm = 1.0, gemm_half_dim = {:.0f}, attention = {:.4f}, attention_half_seq = {:.0f}, "
-                   "memory = 1.0, norm_memory = {:.4f}, loss_memory = {:.4f}, optimizer_memory = {:.4f}, "
+                   "attention_bwd = {:.4f}, memory = 1.0, norm_memory = {:.4f}, loss_memory = {:.4f}, optimizer_memory = {:.4f}, "
                    "launch_overhead = \"{:.4g}us\" }}\n\n[device.sources]\npeak = \"{}\"\nmemory = \"{}\"\n"
                    "efficiency = \"{}\"\npower = \"assumption: 15 W per core\"\nprice = \"assumption\"\n",
                    name, name, p.gemm.peak_flops / 1e9, (p.peak_bf16 > 0 ? p.peak_bf16 : p.gemm.peak_flops) / 1e9,
                    (p.peak_fp16 > 0 ? p.peak_fp16 : p.gemm.peak_flops) / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
                    devices, name, devices, name, p.gemm.half_dim, p.attention_efficiency, p.attention_half_seq,
-                   p.norm_memory > 0 ? p.norm_memory : 1.0, p.loss_memory > 0 ? p.loss_memory : 1.0,
+                   p.attention_bwd, p.norm_memory > 0 ? p.norm_memory : 1.0, p.loss_memory > 0 ? p.loss_memory : 1.0,
                    p.optimizer_memory > 0 ? p.optimizer_memory : 1.0, p.gemm.launch_s * 1e6, src, src,
                    src);
   return o;

@@ -32,6 +32,7 @@ struct Profile {
   double peak_bf16 = 0, peak_fp16 = 0;  ///< FLOP/s of 16-bit GEMMs (fp32 peak × measured speed ratio)
   double attention_efficiency = 1;  ///< fused attention at long sequences / the fitted GEMM peak
   double attention_half_seq = 0;    ///< sequence length at which it halves (two lengths fitted)
+  double attention_bwd = 1;  ///< backward / forward throughput per counted FLOP (cost model's attention_bwd)
   /// Achieved bandwidth of one op class's kernels as the cost model counts their bytes, over
   /// memory_bandwidth (0: not measured).
   double norm_memory = 0;

@@ -29,8 +29,14 @@ BytesPerSec class_bandwidth(const hw::DeviceSpec& dev, workload::OpKind kind) {
 }
 
 // One kernel: its compute (or memory) time, whichever binds, plus its launch gap.
-Duration kernel(const hw::DeviceSpec& dev, Duration compute, Bytes bytes) {
-  return max(compute, bytes / stream_bandwidth(dev)) + dev.efficiency.launch_overhead;
+void kernel(OpTime& t, const hw::DeviceSpec& dev, Duration compute, Bytes bytes, BytesPerSec bw,
+            int kernels = 1, double repeat = 1) {
+  const Duration memory = bytes / bw;
+  const Duration launch = dev.efficiency.launch_overhead * kernels;
+  t.compute += compute * repeat;
+  t.memory += memory * repeat;
+  t.launch += launch * repeat;
+  t.total += (max(compute, memory) + launch) * repeat;
 }
 
 }  // namespace
@@ -70,15 +76,30 @@ double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, doubl
   return flops / (gemm_compute_time(dev, peak, m, n, k, batch).v * peak.v);
 }
 
-double attention_efficiency(const hw::DeviceSpec& dev, double seq) {
-  const double half = dev.efficiency.attention_half_seq;
+double attention_efficiency(const hw::DeviceSpec& dev, double seq, double head_dim, bool causal) {
+  const hw::Efficiency& e = dev.efficiency;
+  const double half = e.attention_half_seq;
   // An op without a sequence length (seq = 0) is priced at the long-sequence figure.
-  return dev.efficiency.attention * (half > 0 && seq > 0 ? seq / (seq + half) : 1.0);
+  double eta = e.attention * (half > 0 && seq > 0 ? seq / (seq + half) : 1.0);
+  // Head dimension: kernels run fewer FLOPs per byte of Q/K/V tile at small d; above 128 the
+  // published kernels do not get faster (register pressure), so the factor stops at 1.
+  const double hh = e.attention_head_half;
+  if (hh > 0 && head_dim > 0) eta *= std::min(1.0, (head_dim / (head_dim + hh)) / (128.0 / (128.0 + hh)));
+  if (!causal) eta *= e.attention_noncausal;
+  return eta;
 }
 
-Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op& op, Pass pass) {
+double attention_pass_efficiency(const hw::DeviceSpec& dev, Pass pass, double seq, double head_dim, bool causal) {
+  const double eta = attention_efficiency(dev, seq, head_dim, causal);
+  const double rho = dev.efficiency.attention_bwd > 0 ? dev.efficiency.attention_bwd : 1.0;
+  const double fwd = eta * (1 + 2.5 / rho) / 3.5;
+  return pass == Pass::Forward ? fwd : rho * fwd;
+}
+
+OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op& op, Pass pass) {
   const bool fwd = pass == Pass::Forward;
   using workload::OpKind;
+  OpTime t;
   switch (op.kind) {
     case OpKind::Gemm: {
       const hw::Dtype fmt = op.keep_16bit && dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : dtype;
@@ -87,17 +108,20 @@ Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op&
       const double repeat = op.batched ? 1 : op.count;
       const double ge = op.operand_bytes;
       const double m = op.m, n = op.n, k = op.k;
-      if (fwd)
-        return kernel(dev, gemm_compute_time(dev, peak, m, n, k, batch),
-                      Bytes{(m * k + k * n + m * n) * ge * batch}) * repeat;
+      const BytesPerSec bw = stream_bandwidth(dev);
+      if (fwd) {
+        kernel(t, dev, gemm_compute_time(dev, peak, m, n, k, batch), Bytes{(m * k + k * n + m * n) * ge * batch},
+               bw, 1, repeat);
+        return t;
+      }
       // dA[m×k] = dC[m×n]·Bᵀ; dB[k×n] = Aᵀ[k×m]·dC[m×n], accumulated into the weight gradient
       // (fp32 main grads are read and written: wgrad_out_bytes per element).
       const double wout = op.wgrad_out_bytes > 0 ? op.wgrad_out_bytes : ge;
-      const Duration dgrad = kernel(dev, gemm_compute_time(dev, peak, m, k, n, batch),
-                                    Bytes{(m * n + n * k + m * k) * ge * batch});
-      const Duration wgrad = kernel(dev, gemm_compute_time(dev, peak, k, n, m, batch),
-                                    Bytes{((k * m + m * n) * ge + k * n * wout) * batch});
-      return (dgrad + wgrad) * repeat;
+      kernel(t, dev, gemm_compute_time(dev, peak, m, k, n, batch), Bytes{(m * n + n * k + m * k) * ge * batch}, bw,
+             1, repeat);
+      kernel(t, dev, gemm_compute_time(dev, peak, k, n, m, batch),
+             Bytes{((k * m + m * n) * ge + k * n * wout) * batch}, bw, 1, repeat);
+      return t;
     }
     case OpKind::Attention: {
       const hw::Dtype fmt = dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : dtype;
@@ -105,8 +129,9 @@ Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op&
       const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
       const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
       const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
-      const Duration compute = flops / (peak * attention_efficiency(dev, op.seq));
-      return max(compute, bytes / stream_bandwidth(dev)) + dev.efficiency.launch_overhead * kernels;
+      const double eta = attention_pass_efficiency(dev, pass, op.seq, op.head_dim, op.causal);
+      kernel(t, dev, flops / (peak * eta), bytes, stream_bandwidth(dev), kernels);
+      return t;
     }
     default: {
       // Vector work runs on the non-tensor units; it is memory-bound in practice. Devices
@@ -116,9 +141,15 @@ Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op&
       const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
       const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
       const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
-      return max(flops / peak, bytes / class_bandwidth(dev, op.kind)) + dev.efficiency.launch_overhead * kernels;
+      kernel(t, dev, flops / peak, bytes, class_bandwidth(dev, op.kind), kernels);
+      return t;
     }
   }
+  return t;
+}
+
+Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op& op, Pass pass) {
+  return op_time_parts(dev, dtype, op, pass).total;
 }
 
 Duration ops_time(const hw::DeviceSpec& dev, hw::Dtype dtype, const std::vector<workload::Op>& ops,

@@ -26,8 +26,16 @@ enum class Pass { Forward, Backward };
 [[nodiscard]] double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, double n,
                                      double k, double batch = 1);
 
-/// Fused attention efficiency at sequence length `seq`: attention · seq/(seq + attention_half_seq).
-[[nodiscard]] double attention_efficiency(const hw::DeviceSpec& dev, double seq);
+/// Fused attention efficiency (fwd + bwd together) at sequence length `seq`, head dimension
+/// `head_dim` (0: 128) and mask: attention · seq/(seq + attention_half_seq) · head(d) ·
+/// (causal ? 1 : attention_noncausal); see hw::Efficiency.
+[[nodiscard]] double attention_efficiency(const hw::DeviceSpec& dev, double seq, double head_dim = 0,
+                                          bool causal = true);
+
+/// The same for one pass: forward η·(1 + 2.5/ρ)/3.5, backward ρ times that (ρ = attention_bwd),
+/// so that a forward and a backward together take what attention_efficiency says.
+[[nodiscard]] double attention_pass_efficiency(const hw::DeviceSpec& dev, Pass pass, double seq,
+                                               double head_dim = 0, bool causal = true);
 
 /// Device time of one op (all its kernels) in one pass, in format `dtype`: per kernel
 /// max(compute, bytes / (memory_bandwidth · memory)) + launch_overhead. GEMMs: forward
@@ -39,6 +47,15 @@ enum class Pass { Forward, Backward };
 /// Requires: dev.peak_for(dtype) (checked by the scenario loader).
 [[nodiscard]] Duration op_time(const hw::DeviceSpec& dev, hw::Dtype dtype,
                                const workload::Op& op, Pass pass);
+
+/// op_time in its parts, for reports: the kernels' compute and memory times (each kernel takes
+/// the larger of the two) and their launch gaps; total = op_time.
+struct OpTime {
+  Duration total{0}, compute{0}, memory{0}, launch{0};
+  [[nodiscard]] bool memory_bound() const { return memory.v > compute.v; }
+};
+[[nodiscard]] OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op& op,
+                                   Pass pass);
 
 /// Sum of op_time over a list of ops: the device's busy time.
 [[nodiscard]] Duration ops_time(const hw::DeviceSpec& dev, hw::Dtype dtype,

@@ -47,9 +47,16 @@ struct Efficiency {
   int tile_m = 128;           ///< output tile of the GEMM library's main kernels, rows
   int tile_n = 256;           ///< … and columns
   Duration tile_overhead{1e-6};  ///< per tile: pipeline fill and the epilogue left unhidden
-  // Fused (flash) attention: attention · s/(s + attention_half_seq) of the 16-bit peak.
-  double attention = 0.5;         ///< fwd+bwd throughput / peak at long sequences
-  double attention_half_seq = 0;  ///< sequence length at which it halves (0: flat)
+  // Fused (flash) attention (docs/cost-models.md#compute): of the 16-bit peak,
+  //   attention · s/(s + attention_half_seq) · head(d) · (causal ? 1 : attention_noncausal),
+  // head(d) = min(1, [d/(d + h½)] / [128/(128 + h½)]), h½ = attention_head_half; the forward
+  // and backward passes split it so that fwd + bwd (1 + 2.5 FLOP units) take 3.5/that, with
+  // backward at attention_bwd × the forward's throughput.
+  double attention = 0.5;          ///< causal fwd+bwd throughput / peak, long sequences, d = 128
+  double attention_half_seq = 0;   ///< sequence length at which it halves (0: flat)
+  double attention_head_half = 0;  ///< head dim at which it halves (0: flat in d)
+  double attention_bwd = 1;        ///< backward / forward throughput per counted FLOP
+  double attention_noncausal = 1;  ///< non-causal / causal throughput at the same length
   // Memory-bound kernels (norms, elementwise, loss, optimizer).
   double memory = 0.85;            ///< achieved streaming bandwidth / peak bandwidth
   /// The same for the kernels of one op class where it differs (a calibrated cpu core runs a

@@ -146,6 +146,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.name = "attention";
     attn.kind = OpKind::Attention;
     attn.seq = s.seq_len;
+    attn.head_dim = hd;
+    attn.causal = s.causal;
     const double exec = s.causal ? full / 2 : full;
     attn.fwd_flops = Flops{exec};
     attn.bwd_flops = Flops{2.5 * exec};

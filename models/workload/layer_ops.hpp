@@ -28,6 +28,8 @@ struct Op {
   double wgrad_out_bytes = 0;
   double elems = 0;            ///< memory-bound ops: elements of the tensor they stream
   double seq = 0;              ///< attention: sequence length (its efficiency depends on it)
+  double head_dim = 0;         ///< attention: head dimension (0: priced as 128)
+  bool causal = true;          ///< attention: causal mask (masked blocks skipped)
   Flops fwd_flops;             ///< executed in the forward pass (all kernels)
   Flops bwd_flops;             ///< executed in the backward pass
   Bytes fwd_bytes;             ///< read + written in the forward pass

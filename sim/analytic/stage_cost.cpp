@@ -49,6 +49,19 @@ Duration op_named(const std::vector<workload::Op>& ops, const std::vector<Durati
 
 }  // namespace
 
+workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan& p, const plan::Stage& st) {
+  workload::MicroBatchShape shape;
+  shape.micro_batch = p.micro_batch;
+  shape.seq_len = s.training.seq_len;
+  shape.tp = st.tp;
+  shape.sequence_parallel = p.sequence_parallel && st.tp > 1;
+  shape.dtype = s.training.precision;
+  shape.flash_attention = s.training.flash_attention;
+  shape.causal = s.training.causal;
+  shape.fused_kernels = s.training.fused_kernels;
+  return shape;
+}
+
 std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p) {
   const auto& m = s.model;
   const auto& tr = s.training;
@@ -149,15 +162,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const hw::PoolSpec& pool = cl.pools[st.pool];
       const hw::DeviceSpec& dev = pool.device;
       const bool first = si == 0, last = si == pp - 1;
-      workload::MicroBatchShape shape;
-      shape.micro_batch = p.micro_batch;
-      shape.seq_len = tr.seq_len;
-      shape.tp = st.tp;
-      shape.sequence_parallel = p.sequence_parallel && st.tp > 1;
-      shape.dtype = dt;
-      shape.flash_attention = tr.flash_attention;
-      shape.causal = tr.causal;
-      shape.fused_kernels = tr.fused_kernels;
+      const workload::MicroBatchShape shape = micro_batch_shape(s, p, st);
       const bool sp = shape.sequence_parallel;
 
       StageCost& c = costs[si];

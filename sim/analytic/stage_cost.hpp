@@ -7,6 +7,7 @@
 
 #include "models/cost/collectives.hpp"
 #include "models/cost/memory.hpp"
+#include "models/workload/layer_ops.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace hetsim::analytic {
@@ -49,6 +50,10 @@ struct StageCost {
     return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + emb_tp + head_tp;
   }
 };
+
+/// The shape of the work one device of stage `st` does for one micro-batch.
+[[nodiscard]] workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan& p,
+                                                          const plan::Stage& st);
 
 /// costs[group][stage] for every stage of the plan. Requires: p validated against s.
 [[nodiscard]] std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p);

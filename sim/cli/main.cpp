@@ -25,6 +25,7 @@
 #include "sim/plan/planner.hpp"
 #include "sim/report/plan_report.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/report/op_report.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/simgrid/flows.hpp"
@@ -72,6 +73,7 @@ struct Common {
   std::string command;
   std::string scenario, plan_file, output, save_plan;
   bool json = false;
+  bool ops = false;  // estimate --ops
 };
 
 // Reads a scenario against the built-in catalogue; prints diagnostics and returns the exit
@@ -144,8 +146,15 @@ int run_estimate(const Common& c) {
   hetsim::plan::Plan plan;
   if (int rc = load(c, sc, plan)) return rc;
   const auto est = hetsim::analytic::estimate(sc, plan);
-  const std::string text = c.json ? hetsim::report::estimate_json(sc, plan, est)
-                                  : hetsim::report::estimate_text(sc, plan, est);
+  std::string text;
+  if (c.json) {
+    auto j = hetsim::report::estimate_object(sc, plan, est);
+    if (c.ops) j["ops"] = hetsim::report::ops_json(hetsim::analytic::op_breakdown(sc, plan));
+    text = j.dump(2) + "\n";
+  } else {
+    text = hetsim::report::estimate_text(sc, plan, est);
+    if (c.ops) text += hetsim::report::ops_text(hetsim::analytic::op_breakdown(sc, plan));
+  }
   return finish(c, sc, plan, est, text);
 }
 
@@ -352,6 +361,9 @@ int main(int argc, char** argv) {
   est->add_flag("--json", est_opts.json, "Print one JSON object (docs/formats.md) instead of a table");
   est->add_option("-o,--output", est_opts.output, "Write to this file (atomically) instead of stdout");
   est->add_option("--save-plan", est_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
+  est->add_flag("--ops", est_opts.ops,
+                "Also show every op of one micro-batch per distinct stage: forward and backward time, "
+                "achieved TFLOP/s, bytes and what binds it (JSON: an \"ops\" array)");
 
   Common sim_opts;
   sim_opts.command = "simulate";

@@ -83,7 +83,8 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
 
   if (auto eff = r.table(t, "efficiency")) {
     r.check_keys(*eff, {"gemm", "gemm_half_dim", "sms", "tile_m", "tile_n", "tile_overhead",
-                        "attention", "attention_half_seq", "memory", "launch_overhead",
+                        "attention", "attention_half_seq", "attention_head_half", "attention_bwd",
+                        "attention_noncausal", "memory", "launch_overhead",
                         "host_overhead", "overlap_slowdown", "norm_memory", "loss_memory",
                         "optimizer_memory"});
     auto& e = d.efficiency;
@@ -94,6 +95,9 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
     e.tile_n = static_cast<int>(r.integer(*eff, "tile_n", 1, 4096).value_or(e.tile_n));
     e.attention = r.number(*eff, "attention", 0.01, 1).value_or(e.attention);
     e.attention_half_seq = r.number(*eff, "attention_half_seq", 0, 1e7).value_or(e.attention_half_seq);
+    e.attention_head_half = r.number(*eff, "attention_head_half", 0, 4096).value_or(e.attention_head_half);
+    e.attention_bwd = r.number(*eff, "attention_bwd", 0.1, 10).value_or(e.attention_bwd);
+    e.attention_noncausal = r.number(*eff, "attention_noncausal", 0.5, 2).value_or(e.attention_noncausal);
     e.memory = r.number(*eff, "memory", 0.01, 1).value_or(e.memory);
     e.norm_memory = r.number(*eff, "norm_memory", 0.001, 1).value_or(e.norm_memory);
     e.loss_memory = r.number(*eff, "loss_memory", 0.001, 1).value_or(e.loss_memory);

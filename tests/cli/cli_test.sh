@@ -182,5 +182,23 @@ TOML
   fi
 fi
 
+# estimate --ops: one line per op of one micro-batch, per distinct stage; in JSON an "ops" array
+# whose ops add up to the stage's compute.
+out=$("$HETSIM" estimate --ops "$SRC/scenarios/mixed-h100-a100.toml" 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q "ops of one micro-batch on pool" && echo "$out" | grep -Eq "^  mlp_up +gemm" &&
+  ok || bad "estimate --ops: rc $rc: $out"
+"$HETSIM" estimate --json --ops "$SRC/scenarios/mixed-h100-a100.toml" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["ops"], "no ops"
+for st in j["ops"]:
+    tot = sum((p["fwd_s"] + p["bwd_s"]) * p["repeat"] for p in st["parts"])
+    assert abs(tot - st["micro_batch_compute_s"]) <= 1e-9 * tot, (tot, st["micro_batch_compute_s"])
+    for p in st["parts"]:
+        for op in p["ops"]:
+            assert op["fwd"]["bound"] in ("compute", "memory", "launch", "-"), op
+' && ok || bad "estimate --json --ops: one JSON document whose ops add up"
+"$HETSIM" estimate --json "$SRC/scenarios/mixed-h100-a100.toml" | grep -q '"ops"' && bad "ops only with --ops" || ok
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -146,6 +146,62 @@ TEST(OpTime, AttentionUsesAttentionEfficiency) {
   EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Backward).v, 2e-3 + 5e-6, 1e-12);
 }
 
+TEST(AttentionEfficiency, FallsAtSmallHeadDimensionsAndStopsAtTheReference) {
+  // head(d) = [d/(d + 44)] / [128/(128 + 44)]: 0.7929 at d = 64, 1 at 128, capped at 1 above.
+  auto d = device();
+  d.efficiency.attention_head_half = 44;
+  EXPECT_NEAR(attention_efficiency(d, 0, 64), 0.5 * (64.0 / 108) / (128.0 / 172), 1e-12);
+  EXPECT_DOUBLE_EQ(attention_efficiency(d, 0, 128), 0.5);
+  EXPECT_DOUBLE_EQ(attention_efficiency(d, 0, 256), 0.5);
+  EXPECT_DOUBLE_EQ(attention_efficiency(d, 0, 0), 0.5);  // no head dim: priced as 128
+  EXPECT_LT(attention_efficiency(d, 0, 32), attention_efficiency(d, 0, 64));
+  d.efficiency.attention_head_half = 0;  // flat
+  EXPECT_DOUBLE_EQ(attention_efficiency(d, 0, 64), 0.5);
+}
+
+TEST(AttentionEfficiency, NonCausalKernelsRunFasterPerCountedFlop) {
+  auto d = device();
+  d.efficiency.attention_noncausal = 1.1;
+  EXPECT_DOUBLE_EQ(attention_efficiency(d, 0, 128, true), 0.5);
+  EXPECT_NEAR(attention_efficiency(d, 0, 128, false), 0.55, 1e-12);
+}
+
+TEST(AttentionEfficiency, PassesSplitSoThatBothTogetherTakeTheCombinedTime) {
+  // Forward F FLOPs, backward 2.5·F: F/η_f + 2.5·F/η_b = 3.5·F/η, with η_b = ρ·η_f.
+  auto d = device();
+  d.efficiency.attention_bwd = 0.8;
+  const double ef = attention_pass_efficiency(d, Pass::Forward, 0);
+  const double eb = attention_pass_efficiency(d, Pass::Backward, 0);
+  EXPECT_NEAR(eb / ef, 0.8, 1e-12);
+  EXPECT_NEAR(1 / ef + 2.5 / eb, 3.5 / 0.5, 1e-9);
+  EXPECT_GT(ef, 0.5);  // the faster pass is above the combined figure
+  // And op_time follows it: a forward attention of 1e12 FLOPs at 1e15·η_f.
+  workload::Op op;
+  op.kind = workload::OpKind::Attention;
+  op.fwd_flops = Flops{1e12};
+  op.fwd_kernels = 1;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 1e12 / (1e15 * ef) + 5e-6, 1e-12);
+}
+
+TEST(OpTimeParts, PartsAddUpAndNameWhatBinds) {
+  // A 1 GB elementwise kernel is memory-bound; a 8192³ GEMM compute-bound; the total is op_time.
+  workload::Op ew;
+  ew.kind = workload::OpKind::Elementwise;
+  ew.fwd_flops = Flops{1e8};
+  ew.fwd_bytes = Bytes{1e9};
+  const OpTime a = op_time_parts(device(), hw::Dtype::Bf16, ew, Pass::Forward);
+  EXPECT_TRUE(a.memory_bound());
+  EXPECT_NEAR(a.total.v, std::max(a.compute.v, a.memory.v) + a.launch.v, 1e-15);
+  EXPECT_DOUBLE_EQ(a.total.v, op_time(device(), hw::Dtype::Bf16, ew, Pass::Forward).v);
+  workload::Op g;
+  g.kind = workload::OpKind::Gemm;
+  g.m = g.n = g.k = 8192;
+  const OpTime b = op_time_parts(device(), hw::Dtype::Bf16, g, Pass::Backward);
+  EXPECT_FALSE(b.memory_bound());
+  EXPECT_NEAR(b.launch.v, 2 * 5e-6, 1e-15);  // data- and weight-gradient kernels
+  EXPECT_DOUBLE_EQ(b.total.v, op_time(device(), hw::Dtype::Bf16, g, Pass::Backward).v);
+}
+
 TEST(OptimizerTime, SweepsStateBytes) {
   // 1e9 params · 30 B / (2e12·0.9 B/s) = 16.67 ms (+5 us)
   EXPECT_NEAR(optimizer_time(device(), 1e9, 30).v, 30e9 / 1.8e12 + 5e-6, 1e-12);

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "models/cost/compute.hpp"
+#include "sim/analytic/op_breakdown.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "tests/support/read_file.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -136,6 +138,49 @@ TEST(Estimate, SameInputSameBytes) {
                           "\"time_to_train_s\"", "\"cost_to_train_usd\"", "\"peak_memory_bytes\"",
                           "\"memory_capacity_bytes\"", "\"fits\"", "\"count\"", "\"device\""})
     EXPECT_NE(a.find(key), std::string::npos) << key;
+}
+
+}  // namespace
+}  // namespace hetsim
+
+namespace hetsim {
+namespace {
+
+// The op breakdown explains the estimate: for every stage of a heterogeneous plan, the ops'
+// forward and backward times add up to the stage's per-micro-batch compute, and stages that
+// are alike are shown once with their count.
+TEST(OpBreakdown, AddsUpToEachStagesComputeAndFoldsAlikeStages) {
+  const Scenario s = load(test::slurp(std::filesystem::path(HETSIM_SOURCE_DIR) / "scenarios/mixed-h100-a100.toml"));
+  ASSERT_TRUE(s.plan);
+  const auto e = analytic::estimate(s, *s.plan);
+  const auto ops = analytic::op_breakdown(s, *s.plan);
+  ASSERT_FALSE(ops.empty());
+  int covered = 0;
+  for (const auto& so : ops) covered += so.alike;
+  int stages = 0;
+  for (const auto& g : s.plan->groups) stages += g.replicas * static_cast<int>(g.stages.size());
+  EXPECT_EQ(covered, stages);
+  for (const auto& so : ops) {
+    bool found = false;
+    for (const auto& st : e.stages) {
+      if (st.group != so.group || st.stage != so.stage) continue;
+      found = true;
+      const double want = st.per_micro_batch.get("forward").v + st.per_micro_batch.get("backward").v;
+      EXPECT_NEAR(so.compute().v, want, 1e-9 * want) << "group " << so.group << " stage " << so.stage;
+    }
+    EXPECT_TRUE(found);
+    for (const auto& part : so.parts)
+      for (const auto& op : part.ops) {
+        EXPECT_GT(op.fwd.total.v + op.bwd.total.v, 0) << op.name;
+        // A layer's big GEMMs are compute-bound on any GPU; its norms are memory-bound.
+        if (op.name == "mlp_up") {
+          EXPECT_FALSE(op.fwd.memory_bound()) << so.pool;
+        }
+        if (op.kind == workload::OpKind::Norm) {
+          EXPECT_TRUE(op.fwd.memory_bound()) << so.pool;
+        }
+      }
+  }
 }
 
 }  // namespace
