@@ -17,6 +17,10 @@ struct StageEstimate {
   std::string pool;
   int tp = 1, first_layer = 0, layers = 0;
   cost::TimeBreakdown per_micro_batch;  ///< "forward", "backward", "recompute", "tp comm", "pp comm"
+  /// The exposed TP collectives of one micro-batch by the pass they delay: the layers'
+  /// "forward", "backward", "recompute", and the "embedding and head" (both passes); they sum
+  /// to per_micro_batch "tp comm".
+  cost::TimeBreakdown tp_by_pass;
   Duration dp_comm;                     ///< gradient (and parameter) sync per step, unhidden
   Duration dp_exposed;                  ///< what overlap leaves exposed
   Duration optimizer;

@@ -195,6 +195,7 @@ ordered_json estimate_object(const Scenario& s, const plan::Plan& p, const analy
     sj["first_layer"] = st.first_layer;
     sj["layers"] = st.layers;
     sj["per_micro_batch_s"] = breakdown_json(st.per_micro_batch);
+    sj["tp_comm_by_pass_s"] = breakdown_json(st.tp_by_pass);
     sj["dp_comm_s"] = st.dp_comm.v;
     sj["dp_exposed_s"] = st.dp_exposed.v;
     sj["optimizer_s"] = st.optimizer.v;
