@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Summary of the step-time table of docs/validation.md (or of validation_table.sh output): per
+set of runs, mean |error|, max |error| and signed mean. Usage: python3 tests/perf/validation_summary.py FILE"""
+import sys
+text=open(sys.argv[1]).read()
+text=text[text.index('| run | devices |'):]
+lines=text.split('\n\n')[0].splitlines()[2:]
+err={}
+for l in lines:
+    r=l.split('|'); err[r[1].strip()]=float(r[6].strip().split(' ')[0])
+def st(names):
+    v=[err[n] for n in names]; return len(v), sum(map(abs,v))/len(v), max(map(abs,v)), sum(v)/len(v)
+ten=['bloom-176b']+[n for n in err if n.startswith('megatron-gpt')]
+k=[n for n in err if n.startswith('korthikanti')]
+sc=[n for n in err if n.startswith('megatron-sc21')]
+sm=['tinyllama-1.1b-a100-40gb','torchtitan-llama3-70b-a100','torchtitan-llama3-8b-a100','nemo-llama2-7b-h100-fp8']
+for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('all',list(err))]:
+    print(name, "%d mean %.1f max %.1f signed %+.1f"%st(s))
