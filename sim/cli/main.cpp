@@ -267,6 +267,25 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
 int run_plan(const Common& c, int top, int verify, const std::string& objective, bool same_vendor) {
   hetsim::Scenario sc;
   if (int rc = load_scenario(c.scenario, sc)) return rc;
+  // Devices without the training's number format hold no stage: say so, and refuse when no
+  // pool is left.
+  int usable = 0;
+  const std::string prec(hetsim::hw::dtype_name(sc.training.precision));
+  for (const auto& pool : sc.cluster.pools) {
+    if (pool.device.peak_for(sc.training.precision)) {
+      ++usable;
+      continue;
+    }
+    std::cerr << fmt::format("{}: note: pool '{}' ({}) has no {} support and is left out of the search{}\n", c.scenario,
+                             pool.name, pool.device.name, prec,
+                             pool.device.peak_for(hetsim::hw::Dtype::Fp16) ? " (precision = \"fp16\" would use it)" : "");
+  }
+  if (usable == 0) {
+    std::cerr << fmt::format("{}: error: training.precision: no pool of this cluster supports {}\n  hint: use a "
+                             "precision its devices support (`hetsim catalog` lists each device's formats)\n",
+                             c.scenario, prec);
+    return kExitBadInput;
+  }
   hetsim::planner::Options opts;
   opts.objective = objective == "cost" ? hetsim::planner::Objective::Cost : hetsim::planner::Objective::Time;
   opts.top = top;

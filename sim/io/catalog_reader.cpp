@@ -43,23 +43,38 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
 
   if (auto peak = r.table(t, "peak")) {
     r.check_keys(*peak, {"fp32", "tf32", "bf16", "fp16", "fp8"});
+    bool given = false;
     for (hw::Dtype dt : hw::kAllDtypes)
-      if (auto v = r.quantity(*peak, hw::dtype_name(dt), Dimension::Compute))
-        d.peak[dt] = FlopRate{*v};
-    if (d.peak.empty())
+      if (auto v = r.quantity(*peak, hw::dtype_name(dt), Dimension::Compute)) {
+        given = true;
+        // Physical range of one device: a GFLOP/s (a slow cpu core) to an EFLOP/s.
+        if (!(*v >= 1e9 && *v <= 1e18))
+          r.error(r.loc(r.node(*peak, hw::dtype_name(dt))), r.key_path(*peak, hw::dtype_name(dt)),
+                  "peak must be between 1 GFLOPS and 1 EFLOPS per device", "e.g. \"989TFLOPS\"");
+        else
+          d.peak[dt] = FlopRate{*v};
+      }
+    if (d.peak.empty() && !given)
       r.error(r.loc(peak->table), peak->path, "a device needs at least one peak rate",
               "e.g. bf16 = \"989TFLOPS\"");
   } else {
     r.missing(t, "peak", "{ bf16 = \"989TFLOPS\" }");
   }
-  auto need_q = [&](const char* key, Dimension dim, const char* example) -> double {
+  auto need_q = [&](const char* key, Dimension dim, const char* example, double lo, double hi,
+                    const char* range) -> double {
     auto v = r.quantity(t, key, dim);
     if (!v && !r.node(t, key)) r.missing(t, key, example);
-    if (v && *v <= 0) r.error(r.loc(r.node(t, key)), r.key_path(t, key), std::string(key) + " must be positive");
+    if (v && !(*v >= lo && *v <= hi)) {
+      r.error(r.loc(r.node(t, key)), r.key_path(t, key), std::string(key) + " must be between " + range,
+              std::string("e.g. ") + example);
+      return 0;
+    }
     return v.value_or(0);
   };
-  d.memory = Bytes{need_q("memory", Dimension::Size, "\"80GiB\"")};
-  d.memory_bandwidth = BytesPerSec{need_q("memory_bandwidth", Dimension::Bandwidth, "\"3.35TB/s\"")};
+  d.memory = Bytes{need_q("memory", Dimension::Size, "\"80GiB\"", 1024.0 * 1024, 1024.0 * 1024 * 1024 * 1024 * 1024,
+                          "1 MiB and 1 PiB")};
+  d.memory_bandwidth = BytesPerSec{need_q("memory_bandwidth", Dimension::Bandwidth, "\"3.35TB/s\"", 1e8, 1e15,
+                                          "0.1 GB/s and 1 PB/s")};
   d.tdp = Watts{r.quantity(t, "tdp", Dimension::Power).value_or(0)};
   d.price_usd_per_hour = r.number(t, "price_usd_per_hour", 0, 1e6).value_or(0);
   d.purchase_usd = r.number(t, "purchase_usd", 0, 1e9).value_or(0);

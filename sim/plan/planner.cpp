@@ -69,11 +69,15 @@ GroupTime group_time(const plan::Plan& p, std::size_t g, const std::vector<analy
 }  // namespace
 
 // A plan whose traffic leaves a node from a pool without NICs (a send to another pool, replicas
-// in several groups) cannot run: validate_plan refuses it, the search never prices it.
+// in several groups), or that puts a stage on a device without the training's number format,
+// cannot run: validate_plan refuses it, the search never prices it.
 bool nic_paths_ok(const Scenario& s, const plan::Plan& p) {
   for (const auto& g : p.groups)
     for (std::size_t i = 0; i < g.stages.size(); ++i) {
       const auto& pool = s.cluster.pools[static_cast<std::size_t>(g.stages[i].pool)];
+      // A device without the training's number format cannot hold a stage (validate_plan
+      // refuses it too); the search leaves such pools out.
+      if (!pool.device.peak_for(s.training.precision)) return false;
       if (pool.nics_per_node > 0) continue;
       const bool crosses = p.groups.size() > 1 || (i + 1 < g.stages.size() && g.stages[i + 1].pool != g.stages[i].pool) ||
                            (i > 0 && g.stages[i - 1].pool != g.stages[i].pool) ||

@@ -200,5 +200,21 @@ for st in j["ops"]:
 ' && ok || bad "estimate --json --ops: one JSON document whose ops add up"
 "$HETSIM" estimate --json "$SRC/scenarios/mixed-h100-a100.toml" | grep -q '"ops"' && bad "ops only with --ops" || ok
 
+# Issue 11, defect 4: a device peak of 0 or 1e-300 TFLOPS (or memory of 0) is refused with its key, exit 2.
+for pk in '0TFLOPS' '1e-300TFLOPS' '1e300TFLOPS'; do
+  sed -e "s|device = \"a100-sxm4-80gb\"|device = { name = \"x\", peak = { bf16 = \"$pk\" }, memory = \"80GiB\", memory_bandwidth = \"3TB/s\", node = { devices = 8, fabric = \"nvlink4\", nics = 8, nic = \"ib-ndr-400\" } }|" \
+    "$SRC/scenarios/gpt3-175b-a100.toml" > "$tmp/peak.toml"
+  grep -q 'name = "x"' "$tmp/peak.toml" || { bad "peak test: scenario not rewritten"; break; }
+  out=$("$HETSIM" estimate "$tmp/peak.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && echo "$out" | grep -q "peak.bf16" && echo "$out" | grep -q "between 1 GFLOPS" && ok || bad "peak $pk: rc $rc: $out"
+done
+# Defect 5: plan on V100 + H100 in bf16 leaves the V100s out with a note; V100 alone is refused (exit 2).
+printf '[model]\npreset = "llama3-8b"\n[training]\nglobal_batch = 64\nseq_len = 2048\nprecision = "bf16"\n[[cluster.pool]]\ndevice = "v100-sxm2-32gb"\nnodes = 1\n' > "$tmp/v100.toml"
+cp "$tmp/v100.toml" "$tmp/v100-h100.toml"; printf '[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n' >> "$tmp/v100-h100.toml"
+out=$("$HETSIM" plan "$tmp/v100-h100.toml" 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q "has no bf16 support and is left out" && ! echo "$out" | grep -q "internal error" && ok || bad "plan V100 + H100 bf16: rc $rc: $out"
+out=$("$HETSIM" plan "$tmp/v100.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "no pool of this cluster supports bf16" && ok || bad "plan V100 alone bf16: rc $rc: $out"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
