@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <unistd.h>
 #include <filesystem>
@@ -150,7 +151,16 @@ int main(int argc, char** argv) {
   auto* cal = app.add_subcommand("calibrate", "Microbenchmark a device and fit the cost model's parameters");
   cal->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
   cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)");
-  cal->add_option("--name", profile_name, "Device name in the profile")->default_val("cpu-calibrated");
+  // The name becomes a catalogue id inside a TOML string: letters, digits, '.', '_' and '-' only.
+  cal->add_option("--name", profile_name, "Device name in the profile (letters, digits, '.', '_', '-')")
+      ->default_val("cpu-calibrated")
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty() || v.size() > 64) return "a device name of 1 to 64 characters";
+        for (unsigned char c : v)
+          if (!std::isalnum(c) && c != '.' && c != '_' && c != '-')
+            return "a device name of letters, digits, '.', '_' and '-' (it becomes a catalogue id)";
+        return {};
+      });
   cal->add_option("--seconds", seconds, "Time to spend measuring (at least about 1 s in all)")
       ->check(CLI::Range(0.2, 600.0))
       ->default_val(2);

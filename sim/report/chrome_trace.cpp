@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/report/simulation_report.hpp"
 
 namespace hetsim::report {
@@ -8,13 +10,11 @@ namespace {
 // Microseconds with nanosecond precision, as Chrome's trace format expects.
 std::string us(schedule::SimTime ns) { return fmt::format("{}.{:03d}", ns / 1000, static_cast<int>(ns % 1000)); }
 
+// A string's JSON form without its quotes, by the JSON library: quotes, backslashes and every
+// control character escaped; invalid UTF-8 replaced (U+FFFD) rather than thrown on.
 std::string escape(const std::string& in) {
-  std::string out;
-  for (char c : in) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
+  const std::string q = nlohmann::json(in).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return q.substr(1, q.size() - 2);
 }
 
 }  // namespace

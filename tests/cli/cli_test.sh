@@ -216,5 +216,15 @@ out=$("$HETSIM" plan "$tmp/v100-h100.toml" 2>&1); rc=$?
 out=$("$HETSIM" plan "$tmp/v100.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "no pool of this cluster supports bf16" && ok || bad "plan V100 alone bf16: rc $rc: $out"
 
+# Defect 1: pool names with quotes, tabs and control characters still give a valid JSON trace.
+printf '[model]\npreset = "tiny"\n[training]\nglobal_batch = 8\nseq_len = 512\n[[cluster.pool]]\nname = "a\\"b\\tc\\u0001d\\\\e"\ndevice = "h100-sxm5"\nnodes = 1\n[parallel]\ntp = 1\npp = 1\ndp = 8\nmicro_batch = 1\n' > "$tmp/ctl.toml"
+"$HETSIM" simulate --trace "$tmp/ctl-trace.json" "$tmp/ctl.toml" >/dev/null 2>&1 &&
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert any("\x01" in e.get("args", {}).get("name", "") for e in j["traceEvents"])' "$tmp/ctl-trace.json" &&
+  ok || bad "trace with control characters in a pool name is not valid JSON"
+if [ -n "${HETSIM_EXEC:-}" ]; then
+  out=$("$HETSIM_EXEC" calibrate --name 'a"b' --out "$tmp/prof.toml" 2>&1); rc=$?
+  [ $rc -ne 0 ] && [ ! -e "$tmp/prof.toml" ] && echo "$out" | grep -q "catalogue id" && ok || bad "calibrate --name with a quote: rc $rc: $out"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
