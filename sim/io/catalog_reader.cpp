@@ -73,8 +73,8 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
   };
   d.memory = Bytes{need_q("memory", Dimension::Size, "\"80GiB\"", 1024.0 * 1024, 1024.0 * 1024 * 1024 * 1024 * 1024,
                           "1 MiB and 1 PiB")};
-  d.memory_bandwidth = BytesPerSec{need_q("memory_bandwidth", Dimension::Bandwidth, "\"3.35TB/s\"", 1e8, 1e15,
-                                          "0.1 GB/s and 1 PB/s")};
+  d.memory_bandwidth = BytesPerSec{need_q("memory_bandwidth", Dimension::Bandwidth, "\"3.35TB/s\"", 1e8, 1e21,
+                                          "0.1 GB/s and 1 ZB/s (an idealised device)")};
   d.tdp = Watts{r.quantity(t, "tdp", Dimension::Power).value_or(0)};
   d.price_usd_per_hour = r.number(t, "price_usd_per_hour", 0, 1e6).value_or(0);
   d.purchase_usd = r.number(t, "purchase_usd", 0, 1e9).value_or(0);

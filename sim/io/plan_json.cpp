@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "models/base/nearest.hpp"
+#include "sim/io/json_strict.hpp"
 #include "sim/io/scenario_reader.hpp"
 
 namespace hetsim::io {
@@ -133,17 +134,9 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
 
 Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& file, const Scenario& s) {
   Diagnostics d;
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into line:column.
-    std::uint32_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
-    }
-    return Diagnostic{{file, line, col}, "", std::string("JSON syntax: ") + e.what(), ""};
-  }
+  auto parsed = parse_json_strict(text, file);
+  if (!parsed) return parsed.errors();
+  const json j = *parsed;
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "sim/io/json_strict.hpp"
+
 namespace hetsim::io {
 
 TraceFile make_trace_file(const schedule::TaskGraph& g, const engine::Trace& t, std::string source,
@@ -53,16 +55,9 @@ Result<TraceFile> read_trace_json(const std::filesystem::path& file) {
   std::ostringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  nlohmann::ordered_json j;  // ordered: op classes keep the order they were written in
-  try {
-    j = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::uint32_t line = 1, col = 1;  // nlohmann reports a byte offset
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
-    }
-    return Diagnostic{{name, line, col}, "", "JSON syntax: " + std::string(e.what()), hint};
-  }
+  auto parsed = parse_json_strict(text, name, hint);  // ordered: op classes keep their order
+  if (!parsed) return parsed.errors();
+  const nlohmann::ordered_json& j = *parsed;
   if (!j.is_object() || j.value("format", "") != "hetsim-trace") {
     const std::string format = j.is_object() ? j.value("format", "") : "";
     return Diagnostic{{name, 0, 0}, "/format",

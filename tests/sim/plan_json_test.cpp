@@ -62,7 +62,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadPlan{"too_many_replicas", "\"replicas\": 4", "\"replicas\": 40", "devices of pool"},
         BadPlan{"virtual_stages_without_interleaving", "\"virtual_stages\": 1", "\"virtual_stages\": 2",
                 "virtual_stages applies to the interleaved schedule only"},
-        BadPlan{"wrong_type", "\"micro_batch\": 1", "\"micro_batch\": \"1\"", "expected an integer"}),
+        BadPlan{"wrong_type", "\"micro_batch\": 1", "\"micro_batch\": \"1\"", "expected an integer"},
+        // Issue 11, defect 2: a number beyond double range and a duplicate key are diagnostics
+        // with file:line:col, not an uncaught exception or a silent choice.
+        BadPlan{"number_out_of_range", "\"micro_batch\": 1", "\"micro_batch\": 1e400", "plan.json:5:18: error: JSON: "},
+        BadPlan{"duplicate_key", "\"zero\": 1", "\"zero\": 1,\n  \"zero\": 2", "duplicate key \"zero\""}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
