@@ -37,6 +37,10 @@
 
 namespace {
 
+// -o, --save-plan, --trace, --out: refused before any work when they cannot be written.
+const CLI::Validator kOutputPath(
+    [](const std::string& v) { return hetsim::io::output_path_problem(v); }, "FILE");
+
 constexpr int kOk = 0, kEnvironment = 1, kBadInput = 2, kDoesNotFit = 3;
 
 // Under mpirun every process reads the same input and meets the same errors: rank 0 reports.
@@ -131,7 +135,7 @@ int main(int argc, char** argv) {
   run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->check(CLI::PositiveNumber)->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
   run->add_option("--warmup", warmup, "Steps run first and discarded")->check(CLI::Range(0, 100))->default_val(1);
-  run->add_option("--out", out, "Write the measured trace (docs/formats.md#trace-json)");
+  run->add_option("--out", out, "Write the measured trace (docs/formats.md#trace-json)")->check(kOutputPath);
   run->add_option("--predicted", predicted_out, "Write the predicted trace of the same step");
   run->add_flag("--json", json, "Print the comparison as JSON");
   bool fit = false;
@@ -150,7 +154,7 @@ int main(int argc, char** argv) {
   double seconds = 2;
   auto* cal = app.add_subcommand("calibrate", "Microbenchmark a device and fit the cost model's parameters");
   cal->add_option("--backend", backend_name, "cpu, cuda or hip")->check(CLI::IsMember({"cpu", "cuda", "hip"}))->default_val("cpu");
-  cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)");
+  cal->add_option("--out", profile_out, "Write the profile (a catalogue file for [[cluster.pool]] catalog = …)")->check(kOutputPath);
   // The name becomes a catalogue id inside a TOML string: letters, digits, '.', '_' and '-' only.
   cal->add_option("--name", profile_name, "Device name in the profile (letters, digits, '.', '_', '-')")
       ->default_val("cpu-calibrated")

@@ -37,6 +37,10 @@
 
 namespace {
 
+// -o, --save-plan, --trace, --out: refused before any work when they cannot be written.
+const CLI::Validator kOutputPath(
+    [](const std::string& v) { return hetsim::io::output_path_problem(v); }, "FILE");
+
 constexpr int kExitOk = 0;
 constexpr int kExitEnvironment = 1;
 constexpr int kExitBadInput = 2;
@@ -368,7 +372,7 @@ int main(int argc, char** argv) {
   std::string cat_out;
   auto* cat = app.add_subcommand("catalog", "List the built-in devices and links");
   cat->add_flag("--json", cat_json, "Print JSON (every figure with its source) instead of a table");
-  cat->add_option("-o,--output", cat_out, "Write to this file (atomically) instead of stdout");
+  cat->add_option("-o,--output", cat_out, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
 
   Common est_opts;
   est_opts.command = "estimate";
@@ -378,8 +382,8 @@ int main(int argc, char** argv) {
   est->add_option("scenario", est_opts.scenario, "Scenario TOML file")->required();
   est->add_option("--plan", est_opts.plan_file, "Plan JSON to use instead of the scenario's [parallel]");
   est->add_flag("--json", est_opts.json, "Print one JSON object (docs/formats.md) instead of a table");
-  est->add_option("-o,--output", est_opts.output, "Write to this file (atomically) instead of stdout");
-  est->add_option("--save-plan", est_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
+  est->add_option("-o,--output", est_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
+  est->add_option("--save-plan", est_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)")->check(kOutputPath);
   est->add_flag("--ops", est_opts.ops,
                 "Also show every op of one micro-batch per distinct stage: forward and backward time, "
                 "achieved TFLOP/s, bytes and what binds it (JSON: an \"ops\" array)");
@@ -394,9 +398,9 @@ int main(int argc, char** argv) {
   sim->add_option("scenario", sim_opts.scenario, "Scenario TOML file")->required();
   sim->add_option("--plan", sim_opts.plan_file, "Plan JSON to use instead of the scenario's [parallel]");
   sim->add_flag("--json", sim_opts.json, "Print one JSON object (docs/formats.md) instead of a table");
-  sim->add_option("-o,--output", sim_opts.output, "Write to this file (atomically) instead of stdout");
-  sim->add_option("--trace", trace_file, "Write a Chrome/Perfetto trace JSON of the step to this file");
-  sim->add_option("--save-plan", sim_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)");
+  sim->add_option("-o,--output", sim_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
+  sim->add_option("--trace", trace_file, "Write a Chrome/Perfetto trace JSON of the step to this file")->check(kOutputPath);
+  sim->add_option("--save-plan", sim_opts.save_plan, "Also write the plan as JSON (docs/formats.md#plan-json)")->check(kOutputPath);
   std::string engine = "native";
   sim->add_option("--engine", engine,
                   "native (fast, each collective priced alone) or simgrid (SimGrid's flow model: links shared by "
@@ -411,7 +415,7 @@ int main(int argc, char** argv) {
                                   "for other SimGrid tools: the platform `simulate --engine simgrid` runs on");
   plat->add_option("scenario", plat_opts.scenario, "Scenario TOML file")->required();
   plat->add_option("--plan", plat_opts.plan_file, "Plan JSON: routes of the pairs its step uses");
-  plat->add_option("-o,--output", plat_opts.output, "Write to this file (atomically) instead of stdout");
+  plat->add_option("-o,--output", plat_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
 
   Common plan_opts;
   plan_opts.command = "plan";
@@ -433,9 +437,9 @@ int main(int argc, char** argv) {
   pln->add_flag("--same-vendor", same_vendor,
                 "Never pipeline or synchronise gradients between devices of different vendors (no common "
                 "communicator such as NCCL/RCCL)");
-  pln->add_option("--out", plan_opts.save_plan, "Write the best plan as JSON (input of simulate --plan)");
+  pln->add_option("--out", plan_opts.save_plan, "Write the best plan as JSON (input of simulate --plan)")->check(kOutputPath);
   pln->add_flag("--json", plan_opts.json, "Print one JSON object (docs/formats.md#plan-search-json)");
-  pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout");
+  pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
 
   try {
     app.parse(argc, argv);

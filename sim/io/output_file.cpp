@@ -7,7 +7,19 @@
 
 namespace hetsim::io {
 
+std::string output_path_problem(const std::string& path) {
+  if (path.empty()) return "an empty path is not an output file";
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (std::filesystem::is_directory(p, ec)) return "'" + path + "' is a directory; name a file inside it";
+  const auto dir = p.parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) return "folder '" + dir.string() + "' does not exist";
+  return {};
+}
+
 Diagnostics write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+  if (const std::string why = output_path_problem(path.string()); !why.empty())
+    return {{{path.string(), 0, 0}, "", "cannot write output file", why}};
   const std::filesystem::path tmp = path.string() + ".tmp-hetsim";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -24,8 +36,9 @@ Diagnostics write_file_atomic(const std::filesystem::path& path, std::string_vie
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    const std::string why = ec.message();
     std::filesystem::remove(tmp, ec);
-    return {{{path.string(), 0, 0}, "", "cannot move output into place", ec.message()}};
+    return {{{path.string(), 0, 0}, "", "cannot move output into place", why}};
   }
   return {};
 }

@@ -13,4 +13,8 @@ namespace hetsim::io {
 [[nodiscard]] Diagnostics write_file_atomic(const std::filesystem::path& path,
                                             std::string_view content);
 
+/// Why `path` cannot be an output file (empty, a directory, its folder missing), or "" when it
+/// can; for command-line validators, before any work is done.
+[[nodiscard]] std::string output_path_problem(const std::string& path);
+
 }  // namespace hetsim::io

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "models/base/nearest.hpp"
+#include "sim/io/input_file.hpp"
 #include "sim/io/json_strict.hpp"
 #include "sim/io/scenario_reader.hpp"
 
@@ -209,13 +210,9 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
 }
 
 Result<plan::Plan> read_plan_json(const std::filesystem::path& file, const Scenario& s) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    return Diagnostic{{file.string(), 0, 0}, "", "cannot open plan file",
-                      std::filesystem::exists(file) ? "check its permissions" : "no such file"};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_plan_json(ss.str(), file.string(), s);
+  auto text = read_input_file(file, "plan file", "write one with `hetsim plan --out FILE` or --save-plan");
+  if (!text) return text.errors();
+  return parse_plan_json(*text, file.string(), s);
 }
 
 }  // namespace hetsim::io

@@ -9,6 +9,7 @@
 #include "sim/io/detail/hw_tables.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/detail/toml_reader.hpp"
+#include "sim/io/input_file.hpp"
 
 namespace hetsim::io {
 namespace {
@@ -205,15 +206,13 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
     // the scenario; its devices and links join the catalogue.
     if (auto extra = r.string(pt, "catalog")) {
       const std::filesystem::path path = std::filesystem::path(r.file()).parent_path() / *extra;
-      std::ifstream in(path, std::ios::binary);
-      if (!in) {
-        r.error(r.loc(r.node(pt, "catalog")), pt.path + ".catalog", "cannot open catalogue file '" + path.string() + "'",
-                "write one with `hetsim-exec calibrate --out FILE`");
+      auto text = read_input_file(path, "catalogue file", "write one with `hetsim-exec calibrate --out FILE`");
+      if (!text) {
+        const Diagnostic& e = text.errors().front();
+        r.error(r.loc(r.node(pt, "catalog")), pt.path + ".catalog", e.message + " '" + path.string() + "'", e.hint);
         continue;
       }
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      for (auto& d : read_catalog_text(ss.str(), path.string(), cat)) r.error(d.where, d.key, d.message, d.hint);
+      for (auto& d : read_catalog_text(*text, path.string(), cat)) r.error(d.where, d.key, d.message, d.hint);
       if (r.failed()) continue;
     }
     const toml::node* dev = r.node(pt, "device");
@@ -679,13 +678,9 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
 }
 
 Result<Scenario> read_scenario(const std::filesystem::path& file, const hw::Catalog& catalog) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    return Diagnostic{{file.string(), 0, 0}, "", "cannot open scenario file",
-                      std::filesystem::exists(file) ? "check its permissions" : "no such file"};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), file.string(), catalog);
+  auto text = read_input_file(file, "scenario file");
+  if (!text) return text.errors();
+  return parse_scenario(*text, file.string(), catalog);
 }
 
 }  // namespace hetsim::io

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "sim/io/input_file.hpp"
 #include "sim/io/json_strict.hpp"
 
 namespace hetsim::io {
@@ -50,11 +51,9 @@ std::string trace_to_json(const TraceFile& t) {
 Result<TraceFile> read_trace_json(const std::filesystem::path& file) {
   const std::string name = file.string();
   const std::string hint = "traces are written by `hetsim-exec run --out MEASURED.json --predicted PREDICTED.json`";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Diagnostic{{name, 0, 0}, "", "cannot open trace file", "no such file, or not readable; " + hint};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  auto read = read_input_file(file, "trace file", hint);
+  if (!read) return read.errors();
+  const std::string& text = *read;
   auto parsed = parse_json_strict(text, name, hint);  // ordered: op classes keep their order
   if (!parsed) return parsed.errors();
   const nlohmann::ordered_json& j = *parsed;

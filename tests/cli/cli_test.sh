@@ -226,5 +226,17 @@ if [ -n "${HETSIM_EXEC:-}" ]; then
   [ $rc -ne 0 ] && [ ! -e "$tmp/prof.toml" ] && echo "$out" | grep -q "catalogue id" && ok || bad "calibrate --name with a quote: rc $rc: $out"
 fi
 
+# Defect 7: /dev/zero, a directory or an empty path as input; an empty path or a directory as output.
+for in in /dev/zero "$tmp" ""; do
+  out=$(timeout 30 "$HETSIM" estimate "$in" 2>&1); rc=$?
+  [ $rc -eq 2 ] && echo "$out" | grep -Eq "larger than|is a directory|empty path" && ok || bad "estimate '$in': rc $rc: $out"
+done
+out=$("$HETSIM" estimate --plan "$tmp" "$SRC/scenarios/default.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "plan file is a directory" && ok || bad "--plan DIR: rc $rc: $out"
+for o in "" "$tmp"; do
+  out=$("$HETSIM" estimate -o "$o" "$SRC/scenarios/default.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && ! echo "$out" | grep -q "^scenario" && ok || bad "estimate -o '$o': rc $rc: $out"
+done
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
