@@ -120,9 +120,11 @@ int load(const Common& c, hetsim::Scenario& sc, hetsim::plan::Plan& plan) {
   return kExitOk;
 }
 
-// Reports a plan that does not fit (exit 3, no output file) or writes the output.
+// Reports a plan that does not fit (exit 3, no output file) or writes the outputs: -o (or
+// stdout), --save-plan and `extra` (the trace) land together or not at all.
 int finish(const Common& c, const hetsim::Scenario& sc, const hetsim::plan::Plan& plan,
-           const hetsim::analytic::Estimate& est, const std::string& text) {
+           const hetsim::analytic::Estimate& est, const std::string& text,
+           std::vector<hetsim::io::OutputFile> extra = {}) {
   if (!est.fits) {
     // Show why, but write no output file: a plan that does not fit is not an answer.
     std::fwrite(text.data(), 1, text.size(), c.json ? stderr : stdout);
@@ -135,14 +137,15 @@ int finish(const Common& c, const hetsim::Scenario& sc, const hetsim::plan::Plan
                  "a higher zero stage, or a smaller micro_batch\n";
     return kExitDoesNotFit;
   }
-  if (!c.save_plan.empty()) {
-    auto errs = hetsim::io::write_file_atomic(c.save_plan, hetsim::io::plan_to_json(sc, plan));
-    if (!errs.empty()) {
-      print_diagnostics(errs);
-      return kExitEnvironment;
-    }
+  std::vector<hetsim::io::OutputFile> files = std::move(extra);
+  if (!c.save_plan.empty()) files.push_back({c.save_plan, hetsim::io::plan_to_json(sc, plan)});
+  if (!c.output.empty()) files.push_back({c.output, text});
+  if (auto errs = hetsim::io::write_files_atomic(files); !errs.empty()) {
+    print_diagnostics(errs);
+    return kExitEnvironment;
   }
-  return emit(text, c.output);
+  if (c.output.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
 }
 
 int run_estimate(const Common& c) {
@@ -256,16 +259,11 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
     text = j.dump(2) + "\n";
   }
   text += c.json ? "" : engine_text;
-  // The trace is written last, only when everything else was: a failed run leaves no files.
-  if (int rc = finish(c, sc, plan, sim.simulated, text); rc != kExitOk) return rc;
-  if (!trace_file.empty()) {
-    auto errs = hetsim::io::write_file_atomic(trace_file, hetsim::report::chrome_trace(sc, sim.graph, sim.trace));
-    if (!errs.empty()) {
-      print_diagnostics(errs);
-      return kExitEnvironment;
-    }
-  }
-  return kExitOk;
+  // The trace lands with the other outputs or none of them does.
+  std::vector<hetsim::io::OutputFile> extra;
+  if (!trace_file.empty() && sim.simulated.fits)
+    extra.push_back({trace_file, hetsim::report::chrome_trace(sc, sim.graph, sim.trace)});
+  return finish(c, sc, plan, sim.simulated, text, std::move(extra));
 }
 
 int run_plan(const Common& c, int top, int verify, const std::string& objective, bool same_vendor) {

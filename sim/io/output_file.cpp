@@ -17,6 +17,46 @@ std::string output_path_problem(const std::string& path) {
   return {};
 }
 
+Diagnostics write_files_atomic(const std::vector<OutputFile>& files) {
+  std::vector<std::filesystem::path> staged;
+  auto discard = [&] {
+    std::error_code ec;
+    for (const auto& t : staged) std::filesystem::remove(t, ec);
+  };
+  for (const OutputFile& f : files) {
+    if (const std::string why = output_path_problem(f.path.string()); !why.empty()) {
+      discard();
+      return {{{f.path.string(), 0, 0}, "", "cannot write output file", why}};
+    }
+    const std::filesystem::path tmp = f.path.string() + ".tmp-hetsim";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      discard();
+      return {{{f.path.string(), 0, 0}, "", "cannot write output file", why}};
+    }
+    staged.push_back(tmp);
+    out.write(f.content.data(), static_cast<std::streamsize>(f.content.size()));
+    out.flush();
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      discard();
+      return {{{f.path.string(), 0, 0}, "", "write failed", why}};
+    }
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    std::filesystem::rename(staged[i], files[i].path, ec);
+    if (ec) {
+      const std::string why = ec.message();
+      for (std::size_t k = 0; k < i; ++k) std::filesystem::remove(files[k].path, ec);
+      for (std::size_t k = i; k < staged.size(); ++k) std::filesystem::remove(staged[k], ec);
+      return {{{files[i].path.string(), 0, 0}, "", "cannot move output into place", why}};
+    }
+  }
+  return {};
+}
+
 Diagnostics write_file_atomic(const std::filesystem::path& path, std::string_view content) {
   if (const std::string why = output_path_problem(path.string()); !why.empty())
     return {{{path.string(), 0, 0}, "", "cannot write output file", why}};

@@ -238,5 +238,12 @@ for o in "" "$tmp"; do
   [ $rc -eq 2 ] && ! echo "$out" | grep -q "^scenario" && ok || bad "estimate -o '$o': rc $rc: $out"
 done
 
+# Defect 8: the outputs of one command land together or not at all (a trace that cannot be
+# written leaves no -o and no --save-plan file, and no temporary).
+out=$("$HETSIM" simulate -o "$tmp/o8.txt" --save-plan "$tmp/p8.json" --trace /proc/t8.json "$SRC/scenarios/cpu-pipeline.toml" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ ! -e "$tmp/o8.txt" ] && [ ! -e "$tmp/p8.json" ] && ! ls "$tmp" | grep -q tmp-hetsim && ok || bad "outputs not all-or-nothing: rc $rc: $out"
+"$HETSIM" simulate -o "$tmp/o8.txt" --save-plan "$tmp/p8.json" --trace "$tmp/t8.json" "$SRC/scenarios/cpu-pipeline.toml" &&
+  [ -s "$tmp/o8.txt" ] && [ -s "$tmp/p8.json" ] && [ -s "$tmp/t8.json" ] && ok || bad "all three outputs written together"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
