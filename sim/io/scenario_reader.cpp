@@ -242,6 +242,16 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
       pool.nodes = 0;
     }
     pool.devices_per_node = as_int(r.integer(pt, "devices_per_node", 1, 4096), pool.device.node.devices);
+    // Device counts stay far inside int (and the planner's arithmetic): at most 2^24 devices
+    // per pool and in the cluster (the largest published clusters have ~10^5).
+    constexpr long long kMaxDevices = 1LL << 24;
+    if (static_cast<long long>(pool.nodes) * pool.devices_per_node > kMaxDevices) {
+      r.error(r.loc(r.node(pt, "nodes") ? r.node(pt, "nodes") : pt.table), pt.path + ".nodes",
+              "nodes × devices_per_node = " + std::to_string(static_cast<long long>(pool.nodes) * pool.devices_per_node) +
+                  " devices, more than the 16,777,216 (2^24) a pool may have",
+              "fewer nodes");
+      pool.nodes = 0;
+    }
     const hw::LinkSpec* fabric = link_or_error(r, pt, "fabric", cat);
     if (!fabric) fabric = cat.find_link(pool.device.node.fabric);
     const hw::LinkSpec* nic = link_or_error(r, pt, "nic", cat);
@@ -266,6 +276,13 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
         r.error(r.loc(pt.table), pt.path + ".name", "two pools are named '" + pool.name + "'",
                 "give each pool of the same device its own name = \"…\"");
     s.cluster.pools.push_back(pool);
+    long long total = 0;
+    for (const auto& q : s.cluster.pools) total += static_cast<long long>(q.nodes) * q.devices_per_node;
+    if (total > (1LL << 24)) {
+      r.error(r.loc(pt.table), pt.path, "the cluster has " + std::to_string(total) +
+              " devices, more than the 16,777,216 (2^24) hetsim plans for", "fewer or smaller pools");
+      s.cluster.pools.back().nodes = 0;
+    }
   }
 }
 

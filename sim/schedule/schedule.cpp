@@ -15,7 +15,13 @@ namespace {
 
 constexpr std::uint32_t kNone = 0xffffffffu;
 
-std::int64_t to_bytes(Bytes b) { return static_cast<std::int64_t>(std::llround(b.v)); }
+// Bytes as the engine's integers, saturated at 2^56 (64 PiB): far above any device's memory,
+// so a plan that large still "does not fit", and sums of many such terms cannot overflow.
+std::int64_t to_bytes(Bytes b) {
+  constexpr double kMax = static_cast<double>(1LL << 56);
+  if (!(b.v > 0)) return 0;
+  return b.v >= kMax ? (1LL << 56) : static_cast<std::int64_t>(std::llround(b.v));
+}
 
 // The order in which one stage runs its forward (F) and backward (B) units: pairs of
 // (is_backward, unit index). Units are numbered per schedule (see unit_of below).

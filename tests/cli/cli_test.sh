@@ -245,5 +245,10 @@ out=$("$HETSIM" simulate -o "$tmp/o8.txt" --save-plan "$tmp/p8.json" --trace /pr
 "$HETSIM" simulate -o "$tmp/o8.txt" --save-plan "$tmp/p8.json" --trace "$tmp/t8.json" "$SRC/scenarios/cpu-pipeline.toml" &&
   [ -s "$tmp/o8.txt" ] && [ -s "$tmp/p8.json" ] && [ -s "$tmp/t8.json" ] && ok || bad "all three outputs written together"
 
+# Defect 3 (device counts): 2^20 nodes × 2048 devices is refused with its key, not "-2147483648 devices".
+sed -e 's/^nodes = 16/nodes = 1048576\ndevices_per_node = 2048/' "$SRC/scenarios/default.toml" > "$tmp/big.toml"
+out=$("$HETSIM" estimate "$tmp/big.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "cluster.pool\[0\].nodes" && ! echo "$out" | grep -q -- "-2147483" && ok || bad "huge pool: rc $rc: $out"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
