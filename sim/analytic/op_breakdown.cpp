@@ -1,5 +1,6 @@
 #include "sim/analytic/op_breakdown.hpp"
 
+#include <algorithm>
 #include <tuple>
 
 #include "models/workload/layer_ops.hpp"
@@ -17,18 +18,7 @@ OpPart price(const hw::DeviceSpec& dev, hw::Dtype dt, const char* part, int repe
   out.repeat = repeat;
   Duration sf{0}, sb{0};
   for (const workload::Op& op : ops) {
-    OpCost c;
-    c.name = op.name;
-    c.kind = op.kind;
-    c.count = op.count;
-    c.fwd_kernels = op.fwd_kernels;
-    c.bwd_kernels = op.bwd_kernels;
-    c.fwd_flops = op.fwd_flops;
-    c.bwd_flops = op.bwd_flops;
-    c.fwd_bytes = op.fwd_bytes;
-    c.bwd_bytes = op.bwd_bytes;
-    c.fwd = cost::op_time_parts(dev, dt, op, Pass::Forward);
-    c.bwd = cost::op_time_parts(dev, dt, op, Pass::Backward);
+    OpCost c{op, cost::op_time_parts(dev, dt, op, Pass::Forward), cost::op_time_parts(dev, dt, op, Pass::Backward)};
     sf += c.fwd.total;
     sb += c.bwd.total;
     out.ops.push_back(std::move(c));
@@ -60,13 +50,10 @@ std::vector<StageOps> op_breakdown(const Scenario& s, const plan::Plan& p) {
       const plan::Stage& st = stages[i];
       const bool first = i == 0, last = i + 1 == stages.size();
       const auto key = std::make_tuple(st.pool, st.tp, st.layers, first, last);
-      bool dup = false;
-      for (std::size_t k = 0; k < seen.size(); ++k)
-        if (seen[k] == key) {
-          out[k].alike += static_cast<int>(p.groups[g].replicas);
-          dup = true;
-        }
-      if (dup) continue;
+      if (auto it = std::find(seen.begin(), seen.end(), key); it != seen.end()) {
+        out[static_cast<std::size_t>(it - seen.begin())].alike += p.groups[g].replicas;
+        continue;
+      }
       seen.push_back(key);
       const hw::PoolSpec& pool = s.cluster.pools[st.pool];
       const workload::MicroBatchShape shape = micro_batch_shape(s, p, st);

@@ -12,14 +12,10 @@
 
 namespace hetsim::analytic {
 
-/// One op of one micro-batch on one device, in both passes.
+/// One op of one micro-batch on one device (its shape, FLOPs, bytes and kernels), priced in
+/// both passes.
 struct OpCost {
-  std::string name;
-  workload::OpKind kind = workload::OpKind::Elementwise;
-  int count = 1;  ///< identical kernels (MoE experts, heads)
-  int fwd_kernels = 0, bwd_kernels = 0;
-  Flops fwd_flops, bwd_flops;
-  Bytes fwd_bytes, bwd_bytes;
+  workload::Op op;
   cost::OpTime fwd, bwd;
 };
 

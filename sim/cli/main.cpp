@@ -154,13 +154,14 @@ int run_estimate(const Common& c) {
   if (int rc = load(c, sc, plan)) return rc;
   const auto est = hetsim::analytic::estimate(sc, plan);
   std::string text;
-  if (c.json) {
+  if (!c.ops) {
+    text = c.json ? hetsim::report::estimate_json(sc, plan, est) : hetsim::report::estimate_text(sc, plan, est);
+  } else if (const auto ops = hetsim::analytic::op_breakdown(sc, plan); c.json) {
     auto j = hetsim::report::estimate_object(sc, plan, est);
-    if (c.ops) j["ops"] = hetsim::report::ops_json(hetsim::analytic::op_breakdown(sc, plan));
+    j["ops"] = hetsim::report::ops_json(ops);
     text = j.dump(2) + "\n";
   } else {
-    text = hetsim::report::estimate_text(sc, plan, est);
-    if (c.ops) text += hetsim::report::ops_text(hetsim::analytic::op_breakdown(sc, plan));
+    text = hetsim::report::estimate_text(sc, plan, est) + hetsim::report::ops_text(ops);
   }
   return finish(c, sc, plan, est, text);
 }

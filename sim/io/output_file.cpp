@@ -58,29 +58,7 @@ Diagnostics write_files_atomic(const std::vector<OutputFile>& files) {
 }
 
 Diagnostics write_file_atomic(const std::filesystem::path& path, std::string_view content) {
-  if (const std::string why = output_path_problem(path.string()); !why.empty())
-    return {{{path.string(), 0, 0}, "", "cannot write output file", why}};
-  const std::filesystem::path tmp = path.string() + ".tmp-hetsim";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return {{{path.string(), 0, 0}, "", "cannot write output file", std::strerror(errno)}};
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return {{{path.string(), 0, 0}, "", "write failed", std::strerror(errno)}};
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    return {{{path.string(), 0, 0}, "", "cannot move output into place", why}};
-  }
-  return {};
+  return write_files_atomic({{path, std::string(content)}});
 }
 
 }  // namespace hetsim::io

@@ -35,13 +35,14 @@ std::string ops_text(const std::vector<analytic::StageOps>& stages) {
                      "bwd ms", "fwd TF/s", "bwd TF/s", "fwd MB", "bwd MB", "fwd", "bwd");
     for (const analytic::OpPart& part : st.parts) {
       o += fmt::format("  {}{}\n", part.part, part.repeat > 1 ? fmt::format(" (× {})", part.repeat) : "");
-      for (const analytic::OpCost& c : part.ops) {
+      for (const analytic::OpCost& oc : part.ops) {
+        const workload::Op& c = oc.op;
         const bool has_flops = c.kind == workload::OpKind::Gemm || c.kind == workload::OpKind::Attention;
         o += fmt::format("  {:<14} {:<11} {:>9.3f} {:>9.3f} {:>9} {:>9} {:>9.1f} {:>9.1f}  {:<7} {:<7}\n",
-                         c.name, workload::op_kind_name(c.kind), c.fwd.total.v * 1e3, c.bwd.total.v * 1e3,
-                         has_flops ? fmt::format("{:.1f}", tflops(c.fwd_flops, c.fwd.total)) : "-",
-                         has_flops ? fmt::format("{:.1f}", tflops(c.bwd_flops, c.bwd.total)) : "-",
-                         c.fwd_bytes.v * 1e-6, c.bwd_bytes.v * 1e-6, bound(c.fwd), bound(c.bwd));
+                         c.name, workload::op_kind_name(c.kind), oc.fwd.total.v * 1e3, oc.bwd.total.v * 1e3,
+                         has_flops ? fmt::format("{:.1f}", tflops(c.fwd_flops, oc.fwd.total)) : "-",
+                         has_flops ? fmt::format("{:.1f}", tflops(c.bwd_flops, oc.bwd.total)) : "-",
+                         c.fwd_bytes.v * 1e-6, c.bwd_bytes.v * 1e-6, bound(oc.fwd), bound(oc.bwd));
       }
       o += fmt::format("  {:<26} {:>9.3f} {:>9.3f}{}\n", fmt::format("= {}", part.part), part.fwd.v * 1e3,
                        part.bwd.v * 1e3,
@@ -66,12 +67,14 @@ ordered_json ops_json(const std::vector<analytic::StageOps>& stages) {
                          {"fwd_host_bound", part.fwd_host_bound},
                          {"bwd_host_bound", part.bwd_host_bound},
                          {"ops", ordered_json::array()}};
-      for (const analytic::OpCost& c : part.ops)
+      for (const analytic::OpCost& oc : part.ops) {
+        const workload::Op& c = oc.op;
         pj["ops"].push_back({{"name", c.name},
                              {"kind", workload::op_kind_name(c.kind)},
                              {"count", c.count},
-                             {"fwd", pass_json(c.fwd, c.fwd_flops, c.fwd_bytes, c.fwd_kernels)},
-                             {"bwd", pass_json(c.bwd, c.bwd_flops, c.bwd_bytes, c.bwd_kernels)}});
+                             {"fwd", pass_json(oc.fwd, c.fwd_flops, c.fwd_bytes, c.fwd_kernels)},
+                             {"bwd", pass_json(oc.bwd, c.bwd_flops, c.bwd_bytes, c.bwd_kernels)}});
+      }
       j["parts"].push_back(std::move(pj));
     }
     a.push_back(std::move(j));

@@ -171,12 +171,12 @@ TEST(OpBreakdown, AddsUpToEachStagesComputeAndFoldsAlikeStages) {
     EXPECT_TRUE(found);
     for (const auto& part : so.parts)
       for (const auto& op : part.ops) {
-        EXPECT_GT(op.fwd.total.v + op.bwd.total.v, 0) << op.name;
+        EXPECT_GT(op.fwd.total.v + op.bwd.total.v, 0) << op.op.name;
         // A layer's big GEMMs are compute-bound on any GPU; its norms are memory-bound.
-        if (op.name == "mlp_up") {
+        if (op.op.name == "mlp_up") {
           EXPECT_FALSE(op.fwd.memory_bound()) << so.pool;
         }
-        if (op.kind == workload::OpKind::Norm) {
+        if (op.op.kind == workload::OpKind::Norm) {
           EXPECT_TRUE(op.fwd.memory_bound()) << so.pool;
         }
       }
