@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ca-certificates
+  python3  # the CLI tests read JSON with it
   # libraries (see ../shared/reference/dependencies.md for the why of each name)
   libsimgrid-dev libeigen3-dev libtomlplusplus-dev
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev

@@ -1,5 +1,7 @@
 // hetsim-exec: runs plans on real devices, compares with the prediction, calibrates device
-// profiles. Exit status: 0 ok, 1 environment (device failure, out of memory), 2 bad input.
+// profiles. The exit status follows from the kind of what went wrong (ErrorKind): 0 ok,
+// 1 environment (device failure, out of memory), 2 bad input, 3 plan does not fit, 4 internal.
+// With --json, stdout holds one JSON document whatever happens: the report or the error.
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -34,6 +36,8 @@
 #include "sim/io/plan_json.hpp"
 #include "sim/io/scenario_reader.hpp"
 #include "sim/io/trace_json.hpp"
+#include "sim/cli/validators.hpp"
+#include "sim/io/error_json.hpp"
 
 namespace {
 
@@ -41,14 +45,26 @@ namespace {
 const CLI::Validator kOutputPath(
     [](const std::string& v) { return hetsim::io::output_path_problem(v); }, "FILE");
 
-constexpr int kOk = 0, kEnvironment = 1, kBadInput = 2, kDoesNotFit = 3;
+constexpr int kOk = 0, kEnvironment = 1, kBadInput = 2;
 
 // Under mpirun every process reads the same input and meets the same errors: rank 0 reports.
 bool quiet = false;
+// --json of the command that runs: errors go to stdout as one JSON document too.
+bool json_out = false;
 
-void print(const hetsim::Diagnostics& d) {
-  if (quiet) return;
-  for (const auto& x : d) std::cerr << hetsim::to_string(x) << "\n";
+// Ends the command with these diagnostics: on stderr, and as the error document on stdout under
+// --json; the exit status follows from their kind.
+int fail(const hetsim::Diagnostics& d) {
+  if (!quiet) {
+    for (const auto& x : d) std::cerr << hetsim::to_string(x) << "\n";
+    if (json_out) std::cout << hetsim::io::error_json(d) << std::flush;
+  }
+  return hetsim::exit_status(hetsim::worst_kind(d));
+}
+
+hetsim::Diagnostic problem(std::string file, std::string message, std::string hint,
+                           hetsim::ErrorKind kind = hetsim::ErrorKind::BadInput) {
+  return {{std::move(file), 0, 0}, "", std::move(message), std::move(hint), kind};
 }
 
 // A diagnostic about the scenario as a whole gets the scenario's file name.
@@ -57,13 +73,8 @@ hetsim::Diagnostic with_file(hetsim::Diagnostic d, const std::string& file) {
   return d;
 }
 
-int write(const std::string& path, const std::string& text) {
-  if (path.empty()) return kOk;
-  auto e = hetsim::io::write_file_atomic(path, text);
-  if (!e.empty()) {
-    print(e);
-    return kEnvironment;
-  }
+int write(const std::vector<hetsim::io::OutputFile>& files) {
+  if (auto e = hetsim::io::write_files_atomic(files); !e.empty()) return fail(e);
   return kOk;
 }
 
@@ -81,7 +92,8 @@ hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::st
 #endif
   return hetsim::Diagnostic{{}, "", "backend '" + name + "' is not built into this hetsim-exec",
                             name == "hip" ? "build with -DHETSIM_WITH_HIP=ON (./install-deps.sh --hip), or use --backend cpu"
-                                          : "build with -DHETSIM_WITH_CUDA=ON (needs /usr/local/cuda), or use --backend cpu"};
+                                          : "build with -DHETSIM_WITH_CUDA=ON (needs /usr/local/cuda), or use --backend cpu",
+                            hetsim::ErrorKind::Environment};
 }
 
 }  // namespace
@@ -93,7 +105,7 @@ int main(int argc, char** argv) {
 #ifdef HETSIM_HAVE_MPI
   if (hetsim::exec::launched_by_mpi()) {
     auto w = hetsim::exec::mpi_world(argc, argv);
-    if (!w) { print(w.errors()); return kEnvironment; }
+    if (!w) return fail(hetsim::with_kind(w.errors(), hetsim::ErrorKind::Environment));
     world = std::move(*w);
     quiet = world->rank() != 0;
   }
@@ -130,14 +142,18 @@ int main(int argc, char** argv) {
   run->add_option("--devices", devices,
                   "Devices the backend offers: cpu worker threads (default: one per core); for cuda/hip, more than "
                   "the GPUs share them round-robin (default: the GPUs)")
-      ->check(CLI::PositiveNumber)
+      ->check(hetsim::cli::count_between(1, 4096, "devices"))
       ->default_val(cores);
-  run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")->check(CLI::PositiveNumber)->default_val(4);
+  // At least about 1 MiB (0 would mean unlimited to the cpu backend), at most 64 TiB.
+  run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")
+      ->check(hetsim::cli::between(0.001, 65536, "GiB"))
+      ->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
   run->add_option("--warmup", warmup, "Steps run first and discarded")->check(CLI::Range(0, 100))->default_val(1);
   run->add_option("--out", out, "Write the measured trace (docs/formats.md#trace-json)")->check(kOutputPath);
-  run->add_option("--predicted", predicted_out, "Write the predicted trace of the same step");
-  run->add_flag("--json", json, "Print the comparison as JSON");
+  run->add_option("--predicted", predicted_out, "Write the predicted trace of the same step")->check(kOutputPath);
+  run->add_flag("--json", json,
+                "Print the comparison as one JSON document on stdout (an {\"error\": …} document when the run fails)");
   bool fit = false;
   run->add_flag("--fit", fit,
                 "Scale the plan down to the devices at hand: fewer data-parallel replicas, then fewer layers per "
@@ -148,7 +164,7 @@ int main(int argc, char** argv) {
   auto* cmp = app.add_subcommand("compare", "Compare a predicted trace with a measured one");
   cmp->add_option("predicted", pred_in, "Predicted trace JSON")->required();
   cmp->add_option("measured", meas_in, "Measured trace JSON")->required();
-  cmp->add_flag("--json", cmp_json, "Print JSON");
+  cmp->add_flag("--json", cmp_json, "Print the comparison as one JSON document on stdout (or an {\"error\": …} one)");
 
   std::string profile_out, profile_name = "cpu-calibrated";
   double seconds = 2;
@@ -166,49 +182,62 @@ int main(int argc, char** argv) {
         return {};
       });
   cal->add_option("--seconds", seconds, "Time to spend measuring (at least about 1 s in all)")
-      ->check(CLI::Range(0.2, 600.0))
+      ->check(hetsim::cli::between(0.2, 600, "seconds"))
       ->default_val(2);
   cal->add_option("--devices", devices, "Devices per node recorded in the profile (default: one per core)")
-      ->check(CLI::PositiveNumber)
+      ->check(hetsim::cli::count_between(1, 4096, "devices"))
       ->default_val(cores);
   cal->add_option("--memory", memory_gib, "Memory per device recorded in the profile, GiB")
-      ->check(CLI::PositiveNumber)
+      ->check(hetsim::cli::between(0.001, 65536, "GiB"))
       ->default_val(4);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kOk : kBadInput;
+    if (app.exit(e) == 0) return kOk;
+    for (int i = 1; i < argc; ++i)
+      if (std::string_view(argv[i]) == "--json") {
+        std::cout << hetsim::io::error_json({problem("", e.what(), "run with --help for the options")});
+        break;
+      }
+    return kBadInput;
   }
+  json_out = (*run && json) || (*cmp && cmp_json);
 
   if (*run) {
     auto cat = hetsim::io::builtin_catalog();
-    if (!cat) { print(cat.errors()); return kEnvironment; }
+    if (!cat) return fail(cat.errors());
     auto sc = hetsim::io::read_scenario(scenario, *cat);
-    if (!sc) { print(sc.errors()); return kBadInput; }
+    if (!sc) return fail(sc.errors());
     hetsim::plan::Plan plan;
     if (!plan_file.empty()) {
       auto p = hetsim::io::read_plan_json(plan_file, *sc);
-      if (!p) { print(p.errors()); return kBadInput; }
+      if (!p) return fail(p.errors());
       plan = *p;
     } else if (sc->plan) {
       plan = *sc->plan;
     } else {
-      std::cerr << scenario << ": error: no plan to run\n  hint: add [parallel] or give --plan PLAN.json\n";
-      return kBadInput;
+      return fail({problem(scenario, "no plan to run", "add [parallel] or give --plan PLAN.json")});
     }
     hetsim::exec::ReplayOptions opts{steps, warmup};
     opts.world = world.get();
 #ifdef HETSIM_HAVE_MPI
     opts.local_device = world ? hetsim::exec::mpi_local_rank() : 0;
 #endif
+    // A device of this process failing mid-step under mpirun: the others would wait for it
+    // forever, so it ends the run.
+    if (world)
+      opts.on_fatal = [&](const hetsim::Diagnostic& d) {
+        std::cerr << "process " << world->rank() << ": " << hetsim::to_string(d) << "\n";
+        world->abort(kEnvironment);
+      };
     // Under mpirun a cpu process is its own device (whatever --devices says).
     // GPU backends offer their GPUs, or --devices of them sharing the GPUs when given.
     const int offered = backend_name != "cpu"   ? (run->count("--devices") > 0 ? devices : 0)
                         : world                 ? std::max(devices, opts.local_device + 1)
                                                 : devices;
     auto backend = backend_for(backend_name, offered, memory_gib);
-    if (!backend) { print(backend.errors()); return kEnvironment; }
+    if (!backend) return fail(hetsim::with_kind(backend.errors(), hetsim::ErrorKind::Environment));
     if (!quiet && backend_name != "cpu") std::cerr << "note: " << (*backend)->describe() << "\n";
     if (!quiet && backend_name == "cpu" && !world && devices > cores)
       std::cerr << "note: " << devices << " cpu devices share " << cores
@@ -227,9 +256,9 @@ int main(int argc, char** argv) {
       const int available = world && world->size() > 1 ? world->size() : (*backend)->device_count();
       auto sd = hetsim::exec::scale_to_fit(*sc, plan, available, capacity);
       if (!sd) {
-        if (!quiet)
-          for (auto d : sd.errors()) std::cerr << hetsim::to_string(with_file(std::move(d), scenario)) << "\n";
-        return kBadInput;
+        hetsim::Diagnostics named;
+        for (auto d : sd.errors()) named.push_back(with_file(std::move(d), scenario));
+        return fail(named);
       }
       for (const auto& n : sd->notes) scaled += (scaled.empty() ? "" : "; ") + n;
       if (!scaled.empty() && !quiet && json) std::cerr << "note: plan scaled down to fit (--fit): " << scaled << "\n";
@@ -238,17 +267,16 @@ int main(int argc, char** argv) {
     } else if (capacity > 0) {
       // A plan that does not fit is refused before it runs (as `hetsim simulate` refuses it).
       const auto g = hetsim::schedule::build_schedule(*sc, plan);
-      if (auto t = hetsim::engine::run_native(g); t)
-        for (std::size_t d = 0; d < t->peak_bytes.size(); ++d)
-          if (t->peak_bytes[d] > static_cast<std::int64_t>(capacity)) {
-            if (!quiet)
-              std::cerr << fmt::format("{}: error: the plan does not fit: device {} needs {:.4g} GiB, the {} devices "
-                                       "have {:.4g} GiB\n  hint: --fit (fewer layers), or --memory GiB for cpu "
-                                       "devices\n",
-                                       scenario, g.devices[d].label, static_cast<double>(t->peak_bytes[d]) / 1073741824.0,
-                                       backend_name, static_cast<double>(capacity) / 1073741824.0);
-            return kDoesNotFit;
-          }
+      auto t = hetsim::engine::run_native(g);
+      if (!t) return fail(t.errors());
+      for (std::size_t d = 0; d < t->peak_bytes.size(); ++d)
+        if (t->peak_bytes[d] > static_cast<std::int64_t>(capacity))
+          return fail({problem(scenario,
+                               fmt::format("the plan does not fit: device {} needs {:.4g} GiB, the {} devices have "
+                                           "{:.4g} GiB",
+                                           g.devices[d].label, static_cast<double>(t->peak_bytes[d]) / 1073741824.0,
+                                           backend_name, static_cast<double>(capacity) / 1073741824.0),
+                               "--fit (fewer layers), or --memory GiB for cpu devices", hetsim::ErrorKind::DoesNotFit)});
     }
     const std::string source = "measured (" + backend_name + " backend" +
                                (world && world->size() > 1 ? ", mpirun" : "") +
@@ -257,26 +285,25 @@ int main(int argc, char** argv) {
     // written as they come.
     if (world && world->size() > 1 && !quiet && !out.empty())
       opts.on_step = [&](const hetsim::exec::Replay& so_far) {
-        (void)write(out, hetsim::io::trace_to_json(hetsim::io::make_trace_file(
-                             so_far.graph, so_far.measured, source, so_far.measured_parts)));
+        (void)write({{out, hetsim::io::trace_to_json(hetsim::io::make_trace_file(so_far.graph, so_far.measured, source,
+                                                                                 so_far.measured_parts))}});
       };
     auto r = hetsim::exec::replay(*sc, plan, **backend, opts);
     if (r && quiet) return kOk;  // rank 0 reports
-    if (!r && world && world->size() > 1 && r.errors()[0].key != "plan") {
+    if (!r && world && world->size() > 1 && hetsim::worst_kind(r.errors()) == hetsim::ErrorKind::Environment) {
       // A failure of this process alone (a device, a communicator): the others would wait for
       // it forever, so it ends the run.
       for (const auto& d : r.errors()) std::cerr << "process " << world->rank() << ": " << hetsim::to_string(d) << "\n";
       world->abort(kEnvironment);
     }
     if (!r) {
-      // A plan this executor cannot run is bad input (named by the scenario or plan file); a
+      // A plan this executor cannot run is bad input, named by the scenario or plan file; a
       // device that fails (out of memory, missing) is the environment.
-      const bool plan_error = r.errors()[0].key == "plan";
-      if (!quiet)
-        for (auto d : r.errors())
-          std::cerr << hetsim::to_string(plan_error ? with_file(std::move(d), plan_file.empty() ? scenario : plan_file) : d)
-                    << "\n";
-      return plan_error ? kBadInput : kEnvironment;
+      hetsim::Diagnostics named;
+      for (auto d : r.errors())
+        named.push_back(d.kind == hetsim::ErrorKind::BadInput ? with_file(std::move(d), plan_file.empty() ? scenario : plan_file)
+                                                              : std::move(d));
+      return fail(named);
     }
     const auto pred = hetsim::io::make_trace_file(
         r->graph, r->predicted, scaled.empty() ? "predicted (native engine)" : "predicted (native engine, scaled down: " + scaled + ")",
@@ -284,35 +311,40 @@ int main(int argc, char** argv) {
     for (const auto& n : r->notes) std::cerr << "note: " << n << "\n";
     const auto meas =
         hetsim::io::make_trace_file(r->graph, r->measured, source, r->measured_parts);
-    if (int rc = write(out, hetsim::io::trace_to_json(meas))) return rc;
-    if (int rc = write(predicted_out, hetsim::io::trace_to_json(pred))) return rc;
+    std::vector<hetsim::io::OutputFile> files;
+    if (!out.empty()) files.push_back({out, hetsim::io::trace_to_json(meas)});
+    if (!predicted_out.empty()) files.push_back({predicted_out, hetsim::io::trace_to_json(pred)});
+    if (int rc = write(files)) return rc;
     if (!out.empty()) std::cerr << "wrote " << out << " (measured trace)\n";
     if (!predicted_out.empty()) std::cerr << "wrote " << predicted_out << " (predicted trace)\n";
     auto c = hetsim::exec::compare(pred, meas);
-    if (!c) { print(c.errors()); return kEnvironment; }
+    if (!c) return fail(hetsim::with_kind(c.errors(), hetsim::ErrorKind::Internal));  // our own two traces
     if (!scaled.empty()) c->notes.push_back("plan scaled down to fit (--fit): " + scaled);
     std::string steps_txt;
     for (auto s : r->step_ns) steps_txt += fmt::format("{}{:.4f}", steps_txt.empty() ? "" : " ", static_cast<double>(s) * 1e-9);
+    // A device that failed after some steps: the report of those steps, with the failure.
+    if (r->failure) c->failure = hetsim::to_string(*r->failure);
     if (json) std::cout << hetsim::exec::comparison_json(*c);
     else std::cout << fmt::format("measured steps (s): {}\n", steps_txt) << hetsim::exec::comparison_text(*c);
     if (r->failure) {
       std::cerr << hetsim::to_string(*r->failure) << "\n  (the steps measured before it are reported above)\n";
-      return kEnvironment;
+      return hetsim::exit_status(r->failure->kind);
     }
     return kOk;
   }
   if (*cmp) {
     auto p = hetsim::io::read_trace_json(pred_in);
-    if (!p) { print(p.errors()); return kBadInput; }
+    if (!p) return fail(p.errors());
     auto m = hetsim::io::read_trace_json(meas_in);
-    if (!m) { print(m.errors()); return kBadInput; }
+    if (!m) return fail(m.errors());
     if (p->source.rfind("measured", 0) == 0 && m->source.rfind("predicted", 0) == 0)
       std::cerr << "note: " << pred_in << " is a measured trace and " << meas_in
                 << " a predicted one: the arguments are PREDICTED MEASURED\n";
     auto c = hetsim::exec::compare(*p, *m);
     if (!c) {
-      for (auto d : c.errors()) std::cerr << hetsim::to_string(with_file(std::move(d), meas_in)) << "\n";
-      return kBadInput;
+      hetsim::Diagnostics named;
+      for (auto d : c.errors()) named.push_back(with_file(std::move(d), meas_in));
+      return fail(named);
     }
     std::cout << (cmp_json ? hetsim::exec::comparison_json(*c) : hetsim::exec::comparison_text(*c));
     return kOk;
@@ -328,7 +360,7 @@ int main(int argc, char** argv) {
       }
     }
     auto backend = backend_for(backend_name, 2, memory_gib);  // a second device for the link
-    if (!backend) { print(backend.errors()); return kEnvironment; }
+    if (!backend) return fail(hetsim::with_kind(backend.errors(), hetsim::ErrorKind::Environment));
     const auto prof = hetsim::exec::calibrate(**backend, seconds);
     if (!prof.failure.empty()) {
       std::cerr << "error: calibration: the device failed: " << prof.failure << "\n";
@@ -336,7 +368,7 @@ int main(int argc, char** argv) {
     }
     const std::string toml = hetsim::exec::profile_toml(prof, profile_name, memory_gib * 1073741824.0, devices);
     if (profile_out.empty()) std::cout << toml;
-    else if (int rc = write(profile_out, toml)) return rc;
+    else if (int rc = write({{profile_out, toml}})) return rc;
     else std::cerr << "wrote " << profile_out << " (device '" << profile_name << "')\n";
     std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak fp32 ({:.4g} bf16, {:.4g} fp16), half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
                              "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "

@@ -13,6 +13,9 @@ Result<Comparison> compare(const io::TraceFile& p, const io::TraceFile& m, int w
     return Diagnostic{{}, "", "the traces describe different steps (" + std::to_string(p.tasks.size()) + " vs " +
                                   std::to_string(m.tasks.size()) + " tasks: " + p.source + " vs " + m.source + ")",
                       "compare a plan's predicted trace with the measured trace of the same plan"};
+  if (m.makespan_ns <= 0)
+    return Diagnostic{{}, "/makespan_ns", "the measured step took no time (makespan_ns 0): nothing to compare with",
+                      "compare a predicted trace with a measured one (hetsim-exec run --out)"};
   Comparison c;
   c.predicted_step_s = static_cast<double>(p.makespan_ns) * 1e-9;
   c.measured_step_s = static_cast<double>(m.makespan_ns) * 1e-9;
@@ -20,8 +23,11 @@ Result<Comparison> compare(const io::TraceFile& p, const io::TraceFile& m, int w
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const auto& a = p.tasks[i];
     const auto& b = m.tasks[i];
-    if (a.name != b.name || a.device != b.device)
-      return Diagnostic{{}, "", "task " + std::to_string(i) + " differs: '" + a.name + "' vs '" + b.name + "'", ""};
+    if (a.name != b.name || a.device != b.device || a.kind != b.kind)
+      return Diagnostic{{}, "/tasks/" + std::to_string(i), "task " + std::to_string(i) + " differs: '" + a.name + "' (" + a.kind +
+                                                    ", device " + std::to_string(a.device) + ") vs '" + b.name + "' (" +
+                                                    b.kind + ", device " + std::to_string(b.device) + ")",
+                        "compare a plan's predicted trace with the measured trace of the same plan"};
     const double pd = static_cast<double>(a.end_ns - a.start_ns) * 1e-9;
     const double md = static_cast<double>(b.end_ns - b.start_ns) * 1e-9;
     auto it = std::find_if(c.kinds.begin(), c.kinds.end(), [&](const KindError& k) { return k.kind == a.kind; });
@@ -78,6 +84,7 @@ std::string comparison_json(const Comparison& c) {
   j["measured_step_s"] = c.measured_step_s;
   j["step_error"] = c.step_error();
   if (!c.notes.empty()) j["notes"] = c.notes;
+  if (!c.failure.empty()) j["failure"] = c.failure;
   j["kinds"] = nlohmann::ordered_json::array();
   for (const auto& k : c.kinds)
     j["kinds"].push_back({{"kind", k.kind}, {"predicted_s", k.predicted_s}, {"measured_s", k.measured_s},

@@ -30,6 +30,7 @@ struct Comparison {
   std::vector<std::string> devices;                   ///< their labels
   std::vector<TaskMiss> worst;                        ///< largest |predicted − measured| first
   std::vector<std::string> notes;                     ///< how the run differed from the plan (--fit)
+  std::string failure;  ///< a device that failed after the steps compared here were measured
   [[nodiscard]] double step_error() const { return predicted_step_s / measured_step_s - 1; }
 };
 

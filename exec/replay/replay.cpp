@@ -169,12 +169,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   if (!multi_process && needed > backend.device_count())
     return Diagnostic{{}, "", "the plan needs " + std::to_string(needed) + " devices but the " + backend.name() +
                                   " backend has " + std::to_string(backend.device_count()),
-                      "run with more devices (--devices), one process per device (mpirun), or scale the plan down (--fit)"};
+                      "run with more devices (--devices), one process per device (mpirun), or scale the plan down (--fit)",
+                      ErrorKind::Environment};
   if (multi_process && o.local_device >= backend.device_count())
     return Diagnostic{{}, "", "process " + std::to_string(o.world->rank()) + " should drive local device " +
                                   std::to_string(o.local_device) + " but the " + backend.name() + " backend has " +
                                   std::to_string(backend.device_count()) + " on its node",
-                      "start at most as many processes per node as the node has devices"};
+                      "start at most as many processes per node as the node has devices", ErrorKind::Environment};
   int max_count = 1;
   for (const auto& d : g.devices) max_count = std::max(max_count, d.count);
 
@@ -274,6 +275,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     return Diagnostic{{}, "plan", "the plan needs " + std::to_string(needed) + " devices but " +
                                       std::to_string(world->size()) + " processes were started",
                       "mpirun -np " + std::to_string(needed) + " (one process per device)"};
+  if (world != nullptr && !o.on_fatal)
+    return Diagnostic{{}, "", "replay under mpirun needs ReplayOptions::on_fatal", "", ErrorKind::Internal};
   const int me = world != nullptr ? world->rank() : -1;
   auto local = [&](int real) { return world == nullptr || real == me; };
   std::vector<std::unique_ptr<Device>> devices(static_cast<std::size_t>(needed));
@@ -366,7 +369,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   for (int d = 0; d < needed; ++d)
     if (local(d) && (inbox[static_cast<std::size_t>(d)] = devices[static_cast<std::size_t>(d)]->workspace(3, 4 * wire_act)) == nullptr)
       return Diagnostic{{}, "", devices[static_cast<std::size_t>(d)]->name() + ": no memory for the pipeline inbox (" +
-                                    std::to_string(4 * wire_act) + " bytes)", ""};
+                                    std::to_string(4 * wire_act) + " bytes)", "", ErrorKind::Environment};
 
   std::vector<engine::Trace> steps;
   std::vector<std::vector<io::TaskParts>> step_parts;
@@ -405,12 +408,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           void* base_ptr = nullptr;
           std::set<std::pair<std::uint32_t, int>> received;  // (task, process) already heard of
           auto fail = [&](const std::string& why, const std::string& hint = "") {
-            if (world != nullptr) {
-              // MPI cannot drop a member from its collectives: say what failed, then end the run
-              // (rank 0 has handed the steps measured so far to on_step).
-              std::fprintf(stderr, "error: step %d: %s\n", step, why.empty() ? "failed" : why.c_str());
-              world->abort(1);
-            }
+            if (world != nullptr)
+              // MPI cannot drop a member from its collectives: the front end says what failed and
+              // ends the run (rank 0 has handed the steps measured so far to on_step).
+              o.on_fatal(Diagnostic{{}, "", "step " + std::to_string(step) + ": " + (why.empty() ? "failed" : why), hint,
+                                    ErrorKind::Environment});
             if (!why.empty()) error[real] = {why, hint};
             failed = true;
             tpc.leave();
@@ -621,7 +623,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       std::pair<std::string, std::string> why{"failed", ""};
       for (const auto& e : error)
         if (!e.first.empty()) { why = e; break; }
-      Diagnostic d{{}, "", "step " + std::to_string(step) + ": " + why.first, why.second};
+      Diagnostic d{{}, "", "step " + std::to_string(step) + ": " + why.first, why.second, ErrorKind::Environment};
       if (steps.empty()) return d;
       out.failure = d;  // keep what was measured
       break;

@@ -31,6 +31,11 @@ struct ReplayOptions {
   /// Called on rank 0 after every measured step with the result so far (to keep measurements
   /// when a later step fails).
   std::function<void(const Replay&)> on_step;
+  /// Needed with `world`: a device of this process that fails mid-step cannot leave the
+  /// collectives the other processes wait in, so replay hands the failure (kind Environment) to
+  /// this callback, which reports it and ends the whole run (ProcessGroup::abort); the library
+  /// itself never prints or aborts.
+  std::function<void(const Diagnostic&)> on_fatal;
 };
 
 struct Replay {
@@ -52,7 +57,8 @@ struct Replay {
 /// communicators), every op of every compute task runs as its kernel (GEMM, attention, norm,
 /// elementwise, Adam) in the plan's format and is timed on its own. Fails, naming the
 /// device and task, when the plan needs devices the backend lacks, when a device runs out of
-/// memory, or when the plan has several replica groups (not yet supported).
+/// memory (both ErrorKind::Environment), or when the plan has several replica groups (not yet
+/// supported; BadInput, key "plan").
 [[nodiscard]] Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o);
 
 }  // namespace hetsim::exec

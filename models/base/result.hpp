@@ -19,18 +19,40 @@ struct SourceLoc {
   std::uint32_t col = 0;
 };
 
+/// What kind of problem a diagnostic reports; a front end's exit status follows from it
+/// (exit_status), so no caller routes on a key or a message.
+enum class ErrorKind : std::uint8_t {
+  BadInput,     ///< the user's input is wrong or asks the impossible (exit 2)
+  DoesNotFit,   ///< a well-formed plan that does not fit in device memory (exit 3)
+  Environment,  ///< the machine: a file that cannot be written, a device that fails (exit 1)
+  Internal,     ///< a bug in hetsim (exit 4)
+};
+
 /// One problem, printed as "file:line:col: error: message [key]\n  hint: hint".
 struct Diagnostic {
   SourceLoc where;
   std::string key;  ///< dotted key path, e.g. "cluster.pool[1].device"; may be empty
   std::string message;
   std::string hint;
+  ErrorKind kind = ErrorKind::BadInput;
 };
+
+/// Exit status of a command that ends with this kind of error: 2, 3, 1 or 4.
+[[nodiscard]] int exit_status(ErrorKind k);
+/// "bad_input", "does_not_fit", "environment", "internal" (the JSON spelling).
+[[nodiscard]] const char* kind_name(ErrorKind k);
 
 /// Formats a diagnostic the way compilers do, so IDEs and the GUI can jump to it.
 [[nodiscard]] std::string to_string(const Diagnostic& d);
 
 using Diagnostics = std::vector<Diagnostic>;
+
+/// The kind that decides a command's exit status when several diagnostics end it: internal
+/// before environment before bad input before does-not-fit; BadInput for an empty list.
+[[nodiscard]] ErrorKind worst_kind(const Diagnostics& d);
+
+/// The same diagnostics, each marked as `kind` (e.g. a device's errors as Environment).
+[[nodiscard]] Diagnostics with_kind(Diagnostics d, ErrorKind kind);
 
 template <class T>
 class [[nodiscard]] Result {

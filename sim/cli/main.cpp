@@ -1,6 +1,7 @@
 // hetsim: the command-line front end. Thin: parses arguments, calls sim/'s public functions,
-// prints, and decides the exit status (0 ok, 1 environment, 2 bad input — a missing or unreadable
-// scenario file included, since it is the user's argument — 3 plan does not fit).
+// prints, and turns the kind of what went wrong into the exit status (0 ok, 1 environment, 2 bad
+// input — a missing or unreadable scenario file included, since it is the user's argument — 3 plan
+// does not fit, 4 internal). Under --json stdout holds one JSON document whatever happens.
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include "sim/io/scenario_reader.hpp"
 #include "sim/plan/planner.hpp"
 #include "sim/report/plan_report.hpp"
+#include "sim/io/error_json.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/op_report.hpp"
 #include "sim/report/simulation_report.hpp"
@@ -44,34 +46,6 @@ const CLI::Validator kOutputPath(
 constexpr int kExitOk = 0;
 constexpr int kExitEnvironment = 1;
 constexpr int kExitBadInput = 2;
-constexpr int kExitDoesNotFit = 3;
-
-void print_diagnostics(const hetsim::Diagnostics& d) {
-  for (const auto& x : d) std::cerr << hetsim::to_string(x) << "\n";
-}
-
-// Prints to stdout, or writes `output` atomically when given.
-int emit(const std::string& text, const std::string& output) {
-  if (output.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return kExitOk;
-  }
-  auto errs = hetsim::io::write_file_atomic(output, text);
-  if (!errs.empty()) {
-    print_diagnostics(errs);
-    return kExitEnvironment;
-  }
-  return kExitOk;
-}
-
-int run_catalog(bool json, const std::string& output) {
-  auto cat = hetsim::io::builtin_catalog();
-  if (!cat) {
-    print_diagnostics(cat.errors());
-    return kExitEnvironment;
-  }
-  return emit(json ? hetsim::report::catalog_json(*cat) : hetsim::report::catalog_text(*cat), output);
-}
 
 struct Common {
   std::string command;
@@ -80,19 +54,46 @@ struct Common {
   bool ops = false;  // estimate --ops
 };
 
-// Reads a scenario against the built-in catalogue; prints diagnostics and returns the exit
-// status on failure.
-int load_scenario(const std::string& file, hetsim::Scenario& sc) {
-  auto cat = hetsim::io::builtin_catalog();
-  if (!cat) {
-    print_diagnostics(cat.errors());
-    return kExitEnvironment;
+// Ends a command that has no report: the diagnostics on stderr and, with --json, the error
+// document on stdout (stdout is always one JSON document); the exit status follows from their
+// kind.
+int fail(const Common& c, const hetsim::Diagnostics& d) {
+  for (const auto& x : d) std::cerr << hetsim::to_string(x) << "\n";
+  if (c.json) std::cout << hetsim::io::error_json(d) << std::flush;
+  return hetsim::exit_status(hetsim::worst_kind(d));
+}
+
+hetsim::Diagnostic about(const std::string& file, std::string key, std::string message, std::string hint,
+                         hetsim::ErrorKind kind = hetsim::ErrorKind::BadInput) {
+  return {{file, 0, 0}, std::move(key), std::move(message), std::move(hint), kind};
+}
+
+// Prints to stdout, or writes `output` atomically when given.
+int emit(const Common& c, const std::string& text) {
+  if (c.output.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitOk;
   }
-  auto r = hetsim::io::read_scenario(file, *cat);
+  if (auto errs = hetsim::io::write_files_atomic({{c.output, text}}); !errs.empty()) return fail(c, errs);
+  return kExitOk;
+}
+
+int run_catalog(const Common& c) {
+  auto cat = hetsim::io::builtin_catalog();
+  if (!cat) return fail(c, cat.errors());
+  return emit(c, c.json ? hetsim::report::catalog_json(*cat) : hetsim::report::catalog_text(*cat));
+}
+
+// Reads a scenario against the built-in catalogue; on failure reports and returns the exit
+// status.
+int load_scenario(const Common& c, hetsim::Scenario& sc) {
+  auto cat = hetsim::io::builtin_catalog();
+  if (!cat) return fail(c, cat.errors());
+  auto r = hetsim::io::read_scenario(c.scenario, *cat);
   if (!r) {
-    print_diagnostics(r.errors());
-    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), file);
-    return kExitBadInput;
+    const int rc = fail(c, r.errors());
+    std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), c.scenario);
+    return rc;
   }
   sc = std::move(*r);
   return kExitOk;
@@ -100,50 +101,47 @@ int load_scenario(const std::string& file, hetsim::Scenario& sc) {
 
 // Loads the scenario and the plan to evaluate: --plan if given, else the scenario's [parallel].
 int load(const Common& c, hetsim::Scenario& sc, hetsim::plan::Plan& plan) {
-  if (int rc = load_scenario(c.scenario, sc)) return rc;
+  if (int rc = load_scenario(c, sc)) return rc;
   if (!c.plan_file.empty()) {
     auto p = hetsim::io::read_plan_json(c.plan_file, sc);
-    if (!p) {
-      print_diagnostics(p.errors());
-      return kExitBadInput;
-    }
+    if (!p) return fail(c, p.errors());
     plan = std::move(*p);
   } else if (sc.plan) {
     plan = *sc.plan;
   } else {
-    std::cerr << fmt::format(
-        "{}: error: `hetsim {}` needs a fixed plan\n  hint: add a [parallel] table (tp, pp, dp, "
-        "micro_batch, …; see docs/scenario-format.md) or give --plan PLAN.json\n",
-        c.scenario, c.command);
-    return kExitBadInput;
+    return fail(c, {about(c.scenario, "parallel", fmt::format("`hetsim {}` needs a fixed plan", c.command),
+                          "add a [parallel] table (tp, pp, dp, micro_batch, …; see docs/scenario-format.md) or "
+                          "give --plan PLAN.json")});
   }
   return kExitOk;
 }
 
-// Reports a plan that does not fit (exit 3, no output file) or writes the outputs: -o (or
-// stdout), --save-plan and `extra` (the trace) land together or not at all.
+// A plan that does not fit: its report on stdout (the JSON, with "fits": false, under --json),
+// why on stderr, no output file (a plan that does not fit is not an answer); exit 3.
+int does_not_fit(const Common& c, const hetsim::analytic::Estimate& est, const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  for (const auto& d : est.device_types)
+    if (!d.fits)
+      std::cerr << hetsim::to_string(about(c.scenario, "", fmt::format("plan does not fit in memory on pool '{}' ({}): needs {} of {} ({})",
+                                                                      d.pool, d.device, hetsim::format_bytes(d.peak_memory),
+                                                                      hetsim::format_bytes(d.capacity), d.worst_stage),
+                                           "", hetsim::ErrorKind::DoesNotFit))
+                << "\n";
+  std::cerr << "  hint: more pipeline or tensor parallelism, recompute = \"selective\" or \"full\", "
+               "a higher zero stage, or a smaller micro_batch\n";
+  return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
+}
+
+// Reports a plan that does not fit or writes the outputs: -o (or stdout), --save-plan and
+// `extra` (the trace) land together or not at all.
 int finish(const Common& c, const hetsim::Scenario& sc, const hetsim::plan::Plan& plan,
            const hetsim::analytic::Estimate& est, const std::string& text,
            std::vector<hetsim::io::OutputFile> extra = {}) {
-  if (!est.fits) {
-    // Show why, but write no output file: a plan that does not fit is not an answer.
-    std::fwrite(text.data(), 1, text.size(), c.json ? stderr : stdout);
-    for (const auto& d : est.device_types)
-      if (!d.fits)
-        std::cerr << fmt::format("{}: error: plan does not fit in memory on pool '{}' ({}): needs {} of {} ({})\n",
-                                 c.scenario, d.pool, d.device, hetsim::format_bytes(d.peak_memory),
-                                 hetsim::format_bytes(d.capacity), d.worst_stage);
-    std::cerr << "  hint: more pipeline or tensor parallelism, recompute = \"selective\" or \"full\", "
-                 "a higher zero stage, or a smaller micro_batch\n";
-    return kExitDoesNotFit;
-  }
+  if (!est.fits) return does_not_fit(c, est, text);
   std::vector<hetsim::io::OutputFile> files = std::move(extra);
   if (!c.save_plan.empty()) files.push_back({c.save_plan, hetsim::io::plan_to_json(sc, plan)});
   if (!c.output.empty()) files.push_back({c.output, text});
-  if (auto errs = hetsim::io::write_files_atomic(files); !errs.empty()) {
-    print_diagnostics(errs);
-    return kExitEnvironment;
-  }
+  if (auto errs = hetsim::io::write_files_atomic(files); !errs.empty()) return fail(c, errs);
   if (c.output.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
   return kExitOk;
 }
@@ -173,18 +171,15 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
   // Refuse a step too large to hold in memory, before trying (about 100 bytes per task).
   constexpr double kMaxTasks = 20e6;
   if (const double n = hetsim::schedule::estimated_tasks(sc, plan); n > kMaxTasks) {
-    std::cerr << fmt::format(
-        "{}: error: the simulated step would have about {:.3g} tasks, more than the {:.3g} this "
-        "command simulates\n  hint: fewer micro-batches per replica (a larger micro_batch), or "
-        "`hetsim estimate` for the closed-form answer\n",
-        c.scenario, n, kMaxTasks);
-    return kExitBadInput;
+    return fail(c, {about(c.scenario, "",
+                          fmt::format("the simulated step would have about {:.3g} tasks, more than the {:.3g} this "
+                                      "command simulates",
+                                      n, kMaxTasks),
+                          "fewer micro-batches per replica (a larger micro_batch), or `hetsim estimate` for the "
+                          "closed-form answer")});
   }
   auto run = hetsim::report::run_simulation(sc, plan);
-  if (!run) {
-    print_diagnostics(run.errors());
-    return kExitEnvironment;
-  }
+  if (!run) return fail(c, run.errors());
   hetsim::report::Simulation& sim = *run;
   // --engine simgrid: the same graph on a SimGrid platform; its timeline replaces the native one
   // and the report adds what only it shows (contended links).
@@ -197,26 +192,20 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
     constexpr double kMaxActivities = 20e6;
     const double unfolded = sim.graph.unfolded_size();
     if (unfolded > kMaxActivities) {
-      std::cerr << fmt::format(
-          "{}: error: the simgrid engine would run about {:.3g} activities, more than the {:.3g} it takes on "
-          "(SimGrid manages 50–300 k per second)\n  hint: `--engine native`, or fewer micro-batches per replica\n",
-          c.scenario, unfolded, kMaxActivities);
-      return kExitBadInput;
+      return fail(c, {about(c.scenario, "",
+                            fmt::format("the simgrid engine would run about {:.3g} activities, more than the {:.3g} "
+                                        "it takes on (SimGrid manages 50–300 k per second)",
+                                        unfolded, kMaxActivities),
+                            "`--engine native`, or fewer micro-batches per replica")});
     }
     if (unfolded > 1e6)
       std::cerr << fmt::format("simgrid: about {:.3g} activities, a few seconds to a few minutes...\n", unfolded);
     auto module = hetsim::engine::load_simgrid_module();
-    if (!module) {
-      print_diagnostics(module.errors());
-      return kExitEnvironment;
-    }
+    if (!module) return fail(c, module.errors());
     const auto t0 = std::chrono::steady_clock::now();
     auto sg = (*module)->run(sim.graph, sc.cluster);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!sg) {
-      print_diagnostics(sg.errors());
-      return kExitEnvironment;
-    }
+    if (!sg) return fail(c, sg.errors());
     sim.trace = std::move(sg->trace);
     sim.summary = hetsim::engine::summarize(sim.graph, sim.trace);
     hetsim::report::apply_simulation(sim);
@@ -248,9 +237,9 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
       engine_json["contended_links"].push_back(
           {{"link", k.link}, {"overloaded_s", k.overloaded_s}, {"peak_demand", k.peak_demand}});
 #else
-    std::cerr << c.scenario << ": error: this hetsim was built without SimGrid\n"
-              << "  hint: install libsimgrid-dev (./install-deps.sh) and configure with -DHETSIM_WITH_SIMGRID=ON\n";
-    return kExitEnvironment;
+    return fail(c, {about(c.scenario, "", "this hetsim was built without SimGrid",
+                          "install libsimgrid-dev (./install-deps.sh) and configure with -DHETSIM_WITH_SIMGRID=ON",
+                          hetsim::ErrorKind::Environment)});
 #endif
   }
   std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim) : hetsim::report::simulate_text(sc, plan, sim);
@@ -269,7 +258,7 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
 
 int run_plan(const Common& c, int top, int verify, const std::string& objective, bool same_vendor) {
   hetsim::Scenario sc;
-  if (int rc = load_scenario(c.scenario, sc)) return rc;
+  if (int rc = load_scenario(c, sc)) return rc;
   // Devices without the training's number format hold no stage: say so, and refuse when no
   // pool is left.
   int usable = 0;
@@ -284,10 +273,8 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
                              pool.device.peak_for(hetsim::hw::Dtype::Fp16) ? " (precision = \"fp16\" would use it)" : "");
   }
   if (usable == 0) {
-    std::cerr << fmt::format("{}: error: training.precision: no pool of this cluster supports {}\n  hint: use a "
-                             "precision its devices support (`hetsim catalog` lists each device's formats)\n",
-                             c.scenario, prec);
-    return kExitBadInput;
+    return fail(c, {about(c.scenario, "training.precision", fmt::format("no pool of this cluster supports {}", prec),
+                          "use a precision its devices support (`hetsim catalog` lists each device's formats)")});
   }
   hetsim::planner::Options opts;
   opts.objective = objective == "cost" ? hetsim::planner::Objective::Cost : hetsim::planner::Objective::Time;
@@ -306,17 +293,16 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (bar) std::fprintf(stderr, "\r%60s\rsearched in %.2f s\n", "", seconds);
   if (result.top.empty()) {
-    std::cerr << fmt::format(
-        "{}: error: no plan fits this cluster's memory ({} plans tried)\n  hint: more devices, devices with more "
-        "memory, a shorter seq_len or a smaller global_batch\n",
-        c.scenario, result.evaluated);
-    return kExitDoesNotFit;
+    // The search's report says so (under --json: "fits": false); no output file.
+    if (c.json) std::cout << hetsim::report::plan_json_none_fits(sc, result, opts.objective) << std::flush;
+    std::cerr << hetsim::to_string(about(c.scenario, "", fmt::format("no plan fits this cluster's memory ({} plans tried)", result.evaluated),
+                                         "more devices, devices with more memory, a shorter seq_len or a smaller global_batch",
+                                         hetsim::ErrorKind::DoesNotFit))
+              << "\n";
+    return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
   }
   auto best = hetsim::report::run_simulation(sc, result.top.front().plan);
-  if (!best) {
-    print_diagnostics(best.errors());
-    return kExitEnvironment;
-  }
+  if (!best) return fail(c, best.errors());
   const std::string text = c.json ? hetsim::report::plan_json(sc, result, *best, opts.objective, seconds)
                                   : hetsim::report::plan_text(sc, result, *best, opts.objective, seconds);
   return finish(c, sc, result.top.front().plan, best->simulated, text);
@@ -345,17 +331,14 @@ int run_platform(const Common& c) {
   const auto pf = hetsim::platform::build(sc.cluster);
   const auto g = hetsim::schedule::build_schedule(sc, plan);
   auto d = hetsim::platform::decompose(g, sc.cluster, pf);
-  if (!d) {
-    print_diagnostics(d.errors());
-    return kExitBadInput;
-  }
+  if (!d) return fail(c, d.errors());
   std::vector<std::pair<int, int>> pairs;
   for (const auto& w : d->work)
     for (const auto& f : w.flows) pairs.emplace_back(f.src, f.dst);
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   if (pairs.empty() && pf.hosts.size() > 1) pairs.emplace_back(0, 1);  // one route, so the file is usable
-  return emit(hetsim::platform::to_xml(pf, pairs), c.output);
+  return emit(c, hetsim::platform::to_xml(pf, pairs));
 }
 
 int main(int argc, char** argv) {
@@ -363,15 +346,16 @@ int main(int argc, char** argv) {
   CLI::App app{"hetsim: predicts how a large-model training job runs on a heterogeneous cluster.\n"
                "Scenario format: docs/scenario-format.md. `hetsim exec …` runs hetsim-exec (real execution). "
                "Exit status: 0 ok, 1 environment error, "
-               "2 bad input, 3 plan does not fit in memory."};
+               "2 bad input, 3 plan does not fit in memory, 4 internal error (a bug). With --json, stdout is one "
+               "JSON document in every outcome: the report, or {\"error\": …} (docs/formats.md)."};
   app.set_version_flag("--version", std::string("hetsim ") + HETSIM_VERSION);
   app.require_subcommand(1);
 
-  bool cat_json = false;
-  std::string cat_out;
+  Common cat_opts;
+  cat_opts.command = "catalog";
   auto* cat = app.add_subcommand("catalog", "List the built-in devices and links");
-  cat->add_flag("--json", cat_json, "Print JSON (every figure with its source) instead of a table");
-  cat->add_option("-o,--output", cat_out, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
+  cat->add_flag("--json", cat_opts.json, "Print JSON (every figure with its source) instead of a table");
+  cat->add_option("-o,--output", cat_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
 
   Common est_opts;
   est_opts.command = "estimate";
@@ -444,9 +428,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitBadInput;
+    if (rc == 0) return kExitOk;
+    // A command line asking for --json gets its error as JSON too.
+    for (int i = 1; i < argc; ++i)
+      if (std::string_view(argv[i]) == "--json") {
+        std::cout << hetsim::io::error_json({about("", "", e.what(), "run with --help for the options")});
+        break;
+      }
+    return kExitBadInput;
   }
-  if (*cat) return run_catalog(cat_json, cat_out);
+  if (*cat) return run_catalog(cat_opts);
   if (*est) return run_estimate(est_opts);
   if (*sim) return run_simulate(sim_opts, trace_file, engine);
   if (*plat) return run_platform(plat_opts);

@@ -50,7 +50,7 @@ class Run {
         return Diagnostic{{}, "",
                           "the schedule deadlocks: task '" + schedule::task_name(task) + "' on device " +
                               g_.devices[task.device].label + " never runs",
-                          "this is a bug in the schedule; please report it with the scenario"};
+                          "this is a bug in the schedule; please report it with the scenario", ErrorKind::Internal};
       }
     critical_path();
     return std::move(tr_);

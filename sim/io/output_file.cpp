@@ -26,14 +26,14 @@ Diagnostics write_files_atomic(const std::vector<OutputFile>& files) {
   for (const OutputFile& f : files) {
     if (const std::string why = output_path_problem(f.path.string()); !why.empty()) {
       discard();
-      return {{{f.path.string(), 0, 0}, "", "cannot write output file", why}};
+      return {{{f.path.string(), 0, 0}, "", "cannot write output file", why, ErrorKind::Environment}};
     }
     const std::filesystem::path tmp = f.path.string() + ".tmp-hetsim";
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
       const std::string why = std::strerror(errno);
       discard();
-      return {{{f.path.string(), 0, 0}, "", "cannot write output file", why}};
+      return {{{f.path.string(), 0, 0}, "", "cannot write output file", why, ErrorKind::Environment}};
     }
     staged.push_back(tmp);
     out.write(f.content.data(), static_cast<std::streamsize>(f.content.size()));
@@ -41,7 +41,7 @@ Diagnostics write_files_atomic(const std::vector<OutputFile>& files) {
     if (!out) {
       const std::string why = std::strerror(errno);
       discard();
-      return {{{f.path.string(), 0, 0}, "", "write failed", why}};
+      return {{{f.path.string(), 0, 0}, "", "write failed", why, ErrorKind::Environment}};
     }
   }
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -51,7 +51,7 @@ Diagnostics write_files_atomic(const std::vector<OutputFile>& files) {
       const std::string why = ec.message();
       for (std::size_t k = 0; k < i; ++k) std::filesystem::remove(files[k].path, ec);
       for (std::size_t k = i; k < staged.size(); ++k) std::filesystem::remove(staged[k], ec);
-      return {{{files[i].path.string(), 0, 0}, "", "cannot move output into place", why}};
+      return {{{files[i].path.string(), 0, 0}, "", "cannot move output into place", why, ErrorKind::Environment}};
     }
   }
   return {};

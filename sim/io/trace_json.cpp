@@ -1,6 +1,8 @@
 #include "sim/io/trace_json.hpp"
 
 #include <fstream>
+#include <limits>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -66,32 +68,58 @@ Result<TraceFile> read_trace_json(const std::filesystem::path& file) {
   }
   if (j.value("version", 0) != 1)
     return Diagnostic{{name, 0, 0}, "/version", "unsupported trace version", "this hetsim reads version 1"};
-  // Each required key, by its JSON path when missing or of the wrong type.
+  // Each required key, by its JSON path when missing, of the wrong type or out of range: a
+  // trace is a step of real work, so times and sizes are whole, non-negative and physical.
   std::string path;
+  auto bounded = [&](const nlohmann::ordered_json& v, std::int64_t hi, const char* what) -> std::int64_t {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)))
+      throw std::out_of_range(std::string(what) + " must be a whole number from 0 to " + std::to_string(hi));
+    const auto x = v.get<std::int64_t>();
+    if (x < 0 || x > hi) throw std::out_of_range(std::string(what) + " must be a whole number from 0 to " + std::to_string(hi));
+    return x;
+  };
   try {
     TraceFile t;
     t.source = j.value("source", "");
     path = "/makespan_ns";
-    t.makespan_ns = j.at("makespan_ns").get<std::int64_t>();
+    t.makespan_ns = bounded(j.at("makespan_ns"), kMaxTraceNs, "a time in ns (at most 10^15, 11.6 days)");
     path = "/devices";
-    for (const auto& d : j.at("devices")) {
-      t.devices.push_back(d.at("label").get<std::string>());
-      t.peak_bytes.push_back(d.at("peak_bytes").get<std::int64_t>());
-    }
+    if (!j.at("devices").is_array()) throw std::out_of_range("devices must be an array");
     std::size_t i = 0;
+    for (const auto& d : j.at("devices")) {
+      path = "/devices/" + std::to_string(i++);
+      t.devices.push_back(d.at("label").get<std::string>());
+      t.peak_bytes.push_back(bounded(d.at("peak_bytes"), kMaxTraceBytes, "peak_bytes (at most 2^56, 64 PiB)"));
+    }
+    path = "/tasks";
+    if (!j.at("tasks").is_array()) throw std::out_of_range("tasks must be an array");
+    i = 0;
     for (const auto& k : j.at("tasks")) {
       path = "/tasks/" + std::to_string(i++);
-      t.tasks.push_back({k.at("device").get<std::uint32_t>(), k.at("kind").get<std::string>(),
-                         k.at("name").get<std::string>(), k.at("start_ns").get<std::int64_t>(),
-                         k.at("end_ns").get<std::int64_t>(), {}});
-      if (k.contains("parts_ns"))
-        for (const auto& [cls, ns] : k.at("parts_ns").items()) t.tasks.back().parts.emplace_back(cls, ns.get<std::int64_t>());
+      const std::int64_t device = bounded(k.at("device"), std::numeric_limits<std::int32_t>::max(), "device");
+      if (static_cast<std::size_t>(device) >= t.devices.size())
+        throw std::out_of_range("device " + std::to_string(device) + ": no such device (the trace has " +
+                                std::to_string(t.devices.size()) + ")");
+      const auto kind = k.at("kind").get<std::string>();
+      bool known = false;
+      for (int x = 0; x <= static_cast<int>(schedule::TaskKind::ParamGather); ++x)
+        known = known || kind == schedule::task_kind_name(static_cast<schedule::TaskKind>(x));
+      if (!known) throw std::out_of_range("unknown task kind '" + kind + "'");
+      const std::int64_t start = bounded(k.at("start_ns"), kMaxTraceNs, "start_ns (at most 10^15)");
+      const std::int64_t end_ns = bounded(k.at("end_ns"), kMaxTraceNs, "end_ns (at most 10^15)");
+      if (end_ns < start) throw std::out_of_range("the task ends before it starts (a negative duration)");
+      if (end_ns > t.makespan_ns) throw std::out_of_range("the task ends after the step (end_ns > makespan_ns)");
+      t.tasks.push_back({static_cast<std::uint32_t>(device), kind, k.at("name").get<std::string>(), start, end_ns, {}});
+      if (k.contains("parts_ns")) {
+        if (!k.at("parts_ns").is_object()) throw std::out_of_range("parts_ns must be an object");
+        for (const auto& [cls, ns] : k.at("parts_ns").items())
+          t.tasks.back().parts.emplace_back(cls, bounded(ns, kMaxTraceNs, "a part of a task in ns (at most 10^15)"));
+      }
     }
-    for (std::size_t k = 0; k < t.tasks.size(); ++k)
-      if (t.tasks[k].device >= t.devices.size())
-        return Diagnostic{{name, 0, 0}, "/tasks/" + std::to_string(k) + "/device", "no such device", hint};
     return t;
   } catch (const nlohmann::json::exception& e) {
+    return Diagnostic{{name, 0, 0}, path, "bad trace: " + std::string(e.what()), hint};
+  } catch (const std::out_of_range& e) {
     return Diagnostic{{name, 0, 0}, path, "bad trace: " + std::string(e.what()), hint};
   }
 }

@@ -2,6 +2,7 @@
 // Traces as JSON (docs/formats.md#trace-json): the predicted step (engine) and the measured one
 // (executor) in one schema, so `hetsim-exec compare` reads both the same way.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -11,6 +12,11 @@
 #include "sim/schedule/task_graph.hpp"
 
 namespace hetsim::io {
+
+/// What a trace may hold: times of at most 10^15 ns (11.6 days for one step), memory peaks of
+/// at most 2^56 bytes (64 PiB, where the schedule saturates).
+inline constexpr std::int64_t kMaxTraceNs = 1'000'000'000'000'000;
+inline constexpr std::int64_t kMaxTraceBytes = std::int64_t{1} << 56;
 
 /// Time per op class inside one task: ("gemm", ns), ("attention", ns), …
 using TaskParts = std::vector<std::pair<std::string, std::int64_t>>;

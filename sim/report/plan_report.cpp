@@ -107,6 +107,30 @@ std::string plan_text(const Scenario& s, const planner::Result& r, const Simulat
   return out;
 }
 
+namespace {
+
+nlohmann::ordered_json baselines_json(const Scenario& s, const planner::Result& r) {
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (const auto& bl : r.baselines) {
+    nlohmann::ordered_json x{{"name", bl.name}};
+    if (bl.best && !r.top.empty()) {
+      const double b = r.top.front().step_s();
+      x["step_time_s"] = bl.best->step_s();
+      x["usd_per_million_tokens"] = bl.best->score(planner::Objective::Cost);
+      x["speedup"] = bl.best->step_s() / b;
+      x["cost_ratio"] = bl.best->score(planner::Objective::Cost) / r.top.front().score(planner::Objective::Cost);
+      x["plan"] = plan_summary(s, bl.best->plan);
+    } else {
+      x["step_time_s"] = nullptr;
+      x["speedup"] = nullptr;
+    }
+    all.push_back(x);
+  }
+  return all;
+}
+
+}  // namespace
+
 std::string plan_json(const Scenario& s, const planner::Result& r, const Simulation& best, planner::Objective o,
                       double seconds) {
   nlohmann::ordered_json j;
@@ -114,6 +138,7 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
   j["evaluated"] = r.evaluated;
   j["simulated"] = r.simulated;
   (void)seconds;  // wall time stays out of the output: same input, same bytes
+  j["fits"] = best.simulated.fits;
   j["best"] = nlohmann::ordered_json::parse(simulate_json(s, r.top.front().plan, best));
   j["best"]["family"] = r.top.front().family;
   j["why"] = explain(s, r.top.front(), best);
@@ -127,22 +152,20 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
                         {"usd_per_million_tokens", c.estimate.usd_per_million_tokens / ratio},
                         {"devices", c.estimate.devices}});
   }
-  j["baselines"] = nlohmann::ordered_json::array();
-  const double b = r.top.front().step_s();
-  for (const auto& bl : r.baselines) {
-    nlohmann::ordered_json x{{"name", bl.name}};
-    if (bl.best) {
-      x["step_time_s"] = bl.best->step_s();
-      x["usd_per_million_tokens"] = bl.best->score(planner::Objective::Cost);
-      x["speedup"] = bl.best->step_s() / b;
-      x["cost_ratio"] = bl.best->score(planner::Objective::Cost) / r.top.front().score(planner::Objective::Cost);
-      x["plan"] = plan_summary(s, bl.best->plan);
-    } else {
-      x["step_time_s"] = nullptr;
-      x["speedup"] = nullptr;
-    }
-    j["baselines"].push_back(x);
-  }
+  j["baselines"] = baselines_json(s, r);
+  return j.dump(2) + "\n";
+}
+
+std::string plan_json_none_fits(const Scenario& s, const planner::Result& r, planner::Objective o) {
+  nlohmann::ordered_json j;
+  j["objective"] = o == planner::Objective::Time ? "time" : "cost";
+  j["evaluated"] = r.evaluated;
+  j["simulated"] = r.simulated;
+  j["fits"] = false;
+  j["best"] = nullptr;
+  j["why"] = nlohmann::ordered_json::array();
+  j["top"] = nlohmann::ordered_json::array();
+  j["baselines"] = baselines_json(s, r);
   return j.dump(2) + "\n";
 }
 

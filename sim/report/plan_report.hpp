@@ -15,5 +15,8 @@ namespace hetsim::report {
 /// {"best": <simulate JSON>, "top": [...], "baselines": [{"name", "step_time_s", "speedup"}], …}
 [[nodiscard]] std::string plan_json(const Scenario& s, const planner::Result& r, const Simulation& best,
                                     planner::Objective o, double seconds);
+/// The same document when no plan fits (r.top empty): "fits": false, "best": null, empty "why"
+/// and "top", the baselines with null times.
+[[nodiscard]] std::string plan_json_none_fits(const Scenario& s, const planner::Result& r, planner::Objective o);
 
 }  // namespace hetsim::report

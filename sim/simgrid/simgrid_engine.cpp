@@ -56,7 +56,7 @@ class Run {
       if (out_.trace.end[t] < 0)
         return Diagnostic{{}, "", "the simgrid engine never ran task '" + schedule::task_name(g_.tasks[t]) + "' of " +
                                       g_.devices[g_.tasks[t].device].label,
-                          "this is a bug; please report it with the scenario"};
+                          "this is a bug; please report it with the scenario", ErrorKind::Internal};
     finish_trace();
     report_contention();
     return std::move(out_);
@@ -320,7 +320,8 @@ Result<PlatformCheck> load_platform_file(const std::string& path, const std::str
 
 Result<SimgridRun> run_simgrid(const schedule::TaskGraph& g, const hw::ClusterSpec& cluster) {
   if (used.exchange(true))
-    return Diagnostic{{}, "", "SimGrid runs one simulation per process", "run each simulation in its own process"};
+    return Diagnostic{{}, "", "SimGrid runs one simulation per process", "run each simulation in its own process",
+                      ErrorKind::Internal};
   const auto p = platform::build(cluster);
   auto d = platform::decompose(g, cluster, p);
   if (!d) return d.errors();

@@ -22,6 +22,7 @@ Result<const SimgridModule*> load_simgrid_module() {
       d.where.file = path.string();
       d.message = "cannot load the simgrid engine: " + what;
       d.hint = "it is built next to hetsim with -DHETSIM_WITH_SIMGRID=ON; or use --engine native";
+      d.kind = ErrorKind::Environment;
       loaded.emplace(Diagnostics{d});
     };
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

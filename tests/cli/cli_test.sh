@@ -250,5 +250,46 @@ sed -e 's/^nodes = 16/nodes = 1048576\ndevices_per_node = 2048/' "$SRC/scenarios
 out=$("$HETSIM" estimate "$tmp/big.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "cluster.pool\[0\].nodes" && ! echo "$out" | grep -q -- "-2147483" && ok || bad "huge pool: rc $rc: $out"
 
+# Defect 10: under --json stdout is exactly one JSON document in every outcome (the report, with
+# "fits": false when the plan does not fit, or {"error": …}), messages on stderr; the exit status
+# follows from the error's kind.
+one_json() {  # FILE WANT_TOPLEVEL_KEY: stdout parses as one JSON object holding that key
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert isinstance(j, dict) and sys.argv[2] in j, j' "$1" "$2" 2>/dev/null
+}
+"$HETSIM" estimate --json "$tmp/oom.toml" >"$tmp/j1" 2>"$tmp/e1"; rc=$?
+[ $rc -eq 3 ] && one_json "$tmp/j1" fits && grep -q '"fits": false' "$tmp/j1" && grep -q "does not fit" "$tmp/e1" && ok || bad "estimate --json, does not fit: rc $rc"
+"$HETSIM" simulate --json "$tmp/oom.toml" >"$tmp/j1" 2>/dev/null; rc=$?
+[ $rc -eq 3 ] && one_json "$tmp/j1" fits && grep -q '"fits": false' "$tmp/j1" && ok || bad "simulate --json, does not fit: rc $rc"
+"$HETSIM" plan --json --out "$tmp/nofit10.json" "$tmp/nofit.toml" >"$tmp/j1" 2>/dev/null; rc=$?
+[ $rc -eq 3 ] && one_json "$tmp/j1" fits && grep -q '"fits": false' "$tmp/j1" && grep -q '"best": null' "$tmp/j1" && [ ! -e "$tmp/nofit10.json" ] && ok || bad "plan --json, nothing fits: rc $rc"
+"$HETSIM" plan --json "$SRC/scenarios/default.toml" 2>/dev/null | grep -q '"fits": true' && ok || bad "plan --json says fits: true"
+for args in "estimate --json $tmp/bad.toml" "simulate --json $tmp/missing.toml" "estimate --json $tmp/noplan.toml" \
+            "plan --json --top 0 $SRC/scenarios/default.toml" "simulate --json --plan $tmp/broken.json $SRC/scenarios/default.toml"; do
+  # shellcheck disable=SC2086
+  "$HETSIM" $args >"$tmp/j1" 2>"$tmp/e1"; rc=$?
+  [ $rc -eq 2 ] && one_json "$tmp/j1" error && grep -q '"kind": "bad_input"' "$tmp/j1" && grep -q '"exit_status": 2' "$tmp/j1" && [ -s "$tmp/e1" ] && ok ||
+    bad "hetsim $args: rc $rc, stdout $(head -c 200 "$tmp/j1")"
+done
+"$HETSIM" simulate --json --trace /proc/t10.json "$SRC/scenarios/cpu-pipeline.toml" >"$tmp/j1" 2>/dev/null; rc=$?
+[ $rc -eq 1 ] && one_json "$tmp/j1" error && grep -q '"kind": "environment"' "$tmp/j1" && ok || bad "simulate --json, trace not writable: rc $rc"
+"$HETSIM" estimate "$tmp/bad.toml" >"$tmp/j1" 2>/dev/null; [ ! -s "$tmp/j1" ] && ok || bad "without --json an error prints nothing on stdout"
+if [ -n "${HETSIM_EXEC:-}" ]; then
+  "$HETSIM_EXEC" run --json --steps 1 --warmup 0 --memory 0.01 "$SRC/scenarios/cpu-pipeline.toml" >"$tmp/j1" 2>/dev/null; rc=$?
+  [ $rc -eq 3 ] && one_json "$tmp/j1" error && grep -q '"kind": "does_not_fit"' "$tmp/j1" && ok || bad "hetsim-exec run --json, does not fit: rc $rc"
+  "$HETSIM_EXEC" run --json "$tmp/missing.toml" >"$tmp/j1" 2>/dev/null; rc=$?
+  [ $rc -eq 2 ] && one_json "$tmp/j1" error && ok || bad "hetsim-exec run --json, missing scenario: rc $rc"
+  "$HETSIM_EXEC" run --json --steps 1 --warmup 0 --devices 2 "$SRC/scenarios/cpu-pipeline.toml" >"$tmp/j1" 2>/dev/null; rc=$?
+  [ $rc -eq 0 ] && one_json "$tmp/j1" measured_step_s && ok || bad "hetsim-exec run --json: rc $rc"
+  "$HETSIM_EXEC" compare --json "$tmp/missing1.json" "$tmp/missing2.json" >"$tmp/j1" 2>/dev/null; rc=$?
+  [ $rc -eq 2 ] && one_json "$tmp/j1" error && ok || bad "hetsim-exec compare --json, missing traces: rc $rc"
+  # Defect 9 (options): --memory must be a real size; the bounds are said in words.
+  for m in 1e-10 nan -1 0 inf 1e400; do
+    out=$("$HETSIM_EXEC" run --memory "$m" "$SRC/scenarios/cpu-pipeline.toml" 2>&1); rc=$?
+    [ $rc -eq 2 ] && echo "$out" | grep -q "a number from 0.001 to 65536 (GiB)" && [ ${#out} -lt 300 ] && ok || bad "--memory $m: rc $rc: $out"
+  done
+  out=$("$HETSIM_EXEC" run --devices 0 "$SRC/scenarios/cpu-pipeline.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ ${#out} -lt 300 ] && ok || bad "--devices 0: rc $rc: $out"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

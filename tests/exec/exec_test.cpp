@@ -6,6 +6,9 @@
 #include <Eigen/Core>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <set>
 #include <thread>
 
@@ -106,6 +109,7 @@ TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
     auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(to_string(r.errors()[0]).find("needs 4 devices but the cpu backend has 2"), std::string::npos);
+    EXPECT_EQ(worst_kind(r.errors()), ErrorKind::Environment) << "missing hardware";
   }
   {
     auto s = test::parse(small("micro_batch = 1\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\n"
@@ -115,6 +119,7 @@ TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
     auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(to_string(r.errors()[0]).find("replica groups"), std::string::npos);
+    EXPECT_EQ(worst_kind(r.errors()), ErrorKind::BadInput) << "a plan this executor cannot run";
   }
 }
 
@@ -363,6 +368,7 @@ TEST(Replay, OutOfMemoryNamesTheDeviceAndTask) {
   const std::string msg = to_string(r.errors()[0]);
   EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cpu"), std::string::npos) << msg;
+  EXPECT_EQ(worst_kind(r.errors()), ErrorKind::Environment) << "a device out of memory is the environment";
 }
 
 TEST(Replay, OutOfMemoryInsideCollectivesFailsWithoutHanging) {
@@ -458,6 +464,59 @@ TEST(Compare, ComputesErrorsPerKindStepAndMemory) {
   EXPECT_NEAR(c->classes[1].error(), 100.0 / 40 - 1, 1e-12);
   m.tasks[1].name = "other";
   EXPECT_FALSE(exec::compare(p, m).ok());
+  m.tasks[1].name = "B L0 mb0";
+  m.tasks[1].kind = "forward";
+  EXPECT_FALSE(exec::compare(p, m).ok()) << "a task of another kind is another step";
+  m.tasks[1].kind = "backward";
+  m.makespan_ns = 0;
+  EXPECT_FALSE(exec::compare(p, m).ok()) << "a measured step of 0 ns has no error to report";
+}
+
+// Defect 9: nonsense traces are refused with the JSON path of what is wrong, not compared.
+TEST(Compare, NonsenseTracesAreRefusedWithTheirPath) {
+  const std::string good = R"({"format": "hetsim-trace", "version": 1, "source": "measured", "makespan_ns": 1000,
+    "devices": [{"label": "d0", "peak_bytes": 100}],
+    "tasks": [{"device": 0, "kind": "forward", "name": "F", "start_ns": 0, "end_ns": 300, "parts_ns": {"gemm": 200}}]})";
+  const auto dir = std::filesystem::temp_directory_path() / ("hetsim-trace-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto read = [&](const std::string& text) {
+    const auto f = dir / "t.json";
+    std::ofstream(f) << text;
+    return io::read_trace_json(f);
+  };
+  ASSERT_TRUE(read(good).ok()) << to_string(read(good).errors()[0]);
+  auto swap = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\"end_ns\": 300", "\"end_ns\": -5"},                      // negative time
+      {"\"start_ns\": 0, \"end_ns\": 300", "\"start_ns\": 400, \"end_ns\": 300"},  // negative duration
+      {"\"makespan_ns\": 1000", "\"makespan_ns\": 18446744073709551616"},  // 2^64
+      {"\"makespan_ns\": 1000", "\"makespan_ns\": 18446744073709551615"},  // 2^64 − 1
+      {"\"makespan_ns\": 1000", "\"makespan_ns\": 100"},          // a task after the step
+      {"\"makespan_ns\": 1000", "\"makespan_ns\": 1000.5"},       // not whole
+      {"\"device\": 0", "\"device\": 9223372036854775808"},       // 2^63
+      {"\"device\": 0", "\"device\": 4294967296"},                // 2^32: would wrap to 0
+      {"\"device\": 0", "\"device\": 1"},                         // no such device
+      {"\"kind\": \"forward\"", "\"kind\": \"teleport\""},    // unknown kind
+      {"\"peak_bytes\": 100", "\"peak_bytes\": -1"},
+      {"\"peak_bytes\": 100", "\"peak_bytes\": 1e300"},
+      {"{\"gemm\": 200}", "{\"gemm\": -200}"},
+      {"{\"gemm\": 200}", "[200]"},
+      {"\"tasks\": [", "\"tasks\": 3, \"x\": ["},
+  };
+  for (const auto& [from, to] : cases) {
+    auto r = read(swap(from, to));
+    EXPECT_FALSE(r.ok()) << to;
+    if (!r.ok()) {
+      EXPECT_FALSE(r.errors()[0].key.empty()) << to << ": " << to_string(r.errors()[0]);
+      EXPECT_EQ(r.errors()[0].kind, ErrorKind::BadInput);
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Calibrate, RecoversKnownParametersFromSyntheticMeasurements) {
