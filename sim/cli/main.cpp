@@ -89,7 +89,8 @@ int run_catalog(const Common& c) {
 int load_scenario(const Common& c, hetsim::Scenario& sc) {
   auto cat = hetsim::io::builtin_catalog();
   if (!cat) return fail(c, cat.errors());
-  auto r = hetsim::io::read_scenario(c.scenario, *cat);
+  // `plan` searches its own plans: the scenario's [parallel] is not read (docs/planner.md).
+  auto r = hetsim::io::read_scenario(c.scenario, *cat, {.plan = c.command != "plan"});
   if (!r) {
     const int rc = fail(c, r.errors());
     std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), c.scenario);

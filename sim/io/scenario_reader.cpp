@@ -287,14 +287,16 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 }
 
 // ------------------------------------------------------------------------------- [parallel]
+const std::vector<std::string> kParallelKeys = {
+    "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel",
+    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "replicas"};
+
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
                                         SourceLoc& where) {
   auto t = r.table(root, "parallel");
   if (!t) return std::nullopt;
   where = r.loc(t->table);
-  r.check_keys(*t, {"tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute",
-                    "zero", "sequence_parallel", "grad_sync", "overlap_grad_reduce",
-                    "overlap_tp_comm", "overlap_tp_backward", "replicas"});
+  r.check_keys(*t, kParallelKeys);
   plan::Plan p;
   p.micro_batch = as_int(r.integer(*t, "micro_batch", 1, 1 << 20), 1);
   if (auto sch = pick<cost::Schedule>(r, *t, "schedule", {{"gpipe", cost::Schedule::GPipe},
@@ -645,7 +647,8 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
   return d;
 }
 
-Result<Scenario> parse_scenario(std::string_view text, const std::string& file, const hw::Catalog& catalog) {
+Result<Scenario> parse_scenario(std::string_view text, const std::string& file, const hw::Catalog& catalog,
+                                ReadOptions options) {
   Diagnostics diags;
   auto tbl = detail::parse_toml(text, file, diags);
   if (!tbl) return diags;
@@ -685,6 +688,11 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
   if (r.failed()) return diags;
 
   SourceLoc where{file, 0, 0};
+  if (!options.plan) {
+    if (auto t = r.table(root, "parallel")) r.check_keys(*t, kParallelKeys);
+    if (r.failed()) return diags;
+    return s;
+  }
   s.plan = read_parallel(r, root, s, where);
   if (r.failed()) return diags;
   if (s.plan) {
@@ -694,10 +702,10 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
   return s;
 }
 
-Result<Scenario> read_scenario(const std::filesystem::path& file, const hw::Catalog& catalog) {
+Result<Scenario> read_scenario(const std::filesystem::path& file, const hw::Catalog& catalog, ReadOptions options) {
   auto text = read_input_file(file, "scenario file");
   if (!text) return text.errors();
-  return parse_scenario(*text, file.string(), catalog);
+  return parse_scenario(*text, file.string(), catalog, options);
 }
 
 }  // namespace hetsim::io

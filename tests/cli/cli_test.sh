@@ -291,5 +291,14 @@ if [ -n "${HETSIM_EXEC:-}" ]; then
   [ $rc -eq 2 ] && [ ${#out} -lt 300 ] && ok || bad "--devices 0: rc $rc: $out"
 fi
 
+# Defect 11: plan does not read [parallel] (docs/planner.md): one for another cluster does not
+# stop the search; a misspelt key in it is still an error.
+sed 's/^tp = .*/tp = 3/' "$SRC/scenarios/default.toml" > "$tmp/p11.toml"
+"$HETSIM" plan --top 1 "$tmp/p11.toml" >/dev/null 2>&1 && ok || bad "plan with a [parallel] for another cluster"
+"$HETSIM" estimate "$tmp/p11.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "estimate still checks [parallel]"
+sed 's/^tp = .*/tpp = 3/' "$SRC/scenarios/default.toml" > "$tmp/p11b.toml"
+out=$("$HETSIM" plan "$tmp/p11b.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "unknown key 'tpp'" && ok || bad "plan with a misspelt [parallel] key: rc $rc: $out"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -132,3 +132,28 @@ TEST(Scenario, EveryBundledScenarioLoadsWithAPlan) {
 
 }  // namespace
 }  // namespace hetsim
+
+namespace hetsim {
+namespace {
+
+// Defect 11: `hetsim plan` does not read [parallel] (docs/planner.md): a table written for
+// another cluster does not stop the search, a misspelt key is still reported.
+TEST(Scenario, WithoutPlanReadingParallelValuesAreNotChecked) {
+  const std::string base =
+      "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 16\nseq_len = 512\n[[cluster.pool]]\n"
+      "device = \"h100-sxm5\"\nnodes = 1\n";
+  const std::string wrong = base + "[parallel]\ntp = 3\npp = 7\nschedule = \"zigzag\"\n";
+  EXPECT_FALSE(io::parse_scenario(wrong, "w.toml", test::catalog()).ok()) << "estimate still checks it";
+  auto r = io::parse_scenario(wrong, "w.toml", test::catalog(), {.plan = false});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  EXPECT_FALSE(r->plan.has_value());
+  auto typo = io::parse_scenario(base + "[parallel]\ntpp = 2\n", "t.toml", test::catalog(), {.plan = false});
+  ASSERT_FALSE(typo.ok());
+  EXPECT_EQ(typo.errors()[0].key, "parallel.tpp");
+  auto good = io::parse_scenario(base + "[parallel]\ntp = 2\n", "g.toml", test::catalog());
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(good->plan.has_value());
+}
+
+}  // namespace
+}  // namespace hetsim
