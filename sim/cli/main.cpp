@@ -46,6 +46,9 @@ const CLI::Validator kOutputPath(
 constexpr int kExitOk = 0;
 constexpr int kExitEnvironment = 1;
 constexpr int kExitBadInput = 2;
+// The largest step `simulate` (and `plan`, for its winner's report) simulates: about 100 bytes
+// and 0.1–1 µs per task.
+constexpr double kMaxSimulatedTasks = 20e6;
 
 struct Common {
   std::string command;
@@ -170,12 +173,11 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
   hetsim::plan::Plan plan;
   if (int rc = load(c, sc, plan)) return rc;
   // Refuse a step too large to hold in memory, before trying (about 100 bytes per task).
-  constexpr double kMaxTasks = 20e6;
-  if (const double n = hetsim::schedule::estimated_tasks(sc, plan); n > kMaxTasks) {
+  if (const double n = hetsim::schedule::estimated_tasks(sc, plan); n > kMaxSimulatedTasks) {
     return fail(c, {about(c.scenario, "",
                           fmt::format("the simulated step would have about {:.3g} tasks, more than the {:.3g} this "
                                       "command simulates",
-                                      n, kMaxTasks),
+                                      n, kMaxSimulatedTasks),
                           "fewer micro-batches per replica (a larger micro_batch), or `hetsim estimate` for the "
                           "closed-form answer")});
   }
@@ -302,6 +304,15 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
               << "\n";
     return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
   }
+  // The winner's report is a simulation of its step: refused, as `simulate` refuses it, when
+  // that step is too large to simulate.
+  if (const double n = hetsim::schedule::estimated_tasks(sc, result.top.front().plan); n > kMaxSimulatedTasks)
+    return fail(c, {about(c.scenario, "training.global_batch",
+                          fmt::format("the best plan's step would have about {:.3g} tasks, more than the {:.3g} "
+                                      "this command simulates for its report",
+                                      n, kMaxSimulatedTasks),
+                          "a smaller global_batch for the search (the plan scales with it), or `hetsim estimate` "
+                          "with a [parallel] plan")});
   auto best = hetsim::report::run_simulation(sc, result.top.front().plan);
   if (!best) return fail(c, best.errors());
   const std::string text = c.json ? hetsim::report::plan_json(sc, result, *best, opts.objective, seconds)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -128,10 +129,6 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
     const double by_time = b[i] > 0 ? std::floor((T - a[i]) / b[i] / v) * v : L;
     return std::max(0.0, std::min(cap_mem[i], by_time));
   };
-  std::vector<double> candidates;
-  for (int i = 0; i < S; ++i)
-    for (int l = v; l <= L; l += v) candidates.push_back(a[i] + b[i] * l);
-  std::sort(candidates.begin(), candidates.end());
   auto feasible = [&](double T) {
     double total = 0;
     for (int i = 0; i < S; ++i) {
@@ -141,14 +138,52 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
     }
     return total >= L;
   };
-  std::size_t lo = 0, hi = candidates.size();
-  while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    if (feasible(candidates[mid])) hi = mid;
-    else lo = mid + 1;
+  // The answer is the smallest feasible breakpoint a_i + b_i·l (l a multiple of v, v ≤ l ≤ L):
+  // feasibility grows with T, so bisect on T, then take the smallest breakpoint above the last
+  // infeasible T. O(S · 200), not O(S · L log): layer counts can be huge.
+  double hi = 0, lo_t = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < S; ++i) {
+    hi = std::max(hi, a[i] + b[i] * L);
+    lo_t = std::min(lo_t, a[i] + b[i] * v);
   }
-  if (lo == candidates.size()) return false;
-  const double T = candidates[lo];
+  if (!feasible(hi)) return false;
+  auto breakpoint_above = [&](int i, double t) -> double {  // smallest a_i + b_i·l > t, or +inf
+    if (b[i] <= 0) return a[i] + b[i] * v > t ? a[i] + b[i] * v : std::numeric_limits<double>::infinity();
+    double l = std::max<double>(v, std::ceil((t - a[i]) / b[i] / v) * v);
+    while (l <= L && !(a[i] + b[i] * l > t)) l += v;
+    while (l - v >= v && a[i] + b[i] * (l - v) > t) l -= v;
+    return l <= L ? a[i] + b[i] * l : std::numeric_limits<double>::infinity();
+  };
+  double T = std::numeric_limits<double>::infinity();
+  if (feasible(lo_t)) {
+    T = lo_t;  // the smallest breakpoint of all
+  } else {
+    double lo = lo_t;  // infeasible; hi feasible
+    for (int it = 0; it < 200 && hi > lo; ++it) {
+      const double mid = lo + (hi - lo) / 2;
+      if (mid <= lo || mid >= hi) break;
+      if (feasible(mid)) hi = mid;
+      else lo = mid;
+    }
+    // Every breakpoint in (lo, hi] is a candidate; the smallest feasible one is the answer.
+    std::vector<double> near;
+    for (int i = 0; i < S; ++i) {
+      double t = lo;
+      for (int k = 0; k < 8; ++k) {  // at most one or two per stage once lo and hi are adjacent
+        const double bp = breakpoint_above(i, t);
+        if (!(bp <= hi)) break;
+        near.push_back(bp);
+        t = bp;
+      }
+    }
+    std::sort(near.begin(), near.end());
+    for (double bp : near)
+      if (feasible(bp)) {
+        T = bp;
+        break;
+      }
+    if (!std::isfinite(T)) T = hi;  // rounding: hi is feasible
+  }
   std::vector<int> layers(S);
   int total = 0;
   for (int i = 0; i < S; ++i) {
@@ -284,8 +319,8 @@ class Search {
     if (all.empty()) return r;
     std::vector<Candidate> verified;
     auto verify = [&](Candidate c) {
-      simulate(c);
-      ++r.simulated;
+      if (simulate(c)) ++r.simulated;
+      else ++r.unverified;
       verified.push_back(std::move(c));
     };
     // Verify the best estimates, at most three of each kind (family and ZeRO stage) first, so
@@ -309,14 +344,17 @@ class Search {
         if (c.family != "single pool" || c.plan.groups[0].stages[0].pool != pool) continue;
         if (per_zero[c.plan.zero]++ >= 1 && tried >= 3) continue;
         Candidate v = c;
-        simulate(v);
-        ++r.simulated;
+        if (simulate(v)) ++r.simulated;
+        else ++r.unverified;
         if (!b || better(v, *b)) b = v;
         if (++tried >= 5) break;
       }
       return b;
     };
-    if (uniform_best) simulate(*uniform_best), ++r.simulated;
+    if (uniform_best) {
+      if (simulate(*uniform_best)) ++r.simulated;
+      else ++r.unverified;
+    }
     r.baselines.push_back({"uniform Megatron over all devices", uniform_best});
     std::optional<Candidate> fastest;
     for (std::size_t pi = 0; pi < P; ++pi) {
@@ -623,16 +661,23 @@ class Search {
     return found.front();
   }
 
-  void simulate(Candidate& c) const {
+  // Verifies c by the engine within the task bounds; false (c keeps its estimate) when it is
+  // too large.
+  bool simulate(Candidate& c) {
+    const double n = schedule::estimated_tasks(s_, c.plan);
+    if (n > o_.max_verify_tasks || tasks_simulated_ + n > o_.verify_task_budget) return false;
+    tasks_simulated_ += n;
     const auto g = schedule::build_schedule(s_, c.plan);
     auto t = engine::run_native(g);
     if (t) c.simulated_step_s = static_cast<double>(t->makespan) * 1e-9;
+    return true;
   }
 
   const Scenario& s_;
   const Options& o_;
   std::vector<int> micro_batches_;
   std::size_t evaluated_ = 0;
+  double tasks_simulated_ = 0;
 };
 
 }  // namespace

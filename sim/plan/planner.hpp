@@ -26,6 +26,12 @@ struct Options {
   bool same_vendor = false;
   /// Called with the fraction done (0..1) as the search goes; may be empty.
   std::function<void(double)> progress;
+  /// Verification by the engine is bounded: a candidate whose step has more tasks than this
+  /// (schedule::estimated_tasks), or that would take the search past `verify_task_budget` tasks
+  /// in all, keeps its closed-form estimate (Result::unverified counts them). The engine runs
+  /// some 10⁶–10⁷ tasks a second, so these bound the verification to a few seconds.
+  double max_verify_tasks = 2e6;
+  double verify_task_budget = 10e6;
 };
 
 struct Candidate {
@@ -49,10 +55,13 @@ struct Result {
   std::vector<Baseline> baselines;
   std::size_t evaluated = 0;   ///< plans estimated
   std::size_t simulated = 0;   ///< plans verified by the engine
+  std::size_t unverified = 0;  ///< candidates too large to verify, ranked by their estimate
 };
 
 /// Searches plans for `s` (its [parallel] table, if any, is ignored). Deterministic. When no
-/// plan fits in memory, `top` is empty.
+/// plan fits in memory, `top` is empty. Its time grows with the devices and pools, not with
+/// the layers or the batch: layer splits are closed-form (partition_layers), verification is
+/// bounded (Options::max_verify_tasks).
 [[nodiscard]] Result search(const Scenario& s, const Options& o);
 
 /// Splits the layers of group `g` of `p` over its stages (pools and tp already set) to minimise

@@ -79,7 +79,9 @@ std::string plan_text(const Scenario& s, const planner::Result& r, const Simulat
     cluster += fmt::format("{}{} × {}", cluster.empty() ? "" : " + ", p.devices(), p.name);
   out += fmt::format("cluster    {}\n", cluster);
   (void)seconds;  // wall time stays out of the output: same input, same bytes
-  out += fmt::format("searched   {} plans estimated, {} simulated; ranked by {}\n\n", r.evaluated, r.simulated,
+  out += fmt::format("searched   {} plans estimated, {} simulated{}; ranked by {}\n\n", r.evaluated, r.simulated,
+                     r.unverified == 0 ? std::string()
+                                       : fmt::format(", {} too large to simulate (their estimate ranks them)", r.unverified),
                      o == planner::Objective::Time ? "step time" : "cost per token");
   out += fmt::format(" #  {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "step", "tokens/s", "MFU", "headroom", "$/Mtok", "plan");
   for (std::size_t i = 0; i < r.top.size(); ++i) {
@@ -137,6 +139,7 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
   j["objective"] = o == planner::Objective::Time ? "time" : "cost";
   j["evaluated"] = r.evaluated;
   j["simulated"] = r.simulated;
+  j["unverified"] = r.unverified;
   (void)seconds;  // wall time stays out of the output: same input, same bytes
   j["fits"] = best.simulated.fits;
   j["best"] = nlohmann::ordered_json::parse(simulate_json(s, r.top.front().plan, best));
@@ -161,6 +164,7 @@ std::string plan_json_none_fits(const Scenario& s, const planner::Result& r, pla
   j["objective"] = o == planner::Objective::Time ? "time" : "cost";
   j["evaluated"] = r.evaluated;
   j["simulated"] = r.simulated;
+  j["unverified"] = r.unverified;
   j["fits"] = false;
   j["best"] = nullptr;
   j["why"] = nlohmann::ordered_json::array();

@@ -300,5 +300,18 @@ sed 's/^tp = .*/tpp = 3/' "$SRC/scenarios/default.toml" > "$tmp/p11b.toml"
 out=$("$HETSIM" plan "$tmp/p11b.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "unknown key 'tpp'" && ok || bad "plan with a misspelt [parallel] key: rc $rc: $out"
 
+# Defect 6: plan scales with the input or refuses at once: a million layers (no plan fits: exit
+# 3), a batch of 2^22 (verification bounded, said in the table), a batch of 2^30 (the winner's
+# step is too large to simulate: exit 2 with the limit).
+printf '[model]\npreset = "tiny"\nlayers = 1048577\n[training]\nglobal_batch = 16\nseq_len = 512\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n' > "$tmp/L6.toml"
+timeout 60 "$HETSIM" plan "$tmp/L6.toml" >/dev/null 2>&1; rc=$?
+[ $rc -eq 3 ] && ok || bad "plan with 1,048,577 layers: rc $rc"
+printf '[model]\npreset = "tiny"\n[training]\nglobal_batch = 4194304\nseq_len = 512\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n' > "$tmp/G6.toml"
+out=$(timeout 120 "$HETSIM" plan --top 1 "$tmp/G6.toml" 2>/dev/null); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q "too large to simulate" && ok || bad "plan with global_batch 2^22: rc $rc"
+sed 's/global_batch = 4194304/global_batch = 1073741824/' "$tmp/G6.toml" > "$tmp/G6b.toml"
+out=$(timeout 60 "$HETSIM" plan "$tmp/G6b.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "tasks, more than" && ok || bad "plan with global_batch 2^30: rc $rc: $out"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -106,6 +108,10 @@ std::vector<BadCase> cases() {
        "bad.toml:14:18", "gradient_bytes", ""},
       {"fused_kernels_type", base_with(kModel, kTraining + "fused_kernels = \"yes\"\n", kCluster, kParallel),
        "bad.toml:6:17", "expected true or false", ""},
+      {"cost_pue_range", base_with(kModel, kTraining, kCluster, kParallel) + "[cost]\npue = 0.5\n",
+       "bad.toml:14:7", "pue", ""},
+      {"scenario_unknown_key", "[scenario]\nnmae = \"x\"\n" + base_with(kModel, kTraining, kCluster, kParallel),
+       "bad.toml:2:1", "unknown key 'nmae'", "name"},
   };
 }
 
@@ -131,7 +137,22 @@ TEST_P(BadInput, GetsOneClearLocatedMessage) {
 INSTANTIATE_TEST_SUITE_P(Scenarios, BadInput, ::testing::ValuesIn(cases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
-TEST(BadInputCount, AtLeastFifteenDistinctCases) { EXPECT_GE(cases().size(), 15u); }
+// The table above covers every part of the format: distinct cases (no copy counted twice), and
+// at least one whose message names a key of each table a scenario has, so a reader that stops
+// checking one table is caught here.
+TEST(BadInputCoverage, DistinctCasesForEveryTable) {
+  std::set<std::string> names, texts, tables;
+  for (const auto& c : cases()) {
+    EXPECT_TRUE(names.insert(c.name).second) << "two cases named " << c.name;
+    EXPECT_TRUE(texts.insert(c.text).second) << c.name << " repeats another case's text";
+    auto s = test::parse(c.text, "bad.toml");
+    if (s.ok()) continue;  // GetsOneClearLocatedMessage reports it
+    for (const auto& d : s.errors()) tables.insert(d.key.substr(0, d.key.find_first_of(".[")));
+  }
+  EXPECT_GE(cases().size(), 15u);
+  for (const char* t : {"model", "training", "cluster", "parallel", "cost", "memory", "reference", "scenario"})
+    EXPECT_TRUE(tables.count(t)) << "no bad-input case names a key of [" << t << "]";
+}
 
 TEST(BadInputAll, SeveralProblemsAreAllReported) {
   auto s = test::parse("[model]\npreset = \"tiny\"\nlayerz = 3\n[training]\nglobal_batch = \"x\"\nseq_len = 512\n"

@@ -55,7 +55,7 @@ TEST(ErrorModel, ErrorJsonSurvivesBytesThatAreNotUtf8) {
   const Diagnostics d{{{"bad\xff\xfe.toml", 1, 1}, "k\x80", "unknown name '\xc3'", ""}};
   std::string text;
   ASSERT_NO_THROW(text = io::error_json(d));
-  EXPECT_NO_THROW((void)nlohmann::json::parse(text));
+  EXPECT_TRUE(nlohmann::json::accept(text));
 }
 
 TEST(ErrorModel, AFileThatCannotBeWrittenIsTheEnvironment) {
