@@ -164,10 +164,10 @@ std::optional<double> TomlReader::number(const TableRef& t, std::string_view key
     return std::nullopt;
   }
   if (!(v >= min && v <= max)) {
-    char buf[160];
+    char said[64], buf[160];
+    std::snprintf(said, sizeof said, "%.6g", v);
     std::snprintf(buf, sizeof buf, "expected %g to %g", min, max);
-    error(loc(n), key_path(t, key), std::string(key) + " = " + std::to_string(v) + " is out of range",
-          buf);
+    error(loc(n), key_path(t, key), std::string(key) + " = " + said + " is out of range", buf);
     return std::nullopt;
   }
   return v;
@@ -197,6 +197,29 @@ std::optional<double> TomlReader::quantity(const TableRef& t, std::string_view k
   ParsedQuantity q = parse_quantity(n->as_string()->get(), dim);
   if (!q.ok()) {
     error(loc(n), key_path(t, key), q.error + " in " + key_path(t, key), q.hint);
+    return std::nullopt;
+  }
+  // Beyond anything physical: numbers past these would overflow the arithmetic they enter
+  // (bytes in 64-bit counts, times in nanoseconds) or print as null in JSON. Keys with a
+  // tighter range check it where they are read.
+  struct Cap {
+    double hi;
+    const char* said;
+  };
+  auto cap = [](Dimension d) -> Cap {
+    switch (d) {
+      case Dimension::Size: return {1125899906842624.0 * 1024, "1 EiB"};
+      case Dimension::Bandwidth: return {1e21, "1 ZB/s"};
+      case Dimension::Time: return {1e9, "10^9 s (about 32 years)"};
+      case Dimension::Compute: return {1e21, "1 ZFLOPS"};
+      case Dimension::Power: return {1e9, "1 GW"};
+    }
+    return {0, ""};
+  };
+  if (const Cap c = cap(dim); !std::isfinite(q.value) || q.value < 0 || q.value > c.hi) {
+    error(loc(n), key_path(t, key),
+          std::string(dimension_name(dim)) + " out of range in " + key_path(t, key) + ": at most " + c.said,
+          "a physical value, e.g. " + std::string(dimension_units(dim)));
     return std::nullopt;
   }
   return q.value;

@@ -50,12 +50,18 @@ std::string trace_to_json(const TraceFile& t) {
   return j.dump(1) + "\n";
 }
 
+namespace {
+const char* const kTraceHint = "traces are written by `hetsim-exec run --out MEASURED.json --predicted PREDICTED.json`";
+}  // namespace
+
 Result<TraceFile> read_trace_json(const std::filesystem::path& file) {
-  const std::string name = file.string();
-  const std::string hint = "traces are written by `hetsim-exec run --out MEASURED.json --predicted PREDICTED.json`";
-  auto read = read_input_file(file, "trace file", hint);
+  auto read = read_input_file(file, "trace file", kTraceHint);
   if (!read) return read.errors();
-  const std::string& text = *read;
+  return parse_trace_json(*read, file.string());
+}
+
+Result<TraceFile> parse_trace_json(std::string_view text, const std::string& name) {
+  const std::string hint = kTraceHint;
   auto parsed = parse_json_strict(text, name, hint);  // ordered: op classes keep their order
   if (!parsed) return parsed.errors();
   const nlohmann::ordered_json& j = *parsed;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/base/result.hpp"
@@ -44,5 +45,7 @@ struct TraceFile {
                                         const std::vector<TaskParts>& parts = {});
 [[nodiscard]] std::string trace_to_json(const TraceFile& t);
 [[nodiscard]] Result<TraceFile> read_trace_json(const std::filesystem::path& file);
+/// The same for text already in memory; `name` names it in messages.
+[[nodiscard]] Result<TraceFile> parse_trace_json(std::string_view text, const std::string& name);
 
 }  // namespace hetsim::io
