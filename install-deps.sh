@@ -9,6 +9,7 @@ packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ca-certificates
   python3  # the CLI tests read JSON with it
+  clang    # libFuzzer targets of the readers (tests/fuzz, the fuzz preset)
   # libraries (see ../shared/reference/dependencies.md for the why of each name)
   libsimgrid-dev libeigen3-dev libtomlplusplus-dev
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev

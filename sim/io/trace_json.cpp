@@ -65,14 +65,18 @@ Result<TraceFile> parse_trace_json(std::string_view text, const std::string& nam
   auto parsed = parse_json_strict(text, name, hint);  // ordered: op classes keep their order
   if (!parsed) return parsed.errors();
   const nlohmann::ordered_json& j = *parsed;
-  if (!j.is_object() || j.value("format", "") != "hetsim-trace") {
-    const std::string format = j.is_object() ? j.value("format", "") : "";
+  // value() throws when a key holds another type: read the header keys only as what they are.
+  auto text_of = [&](const char* key) -> std::string {
+    return j.is_object() && j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : "";
+  };
+  if (!j.is_object() || text_of("format") != "hetsim-trace") {
+    const std::string format = text_of("format");
     return Diagnostic{{name, 0, 0}, "/format",
                       format.empty() ? "not a hetsim trace (\"format\": \"hetsim-trace\" missing)"
                                      : "this is a " + format + " file, not a hetsim trace",
                       "compare takes two traces; " + hint};
   }
-  if (j.value("version", 0) != 1)
+  if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<std::int64_t>() != 1)
     return Diagnostic{{name, 0, 0}, "/version", "unsupported trace version", "this hetsim reads version 1"};
   // Each required key, by its JSON path when missing, of the wrong type or out of range: a
   // trace is a step of real work, so times and sizes are whole, non-negative and physical.
@@ -86,7 +90,9 @@ Result<TraceFile> parse_trace_json(std::string_view text, const std::string& nam
   };
   try {
     TraceFile t;
-    t.source = j.value("source", "");
+    path = "/source";
+    if (j.contains("source") && !j.at("source").is_string()) throw std::out_of_range("source must be a string");
+    t.source = text_of("source");
     path = "/makespan_ns";
     t.makespan_ns = bounded(j.at("makespan_ns"), kMaxTraceNs, "a time in ns (at most 10^15, 11.6 days)");
     path = "/devices";

@@ -507,6 +507,9 @@ TEST(Compare, NonsenseTracesAreRefusedWithTheirPath) {
       {"{\"gemm\": 200}", "{\"gemm\": -200}"},
       {"{\"gemm\": 200}", "[200]"},
       {"\"tasks\": [", "\"tasks\": 3, \"x\": ["},
+      {"\"format\": \"hetsim-trace\"", "\"format\": [1]"},       // found by fuzz_trace: threw
+      {"\"version\": 1", "\"version\": \"1\""},
+      {"\"source\": \"measured\"", "\"source\": {}"},
   };
   for (const auto& [from, to] : cases) {
     auto r = read(swap(from, to));

@@ -1,0 +1,110 @@
+// Property test (issue 11): random clusters from every catalogue device and number format,
+// random models and plans. Every outcome is a value or diagnostics of kind bad input or does
+// not fit (the CLI's exit 2 or 3, never 1 or 4); estimate and simulate agree on whether a plan
+// fits; the planner's answer fits. HETSIM_PROPERTY_CASES raises the count for a longer run.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "sim/analytic/estimate.hpp"
+#include "sim/plan/planner.hpp"
+#include "sim/report/simulation_report.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+int cases(int fallback) {
+  const char* env = std::getenv("HETSIM_PROPERTY_CASES");
+  return env ? std::max(1, std::atoi(env)) : fallback;
+}
+
+template <class T>
+const T& pick(const std::vector<T>& v, std::mt19937_64& rng) {
+  return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
+}
+
+std::string random_scenario(std::mt19937_64& rng, bool with_plan) {
+  const auto devices = test::catalog().device_names();
+  const std::vector<std::string> precisions = {"fp32", "bf16", "fp16", "fp8"};
+  const std::vector<std::string> models = {"tiny", "tiny", "llama3-8b", "gpt3-175b", "mixtral-8x7b"};
+  auto n = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::string t = "[model]\npreset = \"" + pick(models, rng) + "\"\n";
+  if (n(0, 2) == 0) t += "layers = " + std::to_string(n(1, 8)) + "\n";
+  t += "[training]\nglobal_batch = " + std::to_string(1 << n(0, 8)) + "\nseq_len = " + std::to_string(256 << n(0, 4)) +
+       "\nprecision = \"" + pick(precisions, rng) + "\"\n";
+  const int pools = n(1, 3);
+  for (int p = 0; p < pools; ++p)
+    t += "[[cluster.pool]]\nname = \"p" + std::to_string(p) + "\"\ndevice = \"" + pick(devices, rng) +
+         "\"\nnodes = " + std::to_string(n(1, 3)) + "\n";
+  if (with_plan) {
+    t += "[parallel]\ntp = " + std::to_string(1 << n(0, 3)) + "\npp = " + std::to_string(1 << n(0, 2)) +
+         "\nmicro_batch = " + std::to_string(1 << n(0, 2)) + "\nzero = " + std::to_string(n(0, 3)) +
+         "\nrecompute = \"" + pick(std::vector<std::string>{"none", "selective", "full"}, rng) + "\"\n";
+  }
+  return t;
+}
+
+void expect_user_kinds(const Diagnostics& d, const std::string& text) {
+  for (const auto& x : d)
+    EXPECT_TRUE(x.kind == ErrorKind::BadInput || x.kind == ErrorKind::DoesNotFit)
+        << to_string(x) << "\nscenario:\n" << text;
+}
+
+TEST(Property, RandomClustersEstimateAndSimulateAgreeOnFitting) {
+  std::mt19937_64 rng(20261203);
+  int evaluated = 0, fitting = 0, not_fitting = 0;
+  for (int i = 0; i < cases(400); ++i) {
+    const std::string text = random_scenario(rng, true);
+    auto s = test::parse(text, "random.toml");
+    if (!s.ok()) {
+      expect_user_kinds(s.errors(), text);
+      continue;
+    }
+    ASSERT_TRUE(s->plan.has_value()) << text;
+    if (schedule::estimated_tasks(*s, *s->plan) > 2e5) continue;
+    const auto e = analytic::estimate(*s, *s->plan);
+    EXPECT_TRUE(e.step_time.v > 0 && e.step_time.v < 1e300) << text;
+    auto sim = report::run_simulation(*s, *s->plan);
+    ASSERT_TRUE(sim.ok()) << (sim.ok() ? "" : to_string(sim.errors()[0])) << "\n" << text;
+    ++evaluated;
+    (e.fits ? fitting : not_fitting)++;
+    EXPECT_EQ(sim->simulated.fits, e.fits) << "estimate and simulate disagree on fitting\n" << text;
+  }
+  // The generator reaches both verdicts, or the test tests little.
+  EXPECT_GT(evaluated, 40);
+  EXPECT_GT(fitting, 5);
+  EXPECT_GT(not_fitting, 5);
+}
+
+TEST(Property, RandomClustersPlanToAnAnswerThatFits) {
+  std::mt19937_64 rng(7);
+  int answered = 0;
+  for (int i = 0; i < cases(60); ++i) {
+    const std::string text = random_scenario(rng, false);
+    auto s = test::parse(text, "random.toml");
+    if (!s.ok()) {
+      expect_user_kinds(s.errors(), text);
+      continue;
+    }
+    bool usable = false;
+    for (const auto& pool : s->cluster.pools) usable = usable || pool.device.peak_for(s->training.precision).has_value();
+    if (!usable) continue;  // the CLI refuses it (exit 2) before searching
+    planner::Options o;
+    o.top = 2;
+    o.verify = 2;
+    const auto r = planner::search(*s, o);
+    if (r.top.empty()) continue;  // exit 3
+    ++answered;
+    EXPECT_TRUE(r.top[0].estimate.fits) << text;
+    auto sim = report::run_simulation(*s, r.top[0].plan);
+    ASSERT_TRUE(sim.ok()) << text;
+  }
+  EXPECT_GT(answered, 10);
+}
+
+}  // namespace
+}  // namespace hetsim
