@@ -228,7 +228,9 @@ TEST(Planner, NeverSlowerThanABaseline) {
     for (double b : {uniform, fast_alone, slow_alone}) EXPECT_LE(r.top[0].step_s(), b * 1.02) << second;
     // And the planner's own baselines are no better than the independent ones by much.
     for (const auto& b : r.baselines)
-      if (b.best && b.name == "uniform Megatron over all devices") EXPECT_LE(b.best->step_s(), uniform * 1.02);
+      if (b.best && b.name == "uniform Megatron over all devices") {
+        EXPECT_LE(b.best->step_s(), uniform * 1.02);
+      }
   }
 }
 
