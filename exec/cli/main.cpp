@@ -36,6 +36,7 @@
 #include "sim/io/plan_json.hpp"
 #include "sim/io/scenario_reader.hpp"
 #include "sim/io/trace_json.hpp"
+#include "sim/cli/diagnostics.hpp"
 #include "sim/cli/validators.hpp"
 #include "sim/io/error_json.hpp"
 
@@ -62,16 +63,8 @@ int fail(const hetsim::Diagnostics& d) {
   return hetsim::exit_status(hetsim::worst_kind(d));
 }
 
-hetsim::Diagnostic problem(std::string file, std::string message, std::string hint,
-                           hetsim::ErrorKind kind = hetsim::ErrorKind::BadInput) {
-  return {{std::move(file), 0, 0}, "", std::move(message), std::move(hint), kind};
-}
-
-// A diagnostic about the scenario as a whole gets the scenario's file name.
-hetsim::Diagnostic with_file(hetsim::Diagnostic d, const std::string& file) {
-  if (d.where.file.empty()) d.where.file = file;
-  return d;
-}
+using hetsim::cli::about;
+using hetsim::cli::named_in;
 
 int write(const std::vector<hetsim::io::OutputFile>& files) {
   if (auto e = hetsim::io::write_files_atomic(files); !e.empty()) return fail(e);
@@ -194,13 +187,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (app.exit(e) == 0) return kOk;
-    for (int i = 1; i < argc; ++i)
-      if (std::string_view(argv[i]) == "--json") {
-        std::cout << hetsim::io::error_json({problem("", e.what(), "run with --help for the options")});
-        break;
-      }
-    return kBadInput;
+    return hetsim::cli::parse_failed(app, e, argc, argv);
   }
   json_out = (*run && json) || (*cmp && cmp_json);
 
@@ -217,7 +204,7 @@ int main(int argc, char** argv) {
     } else if (sc->plan) {
       plan = *sc->plan;
     } else {
-      return fail({problem(scenario, "no plan to run", "add [parallel] or give --plan PLAN.json")});
+      return fail({about(scenario, "", "no plan to run", "add [parallel] or give --plan PLAN.json")});
     }
     hetsim::exec::ReplayOptions opts{steps, warmup};
     opts.world = world.get();
@@ -256,9 +243,7 @@ int main(int argc, char** argv) {
       const int available = world && world->size() > 1 ? world->size() : (*backend)->device_count();
       auto sd = hetsim::exec::scale_to_fit(*sc, plan, available, capacity);
       if (!sd) {
-        hetsim::Diagnostics named;
-        for (auto d : sd.errors()) named.push_back(with_file(std::move(d), scenario));
-        return fail(named);
+        return fail(named_in(sd.errors(), scenario));
       }
       for (const auto& n : sd->notes) scaled += (scaled.empty() ? "" : "; ") + n;
       if (!scaled.empty() && !quiet && json) std::cerr << "note: plan scaled down to fit (--fit): " << scaled << "\n";
@@ -271,8 +256,8 @@ int main(int argc, char** argv) {
       if (!t) return fail(t.errors());
       for (std::size_t d = 0; d < t->peak_bytes.size(); ++d)
         if (t->peak_bytes[d] > static_cast<std::int64_t>(capacity))
-          return fail({problem(scenario,
-                               fmt::format("the plan does not fit: device {} needs {:.4g} GiB, the {} devices have "
+          return fail({about(scenario, "",
+                             fmt::format("the plan does not fit: device {} needs {:.4g} GiB, the {} devices have "
                                            "{:.4g} GiB",
                                            g.devices[d].label, static_cast<double>(t->peak_bytes[d]) / 1073741824.0,
                                            backend_name, static_cast<double>(capacity) / 1073741824.0),
@@ -299,11 +284,7 @@ int main(int argc, char** argv) {
     if (!r) {
       // A plan this executor cannot run is bad input, named by the scenario or plan file; a
       // device that fails (out of memory, missing) is the environment.
-      hetsim::Diagnostics named;
-      for (auto d : r.errors())
-        named.push_back(d.kind == hetsim::ErrorKind::BadInput ? with_file(std::move(d), plan_file.empty() ? scenario : plan_file)
-                                                              : std::move(d));
-      return fail(named);
+      return fail(named_in(r.errors(), plan_file.empty() ? scenario : plan_file, /*bad_input_only=*/true));
     }
     const auto pred = hetsim::io::make_trace_file(
         r->graph, r->predicted, scaled.empty() ? "predicted (native engine)" : "predicted (native engine, scaled down: " + scaled + ")",
@@ -342,9 +323,7 @@ int main(int argc, char** argv) {
                 << " a predicted one: the arguments are PREDICTED MEASURED\n";
     auto c = hetsim::exec::compare(*p, *m);
     if (!c) {
-      hetsim::Diagnostics named;
-      for (auto d : c.errors()) named.push_back(with_file(std::move(d), meas_in));
-      return fail(named);
+      return fail(named_in(c.errors(), meas_in));
     }
     std::cout << (cmp_json ? hetsim::exec::comparison_json(*c) : hetsim::exec::comparison_text(*c));
     return kOk;

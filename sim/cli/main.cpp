@@ -18,6 +18,7 @@
 #include <iostream>
 
 #include "sim/analytic/estimate.hpp"
+#include "sim/cli/diagnostics.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
@@ -66,10 +67,7 @@ int fail(const Common& c, const hetsim::Diagnostics& d) {
   return hetsim::exit_status(hetsim::worst_kind(d));
 }
 
-hetsim::Diagnostic about(const std::string& file, std::string key, std::string message, std::string hint,
-                         hetsim::ErrorKind kind = hetsim::ErrorKind::BadInput) {
-  return {{file, 0, 0}, std::move(key), std::move(message), std::move(hint), kind};
-}
+using hetsim::cli::about;
 
 // Prints to stdout, or writes `output` atomically when given.
 int emit(const Common& c, const std::string& text) {
@@ -439,15 +437,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    if (rc == 0) return kExitOk;
-    // A command line asking for --json gets its error as JSON too.
-    for (int i = 1; i < argc; ++i)
-      if (std::string_view(argv[i]) == "--json") {
-        std::cout << hetsim::io::error_json({about("", "", e.what(), "run with --help for the options")});
-        break;
-      }
-    return kExitBadInput;
+    return hetsim::cli::parse_failed(app, e, argc, argv);
   }
   if (*cat) return run_catalog(cat_opts);
   if (*est) return run_estimate(est_opts);
