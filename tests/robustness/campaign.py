@@ -10,7 +10,7 @@ on them. Every run must end within its time limit with exit 0, 1 (environment: o
 case touches the file system), 2 (bad input) or 3 (does not fit); never a signal, never 4
 (internal). With --json, stdout must be exactly one JSON document; a failing run must say why on
 stderr, naming the input file when the input is at fault; estimate and simulate must agree on
-whether a scenario fits. Findings are written to build/campaign/findings/<n>/ (command, input,
+whether a scenario fits. Findings are written to --findings (build/campaign/findings)/<n>/ (command, input,
 stdout, stderr) and the script exits 1. Deterministic for a given --seed.
 """
 import argparse
@@ -131,7 +131,7 @@ class Campaign:
         self.bin = pathlib.Path(args.bin).resolve()
         self.rng = random.Random(args.seed)
         self.work = pathlib.Path(tempfile.mkdtemp(prefix="hetsim-campaign-"))
-        self.findings_dir = ROOT / "build" / "campaign" / "findings"
+        self.findings_dir = pathlib.Path(args.findings).resolve()
         self.findings = 0
         self.counts = collections.Counter()
         self.n = 0
@@ -262,7 +262,9 @@ class Campaign:
         cmd, env_ok = self.rng.choice(choices)
         if self.rng.random() < 0.5:
             cmd = cmd + ["--json"]
-        json_out = "--json" in cmd and "calibrate" not in map(str, cmd)
+        strs = [str(c) for c in cmd]
+        # `--plan --json` makes "--json" the plan's file name (CLI11 takes it as the value).
+        json_out = "--json" in strs and "calibrate" not in strs and strs[strs.index("--json") - 1] != "--plan"
         # The file system is part of these cases: exit 1 (environment) is a right answer.
         self.run("cli " + str(cmd[1]), cmd, json_out, None, timeout=120, env_ok=True)
 
@@ -295,8 +297,10 @@ def main():
     ap.add_argument("--runs", type=int, default=1000, help="cases to try (default 1000)")
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     ap.add_argument("--bin", default=str(ROOT / "build/release/bin"), help="folder with hetsim and hetsim-exec")
+    ap.add_argument("--findings", default=str(ROOT / "build/campaign/findings"),
+                    help="where failing cases are written (emptied first)")
     args = ap.parse_args()
-    shutil.rmtree(ROOT / "build" / "campaign" / "findings", ignore_errors=True)
+    shutil.rmtree(args.findings, ignore_errors=True)
     sys.exit(Campaign(args).go())
 
 
