@@ -14,5 +14,8 @@ ten=['bloom-176b']+[n for n in err if n.startswith('megatron-gpt')]
 k=[n for n in err if n.startswith('korthikanti')]
 sc=[n for n in err if n.startswith('megatron-sc21')]
 sm=['tinyllama-1.1b-a100-40gb','torchtitan-llama3-70b-a100','torchtitan-llama3-8b-a100','nemo-llama2-7b-h100-fp8']
-for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('all',list(err))]:
+ga=[n for n in err if n.startswith('gaudi2')]
+tpu=[n for n in err if n.startswith('maxtext')]
+for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('gaudi2',ga),('tpu',tpu),('all',list(err))]:
+    if not s: continue
     print(name, "%d mean %.1f max %.1f signed %+.1f"%st(s))
