@@ -155,6 +155,7 @@ class Campaign:
         self.n += 1
         start = time.monotonic()
         try:
+            timeout *= self.args.timeout_scale
             r = subprocess.run([str(c) for c in cmd], capture_output=True, timeout=timeout, cwd=self.work)
         except subprocess.TimeoutExpired:
             self.finding(label, cmd, input_path, b"", b"", f"no answer within {timeout} s")
@@ -248,7 +249,7 @@ class Campaign:
         choices = [
             ([hs, self.rng.choice(["estimate", "simulate"]), s, "-o", self.rng.choice(out_vals)], True),
             ([hs, "simulate", s, "--trace", self.rng.choice(out_vals), "-o", "ok.txt"], True),
-            ([hs, "simulate", s, "--engine", self.rng.choice(["foo", "", "simgrid"])], True),
+            ([hs, "simulate", s, "--engine", self.rng.choice(["foo", "", "native" if self.args.no_simgrid else "simgrid"])], True),
             ([hs, self.rng.choice(["estimate", "simulate", "plan"]), self.rng.choice(["/dev/zero", "/", "", "missing.toml", "/etc/passwd"])], True),
             ([hs, "plan", s, "--top", self.rng.choice(["0", "-1", "1e9", "x", "101", "3"])], False),
             ([hs, "plan", s, "--verify", self.rng.choice(["0", "1001", "nan", "2"]), "--objective", self.rng.choice(["time", "cost", "speed"])], False),
@@ -299,6 +300,10 @@ def main():
     ap.add_argument("--bin", default=str(ROOT / "build/release/bin"), help="folder with hetsim and hetsim-exec")
     ap.add_argument("--findings", default=str(ROOT / "build/campaign/findings"),
                     help="where failing cases are written (emptied first)")
+    ap.add_argument("--timeout-scale", type=float, default=1.0,
+                    help="multiply every time limit (sanitizer builds run several times slower)")
+    ap.add_argument("--no-simgrid", action="store_true",
+                    help="never pick the simgrid engine (its largest runs take minutes under sanitizers)")
     args = ap.parse_args()
     shutil.rmtree(args.findings, ignore_errors=True)
     sys.exit(Campaign(args).go())
