@@ -189,6 +189,11 @@ std::string format_duration(Duration d) {
     std::snprintf(buf, sizeof buf, "%.3g h", d.v / 3600.0);
     return buf;
   }
+  if (d.v >= 60.0 * 10) {  // "1.8e+03 s" reads badly
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g min", d.v / 60.0);
+    return buf;
+  }
   return format_scaled(d.v, names, scales, 4);
 }
 

@@ -153,7 +153,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
   est.tokens_per_s = est.tokens_per_step / est.step_time.v;
 
   // Per device type: count, peak memory of the worst stage, verdict.
-  double peak_sum = 0, watts = 0, usd_per_hour = 0;
+  double peak_sum = 0, watts = 0, usd_per_hour = 0, interruptions_per_hour = 0;
   for (std::size_t pi = 0; pi < cl.pools.size(); ++pi) {
     const hw::PoolSpec& pool = cl.pools[pi];
     DeviceEstimate de;
@@ -178,6 +178,11 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
     est.devices += de.count;
     peak_sum += de.count * pool.device.peak_for(dt).value_or(FlopRate{0}).v;
     watts += de.count * pool.device.tdp.v;
+    // Every used device can interrupt the job (docs/cost-models.md#goodput).
+    const double mtbf = s.reliability.mtbf_hours > 0        ? s.reliability.mtbf_hours
+                        : pool.device.mtbf_hours > 0 ? pool.device.mtbf_hours
+                                                     : ReliabilitySpec::kDefaultMtbfHours;
+    interruptions_per_hour += de.count / mtbf;
     const double hourly =
         s.cost.mode == CostSpec::Mode::Rent
             ? pool.device.price_usd_per_hour
@@ -195,6 +200,19 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
   est.mfu = peak_sum > 0 ? model_rate / peak_sum : 0;
   est.usd_per_hour = usd_per_hour;
   est.usd_per_million_tokens = usd_per_hour / 3600.0 / est.tokens_per_s * 1e6;
+  // Goodput: a checkpoint holds the weights and the optimizer state, written by all used
+  // devices together.
+  {
+    const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer);
+    est.checkpoint = Bytes{workload::count_params(s.model).total(s.model.layers) * (sb.weights + sb.optimizer)};
+    cost::GoodputInput gi;
+    gi.interruptions_per_hour = interruptions_per_hour;
+    gi.checkpoint = est.checkpoint;
+    gi.write_bandwidth = s.reliability.checkpoint_bandwidth_per_device * std::max(1, est.devices);
+    gi.restart = s.reliability.restart;
+    gi.interval = s.reliability.checkpoint_interval;
+    est.goodput = cost::goodput(gi);
+  }
   if (tr.tokens > 0) {
     est.time_to_train = Duration{tr.tokens / est.tokens_per_s};
     const double hours = est.time_to_train.v / 3600.0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/cost/breakdown.hpp"
+#include "models/cost/goodput.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace hetsim::analytic {
@@ -61,6 +62,10 @@ struct Estimate {
   double bubble_fraction = 0;
   int devices = 0;
   Duration time_to_train;  ///< 0 when the scenario gives no token target
+  /// Interruptions, checkpoints, restarts (docs/cost-models.md#goodput); the effective time to
+  /// train is time_to_train / goodput.fraction.
+  cost::Goodput goodput;
+  Bytes checkpoint;  ///< weights + optimizer state of the whole model
   double cost_to_train_usd = 0;
   double usd_per_hour = 0;           ///< what the plan's devices cost per hour (rent or own)
   double usd_per_million_tokens = 0;

@@ -537,6 +537,29 @@ void read_memory(TomlReader& r, const TableRef& root, Scenario& s) {
   s.memory.gradient_bytes = r.number(*t, "gradient_bytes", 1, 16).value_or(s.memory.gradient_bytes);
 }
 
+void read_reliability(TomlReader& r, const TableRef& root, Scenario& s) {
+  auto t = r.table(root, "reliability");
+  if (!t) return;
+  r.check_keys(*t, {"mtbf_hours", "checkpoint_bandwidth", "restart_time", "checkpoint_interval"});
+  auto& rel = s.reliability;
+  rel.mtbf_hours = r.number(*t, "mtbf_hours", 1, 1e9).value_or(rel.mtbf_hours);
+  if (auto v = r.quantity(*t, "checkpoint_bandwidth", Dimension::Bandwidth)) {
+    if (*v < 1e6)
+      r.error(r.loc(r.node(*t, "checkpoint_bandwidth")), r.key_path(*t, "checkpoint_bandwidth"),
+              "checkpoint bandwidth below 1 MB/s per device", "give it per device, e.g. \"0.12GB/s\"");
+    else
+      rel.checkpoint_bandwidth_per_device = BytesPerSec{*v};
+  }
+  if (auto v = r.quantity(*t, "restart_time", Dimension::Time)) rel.restart = Duration{*v};
+  if (auto v = r.quantity(*t, "checkpoint_interval", Dimension::Time)) {
+    if (*v < 1)
+      r.error(r.loc(r.node(*t, "checkpoint_interval")), r.key_path(*t, "checkpoint_interval"),
+              "checkpoint interval under one second", "leave it out for the Young/Daly optimum");
+    else
+      rel.checkpoint_interval = Duration{*v};
+  }
+}
+
 void read_reference(TomlReader& r, const TableRef& root, Scenario& s) {
   auto t = r.table(root, "reference");
   if (!t) return;
@@ -658,7 +681,7 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
     r.error(r.loc(sw), "sweep", "[sweep] tables are not supported by this version of hetsim",
             "remove [sweep] and run one scenario per value for now");
   r.check_keys(root, {"sweep", "schema", "scenario", "model", "training", "cluster", "parallel", "cost",
-                      "memory", "reference"});
+                      "memory", "reliability", "reference"});
   if (auto schema = r.integer(root, "schema", 1, 1000); schema && *schema != 1)
     r.error(r.loc(r.node(root, "schema")), "schema", "unsupported schema " + std::to_string(*schema),
             "this hetsim reads schema = 1");
@@ -678,6 +701,7 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
   read_cluster(r, root, cat, s);
   read_cost(r, root, s);
   read_memory(r, root, s);
+  read_reliability(r, root, s);
   read_reference(r, root, s);
   if (!r.failed() && s.model.positions == workload::Positions::Learned &&
       s.training.seq_len > s.model.max_positions)

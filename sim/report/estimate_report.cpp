@@ -107,7 +107,18 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
                      format_duration(e.time_to_train),
                      s.cost.mode == CostSpec::Mode::Rent ? "rented for" : "owned, costing",
                      e.cost_to_train_usd, e.energy_kwh / 1000.0);
+    o += fmt::format("           with interruptions, checkpoints and restarts: {}, ${:.4g}\n",
+                     format_duration(e.time_to_train / e.goodput.fraction),
+                     e.cost_to_train_usd / e.goodput.fraction);
   }
+  o += fmt::format("{}goodput    {:.1f} %: {}; checkpoint {} written in {}, every {}; restart {}\n",
+                   s.training.tokens > 0 ? "" : "\n", pct(e.goodput.fraction),
+                   std::isfinite(e.goodput.job_mtbf.v)
+                       ? "an interruption every " + format_duration(e.goodput.job_mtbf)
+                       : std::string("no interruptions"),
+                   format_bytes(e.checkpoint), format_duration(e.goodput.checkpoint_write),
+                   e.goodput.interval.v > 0 ? format_duration(e.goodput.interval) : std::string("never"),
+                   format_duration(s.reliability.restart));
   if (s.reference) {
     const auto& ref = *s.reference;
     if (ref.step_time_s > 0) {
@@ -151,6 +162,17 @@ ordered_json estimate_object(const Scenario& s, const plan::Plan& p, const analy
   j["usd_per_hour"] = e.usd_per_hour;
   j["usd_per_million_tokens"] = e.usd_per_million_tokens;
   j["energy_kwh"] = e.energy_kwh;
+  {
+    const bool fails = std::isfinite(e.goodput.job_mtbf.v);
+    j["goodput"] = {{"fraction", e.goodput.fraction},
+                    {"job_mtbf_s", fails ? ordered_json(e.goodput.job_mtbf.v) : ordered_json(nullptr)},
+                    {"checkpoint_bytes", e.checkpoint.v},
+                    {"checkpoint_write_s", e.goodput.checkpoint_write.v},
+                    {"checkpoint_interval_s", e.goodput.interval.v},
+                    {"restart_s", s.reliability.restart.v},
+                    {"effective_time_to_train_s", e.time_to_train.v / e.goodput.fraction},
+                    {"effective_cost_to_train_usd", e.cost_to_train_usd / e.goodput.fraction}};
+  }
   j["fits"] = e.fits;
   if (s.reference) {
     const auto& ref = *s.reference;

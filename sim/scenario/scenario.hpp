@@ -32,6 +32,24 @@ struct MemorySpec {
   double gradient_bytes = 4;
 };
 
+/// Interruptions, checkpoints and restarts of a long run ([reliability];
+/// docs/cost-models.md#goodput). Defaults from shared/reference/hardware.md §6–7.
+struct ReliabilitySpec {
+  /// Mean device-hours between job interruptions, overriding every device's catalogue
+  /// `mtbf_hours` when set (> 0).
+  double mtbf_hours = 0;
+  /// A catalogue device without `mtbf_hours`: 50,000 device-hours (public fleets span
+  /// 8k–51k per interruption; hardware.md §6).
+  static constexpr double kDefaultMtbfHours = 50000;
+  /// Checkpoint write bandwidth per device: BLOOM wrote 2.3 TB in 40 s from 384 GPUs
+  /// (0.148 GB/s each), Llama 3's storage sustains 2 TB/s for 16,384 GPUs (0.122 GB/s each).
+  BytesPerSec checkpoint_bandwidth_per_device{0.12e9};
+  /// Detect, reschedule, reload and warm up (assumption: 10 min; a 504-GPU B200 cluster's
+  /// automatic retries came a median 11 min apart, hardware.md §6).
+  Duration restart{600};
+  Duration checkpoint_interval{0};  ///< 0: the Young/Daly optimum
+};
+
 /// A published or measured result the scenario reproduces ([reference]); reports compare the
 /// prediction with it.
 /// What a published peak-memory figure measured: PyTorch's max_memory_allocated (tensors
@@ -56,6 +74,7 @@ struct Scenario {
   std::optional<plan::Plan> plan;  ///< from [parallel]; absent = for the planner to choose
   CostSpec cost;
   MemorySpec memory;
+  ReliabilitySpec reliability;
   std::optional<ReferenceSpec> reference;
   std::uint64_t seed = 1;
 };

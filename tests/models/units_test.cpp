@@ -69,6 +69,9 @@ TEST(FormatQuantity, RoundTripsThroughParse) {
     EXPECT_NEAR(parse_ok(s, Dimension::Size), v, v * 1e-3) << s;
   }
   EXPECT_EQ(format_duration(Duration{0.0123}), "12.3 ms");
+  EXPECT_EQ(format_duration(Duration{508}), "508 s");
+  EXPECT_EQ(format_duration(Duration{1800}), "30 min");
+  EXPECT_EQ(format_duration(Duration{3 * 3600}), "3 h");
   EXPECT_EQ(format_bandwidth(BytesPerSec{3.35e12}), "3.35 TB/s");
 }
 

@@ -116,6 +116,15 @@ std::vector<BadCase> cases() {
        "bad.toml:14:7", "pue", ""},
       {"scenario_unknown_key", "[scenario]\nnmae = \"x\"\n" + base_with(kModel, kTraining, kCluster, kParallel),
        "bad.toml:2:1", "unknown key 'nmae'", "name"},
+      {"reliability_unknown_key", base_with(kModel, kTraining, kCluster, kParallel) + "[reliability]\nmtbf = 5\n",
+       "bad.toml:14:1", "unknown key 'mtbf'", "mtbf_hours"},
+      {"reliability_mtbf_range", base_with(kModel, kTraining, kCluster, kParallel) + "[reliability]\nmtbf_hours = 0\n",
+       "bad.toml:14:14", "mtbf_hours", ""},
+      {"reliability_slow_storage", base_with(kModel, kTraining, kCluster, kParallel) +
+                                       "[reliability]\ncheckpoint_bandwidth = \"0.5MB/s\"\n",
+       "bad.toml:14:24", "below 1 MB/s per device", "per device"},
+      {"reliability_restart_unit", base_with(kModel, kTraining, kCluster, kParallel) + "[reliability]\nrestart_time = \"10GB\"\n",
+       "bad.toml:14:16", "restart_time", ""},
   };
 }
 

@@ -96,6 +96,36 @@ TEST(Estimate, TimeAndCostToTrain) {
   EXPECT_NEAR(e.cost_to_train_usd, 16 * 2.0 * seconds / 3600, 1e-6);
 }
 
+// Goodput from the used devices' catalogue MTBF (H100: 50,700 device-hours, Llama 3), a
+// checkpoint of weights + optimizer state (bf16 + fp32 master + Adam: 14 B per parameter)
+// written at 0.12 GB/s per device, and a 10 min restart; [reliability] overrides each.
+TEST(Estimate, GoodputFromTheDevicesTheCheckpointAndTheRestart) {
+  Scenario s = load(test::minimal());
+  const auto e = analytic::estimate(s, *s.plan);
+  ASSERT_EQ(e.devices, 16);
+  const double params = workload::count_params(s.model).total(s.model.layers);
+  EXPECT_NEAR(e.checkpoint.v, 14 * params, 1e-6 * params);
+  EXPECT_NEAR(e.goodput.job_mtbf.v, 50700.0 / 16 * 3600, 1e-6);
+  EXPECT_NEAR(e.goodput.checkpoint_write.v, 14 * params / (16 * 0.12e9), 1e-9);
+  cost::GoodputInput by_hand;
+  by_hand.interruptions_per_hour = 16 / 50700.0;
+  by_hand.checkpoint = Bytes{14 * params};
+  by_hand.write_bandwidth = BytesPerSec{16 * 0.12e9};
+  by_hand.restart = Duration{600};
+  EXPECT_DOUBLE_EQ(e.goodput.fraction, cost::goodput(by_hand).fraction);
+  EXPECT_GT(e.goodput.fraction, 0.99);  // 16 devices rarely fail
+
+  Scenario t = load(test::minimal() + "[reliability]\nmtbf_hours = 100\ncheckpoint_bandwidth = \"2MB/s\"\n"
+                                      "restart_time = \"1h\"\n");
+  const auto f = analytic::estimate(t, *t.plan);
+  EXPECT_NEAR(f.goodput.job_mtbf.v, 100.0 / 16 * 3600, 1e-6);
+  EXPECT_LT(f.goodput.fraction, e.goodput.fraction);
+  EXPECT_GT(f.goodput.fraction, 0);
+  const auto j = report::estimate_json(t, *t.plan, f);
+  EXPECT_NE(j.find("\"goodput\""), std::string::npos);
+  EXPECT_NE(j.find("\"effective_time_to_train_s\""), std::string::npos);
+}
+
 TEST(Estimate, OutOfMemoryPlanIsFlagged) {
   const std::string text =
       "[model]\npreset = \"llama3-70b\"\n[training]\nglobal_batch = 8\nseq_len = 8192\n"
