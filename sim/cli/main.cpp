@@ -18,6 +18,7 @@
 #include <iostream>
 
 #include "sim/analytic/estimate.hpp"
+#include "sim/api/api.hpp"
 #include "sim/cli/diagnostics.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/io/catalog_reader.hpp"
@@ -33,9 +34,6 @@
 #include "sim/schedule/schedule.hpp"
 #include "sim/simgrid/flows.hpp"
 #include "sim/simgrid/platform.hpp"
-#ifdef HETSIM_HAVE_SIMGRID
-#include "sim/simgrid/simgrid_module.hpp"
-#endif
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -47,9 +45,6 @@ const CLI::Validator kOutputPath(
 constexpr int kExitOk = 0;
 constexpr int kExitEnvironment = 1;
 constexpr int kExitBadInput = 2;
-// The largest step `simulate` (and `plan`, for its winner's report) simulates: about 100 bytes
-// and 0.1–1 µs per task.
-constexpr double kMaxSimulatedTasks = 20e6;
 
 struct Common {
   std::string command;
@@ -80,7 +75,7 @@ int emit(const Common& c, const std::string& text) {
 }
 
 int run_catalog(const Common& c) {
-  auto cat = hetsim::io::builtin_catalog();
+  auto cat = hetsim::api::catalog();
   if (!cat) return fail(c, cat.errors());
   return emit(c, c.json ? hetsim::report::catalog_json(*cat) : hetsim::report::catalog_text(*cat));
 }
@@ -88,10 +83,8 @@ int run_catalog(const Common& c) {
 // Reads a scenario against the built-in catalogue; on failure reports and returns the exit
 // status.
 int load_scenario(const Common& c, hetsim::Scenario& sc) {
-  auto cat = hetsim::io::builtin_catalog();
-  if (!cat) return fail(c, cat.errors());
   // `plan` searches its own plans: the scenario's [parallel] is not read (docs/planner.md).
-  auto r = hetsim::io::read_scenario(c.scenario, *cat, {.plan = c.command != "plan"});
+  auto r = hetsim::api::load(c.scenario, {.plan = c.command != "plan"});
   if (!r) {
     const int rc = fail(c, r.errors());
     std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), c.scenario);
@@ -104,17 +97,9 @@ int load_scenario(const Common& c, hetsim::Scenario& sc) {
 // Loads the scenario and the plan to evaluate: --plan if given, else the scenario's [parallel].
 int load(const Common& c, hetsim::Scenario& sc, hetsim::plan::Plan& plan) {
   if (int rc = load_scenario(c, sc)) return rc;
-  if (!c.plan_file.empty()) {
-    auto p = hetsim::io::read_plan_json(c.plan_file, sc);
-    if (!p) return fail(c, p.errors());
-    plan = std::move(*p);
-  } else if (sc.plan) {
-    plan = *sc.plan;
-  } else {
-    return fail(c, {about(c.scenario, "parallel", fmt::format("`hetsim {}` needs a fixed plan", c.command),
-                          "add a [parallel] table (tp, pp, dp, micro_batch, …; see docs/scenario-format.md) or "
-                          "give --plan PLAN.json")});
-  }
+  auto p = hetsim::api::plan_to_run(sc, c.plan_file, c.command);
+  if (!p) return fail(c, p.errors());
+  plan = std::move(*p);
   return kExitOk;
 }
 
@@ -170,86 +155,15 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
   hetsim::Scenario sc;
   hetsim::plan::Plan plan;
   if (int rc = load(c, sc, plan)) return rc;
-  // Refuse a step too large to hold in memory, before trying (about 100 bytes per task).
-  if (const double n = hetsim::schedule::estimated_tasks(sc, plan); n > kMaxSimulatedTasks) {
-    return fail(c, {about(c.scenario, "",
-                          fmt::format("the simulated step would have about {:.3g} tasks, more than the {:.3g} this "
-                                      "command simulates",
-                                      n, kMaxSimulatedTasks),
-                          "fewer micro-batches per replica (a larger micro_batch), or `hetsim estimate` for the "
-                          "closed-form answer")});
-  }
-  auto run = hetsim::report::run_simulation(sc, plan);
+  hetsim::api::SimulateOptions opts;
+  opts.engine = engine == "simgrid" ? hetsim::api::Engine::SimGrid : hetsim::api::Engine::Native;
+  opts.note = [](const std::string& n) { std::cerr << n << "\n"; };
+  auto run = hetsim::api::simulate(sc, plan, opts);
   if (!run) return fail(c, run.errors());
-  hetsim::report::Simulation& sim = *run;
-  // --engine simgrid: the same graph on a SimGrid platform; its timeline replaces the native one
-  // and the report adds what only it shows (contended links).
-  std::string engine_text;
-  nlohmann::ordered_json engine_json;
-  if (engine == "simgrid") {
-#ifdef HETSIM_HAVE_SIMGRID
-    const auto native_step = static_cast<double>(sim.trace.makespan) * 1e-9;
-    // SimGrid runs the unfolded graph: refuse what would take hours, say when it takes a while.
-    constexpr double kMaxActivities = 20e6;
-    const double unfolded = sim.graph.unfolded_size();
-    if (unfolded > kMaxActivities) {
-      return fail(c, {about(c.scenario, "",
-                            fmt::format("the simgrid engine would run about {:.3g} activities, more than the {:.3g} "
-                                        "it takes on (SimGrid manages 50–300 k per second)",
-                                        unfolded, kMaxActivities),
-                            "`--engine native`, or fewer micro-batches per replica")});
-    }
-    if (unfolded > 1e6)
-      std::cerr << fmt::format("simgrid: about {:.3g} activities, a few seconds to a few minutes...\n", unfolded);
-    auto module = hetsim::engine::load_simgrid_module();
-    if (!module) return fail(c, module.errors());
-    const auto t0 = std::chrono::steady_clock::now();
-    auto sg = (*module)->run(sim.graph, sc.cluster);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!sg) return fail(c, sg.errors());
-    sim.trace = std::move(sg->trace);
-    sim.summary = hetsim::engine::summarize(sim.graph, sim.trace);
-    hetsim::report::apply_simulation(sim);
-    const double step = static_cast<double>(sim.trace.makespan) * 1e-9;
-    engine_text = fmt::format(
-        "\nengine      simgrid: {} activities ({} flows) in {:.2f} s ({:.3g} activities/s); the native engine "
-        "says {:.4g} s, simgrid {:.4g} s ({:+.2f} %)\n",
-        sg->activities, sg->flows, wall, static_cast<double>(sg->activities) / std::max(wall, 1e-9), native_step,
-        step, 100 * (step / native_step - 1));
-    if (sg->contended.empty()) {
-      engine_text += "contention  none: no link was asked for more than its bandwidth\n";
-    } else {
-      engine_text += fmt::format("contention  flows took {:.4g} s longer in all than alone; links asked for more "
-                                 "than their bandwidth:\n",
-                                 sg->flow_delay_s);
-      for (std::size_t i = 0; i < std::min<std::size_t>(8, sg->contended.size()); ++i)
-        engine_text += fmt::format("  {:<28} overloaded {:.4g} s, peak demand {:.2f}× its bandwidth\n",
-                                   sg->contended[i].link, sg->contended[i].overloaded_s, sg->contended[i].peak_demand);
-      if (sg->contended.size() > 8) engine_text += fmt::format("  … and {} more\n", sg->contended.size() - 8);
-    }
-    engine_json = {{"engine", "simgrid"},
-                   {"activities", sg->activities},
-                   {"flows", sg->flows},
-                   {"wall_s", wall},
-                   {"native_step_time_s", native_step},
-                   {"flow_delay_s", sg->flow_delay_s},
-                   {"contended_links", nlohmann::ordered_json::array()}};
-    for (const auto& k : sg->contended)
-      engine_json["contended_links"].push_back(
-          {{"link", k.link}, {"overloaded_s", k.overloaded_s}, {"peak_demand", k.peak_demand}});
-#else
-    return fail(c, {about(c.scenario, "", "this hetsim was built without SimGrid",
-                          "install libsimgrid-dev (./install-deps.sh) and configure with -DHETSIM_WITH_SIMGRID=ON",
-                          hetsim::ErrorKind::Environment)});
-#endif
-  }
-  std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim) : hetsim::report::simulate_text(sc, plan, sim);
-  if (c.json && !engine_json.empty()) {
-    auto j = nlohmann::ordered_json::parse(text);
-    j["engine"] = engine_json;
-    text = j.dump(2) + "\n";
-  }
-  text += c.json ? "" : engine_text;
+  const hetsim::report::Simulation& sim = run->sim;
+  const hetsim::report::SimgridReport* sg = run->simgrid ? &*run->simgrid : nullptr;
+  const std::string text = c.json ? hetsim::report::simulate_json(sc, plan, sim, sg)
+                                  : hetsim::report::simulate_text(sc, plan, sim, sg);
   // The trace lands with the other outputs or none of them does.
   std::vector<hetsim::io::OutputFile> extra;
   if (!trace_file.empty() && sim.simulated.fits)
@@ -260,23 +174,6 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
 int run_plan(const Common& c, int top, int verify, const std::string& objective, bool same_vendor) {
   hetsim::Scenario sc;
   if (int rc = load_scenario(c, sc)) return rc;
-  // Devices without the training's number format hold no stage: say so, and refuse when no
-  // pool is left.
-  int usable = 0;
-  const std::string prec(hetsim::hw::dtype_name(sc.training.precision));
-  for (const auto& pool : sc.cluster.pools) {
-    if (pool.device.peak_for(sc.training.precision)) {
-      ++usable;
-      continue;
-    }
-    std::cerr << fmt::format("{}: note: pool '{}' ({}) has no {} support and is left out of the search{}\n", c.scenario,
-                             pool.name, pool.device.name, prec,
-                             pool.device.peak_for(hetsim::hw::Dtype::Fp16) ? " (precision = \"fp16\" would use it)" : "");
-  }
-  if (usable == 0) {
-    return fail(c, {about(c.scenario, "training.precision", fmt::format("no pool of this cluster supports {}", prec),
-                          "use a precision its devices support (`hetsim catalog` lists each device's formats)")});
-  }
   hetsim::planner::Options opts;
   opts.objective = objective == "cost" ? hetsim::planner::Objective::Cost : hetsim::planner::Objective::Time;
   opts.top = top;
@@ -290,7 +187,10 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
       std::fflush(stderr);
     };
   const auto t0 = std::chrono::steady_clock::now();
-  const auto result = hetsim::planner::search(sc, opts);
+  auto planned = hetsim::api::plan(sc, opts);
+  if (!planned) return fail(c, planned.errors());
+  for (const auto& n : planned->notes) std::cerr << c.scenario << ": note: " << n << "\n";
+  const hetsim::planner::Result& result = planned->result;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (bar) std::fprintf(stderr, "\r%60s\rsearched in %.2f s\n", "", seconds);
   if (result.top.empty()) {
@@ -304,11 +204,11 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
   }
   // The winner's report is a simulation of its step: refused, as `simulate` refuses it, when
   // that step is too large to simulate.
-  if (const double n = hetsim::schedule::estimated_tasks(sc, result.top.front().plan); n > kMaxSimulatedTasks)
+  if (const double n = hetsim::schedule::estimated_tasks(sc, result.top.front().plan); n > hetsim::api::kMaxSimulatedTasks)
     return fail(c, {about(c.scenario, "training.global_batch",
                           fmt::format("the best plan's step would have about {:.3g} tasks, more than the {:.3g} "
                                       "this command simulates for its report",
-                                      n, kMaxSimulatedTasks),
+                                      n, hetsim::api::kMaxSimulatedTasks),
                           "a smaller global_batch for the search (the plan scales with it), or `hetsim estimate` "
                           "with a [parallel] plan")});
   auto best = hetsim::report::run_simulation(sc, result.top.front().plan);

@@ -298,20 +298,20 @@ class Search {
     const std::size_t P = s_.cluster.pools.size();
     // 1. Each pool alone: the building blocks, and baselines (b) and (c).
     std::vector<std::vector<Candidate>> alone(P);
-    for (std::size_t pi = 0; pi < P; ++pi) {
+    for (std::size_t pi = 0; pi < P && !stopped(r); ++pi) {
       alone[pi] = single_pool(static_cast<int>(pi));
       progress(0.4 * double(pi + 1) / double(P));
     }
     // 2. Heterogeneous plans.
     std::vector<Candidate> all;
     for (auto& v : alone) all.insert(all.end(), v.begin(), v.end());
-    if (P > 1) {
+    if (P > 1 && !stopped(r)) {
       pool_local(alone, all);
       progress(0.55);
-      mixed_pipelines(alone, all);
+      if (!stopped(r)) mixed_pipelines(alone, all);
       progress(0.75);
     }
-    std::optional<Candidate> uniform_best = uniform(all);
+    std::optional<Candidate> uniform_best = stopped(r) ? std::nullopt : uniform(all);
     progress(0.8);
     // 3. Rank by the estimate, verify the best (and every baseline's best) with the engine.
     std::sort(all.begin(), all.end(), [&](const Candidate& a, const Candidate& b) { return better(a, b); });
@@ -319,7 +319,8 @@ class Search {
     if (all.empty()) return r;
     std::vector<Candidate> verified;
     auto verify = [&](Candidate c) {
-      if (simulate(c)) ++r.simulated;
+      // Stopped: the rest keep their closed-form estimates.
+      if (!stopped(r) && simulate(c)) ++r.simulated;
       else ++r.unverified;
       verified.push_back(std::move(c));
     };
@@ -344,7 +345,7 @@ class Search {
         if (c.family != "single pool" || c.plan.groups[0].stages[0].pool != pool) continue;
         if (per_zero[c.plan.zero]++ >= 1 && tried >= 3) continue;
         Candidate v = c;
-        if (simulate(v)) ++r.simulated;
+        if (!stopped(r) && simulate(v)) ++r.simulated;
         else ++r.unverified;
         if (!b || better(v, *b)) b = v;
         if (++tried >= 5) break;
@@ -352,7 +353,7 @@ class Search {
       return b;
     };
     if (uniform_best) {
-      if (simulate(*uniform_best)) ++r.simulated;
+      if (!stopped(r) && simulate(*uniform_best)) ++r.simulated;
       else ++r.unverified;
     }
     r.baselines.push_back({"uniform Megatron over all devices", uniform_best});
@@ -398,6 +399,12 @@ class Search {
           return false;
     }
     return true;
+  }
+
+  // Whether the caller asked the search to stop; remembered in the result.
+  bool stopped(Result& r) const {
+    if (o_.stop.stop_requested()) r.stopped = true;
+    return r.stopped;
   }
 
   void progress(double f) const {

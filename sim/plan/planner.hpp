@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <stop_token>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct Options {
   bool same_vendor = false;
   /// Called with the fraction done (0..1) as the search goes; may be empty.
   std::function<void(double)> progress;
+  /// Asked to stop, the search ends after its current phase with the best plans found so far
+  /// (Result::stopped); the GUI drops a search whose inputs changed, Ctrl-C ends one.
+  std::stop_token stop;
   /// Verification by the engine is bounded: a candidate whose step has more tasks than this
   /// (schedule::estimated_tasks), or that would take the search past `verify_task_budget` tasks
   /// in all, keeps its closed-form estimate (Result::unverified counts them). The engine runs
@@ -56,6 +60,7 @@ struct Result {
   std::size_t evaluated = 0;   ///< plans estimated
   std::size_t simulated = 0;   ///< plans verified by the engine
   std::size_t unverified = 0;  ///< candidates too large to verify, ranked by their estimate
+  bool stopped = false;        ///< Options::stop was asked: the best of what was searched
 };
 
 /// Searches plans for `s` (its [parallel] table, if any, is ignored). Deterministic. When no

@@ -1,5 +1,7 @@
 #include "sim/report/simulation_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "sim/report/estimate_report.hpp"
@@ -70,7 +72,32 @@ double seconds(schedule::SimTime t) { return static_cast<double>(t) * 1e-9; }
 
 }  // namespace
 
-std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim) {
+namespace {
+
+// The SimGrid engine's section: its cost, its step beside the native engine's, contended links.
+std::string simgrid_text(const SimgridReport& sg, double step) {
+  std::string o = fmt::format(
+      "\nengine      simgrid: {} activities ({} flows) in {:.2f} s ({:.3g} activities/s); the native engine "
+      "says {:.4g} s, simgrid {:.4g} s ({:+.2f} %)\n",
+      sg.activities, sg.flows, sg.wall_s, static_cast<double>(sg.activities) / std::max(sg.wall_s, 1e-9),
+      sg.native_step_s, step, 100 * (step / sg.native_step_s - 1));
+  if (sg.contended.empty()) {
+    o += "contention  none: no link was asked for more than its bandwidth\n";
+    return o;
+  }
+  o += fmt::format("contention  flows took {:.4g} s longer in all than alone; links asked for more than their "
+                   "bandwidth:\n",
+                   sg.flow_delay_s);
+  for (std::size_t i = 0; i < std::min<std::size_t>(8, sg.contended.size()); ++i)
+    o += fmt::format("  {:<28} overloaded {:.4g} s, peak demand {:.2f}× its bandwidth\n", sg.contended[i].link,
+                     sg.contended[i].overloaded_s, sg.contended[i].peak_demand);
+  if (sg.contended.size() > 8) o += fmt::format("  … and {} more\n", sg.contended.size() - 8);
+  return o;
+}
+
+}  // namespace
+
+std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim, const SimgridReport* simgrid) {
   std::string o = estimate_text(s, p, sim.simulated);
   o += fmt::format("\nsimulated  {} tasks ({:.4g} unfolded) on {} simulated device(s), {} events\n",
                    sim.graph.size(), sim.graph.unfolded_size(), sim.graph.devices.size(), sim.trace.events);
@@ -95,10 +122,11 @@ std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulati
                      100 * u.stream_fraction[3], format_duration(Duration{seconds(u.bubble)}),
                      format_bytes(Bytes{static_cast<double>(u.peak_bytes)}));
   }
+  if (simgrid) o += simgrid_text(*simgrid, static_cast<double>(sim.trace.makespan) * 1e-9);
   return o;
 }
 
-std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulation& sim) {
+std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulation& sim, const SimgridReport* simgrid) {
   nlohmann::ordered_json j = estimate_object(s, p, sim.simulated);
   j["estimate_step_time_s"] = sim.estimate.step_time.v;
   j["exposed_comm_s"] = seconds(sim.summary.exposed_comm);
@@ -118,6 +146,18 @@ std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulati
                                       {"busy_fraction", u.busy_fraction},
                                       {"stream_busy_fraction", u.stream_fraction},
                                       {"bubble_s", seconds(u.bubble)}, {"peak_memory_bytes", u.peak_bytes}});
+  }
+  if (simgrid) {
+    nlohmann::ordered_json e = {{"engine", "simgrid"},
+                                {"activities", simgrid->activities},
+                                {"flows", simgrid->flows},
+                                {"wall_s", simgrid->wall_s},
+                                {"native_step_time_s", simgrid->native_step_s},
+                                {"flow_delay_s", simgrid->flow_delay_s},
+                                {"contended_links", nlohmann::ordered_json::array()}};
+    for (const auto& k : simgrid->contended)
+      e["contended_links"].push_back({{"link", k.link}, {"overloaded_s", k.overloaded_s}, {"peak_demand", k.peak_demand}});
+    j["engine"] = std::move(e);
   }
   return j.dump(2) + "\n";
 }

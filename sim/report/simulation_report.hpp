@@ -3,7 +3,9 @@
 // the closed-form ones, plus what only a timeline shows (bubble, exposed communication,
 // utilisation, memory peaks over time, the critical path).
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/analytic/estimate.hpp"
 #include "sim/engine/summary.hpp"
@@ -19,6 +21,21 @@ struct Simulation {
   analytic::Estimate simulated;  ///< the estimate with simulated step time and memory peaks
 };
 
+/// What only the SimGrid engine shows: contended links, and what the engine cost.
+struct SimgridReport {
+  std::uint64_t activities = 0;
+  std::uint64_t flows = 0;
+  double wall_s = 0;         ///< how long SimGrid took
+  double native_step_s = 0;  ///< the native engine's step, for comparison
+  double flow_delay_s = 0;   ///< Σ over flows of (time taken − time alone)
+  struct Link {
+    std::string link;
+    double overloaded_s = 0;
+    double peak_demand = 0;  ///< × the link's bandwidth
+  };
+  std::vector<Link> contended;  ///< most overloaded first
+};
+
 /// Estimates, schedules and simulates `p` on `s`: everything `hetsim simulate` shows.
 /// Fails only if the schedule deadlocks (a bug).
 [[nodiscard]] Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p);
@@ -27,10 +44,14 @@ struct Simulation {
 /// energy scale with the simulated step; per device type, the peak memory is the timeline's.
 void apply_simulation(Simulation& sim);
 
-[[nodiscard]] std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim);
+/// With `simgrid`, the engine's section follows (the timeline is then SimGrid's).
+[[nodiscard]] std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim,
+                                        const SimgridReport* simgrid = nullptr);
 /// The estimate JSON keys (simulated values) plus bubble_fraction, exposed_comm_s,
-/// estimate_step_time_s, critical_path_s, tasks, and per device type busy_fraction.
-[[nodiscard]] std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulation& sim);
+/// estimate_step_time_s, critical_path_s, tasks, and per device type busy_fraction; with
+/// `simgrid`, an "engine" object (docs/formats.md#simulate-json).
+[[nodiscard]] std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulation& sim,
+                                        const SimgridReport* simgrid = nullptr);
 
 /// Chrome trace JSON (opens in Perfetto / chrome://tracing): a process per simulated device
 /// (named by its first node and what it stands for), a thread per stream, memory as a counter.

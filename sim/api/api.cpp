@@ -1,0 +1,126 @@
+#include "sim/api/api.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "sim/io/catalog_reader.hpp"
+#include "sim/io/plan_json.hpp"
+#include "sim/schedule/schedule.hpp"
+#ifdef HETSIM_HAVE_SIMGRID
+#include "sim/engine/summary.hpp"
+#include "sim/simgrid/simgrid_module.hpp"
+#endif
+
+namespace hetsim::api {
+namespace {
+
+Diagnostic about(const std::string& file, std::string key, std::string message, std::string hint,
+                 ErrorKind kind = ErrorKind::BadInput) {
+  return {{file, 0, 0}, std::move(key), std::move(message), std::move(hint), kind};
+}
+
+}  // namespace
+
+Result<hw::Catalog> catalog() {
+  static std::once_flag once;
+  static std::optional<Result<hw::Catalog>> parsed;
+  std::call_once(once, [] { parsed.emplace(io::builtin_catalog()); });
+  return *parsed;
+}
+
+Result<Scenario> load(const std::filesystem::path& file, const io::ReadOptions& opts) {
+  auto cat = catalog();
+  if (!cat) return cat.errors();
+  return io::read_scenario(file, *cat, opts);
+}
+
+Result<Scenario> load_text(std::string_view text, const std::string& name, const io::ReadOptions& opts) {
+  auto cat = catalog();
+  if (!cat) return cat.errors();
+  return io::parse_scenario(text, name, *cat, opts);
+}
+
+Result<plan::Plan> plan_to_run(const Scenario& s, const std::filesystem::path& plan_file, std::string_view command) {
+  if (!plan_file.empty()) return io::read_plan_json(plan_file, s);
+  if (s.plan) return *s.plan;
+  return about(s.file, "parallel", fmt::format("`hetsim {}` needs a fixed plan", command),
+               "add a [parallel] table (tp, pp, dp, micro_batch, …; see docs/scenario-format.md) or give "
+               "--plan PLAN.json");
+}
+
+analytic::Estimate estimate(const Scenario& s, const plan::Plan& p) { return analytic::estimate(s, p); }
+
+Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const SimulateOptions& opts) {
+  // Refuse a step too large to hold in memory, before trying.
+  if (const double n = schedule::estimated_tasks(s, p); n > kMaxSimulatedTasks)
+    return about(s.file, "",
+                 fmt::format("the simulated step would have about {:.3g} tasks, more than the {:.3g} this "
+                             "command simulates",
+                             n, kMaxSimulatedTasks),
+                 "fewer micro-batches per replica (a larger micro_batch), or `hetsim estimate` for the "
+                 "closed-form answer");
+  auto run = report::run_simulation(s, p);
+  if (!run) return run.errors();
+  Simulated out{std::move(*run), std::nullopt};
+  if (opts.engine == Engine::Native) return out;
+#ifdef HETSIM_HAVE_SIMGRID
+  report::Simulation& sim = out.sim;
+  // SimGrid runs the unfolded graph: refuse what would take hours, say when it takes a while.
+  const double unfolded = sim.graph.unfolded_size();
+  if (unfolded > kMaxSimgridActivities)
+    return about(s.file, "",
+                 fmt::format("the simgrid engine would run about {:.3g} activities, more than the {:.3g} it "
+                             "takes on (SimGrid manages 50–300 k per second)",
+                             unfolded, kMaxSimgridActivities),
+                 "`--engine native`, or fewer micro-batches per replica");
+  if (unfolded > 1e6 && opts.note)
+    opts.note(fmt::format("simgrid: about {:.3g} activities, a few seconds to a few minutes...", unfolded));
+  auto module = engine::load_simgrid_module();
+  if (!module) return module.errors();
+  SimgridReport rep;
+  rep.native_step_s = static_cast<double>(sim.trace.makespan) * 1e-9;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sg = (*module)->run(sim.graph, s.cluster);
+  rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!sg) return sg.errors();
+  sim.trace = std::move(sg->trace);
+  sim.summary = engine::summarize(sim.graph, sim.trace);
+  report::apply_simulation(sim);
+  rep.activities = sg->activities;
+  rep.flows = sg->flows;
+  rep.flow_delay_s = sg->flow_delay_s;
+  for (const auto& k : sg->contended) rep.contended.push_back({k.link, k.overloaded_s, k.peak_demand});
+  out.simgrid = std::move(rep);
+  return out;
+#else
+  return about(s.file, "", "this hetsim was built without SimGrid",
+               "install libsimgrid-dev (./install-deps.sh) and configure with -DHETSIM_WITH_SIMGRID=ON",
+               ErrorKind::Environment);
+#endif
+}
+
+Result<Planned> plan(const Scenario& s, planner::Options opts) {
+  Planned out;
+  // Devices without the training's number format hold no stage: say so, and refuse when no pool
+  // is left.
+  int usable = 0;
+  const std::string prec(hw::dtype_name(s.training.precision));
+  for (const auto& pool : s.cluster.pools) {
+    if (pool.device.peak_for(s.training.precision)) {
+      ++usable;
+      continue;
+    }
+    out.notes.push_back(fmt::format("pool '{}' ({}) has no {} support and is left out of the search{}", pool.name,
+                                    pool.device.name, prec,
+                                    pool.device.peak_for(hw::Dtype::Fp16) ? " (precision = \"fp16\" would use it)" : ""));
+  }
+  if (usable == 0)
+    return about(s.file, "training.precision", fmt::format("no pool of this cluster supports {}", prec),
+                 "use a precision its devices support (`hetsim catalog` lists each device's formats)");
+  out.result = planner::search(s, opts);
+  return out;
+}
+
+}  // namespace hetsim::api

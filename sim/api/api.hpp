@@ -1,0 +1,76 @@
+#pragma once
+// The one door of every front end: the CLI, the GUI and sweeps load, estimate, simulate and plan
+// through these functions, so a number on screen is the number the CLI prints
+// (docs/architecture.md#sim-api). No printing and no exit: failures come back as diagnostics with
+// a kind (models/base/result.hpp), notes as strings, progress through callbacks; the planner
+// stops early when its stop token is asked to. Thread-safe: no shared state is written (the
+// built-in catalogue is parsed once, under a once-flag, then only read).
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/base/result.hpp"
+#include "sim/analytic/estimate.hpp"
+#include "sim/io/scenario_reader.hpp"
+#include "sim/plan/planner.hpp"
+#include "sim/report/simulation_report.hpp"
+
+namespace hetsim::api {
+
+/// The built-in catalogue (parsed on first use; an Internal error if it does not parse).
+[[nodiscard]] Result<hw::Catalog> catalog();
+
+/// The scenario at `file`, read against the built-in catalogue.
+[[nodiscard]] Result<Scenario> load(const std::filesystem::path& file, const io::ReadOptions& opts = {});
+/// The same from text (an editor's buffer); `name` is the file name its messages give.
+[[nodiscard]] Result<Scenario> load_text(std::string_view text, const std::string& name,
+                                         const io::ReadOptions& opts = {});
+/// The plan to evaluate: the plan JSON at `plan_file` when it is not empty, else the scenario's
+/// [parallel]; bad input naming the scenario when it has neither. `command` names the caller
+/// in that message ("simulate").
+[[nodiscard]] Result<plan::Plan> plan_to_run(const Scenario& s, const std::filesystem::path& plan_file,
+                                             std::string_view command);
+
+/// The closed-form estimate (sim/analytic).
+[[nodiscard]] analytic::Estimate estimate(const Scenario& s, const plan::Plan& p);
+
+enum class Engine { Native, SimGrid };
+
+using report::SimgridReport;
+
+struct Simulated {
+  report::Simulation sim;               ///< the timeline and its figures, from the engine asked for
+  std::optional<SimgridReport> simgrid;  ///< with Engine::SimGrid
+};
+
+struct SimulateOptions {
+  Engine engine = Engine::Native;
+  /// Said before long work ("about 3e6 activities, a few seconds to a few minutes").
+  std::function<void(const std::string&)> note;
+};
+
+/// The largest step simulated (about 100 bytes and 0.1–1 µs per task), and the largest graph
+/// handed to SimGrid (50–300 k activities per second).
+inline constexpr double kMaxSimulatedTasks = 20e6;
+inline constexpr double kMaxSimgridActivities = 20e6;
+
+/// Schedules and simulates one step. Bad input when the step is beyond the limits above; an
+/// Environment error when SimGrid is asked for and this build or machine has none.
+[[nodiscard]] Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const SimulateOptions& opts = {});
+
+struct Planned {
+  planner::Result result;
+  std::vector<std::string> notes;  ///< pools left out of the search, and why
+};
+
+/// Searches the best plans (sim/plan/planner). Pools whose devices lack the training's number
+/// format hold no stage (a note each); when none is left, bad input at training.precision.
+/// Progress and cancellation: `opts.progress`, `opts.stop`.
+[[nodiscard]] Result<Planned> plan(const Scenario& s, planner::Options opts);
+
+}  // namespace hetsim::api
