@@ -101,7 +101,27 @@ Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const Simulat
 #endif
 }
 
+Result<buy::Result> buy(const Scenario& s, const buy::Options& opts) {
+  if (!s.purchase)
+    return about(s.file, "purchase", "`hetsim buy` needs a [purchase] table",
+                 "add [purchase] with [[purchase.candidate]] entries (docs/scenario-format.md#purchase)");
+  if (s.training.tokens <= 0)
+    return about(s.file, "training.tokens", "`hetsim buy` compares times to train: the scenario gives no tokens",
+                 "add training.tokens = <tokens to train on>, e.g. 2e12");
+  double n = 1;
+  for (const auto& c : s.purchase->candidates) n *= c.max_nodes / c.node_step + 1;
+  if (n > static_cast<double>(opts.max_compositions))
+    return about(s.file, "purchase.candidate",
+                 fmt::format("{:.3g} compositions of the candidates, more than the {} the search takes on", n,
+                             opts.max_compositions),
+                 "a larger node_step or a smaller max_nodes");
+  return buy::search(s, opts);
+}
+
 Result<Planned> plan(const Scenario& s, planner::Options opts) {
+  if (s.cluster.pools.empty())
+    return about(s.file, "cluster.pool", "the cluster has no pools to plan for",
+                 s.purchase ? "`hetsim buy` plans the purchase; `hetsim plan` needs owned pools" : "add a [[cluster.pool]]");
   Planned out;
   // Devices without the training's number format hold no stage: say so, and refuse when no pool
   // is left.

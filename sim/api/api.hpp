@@ -17,6 +17,7 @@
 #include "models/base/result.hpp"
 #include "sim/analytic/estimate.hpp"
 #include "sim/io/scenario_reader.hpp"
+#include "sim/plan/buy.hpp"
 #include "sim/plan/planner.hpp"
 #include "sim/report/simulation_report.hpp"
 
@@ -72,5 +73,9 @@ struct Planned {
 /// format hold no stage (a note each); when none is left, bad input at training.precision.
 /// Progress and cancellation: `opts.progress`, `opts.stop`.
 [[nodiscard]] Result<Planned> plan(const Scenario& s, planner::Options opts);
+
+/// Purchase planning (sim/plan/buy.hpp): bad input when the scenario has no [purchase], no
+/// token target (training.tokens), or more compositions than the search takes on.
+[[nodiscard]] Result<buy::Result> buy(const Scenario& s, const buy::Options& opts);
 
 }  // namespace hetsim::api

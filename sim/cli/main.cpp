@@ -26,6 +26,7 @@
 #include "sim/io/plan_json.hpp"
 #include "sim/io/scenario_reader.hpp"
 #include "sim/plan/planner.hpp"
+#include "sim/report/buy_report.hpp"
 #include "sim/report/plan_report.hpp"
 #include "sim/io/error_json.hpp"
 #include "sim/report/estimate_report.hpp"
@@ -84,7 +85,7 @@ int run_catalog(const Common& c) {
 // status.
 int load_scenario(const Common& c, hetsim::Scenario& sc) {
   // `plan` searches its own plans: the scenario's [parallel] is not read (docs/planner.md).
-  auto r = hetsim::api::load(c.scenario, {.plan = c.command != "plan"});
+  auto r = hetsim::api::load(c.scenario, {.plan = c.command != "plan" && c.command != "buy"});
   if (!r) {
     const int rc = fail(c, r.errors());
     std::cerr << fmt::format("hetsim: {} error(s) in {}; nothing computed\n", r.errors().size(), c.scenario);
@@ -218,6 +219,41 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
   return finish(c, sc, result.top.front().plan, best->simulated, text);
 }
 
+int run_buy(const Common& c, int verify, bool any_vendor, bool exhaustive) {
+  hetsim::Scenario sc;
+  if (int rc = load_scenario(c, sc)) return rc;
+  hetsim::buy::Options opts;
+  opts.verify = verify;
+  opts.same_vendor = !any_vendor;
+  opts.exhaustive = exhaustive;
+  const bool bar = isatty(fileno(stderr)) != 0;
+  if (bar)
+    opts.progress = [](double f) {
+      std::fprintf(stderr, "\rsearching compositions [%-30s] %3.0f %%",
+                   std::string(static_cast<std::size_t>(f * 30), '#').c_str(), 100 * f);
+      std::fflush(stderr);
+    };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = hetsim::api::buy(sc, opts);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (bar) std::fprintf(stderr, "\r%70s\r", "");
+  if (!r) return fail(c, r.errors());
+  const std::string text = c.json ? hetsim::report::buy_json(sc, *r, seconds) : hetsim::report::buy_text(sc, *r, seconds);
+  if (r->front.empty()) {
+    // The report says what was searched; no output file (nothing to buy is not an answer).
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::cerr << hetsim::to_string(about(c.scenario, "purchase",
+                                         fmt::format("no composition of the candidates has a plan that fits within "
+                                                     "the limits ({} compositions, {} planned)",
+                                                     r->compositions, r->planned),
+                                         "a larger budget or power limit, more max_nodes, or devices with more memory",
+                                         hetsim::ErrorKind::DoesNotFit))
+              << "\n";
+    return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
+  }
+  return emit(c, text);
+}
+
 }  // namespace
 
 // `hetsim exec …` runs `hetsim-exec …` from the same directory (git-style).
@@ -334,6 +370,26 @@ int main(int argc, char** argv) {
   pln->add_flag("--json", plan_opts.json, "Print one JSON object (docs/formats.md#plan-search-json)");
   pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
 
+  Common buy_opts;
+  buy_opts.command = "buy";
+  int buy_verify = 3;
+  bool any_vendor = false, exhaustive = false;
+  auto* buy = app.add_subcommand("buy",
+                                 "Purchase planning: which [purchase] candidates to add to the owned pools; for each "
+                                 "composition within the budget and power limit the best plan, and the Pareto front "
+                                 "of total cost against the effective time to train (goodput included)");
+  buy->add_option("scenario", buy_opts.scenario, "Scenario TOML file with a [purchase] table ([parallel] is ignored)")
+      ->required();
+  buy->add_option("--verify", buy_verify, "Plans re-ranked by simulation per composition")
+      ->check(CLI::Range(1, 100))
+      ->default_val(3);
+  buy->add_flag("--any-vendor", any_vendor,
+                "Allow plans that pipeline or synchronise gradients across vendors (no common communicator such as "
+                "NCCL/RCCL exists today; off by default)");
+  buy->add_flag("--exhaustive", exhaustive, "Plan every composition instead of pruning by bounds (slow; a check)");
+  buy->add_flag("--json", buy_opts.json, "Print one JSON object (docs/formats.md#buy-json)");
+  buy->add_option("-o,--output", buy_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -344,5 +400,6 @@ int main(int argc, char** argv) {
   if (*sim) return run_simulate(sim_opts, trace_file, engine);
   if (*plat) return run_platform(plat_opts);
   if (*pln) return run_plan(plan_opts, top, verify, objective, same_vendor);
+  if (*buy) return run_buy(buy_opts, buy_verify, any_vendor, exhaustive);
   return kExitBadInput;
 }

@@ -146,10 +146,164 @@ const hw::LinkSpec* link_or_error(TomlReader& r, const TableRef& t, const char* 
   return l;
 }
 
+// What every pool of the cluster (and every purchase candidate) takes from [cluster.network].
+struct PoolDefaults {
+  const hw::LinkSpec* net_nic = nullptr;
+  std::optional<int> net_nics;
+  std::optional<hw::LinkSpec> custom_nic;
+  std::vector<std::string> extra_keys;  ///< keys the table may have besides a pool's own
+  bool nodes_required = true;
+};
+
+// One pool table: the device (catalogue name or inline), nodes, the node's shape and links.
+std::optional<hw::PoolSpec> read_pool(TomlReader& r, const TableRef& pt, hw::Catalog& cat, const PoolDefaults& defs) {
+  std::vector<std::string> keys = {"name", "device", "nodes", "devices_per_node", "fabric", "nic",
+                                   "nics_per_node", "catalog"};
+  keys.insert(keys.end(), defs.extra_keys.begin(), defs.extra_keys.end());
+  r.check_keys(pt, keys);
+  hw::PoolSpec pool;
+  // An extra catalogue file (e.g. a device profile from `hetsim-exec calibrate`), relative to
+  // the scenario; its devices and links join the catalogue.
+  if (auto extra = r.string(pt, "catalog")) {
+    const std::filesystem::path path = std::filesystem::path(r.file()).parent_path() / *extra;
+    auto text = read_input_file(path, "catalogue file", "write one with `hetsim-exec calibrate --out FILE`");
+    if (!text) {
+      const Diagnostic& e = text.errors().front();
+      r.error(r.loc(r.node(pt, "catalog")), pt.path + ".catalog", e.message + " '" + path.string() + "'", e.hint);
+      return std::nullopt;
+    }
+    for (auto& d : read_catalog_text(*text, path.string(), cat)) r.error(d.where, d.key, d.message, d.hint);
+    if (r.failed()) return std::nullopt;
+  }
+  const toml::node* dev = r.node(pt, "device");
+  if (dev == nullptr) {
+    r.missing(pt, "device", "\"h100-sxm5\" (a catalogue name; `hetsim catalog` lists them)");
+    return std::nullopt;
+  }
+  if (dev->is_table()) {
+    auto d = detail::read_device(r, {dev->as_table(), pt.path + ".device"}, &cat);
+    if (!d) return std::nullopt;
+    pool.device = *d;
+  } else if (auto name = r.string(pt, "device")) {
+    const hw::DeviceSpec* d = cat.find_device(*name);
+    if (d == nullptr) {
+      r.error(r.loc(dev), pt.path + ".device", "unknown device '" + *name + "'",
+              suggest(*name, cat.device_names()));
+      return std::nullopt;
+    }
+    pool.device = *d;
+  } else {
+    return std::nullopt;
+  }
+  pool.name = r.string(pt, "name").value_or(pool.device.name);
+  pool.nodes = as_int(r.integer(pt, "nodes", 0, 1 << 20), defs.nodes_required ? -1 : 0);
+  if (pool.nodes < 0) {
+    if (!r.node(pt, "nodes")) r.missing(pt, "nodes", "<number of nodes>");
+    pool.nodes = 0;
+  }
+  pool.devices_per_node = as_int(r.integer(pt, "devices_per_node", 1, 4096), pool.device.node.devices);
+  // Device counts stay far inside int (and the planner's arithmetic): at most 2^24 devices
+  // per pool and in the cluster (the largest published clusters have ~10^5).
+  constexpr long long kMaxDevices = 1LL << 24;
+  if (static_cast<long long>(pool.nodes) * pool.devices_per_node > kMaxDevices) {
+    r.error(r.loc(r.node(pt, "nodes") ? r.node(pt, "nodes") : pt.table), pt.path + ".nodes",
+            "nodes × devices_per_node = " + std::to_string(static_cast<long long>(pool.nodes) * pool.devices_per_node) +
+                " devices, more than the 16,777,216 (2^24) a pool may have",
+            "fewer nodes");
+    pool.nodes = 0;
+  }
+  const hw::LinkSpec* fabric = link_or_error(r, pt, "fabric", cat);
+  if (!fabric) fabric = cat.find_link(pool.device.node.fabric);
+  const hw::LinkSpec* nic = link_or_error(r, pt, "nic", cat);
+  if (nic) pool.nic = *nic;
+  else if (defs.custom_nic) pool.nic = *defs.custom_nic;
+  else if (defs.net_nic) pool.nic = *defs.net_nic;
+  else if (const hw::LinkSpec* l = cat.find_link(pool.device.node.nic)) pool.nic = *l;
+  if (fabric) pool.fabric = *fabric;
+  const bool nic_given = r.node(pt, "nic") || defs.custom_nic || defs.net_nic;
+  pool.nics_per_node = as_int(r.integer(pt, "nics_per_node", 0, 4096),
+                              defs.net_nics.value_or(nic_given && pool.device.node.nics == 0
+                                                    ? pool.devices_per_node
+                                                    : pool.device.node.nics));
+  // A NIC count that follows the device's node scales with a different devices_per_node.
+  if (!r.node(pt, "nics_per_node") && !defs.net_nics && pool.devices_per_node != pool.device.node.devices)
+    pool.nics_per_node = std::max(1, pool.device.node.nics * pool.devices_per_node / pool.device.node.devices);
+  if (pool.nodes > 1 && pool.nics_per_node == 0)
+    r.error(r.loc(pt.table), pt.path + ".nics_per_node", "a pool of several nodes needs NICs",
+            "set nics_per_node ≥ 1");
+  return pool;
+}
+
+// ------------------------------------------------------------------------------- [purchase]
+void read_purchase(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenario& s, PoolDefaults d) {
+  auto t = r.table(root, "purchase");
+  if (!t) return;
+  r.check_keys(*t, {"candidate", "objective", "budget_usd", "power_kw", "deadline_days"});
+  PurchaseSpec p;
+  if (auto o = pick<PurchaseSpec::Objective>(r, *t, "objective", {{"pareto", PurchaseSpec::Objective::Pareto},
+                                                                  {"time", PurchaseSpec::Objective::Time},
+                                                                  {"cost", PurchaseSpec::Objective::Cost}}))
+    p.objective = *o;
+  p.budget_usd = r.number(*t, "budget_usd", 1, 1e13).value_or(0);
+  p.power_kw = r.number(*t, "power_kw", 0.001, 1e8).value_or(0);
+  p.deadline_days = r.number(*t, "deadline_days", 0.001, 1e5).value_or(0);
+  d.extra_keys = {"max_nodes", "node_step", "purchase_usd", "rent_usd_per_hour"};
+  d.nodes_required = false;
+  const auto cands = r.table_array(*t, "candidate");
+  if (cands.empty() && !r.failed())
+    r.error(r.loc(t->table), t->path + ".candidate", "a purchase needs at least one candidate",
+            "add a [[purchase.candidate]] with device = \"…\" and max_nodes = …");
+  for (const auto& ct : cands) {
+    auto pool = read_pool(r, ct, cat, d);
+    if (!pool) continue;
+    if (r.node(ct, "nodes"))
+      r.error(r.loc(r.node(ct, "nodes")), r.key_path(ct, "nodes"), "a candidate has no nodes yet",
+              "give max_nodes (and node_step) for how many the search may buy");
+    PurchaseSpec::Candidate c;
+    c.max_nodes = as_int(r.integer(ct, "max_nodes", 0, 4096), -1);
+    if (c.max_nodes < 0) {
+      if (!r.node(ct, "max_nodes")) r.missing(ct, "max_nodes", "<most nodes to buy>");
+      continue;
+    }
+    if (c.max_nodes == 0)
+      r.error(r.loc(r.node(ct, "max_nodes")), r.key_path(ct, "max_nodes"), "a candidate with max_nodes = 0 can never be bought",
+              "remove the candidate or allow at least one node");
+    c.node_step = as_int(r.integer(ct, "node_step", 1, 4096), 1);
+    if (auto v = r.number(ct, "purchase_usd", 0, 1e9)) pool->device.purchase_usd = *v;
+    if (auto v = r.number(ct, "rent_usd_per_hour", 0, 1e6)) pool->device.price_usd_per_hour = *v;
+    // [cost] is read after the cluster (its price overrides name pools): its mode, here, from the
+    // table itself (the default is rent).
+    bool rent = true;
+    if (auto ct2 = root.table->get_as<toml::table>("cost"))
+      if (auto m = ct2->get_as<std::string>("mode")) rent = m->get() != "own";
+    if (!rent && pool->device.purchase_usd <= 0)
+      r.error(r.loc(ct.table), r.key_path(ct, "purchase_usd"),
+              "no purchase price for '" + pool->device.name + "' (the catalogue has none)",
+              "give purchase_usd = <price per device>");
+    if (rent && pool->device.price_usd_per_hour <= 0)
+      r.error(r.loc(ct.table), r.key_path(ct, "rent_usd_per_hour"),
+              "no rental price for '" + pool->device.name + "' (the catalogue has none)",
+              "give rent_usd_per_hour = <price per device-hour>");
+    for (const auto& other : s.cluster.pools)
+      if (other.name == pool->name)
+        r.error(r.loc(ct.table), ct.path + ".name", "a candidate and an owned pool are both named '" + pool->name + "'",
+                "give the candidate its own name = \"…\"");
+    for (const auto& other : p.candidates)
+      if (other.pool.name == pool->name)
+        r.error(r.loc(ct.table), ct.path + ".name", "two candidates are named '" + pool->name + "'",
+                "give each its own name = \"…\"");
+    c.pool = std::move(*pool);
+    p.candidates.push_back(std::move(c));
+  }
+  s.purchase = std::move(p);
+}
+
 void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenario& s) {
   auto t = r.table(root, "cluster");
   if (!t) {
-    if (!r.node(root, "cluster")) r.missing(root, "cluster", "at least one [[cluster.pool]]");
+    // A purchase may start from nothing owned.
+    if (!r.node(root, "cluster") && !r.node(root, "purchase")) r.missing(root, "cluster", "at least one [[cluster.pool]]");
+    if (!r.node(root, "cluster")) read_purchase(r, root, cat, s, PoolDefaults{});
     return;
   }
   r.check_keys(*t, {"pool", "network", "link"});
@@ -195,82 +349,14 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
   }
 
   auto pools = r.table_array(*t, "pool");
-  if (pools.empty() && !r.failed())
+  if (pools.empty() && !r.failed() && !r.node(root, "purchase"))
     r.error(r.loc(t->table), t->path + ".pool", "the cluster has no pools",
             "add a [[cluster.pool]] with device = \"…\" and nodes = …");
+  PoolDefaults defaults{net_nic, net_nics, custom_nic, {}, true};
   for (const auto& pt : pools) {
-    r.check_keys(pt, {"name", "device", "nodes", "devices_per_node", "fabric", "nic",
-                      "nics_per_node", "catalog"});
-    hw::PoolSpec pool;
-    // An extra catalogue file (e.g. a device profile from `hetsim-exec calibrate`), relative to
-    // the scenario; its devices and links join the catalogue.
-    if (auto extra = r.string(pt, "catalog")) {
-      const std::filesystem::path path = std::filesystem::path(r.file()).parent_path() / *extra;
-      auto text = read_input_file(path, "catalogue file", "write one with `hetsim-exec calibrate --out FILE`");
-      if (!text) {
-        const Diagnostic& e = text.errors().front();
-        r.error(r.loc(r.node(pt, "catalog")), pt.path + ".catalog", e.message + " '" + path.string() + "'", e.hint);
-        continue;
-      }
-      for (auto& d : read_catalog_text(*text, path.string(), cat)) r.error(d.where, d.key, d.message, d.hint);
-      if (r.failed()) continue;
-    }
-    const toml::node* dev = r.node(pt, "device");
-    if (dev == nullptr) {
-      r.missing(pt, "device", "\"h100-sxm5\" (a catalogue name; `hetsim catalog` lists them)");
-      continue;
-    }
-    if (dev->is_table()) {
-      auto d = detail::read_device(r, {dev->as_table(), pt.path + ".device"}, &cat);
-      if (!d) continue;
-      pool.device = *d;
-    } else if (auto name = r.string(pt, "device")) {
-      const hw::DeviceSpec* d = cat.find_device(*name);
-      if (d == nullptr) {
-        r.error(r.loc(dev), pt.path + ".device", "unknown device '" + *name + "'",
-                suggest(*name, cat.device_names()));
-        continue;
-      }
-      pool.device = *d;
-    } else {
-      continue;
-    }
-    pool.name = r.string(pt, "name").value_or(pool.device.name);
-    pool.nodes = as_int(r.integer(pt, "nodes", 0, 1 << 20), -1);
-    if (pool.nodes < 0) {
-      if (!r.node(pt, "nodes")) r.missing(pt, "nodes", "<number of nodes>");
-      pool.nodes = 0;
-    }
-    pool.devices_per_node = as_int(r.integer(pt, "devices_per_node", 1, 4096), pool.device.node.devices);
-    // Device counts stay far inside int (and the planner's arithmetic): at most 2^24 devices
-    // per pool and in the cluster (the largest published clusters have ~10^5).
-    constexpr long long kMaxDevices = 1LL << 24;
-    if (static_cast<long long>(pool.nodes) * pool.devices_per_node > kMaxDevices) {
-      r.error(r.loc(r.node(pt, "nodes") ? r.node(pt, "nodes") : pt.table), pt.path + ".nodes",
-              "nodes × devices_per_node = " + std::to_string(static_cast<long long>(pool.nodes) * pool.devices_per_node) +
-                  " devices, more than the 16,777,216 (2^24) a pool may have",
-              "fewer nodes");
-      pool.nodes = 0;
-    }
-    const hw::LinkSpec* fabric = link_or_error(r, pt, "fabric", cat);
-    if (!fabric) fabric = cat.find_link(pool.device.node.fabric);
-    const hw::LinkSpec* nic = link_or_error(r, pt, "nic", cat);
-    if (nic) pool.nic = *nic;
-    else if (custom_nic) pool.nic = *custom_nic;
-    else if (net_nic) pool.nic = *net_nic;
-    else if (const hw::LinkSpec* l = cat.find_link(pool.device.node.nic)) pool.nic = *l;
-    if (fabric) pool.fabric = *fabric;
-    const bool nic_given = r.node(pt, "nic") || custom_nic || net_nic;
-    pool.nics_per_node = as_int(r.integer(pt, "nics_per_node", 0, 4096),
-                                net_nics.value_or(nic_given && pool.device.node.nics == 0
-                                                      ? pool.devices_per_node
-                                                      : pool.device.node.nics));
-    // A NIC count that follows the device's node scales with a different devices_per_node.
-    if (!r.node(pt, "nics_per_node") && !net_nics && pool.devices_per_node != pool.device.node.devices)
-      pool.nics_per_node = std::max(1, pool.device.node.nics * pool.devices_per_node / pool.device.node.devices);
-    if (pool.nodes > 1 && pool.nics_per_node == 0)
-      r.error(r.loc(pt.table), pt.path + ".nics_per_node", "a pool of several nodes needs NICs",
-              "set nics_per_node ≥ 1");
+    auto read = read_pool(r, pt, cat, defaults);
+    if (!read) continue;
+    hw::PoolSpec pool = std::move(*read);
     for (const auto& other : s.cluster.pools)
       if (other.name == pool.name)
         r.error(r.loc(pt.table), pt.path + ".name", "two pools are named '" + pool.name + "'",
@@ -284,6 +370,7 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
       s.cluster.pools.back().nodes = 0;
     }
   }
+  read_purchase(r, root, cat, s, defaults);
 }
 
 // ------------------------------------------------------------------------------- [parallel]
@@ -681,7 +768,7 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
     r.error(r.loc(sw), "sweep", "[sweep] tables are not supported by this version of hetsim",
             "remove [sweep] and run one scenario per value for now");
   r.check_keys(root, {"sweep", "schema", "scenario", "model", "training", "cluster", "parallel", "cost",
-                      "memory", "reliability", "reference"});
+                      "memory", "reliability", "reference", "purchase"});
   if (auto schema = r.integer(root, "schema", 1, 1000); schema && *schema != 1)
     r.error(r.loc(r.node(root, "schema")), "schema", "unsupported schema " + std::to_string(*schema),
             "this hetsim reads schema = 1");

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/hw/catalog.hpp"
 #include "models/hw/device.hpp"
@@ -50,6 +51,21 @@ struct ReliabilitySpec {
   Duration checkpoint_interval{0};  ///< 0: the Young/Daly optimum
 };
 
+/// What may be bought ([purchase]; docs/scenario-format.md#purchase): `hetsim buy` adds these to
+/// the owned pools and searches the compositions.
+struct PurchaseSpec {
+  struct Candidate {
+    hw::PoolSpec pool;  ///< nodes = 0; the device with the prices used
+    int max_nodes = 0;  ///< > 0
+    int node_step = 1;  ///< nodes are bought this many at a time
+  };
+  std::vector<Candidate> candidates;
+  enum class Objective { Pareto, Time, Cost } objective = Objective::Pareto;
+  double budget_usd = 0;     ///< capex (own) or rent for the run (rent); 0 = no limit
+  double power_kw = 0;       ///< at the wall (TDP × PUE), owned + bought; 0 = no limit
+  double deadline_days = 0;  ///< effective time to train; 0 = none
+};
+
 /// A published or measured result the scenario reproduces ([reference]); reports compare the
 /// prediction with it.
 /// What a published peak-memory figure measured: PyTorch's max_memory_allocated (tensors
@@ -75,6 +91,7 @@ struct Scenario {
   CostSpec cost;
   MemorySpec memory;
   ReliabilitySpec reliability;
+  std::optional<PurchaseSpec> purchase;
   std::optional<ReferenceSpec> reference;
   std::uint64_t seed = 1;
 };

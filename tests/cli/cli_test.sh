@@ -313,5 +313,37 @@ sed 's/global_batch = 4194304/global_batch = 1073741824/' "$tmp/G6.toml" > "$tmp
 out=$(timeout 60 "$HETSIM" plan "$tmp/G6b.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "tasks, more than" && ok || bad "plan with global_batch 2^30: rc $rc: $out"
 
+# hetsim buy: the front as a table and as one JSON document; nothing fits within the limits: exit 3
+cat > "$tmp/buy.toml" <<'EOF2'
+[model]
+preset = "tiny"
+[training]
+global_batch = 64
+seq_len = 512
+tokens = 1e10
+[[cluster.pool]]
+device = "a100-sxm4-80gb"
+nodes = 1
+[cost]
+mode = "own"
+[purchase]
+budget_usd = 400000
+[[purchase.candidate]]
+device = "h100-sxm5"
+max_nodes = 2
+[[purchase.candidate]]
+device = "mi300x"
+max_nodes = 1
+EOF2
+"$HETSIM" buy "$tmp/buy.toml" >"$tmp/b1" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "^front" "$tmp/b1" && grep -q "^recommended" "$tmp/b1" && ok || bad "buy table: rc $rc"
+"$HETSIM" buy --json "$tmp/buy.toml" >"$tmp/b2" 2>/dev/null; rc=$?
+[ $rc -eq 0 ] && one_json "$tmp/b2" front && ok || bad "buy --json: rc $rc"
+sed -e 's/^\[purchase\]/[purchase]\npower_kw = 1/' "$tmp/buy.toml" > "$tmp/buy-power.toml"
+"$HETSIM" buy --json "$tmp/buy-power.toml" >"$tmp/b3" 2>"$tmp/e3"; rc=$?
+[ $rc -eq 3 ] && one_json "$tmp/b3" front && grep -q '"recommended": null' "$tmp/b3" && grep -q "no composition" "$tmp/e3" && ok || bad "buy, nothing within the power limit: rc $rc"
+"$HETSIM" buy "$SRC/scenarios/default.toml" >/dev/null 2>"$tmp/e4"; rc=$?
+[ $rc -eq 2 ] && grep -q "needs a \[purchase\] table" "$tmp/e4" && ok || bad "buy without [purchase]: rc $rc"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

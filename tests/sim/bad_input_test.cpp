@@ -116,6 +116,20 @@ std::vector<BadCase> cases() {
        "bad.toml:14:7", "pue", ""},
       {"scenario_unknown_key", "[scenario]\nnmae = \"x\"\n" + base_with(kModel, kTraining, kCluster, kParallel),
        "bad.toml:2:1", "unknown key 'nmae'", "name"},
+      {"purchase_unknown_device", base_with(kModel, kTraining, kCluster, kParallel) +
+                                      "[purchase]\n[[purchase.candidate]]\ndevice = \"h100-sxm6\"\nmax_nodes = 2\n",
+       "bad.toml:15:10", "unknown device 'h100-sxm6'", "h100-sxm5"},
+      {"purchase_zero_nodes", base_with(kModel, kTraining, kCluster, kParallel) +
+                                  "[purchase]\n[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 0\n",
+       "bad.toml:16:13", "can never be bought", "at least one node"},
+      {"purchase_candidate_with_nodes", base_with(kModel, kTraining, kCluster, kParallel) +
+                                            "[purchase]\n[[purchase.candidate]]\ndevice = \"mi300x\"\nnodes = 2\nmax_nodes = 2\n",
+       "bad.toml:16:9", "has no nodes yet", "max_nodes"},
+      {"purchase_no_candidate", base_with(kModel, kTraining, kCluster, kParallel) + "[purchase]\nbudget_usd = 1e6\n",
+       "bad.toml:13:", "at least one candidate", "purchase.candidate"},
+      {"purchase_objective", base_with(kModel, kTraining, kCluster, kParallel) +
+                                 "[purchase]\nobjective = \"fastest\"\n[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 2\n",
+       "bad.toml:14:13", "objective", ""},
       {"reliability_unknown_key", base_with(kModel, kTraining, kCluster, kParallel) + "[reliability]\nmtbf = 5\n",
        "bad.toml:14:1", "unknown key 'mtbf'", "mtbf_hours"},
       {"reliability_mtbf_range", base_with(kModel, kTraining, kCluster, kParallel) + "[reliability]\nmtbf_hours = 0\n",

@@ -1,0 +1,255 @@
+#include "sim/plan/buy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <limits>
+#include <map>
+
+#include "models/cost/memory.hpp"
+#include "models/workload/model_spec.hpp"
+
+namespace hetsim::buy {
+namespace {
+
+constexpr double kHoursPerYear = 365.25 * 24;
+
+// Matmul FLOPs per token of forward + backward (6 per weight): the layers' projections (the
+// experts a token visits) and the output head. Attention scores, norms and element-wise work
+// only add to it, so the bound stays below any plan's time.
+double matmul_flops_per_token(const workload::ModelSpec& m) {
+  const double h = m.hidden;
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double mats = m.activation == workload::Activation::SwiGlu ? 3 : 2;
+  const double per_layer = 2 * h * h + 2 * h * kv + (m.moe() ? m.top_k : 1) * mats * h * m.ffn_hidden;
+  return 6.0 * (m.layers * per_layer + static_cast<double>(m.vocab) * h);
+}
+
+struct Island {
+  double peak = 0;    ///< the cost model's best GEMM FLOP/s in the training's format
+  double memory = 0;  ///< bytes
+};
+
+// Groups of devices that may train together: all of them, or one vendor's each.
+std::vector<Island> islands(const hw::ClusterSpec& c, hw::Dtype dt, bool same_vendor) {
+  std::map<std::string, Island> by;
+  for (const auto& p : c.pools) {
+    const auto peak = p.device.peak_for(dt);
+    if (!peak || p.devices() == 0) continue;
+    Island& i = by[same_vendor ? p.device.vendor : std::string()];
+    // No op of the cost model runs faster than peak × the catalogue's GEMM efficiency (the
+    // tile model's main loop is that rate; tiles and launches only slow it).
+    i.peak += peak->v * p.device.efficiency.gemm * p.devices();
+    i.memory += p.device.memory.v * p.devices();
+  }
+  std::vector<Island> out;
+  for (auto& [k, v] : by) out.push_back(v);
+  return out;
+}
+
+double hourly_amortisation(const hw::PoolSpec& p, const CostSpec& c) {
+  return p.devices() * p.device.purchase_usd / (c.amortisation_years * kHoursPerYear);
+}
+
+bool dominates(double t1, double c1, double t2, double c2) { return t1 <= t2 && c1 <= c2 && (t1 < t2 || c1 < c2); }
+
+}  // namespace
+
+double time_lower_bound_s(const Scenario& s, bool same_vendor) {
+  double peak = 0;
+  for (const auto& i : islands(s.cluster, s.training.precision, same_vendor)) peak = std::max(peak, i.peak);
+  if (peak <= 0) return std::numeric_limits<double>::infinity();
+  return s.training.tokens * matmul_flops_per_token(s.model) / peak;
+}
+
+Result search(const Scenario& s, const Options& o) {
+  Result r;
+  const PurchaseSpec& ps = *s.purchase;
+  const bool rent = s.cost.mode == CostSpec::Mode::Rent;
+  const std::size_t K = ps.candidates.size();
+  const std::size_t owned = s.cluster.pools.size();
+
+  // Every composition: 0, step, 2·step, … ≤ max_nodes nodes of each candidate.
+  std::vector<std::vector<int>> all;
+  {
+    std::size_t n = 1;
+    for (const auto& c : ps.candidates) n *= static_cast<std::size_t>(c.max_nodes / c.node_step + 1);
+    if (n > o.max_compositions) return r;  // sim/api refuses this before calling
+    std::vector<int> cur(K, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t rest = i;
+      for (std::size_t k = 0; k < K; ++k) {
+        const std::size_t choices = static_cast<std::size_t>(ps.candidates[k].max_nodes / ps.candidates[k].node_step + 1);
+        cur[k] = static_cast<int>(rest % choices) * ps.candidates[k].node_step;
+        rest /= choices;
+      }
+      const bool buys = std::any_of(cur.begin(), cur.end(), [](int x) { return x > 0; });
+      if (buys || owned > 0) all.push_back(cur);
+    }
+  }
+  r.compositions = all.size();
+
+  struct Screened {
+    std::vector<int> nodes;
+    Scenario scenario;
+    double t_lb = 0, c_lb = 0, capex = 0, rent_per_h = 0, amort_owned_per_h = 0, power_kw = 0;
+  };
+  const cost::StateBytes sb = cost::state_bytes(s.training.precision, s.training.optimizer);
+  const double state = workload::count_params(s.model).total(s.model.layers) *
+                       (sb.weights + s.memory.gradient_bytes + sb.optimizer);
+  double amort_owned_per_h = 0, owned_kw = 0;
+  for (const auto& p : s.cluster.pools) {
+    amort_owned_per_h += hourly_amortisation(p, s.cost);
+    owned_kw += p.devices() * p.device.tdp.v * s.cost.pue / 1000.0;
+  }
+  std::vector<Screened> todo;
+  for (const auto& nodes : all) {
+    Screened c;
+    c.nodes = nodes;
+    c.scenario = s;
+    c.scenario.purchase.reset();
+    c.scenario.plan.reset();
+    c.power_kw = owned_kw;
+    for (std::size_t k = 0; k < K; ++k) {
+      if (nodes[k] == 0) continue;
+      hw::PoolSpec pool = ps.candidates[k].pool;
+      pool.nodes = nodes[k];
+      c.capex += rent ? 0 : pool.devices() * pool.device.purchase_usd;
+      c.rent_per_h += rent ? pool.devices() * pool.device.price_usd_per_hour : 0;
+      c.power_kw += pool.devices() * pool.device.tdp.v * s.cost.pue / 1000.0;
+      c.scenario.cluster.pools.push_back(std::move(pool));
+    }
+    c.amort_owned_per_h = amort_owned_per_h;
+    c.t_lb = time_lower_bound_s(c.scenario, o.same_vendor);
+    c.c_lb = c.capex + (std::isfinite(c.t_lb) ? c.t_lb / 3600.0 * (c.rent_per_h + c.amort_owned_per_h) : 0);
+    if (ps.power_kw > 0 && c.power_kw > ps.power_kw) {
+      ++r.over_power;
+      continue;
+    }
+    // The budget: the capex when buying; the rent over the run (at least the lower bound's)
+    // when renting.
+    if (ps.budget_usd > 0 && (rent ? c.c_lb : c.capex) > ps.budget_usd) {
+      ++r.over_budget;
+      continue;
+    }
+    double memory = 0;
+    for (const auto& i : islands(c.scenario.cluster, s.training.precision, o.same_vendor)) memory = std::max(memory, i.memory);
+    if (!std::isfinite(c.t_lb) || memory < state) {
+      ++r.too_small;
+      continue;
+    }
+    todo.push_back(std::move(c));
+  }
+  // Fastest bounds first: the points found early prune the slower compositions.
+  // Among equal bounds (a composition that adds another vendor's devices to the same island)
+  // the cheaper first, so that it prunes the dearer.
+  std::stable_sort(todo.begin(), todo.end(), [](const Screened& a, const Screened& b) {
+    return a.t_lb < b.t_lb || (a.t_lb == b.t_lb && a.c_lb < b.c_lb);
+  });
+
+  planner::Options po;
+  po.top = 1;
+  po.verify = o.verify;
+  po.same_vendor = o.same_vendor;
+  po.stop = o.stop;
+  auto make_point = [&](Screened& c, planner::Candidate best) {
+    Point p;
+    p.nodes = c.nodes;
+    p.best = std::move(best);
+    const analytic::Estimate& e = p.best.estimate;
+    // The verified step when the engine ran: the estimate's figures scale with it.
+    const double scale = p.best.verified() ? p.best.simulated_step_s / e.step_time.v : 1.0;
+    p.effective_time_s = e.time_to_train.v * scale / e.goodput.fraction;
+    const double hours = p.effective_time_s / 3600.0;
+    double kw_used = 0, kw_rented = 0;
+    for (std::size_t pi = 0; pi < e.device_types.size(); ++pi) {
+      const double kw = e.device_types[pi].count * c.scenario.cluster.pools[pi].device.tdp.v * s.cost.pue / 1000.0;
+      kw_used += kw;
+      if (pi >= owned && rent) kw_rented += kw;  // rent includes the power
+      if (pi < owned) p.idle_owned_devices += e.device_types[pi].idle;
+    }
+    p.capex_usd = c.capex;
+    p.run_usd = hours * ((kw_used - kw_rented) * s.cost.electricity_usd_per_kwh + c.rent_per_h + c.amort_owned_per_h);
+    p.total_usd = p.capex_usd + p.run_usd;
+    p.power_kw = c.power_kw;
+    p.usd_per_million_tokens = p.total_usd / s.training.tokens * 1e6;
+    p.meets_deadline = ps.deadline_days <= 0 || p.effective_time_s <= ps.deadline_days * 86400.0;
+    p.scenario = std::move(c.scenario);
+    return p;
+  };
+  std::vector<Point> front;
+  auto pruned = [&](const Screened& c) {
+    return !o.exhaustive && std::any_of(front.begin(), front.end(), [&](const Point& p) {
+      return p.effective_time_s <= c.t_lb && p.total_usd <= c.c_lb;
+    });
+  };
+  // The planner runs on two compositions at a time (it shares nothing); the front they join
+  // is updated in composition order, so the result does not depend on the timing.
+  constexpr std::size_t kWorkers = 2;
+  std::size_t next = 0;
+  while (next < todo.size()) {
+    if (o.stop.stop_requested()) {
+      r.stopped = true;
+      break;
+    }
+    if (o.progress) o.progress(static_cast<double>(next) / static_cast<double>(todo.size()));
+    std::vector<std::size_t> batch;
+    while (next < todo.size() && batch.size() < kWorkers) {
+      if (pruned(todo[next])) ++r.pruned;
+      else batch.push_back(next);
+      ++next;
+    }
+    std::vector<std::future<planner::Result>> runs;
+    for (std::size_t i : batch)
+      runs.push_back(std::async(std::launch::async, [&, i] { return planner::search(todo[i].scenario, po); }));
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      Screened& c = todo[batch[b]];
+      planner::Result pr = runs[b].get();
+      ++r.planned;
+      if (pr.top.empty()) {
+        ++r.none_fits;
+        continue;
+      }
+      Point p = make_point(c, std::move(pr.top.front()));
+      if (ps.budget_usd > 0 && p.total_usd > ps.budget_usd && rent) {
+        ++r.over_budget;
+        continue;
+      }
+      if (std::any_of(front.begin(), front.end(), [&](const Point& q) {
+            return dominates(q.effective_time_s, q.total_usd, p.effective_time_s, p.total_usd) ||
+                   (q.effective_time_s == p.effective_time_s && q.total_usd == p.total_usd);
+          }))
+        continue;
+      std::erase_if(front, [&](const Point& q) {
+        return dominates(p.effective_time_s, p.total_usd, q.effective_time_s, q.total_usd);
+      });
+      front.push_back(std::move(p));
+    }
+  }
+  if (o.progress) o.progress(1.0);
+  std::sort(front.begin(), front.end(), [](const Point& a, const Point& b) {
+    return a.effective_time_s < b.effective_time_s || (a.effective_time_s == b.effective_time_s && a.total_usd < b.total_usd);
+  });
+  r.front = std::move(front);
+  if (r.front.empty()) return r;
+  // The recommendation: the fastest (time); the cheapest (cost); for the front, the cheapest
+  // that meets the deadline, or without one the knee (least cost × time). Cost and the front
+  // keep to the deadline where any point meets it.
+  const bool any_meets = std::any_of(r.front.begin(), r.front.end(), [](const Point& p) { return p.meets_deadline; });
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < r.front.size(); ++i) {
+    const Point& p = r.front[i];
+    if (any_meets && !p.meets_deadline && ps.objective != PurchaseSpec::Objective::Time) continue;
+    double v = p.effective_time_s;
+    if (ps.objective == PurchaseSpec::Objective::Cost) v = p.total_usd;
+    if (ps.objective == PurchaseSpec::Objective::Pareto)
+      v = ps.deadline_days > 0 && any_meets ? p.total_usd : p.total_usd * p.effective_time_s;
+    if (v < best) {
+      best = v;
+      r.recommended = i;
+    }
+  }
+  return r;
+}
+
+}  // namespace hetsim::buy

@@ -1,0 +1,69 @@
+#pragma once
+// Purchase planning (`hetsim buy`, docs/planner.md#buy): the owned pools plus every composition
+// of the [purchase] candidates within the budget and the power limit; for each composition that
+// can still reach the front, the planner's best plan; the Pareto front of total cost against the
+// effective time to train (goodput included).
+//
+// Compositions are screened with sound bounds before the planner runs: a time-to-train lower
+// bound (the layers' and head's matmul FLOPs at the peak of the largest island of devices that
+// may train together), a cost lower bound (what is paid whatever the time: the capex, or the
+// rent over the lower-bound time), and a memory bound (weights, gradients and optimizer state
+// must fit in the island's memory). A composition whose bounds are dominated by a point found
+// already cannot join the front and is skipped.
+
+#include <cstddef>
+#include <functional>
+#include <stop_token>
+#include <vector>
+
+#include "sim/plan/planner.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace hetsim::buy {
+
+struct Options {
+  int verify = 3;           ///< planner: best estimates re-ranked by simulation, per composition
+  bool same_vendor = true;  ///< vendor islands: no plan spans vendors (NCCL and RCCL do not mix)
+  bool exhaustive = false;  ///< plan every composition (no pruning): for tests and checks
+  std::function<void(double)> progress;
+  std::stop_token stop;
+  /// More compositions than this is refused before any work (a larger node_step).
+  std::size_t max_compositions = 100000;
+};
+
+struct Point {
+  std::vector<int> nodes;       ///< per candidate, in [purchase] order
+  Scenario scenario;            ///< the owned pools + the bought ones (nodes > 0)
+  planner::Candidate best;      ///< the planner's answer on that cluster
+  double capex_usd = 0;         ///< bought devices (own); 0 when renting
+  double run_usd = 0;           ///< energy, owned amortisation and rent over the effective time
+  double total_usd = 0;         ///< capex + run
+  double effective_time_s = 0;  ///< time to train / goodput
+  double power_kw = 0;          ///< all installed devices at TDP × PUE
+  double usd_per_million_tokens = 0;
+  bool meets_deadline = true;
+  int idle_owned_devices = 0;   ///< owned devices the plan leaves unused
+};
+
+struct Result {
+  std::vector<Point> front;  ///< Pareto front, fastest first (so the dearest first)
+  std::size_t recommended = 0;  ///< index into front for the objective (front not empty)
+  std::size_t compositions = 0;   ///< enumerated
+  std::size_t over_budget = 0;    ///< refused by the budget (capex, or rent at the lower bound)
+  std::size_t over_power = 0;     ///< refused by the power limit
+  std::size_t too_small = 0;      ///< refused by the memory bound
+  std::size_t pruned = 0;         ///< bounds dominated by a point found earlier
+  std::size_t planned = 0;        ///< the planner ran
+  std::size_t none_fits = 0;      ///< the planner found no plan that fits
+  bool stopped = false;
+};
+
+/// Lower bound of the time to train on `s`'s cluster, in seconds: tokens × matmul FLOPs per
+/// token over the summed peak of the largest group of devices that may train together (one
+/// vendor's with same_vendor). Infinite when no device has the training's number format.
+[[nodiscard]] double time_lower_bound_s(const Scenario& s, bool same_vendor);
+
+/// Requires s.purchase and s.training.tokens > 0 (sim/api checks both).
+[[nodiscard]] Result search(const Scenario& s, const Options& o);
+
+}  // namespace hetsim::buy
