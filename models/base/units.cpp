@@ -179,6 +179,11 @@ std::string format_bandwidth(BytesPerSec r) {
 std::string format_duration(Duration d) {
   static const char* const names[] = {"ns", "us", "ms", "s"};
   static const double scales[] = {1e-9, 1e-6, 1e-3, 1.0};
+  if (d.v >= 86400.0 * 999.5) {  // "1.51e+03 days" reads badly
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g years", d.v / (86400.0 * 365.25));
+    return buf;
+  }
   if (d.v >= 86400.0 * 2) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3g days", d.v / 86400.0);

@@ -53,6 +53,89 @@ double hourly_amortisation(const hw::PoolSpec& p, const CostSpec& c) {
 
 bool dominates(double t1, double c1, double t2, double c2) { return t1 <= t2 && c1 <= c2 && (t1 < t2 || c1 < c2); }
 
+struct Choice {
+  double time = 0, cost = 0;
+  bool meets = true;
+};
+
+// The recommendation among front points: the fastest (time); the cheapest (cost); for the
+// front, the cheapest that meets the deadline, or without one the knee (least cost × time).
+// Cost and the front keep to the deadline where any point meets it.
+std::size_t recommend(const std::vector<Choice>& f, const PurchaseSpec& ps) {
+  const bool any_meets = std::any_of(f.begin(), f.end(), [](const Choice& c) { return c.meets; });
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (any_meets && !f[i].meets && ps.objective != PurchaseSpec::Objective::Time) continue;
+    double v = f[i].time;
+    if (ps.objective == PurchaseSpec::Objective::Cost) v = f[i].cost;
+    if (ps.objective == PurchaseSpec::Objective::Pareto)
+      v = ps.deadline_days > 0 && any_meets ? f[i].cost : f[i].cost * f[i].time;
+    if (v < best) {
+      best = v;
+      at = i;
+    }
+  }
+  return at;
+}
+
+// Prices every planned point again with one price scaled, keeps the points within the budget,
+// takes their front and its recommendation. Over the planned compositions only: one pruned under
+// the real prices is not planned again.
+std::vector<int> recommendation_under(const Scenario& s, const Result& r, int candidate, double price_factor,
+                                      double electricity_factor) {
+  const PurchaseSpec& ps = *s.purchase;
+  const bool rent = s.cost.mode == CostSpec::Mode::Rent;
+  struct P {
+    Choice c;
+    const std::vector<int>* nodes;
+  };
+  std::vector<P> all;
+  for (const auto& q : r.planned_points) {
+    double capex = 0, rent_per_h = 0;
+    for (std::size_t k = 0; k < q.devices.size(); ++k) {
+      const double f = static_cast<int>(k) == candidate ? price_factor : 1.0;
+      const auto& d = ps.candidates[k].pool.device;
+      if (rent) rent_per_h += q.devices[k] * d.price_usd_per_hour * f;
+      else capex += q.devices[k] * d.purchase_usd * f;
+    }
+    const double hours = q.time_s / 3600.0;
+    const double run = hours * (q.kw_powered * s.cost.electricity_usd_per_kwh * electricity_factor + rent_per_h +
+                                q.amort_owned_per_h);
+    const double total = capex + run;
+    if (ps.budget_usd > 0 && (rent ? total : capex) > ps.budget_usd) continue;
+    all.push_back({{q.time_s, total, q.meets_deadline}, &q.nodes});
+  }
+  std::vector<P> front;
+  for (const auto& a : all)
+    if (std::none_of(all.begin(), all.end(), [&](const P& b) { return dominates(b.c.time, b.c.cost, a.c.time, a.c.cost); }))
+      front.push_back(a);
+  if (front.empty()) return {};
+  std::sort(front.begin(), front.end(), [](const P& a, const P& b) { return a.c.time < b.c.time; });
+  std::vector<Choice> f;
+  for (const auto& p : front) f.push_back(p.c);
+  return *front[recommend(f, ps)].nodes;
+}
+
+std::vector<Sensitivity> sensitivity(const Scenario& s, const Result& r) {
+  std::vector<Sensitivity> out;
+  if (r.front.empty()) return out;
+  const std::vector<int>& now = r.front[r.recommended].nodes;
+  const PurchaseSpec& ps = *s.purchase;
+  for (std::size_t k = 0; k < ps.candidates.size(); ++k)
+    for (double f : {0.8, 1.2}) {
+      Sensitivity x{ps.candidates[k].pool.name + " price", f, false, recommendation_under(s, r, static_cast<int>(k), f, 1.0)};
+      x.changes = x.nodes != now;
+      out.push_back(std::move(x));
+    }
+  for (double f : {0.5, 1.5}) {
+    Sensitivity x{"electricity", f, false, recommendation_under(s, r, -1, 1.0, f)};
+    x.changes = x.nodes != now;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 }  // namespace
 
 double time_lower_bound_s(const Scenario& s, bool same_vendor) {
@@ -152,7 +235,7 @@ Result search(const Scenario& s, const Options& o) {
   po.verify = o.verify;
   po.same_vendor = o.same_vendor;
   po.stop = o.stop;
-  auto make_point = [&](Screened& c, planner::Candidate best) {
+  auto make_point = [&](Screened& c, planner::Candidate best, Priced& priced) {
     Point p;
     p.nodes = c.nodes;
     p.best = std::move(best);
@@ -170,6 +253,12 @@ Result search(const Scenario& s, const Options& o) {
     }
     p.capex_usd = c.capex;
     p.run_usd = hours * ((kw_used - kw_rented) * s.cost.electricity_usd_per_kwh + c.rent_per_h + c.amort_owned_per_h);
+    priced.nodes = c.nodes;
+    for (std::size_t k = 0; k < K; ++k)
+      priced.devices.push_back(static_cast<double>(c.nodes[k]) * ps.candidates[k].pool.devices_per_node);
+    priced.time_s = p.effective_time_s;
+    priced.kw_powered = kw_used - kw_rented;
+    priced.amort_owned_per_h = c.amort_owned_per_h;
     p.total_usd = p.capex_usd + p.run_usd;
     p.power_kw = c.power_kw;
     p.usd_per_million_tokens = p.total_usd / s.training.tokens * 1e6;
@@ -210,11 +299,14 @@ Result search(const Scenario& s, const Options& o) {
         ++r.none_fits;
         continue;
       }
-      Point p = make_point(c, std::move(pr.top.front()));
+      Priced priced;
+      Point p = make_point(c, std::move(pr.top.front()), priced);
       if (ps.budget_usd > 0 && p.total_usd > ps.budget_usd && rent) {
         ++r.over_budget;
         continue;
       }
+      priced.meets_deadline = p.meets_deadline;
+      r.planned_points.push_back(std::move(priced));
       if (std::any_of(front.begin(), front.end(), [&](const Point& q) {
             return dominates(q.effective_time_s, q.total_usd, p.effective_time_s, p.total_usd) ||
                    (q.effective_time_s == p.effective_time_s && q.total_usd == p.total_usd);
@@ -232,23 +324,10 @@ Result search(const Scenario& s, const Options& o) {
   });
   r.front = std::move(front);
   if (r.front.empty()) return r;
-  // The recommendation: the fastest (time); the cheapest (cost); for the front, the cheapest
-  // that meets the deadline, or without one the knee (least cost × time). Cost and the front
-  // keep to the deadline where any point meets it.
-  const bool any_meets = std::any_of(r.front.begin(), r.front.end(), [](const Point& p) { return p.meets_deadline; });
-  double best = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < r.front.size(); ++i) {
-    const Point& p = r.front[i];
-    if (any_meets && !p.meets_deadline && ps.objective != PurchaseSpec::Objective::Time) continue;
-    double v = p.effective_time_s;
-    if (ps.objective == PurchaseSpec::Objective::Cost) v = p.total_usd;
-    if (ps.objective == PurchaseSpec::Objective::Pareto)
-      v = ps.deadline_days > 0 && any_meets ? p.total_usd : p.total_usd * p.effective_time_s;
-    if (v < best) {
-      best = v;
-      r.recommended = i;
-    }
-  }
+  std::vector<Choice> choices;
+  for (const auto& p : r.front) choices.push_back({p.effective_time_s, p.total_usd, p.meets_deadline});
+  r.recommended = recommend(choices, ps);
+  r.sensitivity = sensitivity(s, r);
   return r;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <stop_token>
 #include <vector>
 
@@ -45,8 +46,29 @@ struct Point {
   int idle_owned_devices = 0;   ///< owned devices the plan leaves unused
 };
 
+/// What a point's cost is made of, to price it again (sensitivity): every planned composition
+/// that found a plan within the limits, on the front or not.
+struct Priced {
+  std::vector<int> nodes;
+  std::vector<double> devices;   ///< bought devices per candidate
+  double time_s = 0;             ///< effective time to train
+  double kw_powered = 0;         ///< used devices whose power is paid for (not rented)
+  double amort_owned_per_h = 0;
+  bool meets_deadline = true;
+};
+
+/// Whether the recommendation survives a change of one price.
+struct Sensitivity {
+  std::string what;          ///< "h100-sxm5 price", "electricity"
+  double factor = 1;         ///< 0.8, 1.2 (prices); 0.5, 1.5 (electricity)
+  bool changes = false;
+  std::vector<int> nodes;    ///< the recommendation under that price
+};
+
 struct Result {
   std::vector<Point> front;  ///< Pareto front, fastest first (so the dearest first)
+  std::vector<Priced> planned_points;
+  std::vector<Sensitivity> sensitivity;  ///< each candidate's price ±20 %, electricity ±50 %
   std::size_t recommended = 0;  ///< index into front for the objective (front not empty)
   std::size_t compositions = 0;   ///< enumerated
   std::size_t over_budget = 0;    ///< refused by the budget (capex, or rent at the lower bound)

@@ -91,6 +91,17 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds) {
                      ps.deadline_days > 0 && !n.meets_deadline ? ", and misses the deadline" : "");
   }
   if (best.idle_owned_devices > 0) o += fmt::format("  leaves {} owned devices unused\n", best.idle_owned_devices);
+  if (!r.sensitivity.empty()) {
+    o += "\nsensitivity  does the recommendation change? (each price alone; over the planned compositions)\n";
+    for (const auto& x : r.sensitivity) {
+      buy::Point shown;
+      shown.nodes = x.nodes;
+      o += fmt::format("  {:<28} {:>+5.0f} %  {}\n", x.what, 100 * (x.factor - 1),
+                       x.nodes.empty() ? std::string("nothing fits the budget")
+                       : x.changes     ? "yes: buy " + what_is_bought(s, shown)
+                                       : std::string("no"));
+    }
+  }
   if (ps.deadline_days > 0 && !best.meets_deadline) o += "  no point of the front meets the deadline\n";
   return o;
 }
@@ -129,6 +140,13 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
                           {"estimate", estimate_object(p.scenario, p.best.plan, p.best.estimate)}});
   }
   j["recommended"] = r.front.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.recommended);
+  j["sensitivity"] = nlohmann::ordered_json::array();
+  for (const auto& x : r.sensitivity) {
+    nlohmann::ordered_json b = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < x.nodes.size(); ++k) b[s.purchase->candidates[k].pool.name] = x.nodes[k];
+    j["sensitivity"].push_back({{"what", x.what}, {"factor", x.factor}, {"changes", x.changes},
+                                {"buy_nodes", x.nodes.empty() ? nlohmann::ordered_json(nullptr) : b}});
+  }
   return j.dump(2) + "\n";
 }
 

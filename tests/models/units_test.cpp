@@ -72,6 +72,8 @@ TEST(FormatQuantity, RoundTripsThroughParse) {
   EXPECT_EQ(format_duration(Duration{508}), "508 s");
   EXPECT_EQ(format_duration(Duration{1800}), "30 min");
   EXPECT_EQ(format_duration(Duration{3 * 3600}), "3 h");
+  EXPECT_EQ(format_duration(Duration{999 * 86400.0}), "999 days");
+  EXPECT_EQ(format_duration(Duration{1510 * 86400.0}), "4.13 years");
   EXPECT_EQ(format_bandwidth(BytesPerSec{3.35e12}), "3.35 TB/s");
 }
 

@@ -130,6 +130,24 @@ TEST(Buy, ADeadlineNoPointMeetsStillShowsTheFrontAndTheRecommendationFollowsTheO
   EXPECT_EQ(c->recommended, c->front.size() - 1);
 }
 
+// Each candidate's price ±20 % and electricity ±50 %: a row each, saying whether the
+// recommendation moves and to what.
+TEST(Buy, SensitivityHasARowPerPriceAndSaysWhetherTheRecommendationMoves) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->front.empty());
+  ASSERT_EQ(r->sensitivity.size(), 6u);
+  EXPECT_EQ(r->sensitivity[0].what, "h100-sxm5 price");
+  EXPECT_EQ(r->sensitivity[4].what, "electricity");
+  const auto& now = r->front[r->recommended].nodes;
+  for (const auto& x : r->sensitivity) EXPECT_EQ(x.changes, x.nodes != now) << x.what;
+  // The cheapest point (buy nothing) stays the cheapest whatever the bought devices cost.
+  EXPECT_EQ(now, (std::vector<int>{0, 0}));
+  for (const auto& x : r->sensitivity) EXPECT_FALSE(x.changes) << x.what << " " << x.factor;
+  EXPECT_NE(report::buy_text(s, *r, 0).find("sensitivity"), std::string::npos);
+}
+
 TEST(Buy, SameInputSameAnswer) {
   const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
   auto a = api::buy(s, {});
