@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <stop_token>
+#include <thread>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -219,10 +222,32 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
   return finish(c, sc, result.top.front().plan, best->simulated, text);
 }
 
+// Ctrl-C during `buy`: the first one stops the search, which reports (and writes) the front
+// found so far and exits 130; a second one ends the process as usual.
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) {
+  g_interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);
+}
+
 int run_buy(const Common& c, int verify, bool any_vendor, bool exhaustive) {
   hetsim::Scenario sc;
   if (int rc = load_scenario(c, sc)) return rc;
+  std::stop_source stop;
+  std::signal(SIGINT, on_interrupt);
+  // A watcher turns the signal into a stop request (request_stop is not for signal handlers).
+  std::jthread watcher([&stop](std::stop_token done) {
+    while (!done.stop_requested() && !stop.stop_requested()) {
+      if (g_interrupted) {
+        stop.request_stop();
+        std::fputs("\ninterrupted: finishing the compositions being planned, then the front so far\n", stderr);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
   hetsim::buy::Options opts;
+  opts.stop = stop.get_token();
   opts.verify = verify;
   opts.same_vendor = !any_vendor;
   opts.exhaustive = exhaustive;
@@ -251,7 +276,8 @@ int run_buy(const Common& c, int verify, bool any_vendor, bool exhaustive) {
               << "\n";
     return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
   }
-  return emit(c, text);
+  const int rc = emit(c, text);
+  return rc == kExitOk && r->stopped ? 128 + SIGINT : rc;
 }
 
 }  // namespace

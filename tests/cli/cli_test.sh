@@ -345,5 +345,10 @@ sed -e 's/^\[purchase\]/[purchase]\npower_kw = 1/' "$tmp/buy.toml" > "$tmp/buy-p
 "$HETSIM" buy "$SRC/scenarios/default.toml" >/dev/null 2>"$tmp/e4"; rc=$?
 [ $rc -eq 2 ] && grep -q "needs a \[purchase\] table" "$tmp/e4" && ok || bad "buy without [purchase]: rc $rc"
 
+# Ctrl-C during buy: the front found so far, marked as stopped, exit 130
+"$HETSIM" buy "$SRC/scenarios/purchase/llama3-70b-add-to-a100.toml" >"$tmp/b5" 2>"$tmp/e5" & bpid=$!
+sleep 5; kill -INT $bpid; wait $bpid; rc=$?
+[ $rc -eq 130 ] && grep -q "STOPPED early" "$tmp/b5" && grep -q "^interrupted" "$tmp/e5" && ok || bad "buy interrupted: rc $rc"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
