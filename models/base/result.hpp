@@ -37,6 +37,12 @@ struct Diagnostic {
   ErrorKind kind = ErrorKind::BadInput;
 };
 
+/// A diagnostic about `file` as a whole (no line), at `key` when one is known.
+[[nodiscard]] inline Diagnostic about(std::string file, std::string key, std::string message, std::string hint,
+                                      ErrorKind kind = ErrorKind::BadInput) {
+  return {{std::move(file), 0, 0}, std::move(key), std::move(message), std::move(hint), kind};
+}
+
 /// Exit status of a command that ends with this kind of error: 2, 3, 1 or 4.
 [[nodiscard]] int exit_status(ErrorKind k);
 /// "bad_input", "does_not_fit", "environment", "internal" (the JSON spelling).

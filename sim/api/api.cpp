@@ -14,15 +14,6 @@
 #endif
 
 namespace hetsim::api {
-namespace {
-
-Diagnostic about(const std::string& file, std::string key, std::string message, std::string hint,
-                 ErrorKind kind = ErrorKind::BadInput) {
-  return {{file, 0, 0}, std::move(key), std::move(message), std::move(hint), kind};
-}
-
-}  // namespace
-
 Result<hw::Catalog> catalog() {
   static std::once_flag once;
   static std::optional<Result<hw::Catalog>> parsed;
@@ -108,9 +99,7 @@ Result<buy::Result> buy(const Scenario& s, const buy::Options& opts) {
   if (s.training.tokens <= 0)
     return about(s.file, "training.tokens", "`hetsim buy` compares times to train: the scenario gives no tokens",
                  "add training.tokens = <tokens to train on>, e.g. 2e12");
-  double n = 1;
-  for (const auto& c : s.purchase->candidates) n *= c.max_nodes / c.node_step + 1;
-  if (n > static_cast<double>(opts.max_compositions))
+  if (const double n = buy::composition_count(*s.purchase); n > static_cast<double>(opts.max_compositions))
     return about(s.file, "purchase.candidate",
                  fmt::format("{:.3g} compositions of the candidates, more than the {} the search takes on", n,
                              opts.max_compositions),

@@ -14,11 +14,7 @@
 
 namespace hetsim::cli {
 
-/// A diagnostic about `file` as a whole (no line), at `key` when one is known.
-inline Diagnostic about(std::string file, std::string key, std::string message, std::string hint,
-                        ErrorKind kind = ErrorKind::BadInput) {
-  return {{std::move(file), 0, 0}, std::move(key), std::move(message), std::move(hint), kind};
-}
+using hetsim::about;  // models/base/result.hpp
 
 /// `d` with `file` named where they name none; with `bad_input_only`, only the bad-input ones
 /// (a device that fails is the environment, not a file).

@@ -53,6 +53,28 @@ double hourly_amortisation(const hw::PoolSpec& p, const CostSpec& c) {
 
 bool dominates(double t1, double c1, double t2, double c2) { return t1 <= t2 && c1 <= c2 && (t1 < t2 || c1 < c2); }
 
+// What the bought devices cost: their capex (own) or their rent per hour (rent), with candidate
+// `scaled`'s price times `factor` (-1: none scaled).
+struct Bought {
+  double capex = 0, rent_per_h = 0;
+};
+Bought bought_cost(const PurchaseSpec& ps, bool rent, const std::vector<int>& nodes, int scaled = -1, double factor = 1) {
+  Bought b;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    const auto& pool = ps.candidates[k].pool;
+    const double devices = static_cast<double>(nodes[k]) * pool.devices_per_node;
+    const double f = static_cast<int>(k) == scaled ? factor : 1.0;
+    if (rent) b.rent_per_h += devices * pool.device.price_usd_per_hour * f;
+    else b.capex += devices * pool.device.purchase_usd * f;
+  }
+  return b;
+}
+
+// What the run costs over `hours`: the power paid for, the rent, the owned devices' amortisation.
+double run_cost(double hours, double kw_powered, double usd_per_kwh, double rent_per_h, double amort_owned_per_h) {
+  return hours * (kw_powered * usd_per_kwh + rent_per_h + amort_owned_per_h);
+}
+
 struct Choice {
   double time = 0, cost = 0;
   bool meets = true;
@@ -92,18 +114,11 @@ std::vector<int> recommendation_under(const Scenario& s, const Result& r, int ca
   };
   std::vector<P> all;
   for (const auto& q : r.planned_points) {
-    double capex = 0, rent_per_h = 0;
-    for (std::size_t k = 0; k < q.devices.size(); ++k) {
-      const double f = static_cast<int>(k) == candidate ? price_factor : 1.0;
-      const auto& d = ps.candidates[k].pool.device;
-      if (rent) rent_per_h += q.devices[k] * d.price_usd_per_hour * f;
-      else capex += q.devices[k] * d.purchase_usd * f;
-    }
-    const double hours = q.time_s / 3600.0;
-    const double run = hours * (q.kw_powered * s.cost.electricity_usd_per_kwh * electricity_factor + rent_per_h +
-                                q.amort_owned_per_h);
-    const double total = capex + run;
-    if (ps.budget_usd > 0 && (rent ? total : capex) > ps.budget_usd) continue;
+    const Bought b = bought_cost(ps, rent, q.nodes, candidate, price_factor);
+    const double total = b.capex + run_cost(q.time_s / 3600.0, q.kw_powered,
+                                            s.cost.electricity_usd_per_kwh * electricity_factor, b.rent_per_h,
+                                            q.amort_owned_per_h);
+    if (ps.budget_usd > 0 && (rent ? total : b.capex) > ps.budget_usd) continue;
     all.push_back({{q.time_s, total, q.meets_deadline}, &q.nodes});
   }
   std::vector<P> front;
@@ -138,6 +153,12 @@ std::vector<Sensitivity> sensitivity(const Scenario& s, const Result& r) {
 
 }  // namespace
 
+double composition_count(const PurchaseSpec& ps) {
+  double n = 1;
+  for (const auto& c : ps.candidates) n *= c.max_nodes / c.node_step + 1;
+  return n;
+}
+
 double time_lower_bound_s(const Scenario& s, bool same_vendor) {
   double peak = 0;
   for (const auto& i : islands(s.cluster, s.training.precision, same_vendor)) peak = std::max(peak, i.peak);
@@ -155,9 +176,8 @@ Result search(const Scenario& s, const Options& o) {
   // Every composition: 0, step, 2·step, … ≤ max_nodes nodes of each candidate.
   std::vector<std::vector<int>> all;
   {
-    std::size_t n = 1;
-    for (const auto& c : ps.candidates) n *= static_cast<std::size_t>(c.max_nodes / c.node_step + 1);
-    if (n > o.max_compositions) return r;  // sim/api refuses this before calling
+    if (composition_count(ps) > static_cast<double>(o.max_compositions)) return r;  // sim/api refuses it first
+    const auto n = static_cast<std::size_t>(composition_count(ps));
     std::vector<int> cur(K, 0);
     for (std::size_t i = 0; i < n; ++i) {
       std::size_t rest = i;
@@ -197,14 +217,15 @@ Result search(const Scenario& s, const Options& o) {
       if (nodes[k] == 0) continue;
       hw::PoolSpec pool = ps.candidates[k].pool;
       pool.nodes = nodes[k];
-      c.capex += rent ? 0 : pool.devices() * pool.device.purchase_usd;
-      c.rent_per_h += rent ? pool.devices() * pool.device.price_usd_per_hour : 0;
       c.power_kw += pool.devices() * pool.device.tdp.v * s.cost.pue / 1000.0;
       c.scenario.cluster.pools.push_back(std::move(pool));
     }
+    const Bought b = bought_cost(ps, rent, nodes);
+    c.capex = b.capex;
+    c.rent_per_h = b.rent_per_h;
     c.amort_owned_per_h = amort_owned_per_h;
     c.t_lb = time_lower_bound_s(c.scenario, o.same_vendor);
-    c.c_lb = c.capex + (std::isfinite(c.t_lb) ? c.t_lb / 3600.0 * (c.rent_per_h + c.amort_owned_per_h) : 0);
+    c.c_lb = c.capex + (std::isfinite(c.t_lb) ? run_cost(c.t_lb / 3600.0, 0, 0, c.rent_per_h, c.amort_owned_per_h) : 0);
     if (ps.power_kw > 0 && c.power_kw > ps.power_kw) {
       ++r.over_power;
       continue;
@@ -252,10 +273,8 @@ Result search(const Scenario& s, const Options& o) {
       if (pi < owned) p.idle_owned_devices += e.device_types[pi].idle;
     }
     p.capex_usd = c.capex;
-    p.run_usd = hours * ((kw_used - kw_rented) * s.cost.electricity_usd_per_kwh + c.rent_per_h + c.amort_owned_per_h);
+    p.run_usd = run_cost(hours, kw_used - kw_rented, s.cost.electricity_usd_per_kwh, c.rent_per_h, c.amort_owned_per_h);
     priced.nodes = c.nodes;
-    for (std::size_t k = 0; k < K; ++k)
-      priced.devices.push_back(static_cast<double>(c.nodes[k]) * ps.candidates[k].pool.devices_per_node);
     priced.time_s = p.effective_time_s;
     priced.kw_powered = kw_used - kw_rented;
     priced.amort_owned_per_h = c.amort_owned_per_h;

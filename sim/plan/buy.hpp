@@ -49,8 +49,7 @@ struct Point {
 /// What a point's cost is made of, to price it again (sensitivity): every planned composition
 /// that found a plan within the limits, on the front or not.
 struct Priced {
-  std::vector<int> nodes;
-  std::vector<double> devices;   ///< bought devices per candidate
+  std::vector<int> nodes;        ///< per candidate
   double time_s = 0;             ///< effective time to train
   double kw_powered = 0;         ///< used devices whose power is paid for (not rented)
   double amort_owned_per_h = 0;
@@ -79,6 +78,9 @@ struct Result {
   std::size_t none_fits = 0;      ///< the planner found no plan that fits
   bool stopped = false;
 };
+
+/// How many compositions the candidates make (the product of max_nodes / node_step + 1).
+[[nodiscard]] double composition_count(const PurchaseSpec& ps);
 
 /// Lower bound of the time to train on `s`'s cluster, in seconds: tokens × matmul FLOPs per
 /// token over the summed peak of the largest group of devices that may train together (one
