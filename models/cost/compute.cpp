@@ -42,8 +42,9 @@ void kernel(OpTime& t, const hw::DeviceSpec& dev, Duration compute, Bytes bytes,
 }  // namespace
 
 Duration gemm_compute_time(const hw::DeviceSpec& dev, FlopRate peak, double m, double n, double k,
-                           double batch) {
+                           double batch, double main_loop) {
   const hw::Efficiency& e = dev.efficiency;
+  const double g = main_loop > 0 ? main_loop : e.gemm;
   m = std::max(1.0, std::ceil(m));
   n = std::max(1.0, std::ceil(n));
   k = std::max(1.0, std::ceil(k));
@@ -51,10 +52,10 @@ Duration gemm_compute_time(const hw::DeviceSpec& dev, FlopRate peak, double m, d
   const double flops = 2 * m * n * k * batch;
   if (e.sms <= 0) {
     const double d = std::min({m, n, k});
-    return Duration{flops / (peak.v * e.gemm * d / (d + e.gemm_half_dim))};
+    return Duration{flops / (peak.v * g * d / (d + e.gemm_half_dim))};
   }
   const double sms = e.sms;
-  const double rate_sm = peak.v * e.gemm / sms;  // main-loop FLOP/s of one SM
+  const double rate_sm = peak.v * g / sms;  // main-loop FLOP/s of one SM
   const double tiles = std::ceil(m / e.tile_m) * std::ceil(n / e.tile_n) * batch;
   const double bw = stream_bandwidth(dev).v;
   double best = std::numeric_limits<double>::infinity();
@@ -109,17 +110,18 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       const double ge = op.operand_bytes;
       const double m = op.m, n = op.n, k = op.k;
       const BytesPerSec bw = stream_bandwidth(dev);
+      const double main = dev.efficiency.main_loop(fmt);
       if (fwd) {
-        kernel(t, dev, gemm_compute_time(dev, peak, m, n, k, batch), Bytes{(m * k + k * n + m * n) * ge * batch},
+        kernel(t, dev, gemm_compute_time(dev, peak, m, n, k, batch, main), Bytes{(m * k + k * n + m * n) * ge * batch},
                bw, 1, repeat);
         return t;
       }
       // dA[m×k] = dC[m×n]·Bᵀ; dB[k×n] = Aᵀ[k×m]·dC[m×n], accumulated into the weight gradient
       // (fp32 main grads are read and written: wgrad_out_bytes per element).
       const double wout = op.wgrad_out_bytes > 0 ? op.wgrad_out_bytes : ge;
-      kernel(t, dev, gemm_compute_time(dev, peak, m, k, n, batch), Bytes{(m * n + n * k + m * k) * ge * batch}, bw,
+      kernel(t, dev, gemm_compute_time(dev, peak, m, k, n, batch, main), Bytes{(m * n + n * k + m * k) * ge * batch}, bw,
              1, repeat);
-      kernel(t, dev, gemm_compute_time(dev, peak, k, n, m, batch),
+      kernel(t, dev, gemm_compute_time(dev, peak, k, n, m, batch, main),
              Bytes{((k * m + m * n) * ge + k * n * wout) * batch}, bw, 1, repeat);
       return t;
     }

@@ -18,9 +18,11 @@ enum class Pass { Forward, Backward };
 /// 2·tile_m·tile_n·(k/split) / (peak·gemm/sms) + tile_overhead; split-K (split = 2, 4, …, 16,
 /// adding an fp32 partial-sum pass) is tried when there are fewer tiles than SMs, and the
 /// fastest is taken. Without one: 2mnk·batch / (peak · gemm · d/(d + gemm_half_dim)),
-/// d = min(m, n, k). Requires: m, n, k, batch ≥ 1 (fractions are rounded up), peak > 0.
+/// d = min(m, n, k). `main_loop` (0: efficiency.gemm) replaces `gemm` above, e.g. with
+/// efficiency.main_loop(Fp8) for fp8 GEMMs. Requires: m, n, k, batch ≥ 1 (fractions are rounded
+/// up), peak > 0.
 [[nodiscard]] Duration gemm_compute_time(const hw::DeviceSpec& dev, FlopRate peak, double m,
-                                         double n, double k, double batch = 1);
+                                         double n, double k, double batch = 1, double main_loop = 0);
 
 /// Fraction of `peak` that one such GEMM kernel reaches: useful FLOPs / (time · peak).
 [[nodiscard]] double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, double n,

@@ -42,6 +42,9 @@ struct Efficiency {
   // (tile and wave quantisation, split-K when tiles are fewer than SMs); with sms = 0 (devices
   // whose tiling is not modelled, calibrated cpu cores) the half-dimension curve is used.
   double gemm = 0.8;          ///< main-loop GEMM throughput / peak (best shape, MAMF-style)
+  /// The same for fp8 GEMMs, of the fp8 peak (fp8 tensor cores reach a smaller fraction of
+  /// their doubled peak on most devices); 0: `gemm`.
+  double gemm_fp8 = 0;
   double gemm_half_dim = 64;  ///< sms = 0 only: min(M,N,K) at which GEMM efficiency halves
   int sms = 0;                ///< SMs / CUs that run GEMM tiles in parallel
   int tile_m = 128;           ///< output tile of the GEMM library's main kernels, rows
@@ -68,6 +71,8 @@ struct Efficiency {
   /// Host (framework) time to issue one kernel; a layer takes at least its kernels × this.
   /// 0: the host never limits.
   Duration host_overhead{0};
+  /// The main-loop fraction of the peak of GEMMs in `dt`.
+  [[nodiscard]] double main_loop(Dtype dt) const { return dt == Dtype::Fp8 && gemm_fp8 > 0 ? gemm_fp8 : gemm; }
   /// Fraction of compute throughput lost while a collective runs beside it (the SMs its
   /// kernels occupy, and their memory traffic).
   double overlap_slowdown = 0;

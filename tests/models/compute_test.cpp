@@ -127,6 +127,25 @@ TEST(OpTime, ComputeBoundGemmIsFlopsOverAchievedPeakPlusLaunch) {
   EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Forward).v, want, 1e-12);
 }
 
+// fp8 GEMMs run at gemm_fp8 of the fp8 peak; without one, at gemm; GEMMs kept in 16 bits in an
+// fp8 run at the 16-bit peak and gemm.
+TEST(OpTime, Fp8GemmsUseTheirOwnMainLoopFraction) {
+  workload::Op op;
+  op.kind = workload::OpKind::Gemm;
+  op.m = op.n = op.k = 8192;
+  op.operand_bytes = 1;
+  auto d = device();
+  d.peak[hw::Dtype::Fp8] = FlopRate{2e15};
+  const double flops = 2.0 * 8192 * 8192 * 8192, shape = 8192.0 / (8192 + 64);
+  EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Forward).v, flops / (2e15 * 0.8 * shape) + 5e-6, 1e-12);
+  d.efficiency.gemm_fp8 = 0.5;
+  EXPECT_DOUBLE_EQ(d.efficiency.main_loop(hw::Dtype::Fp8), 0.5);
+  EXPECT_DOUBLE_EQ(d.efficiency.main_loop(hw::Dtype::Bf16), 0.8);
+  EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Forward).v, flops / (2e15 * 0.5 * shape) + 5e-6, 1e-12);
+  op.keep_16bit = true;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Forward).v, flops / (1e15 * 0.8 * shape) + 5e-6, 1e-12);
+}
+
 TEST(OpTime, ElementwiseIsMemoryBound) {
   // 1 GB moved at 2e12·0.9 B/s = 0.5556 ms (+5 us); its 1e8 FLOPs at 50 TF/s take 2 us.
   workload::Op op;
