@@ -7,6 +7,8 @@
 
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/plan_json.hpp"
+#include "sim/io/scenario_writer.hpp"
+#include "sim/report/buy_report.hpp"
 #include "sim/schedule/schedule.hpp"
 #ifdef HETSIM_HAVE_SIMGRID
 #include "sim/engine/summary.hpp"
@@ -105,6 +107,36 @@ Result<buy::Result> buy(const Scenario& s, const buy::Options& opts) {
                              opts.max_compositions),
                  "a larger node_step or a smaller max_nodes");
   return buy::search(s, opts);
+}
+
+Result<std::vector<io::OutputFile>> buy_files(const Scenario& s, std::string_view source_text, const buy::Result& r,
+                                              const std::filesystem::path& dir) {
+  if (!s.purchase) return about(s.file, "purchase", "no [purchase] to write the points of", "", ErrorKind::Internal);
+  std::vector<io::OutputFile> files;
+  for (std::size_t i = 0; i < r.front.size(); ++i) {
+    const buy::Point& p = r.front[i];
+    const std::string stem = fmt::format("point-{}", i + 1);
+    const std::filesystem::path toml_path = dir / (stem + ".toml");
+    const std::filesystem::path plan_path = dir / (stem + ".plan.json");
+    const std::string header = fmt::format(
+        "# Written by `hetsim buy` from {}: front point {} of {}{}: buy {}.\n"
+        "# Run it: hetsim simulate {} --plan {}\n\n",
+        s.file, i + 1, r.front.size(), i == r.recommended ? " (the recommended one)" : "", report::what_is_bought(s, p),
+        toml_path.string(), plan_path.string());
+    auto text = io::bought_scenario_toml(source_text, s.file, *s.purchase, p.nodes, dir, header,
+                                         fmt::format("{} point {}", s.name, i + 1));
+    if (!text) return text.errors();
+    std::string plan_text = io::plan_to_json(p.scenario, p.best.plan);
+    // Read back as `hetsim simulate` will.
+    auto back = load_text(*text, toml_path.string());
+    if (!back) return with_kind(back.errors(), ErrorKind::Internal);
+    auto plan_back = io::parse_plan_json(plan_text, plan_path.string(), *back);
+    if (!plan_back) return with_kind(plan_back.errors(), ErrorKind::Internal);
+    files.push_back({toml_path, std::move(*text)});
+    files.push_back({plan_path, std::move(plan_text)});
+  }
+  files.push_back({dir / "front.csv", report::buy_csv(s, r)});
+  return files;
 }
 
 Result<Planned> plan(const Scenario& s, planner::Options opts) {

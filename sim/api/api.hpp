@@ -16,6 +16,7 @@
 
 #include "models/base/result.hpp"
 #include "sim/analytic/estimate.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/scenario_reader.hpp"
 #include "sim/plan/buy.hpp"
 #include "sim/plan/planner.hpp"
@@ -77,5 +78,12 @@ struct Planned {
 /// Purchase planning (sim/plan/buy.hpp): bad input when the scenario has no [purchase], no
 /// token target (training.tokens), or more compositions than the search takes on.
 [[nodiscard]] Result<buy::Result> buy(const Scenario& s, const buy::Options& opts);
+
+/// What `hetsim buy --out DIR` writes for a search's front (docs/formats.md#buy-out):
+/// point-N.toml (the scenario of what point N owns and buys, from `source_text`, the text `s`
+/// was read from), point-N.plan.json (its plan) and front.csv. Every scenario is read back and
+/// its plan validated against it first (an Internal error otherwise): each point runs as written.
+[[nodiscard]] Result<std::vector<io::OutputFile>> buy_files(const Scenario& s, std::string_view source_text,
+                                                            const buy::Result& r, const std::filesystem::path& dir);
 
 }  // namespace hetsim::api

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <stop_token>
@@ -29,6 +30,7 @@
 #include "sim/io/plan_json.hpp"
 #include "sim/io/scenario_reader.hpp"
 #include "sim/plan/planner.hpp"
+#include "sim/io/input_file.hpp"
 #include "sim/report/buy_report.hpp"
 #include "sim/report/plan_report.hpp"
 #include "sim/io/error_json.hpp"
@@ -45,6 +47,17 @@ namespace {
 // -o, --save-plan, --trace, --out: refused before any work when they cannot be written.
 const CLI::Validator kOutputPath(
     [](const std::string& v) { return hetsim::io::output_path_problem(v); }, "FILE");
+// A folder to write into: an existing one, or a new one whose parent exists.
+const CLI::Validator kOutputDir(
+    [](const std::string& v) -> std::string {
+      if (v.empty()) return "an empty folder name";
+      std::error_code ec;
+      const std::filesystem::path p(v);
+      if (std::filesystem::exists(p, ec)) return std::filesystem::is_directory(p, ec) ? "" : "'" + v + "' is not a folder";
+      const auto parent = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+      return std::filesystem::is_directory(parent, ec) ? "" : "the folder '" + parent.string() + "' does not exist";
+    },
+    "DIR");
 
 constexpr int kExitOk = 0;
 constexpr int kExitEnvironment = 1;
@@ -230,7 +243,64 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
-int run_buy(const Common& c, int verify, bool any_vendor, bool exhaustive) {
+struct BuyArgs {
+  int verify = 3;
+  bool any_vendor = false;
+  bool exhaustive = false;
+  std::size_t top = 0;
+  std::string csv, out_dir;
+};
+
+// The files of --csv and --out DIR, and -o's report, written together (all or none); stale
+// point files of an earlier, longer front in DIR are removed after.
+int write_buy_outputs(const Common& c, const BuyArgs& a, const hetsim::Scenario& sc, const hetsim::buy::Result& r,
+                      const std::string& text) {
+  std::vector<hetsim::io::OutputFile> files;
+  if (!a.csv.empty()) files.push_back({a.csv, hetsim::report::buy_csv(sc, r)});
+  bool created = false;
+  if (!a.out_dir.empty()) {
+    auto source = hetsim::io::read_input_file(c.scenario, "scenario file");
+    if (!source) return fail(c, source.errors());
+    auto out = hetsim::api::buy_files(sc, *source, r, a.out_dir);
+    if (!out) return fail(c, out.errors());
+    std::error_code ec;
+    if (!std::filesystem::exists(a.out_dir, ec)) {
+      created = std::filesystem::create_directory(a.out_dir, ec);
+      if (ec)
+        return fail(c, {about(a.out_dir, "--out", "cannot create the folder: " + ec.message(), "",
+                              hetsim::ErrorKind::Environment)});
+    }
+    for (auto& f : *out) files.push_back(std::move(f));
+  }
+  if (!c.output.empty()) files.push_back({c.output, text});
+  if (auto errs = hetsim::io::write_files_atomic(files); !errs.empty()) {
+    std::error_code ec;
+    if (created) std::filesystem::remove(a.out_dir, ec);
+    return fail(c, errs);
+  }
+  if (!a.out_dir.empty()) {
+    // point-N.toml / point-N.plan.json with N beyond this front: an earlier run's.
+    std::error_code ec;
+    std::vector<std::filesystem::path> stale;
+    for (const auto& e : std::filesystem::directory_iterator(a.out_dir, ec)) {
+      const std::string f = e.path().filename().string();
+      std::size_t n = 0, used = 0;
+      if (f.rfind("point-", 0) != 0 || f.size() < 7 || !std::isdigit(static_cast<unsigned char>(f[6]))) continue;
+      try {
+        n = std::stoul(f.substr(6), &used);
+      } catch (const std::exception&) {
+        continue;
+      }
+      const std::string rest = f.substr(6 + used);
+      if ((rest == ".toml" || rest == ".plan.json") && n > r.front.size()) stale.push_back(e.path());
+    }
+    for (const auto& p : stale) std::filesystem::remove(p, ec);
+  }
+  if (c.output.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
+
+int run_buy(const Common& c, const BuyArgs& a) {
   hetsim::Scenario sc;
   if (int rc = load_scenario(c, sc)) return rc;
   std::stop_source stop;
@@ -248,9 +318,9 @@ int run_buy(const Common& c, int verify, bool any_vendor, bool exhaustive) {
   });
   hetsim::buy::Options opts;
   opts.stop = stop.get_token();
-  opts.verify = verify;
-  opts.same_vendor = !any_vendor;
-  opts.exhaustive = exhaustive;
+  opts.verify = a.verify;
+  opts.same_vendor = !a.any_vendor;
+  opts.exhaustive = a.exhaustive;
   const bool bar = isatty(fileno(stderr)) != 0;
   if (bar)
     opts.progress = [](double f) {
@@ -263,7 +333,8 @@ int run_buy(const Common& c, int verify, bool any_vendor, bool exhaustive) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (bar) std::fprintf(stderr, "\r%70s\r", "");
   if (!r) return fail(c, r.errors());
-  const std::string text = c.json ? hetsim::report::buy_json(sc, *r, seconds) : hetsim::report::buy_text(sc, *r, seconds);
+  const std::string text =
+      c.json ? hetsim::report::buy_json(sc, *r, seconds) : hetsim::report::buy_text(sc, *r, seconds, a.top);
   if (r->front.empty()) {
     // The report says what was searched; no output file (nothing to buy is not an answer).
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -271,12 +342,15 @@ int run_buy(const Common& c, int verify, bool any_vendor, bool exhaustive) {
                                          fmt::format("no composition of the candidates has a plan that fits within "
                                                      "the limits ({} compositions, {} planned)",
                                                      r->compositions, r->planned),
-                                         "a larger budget or power limit, more max_nodes, or devices with more memory",
+                                         r->smallest_fit ? "the smallest composition that would fit is in the report "
+                                                           "(\"smallest that would fit\"); raise the limit it names"
+                                                         : "a larger budget or power limit, more max_nodes, or devices "
+                                                           "with more memory",
                                          hetsim::ErrorKind::DoesNotFit))
               << "\n";
     return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
   }
-  const int rc = emit(c, text);
+  const int rc = write_buy_outputs(c, a, sc, *r, text);
   return rc == kExitOk && r->stopped ? 128 + SIGINT : rc;
 }
 
@@ -398,23 +472,32 @@ int main(int argc, char** argv) {
 
   Common buy_opts;
   buy_opts.command = "buy";
-  int buy_verify = 3;
-  bool any_vendor = false, exhaustive = false;
+  BuyArgs buy_args;
   auto* buy = app.add_subcommand("buy",
                                  "Purchase planning: which [purchase] candidates to add to the owned pools; for each "
                                  "composition within the budget and power limit the best plan, and the Pareto front "
                                  "of total cost against the effective time to train (goodput included)");
   buy->add_option("scenario", buy_opts.scenario, "Scenario TOML file with a [purchase] table ([parallel] is ignored)")
       ->required();
-  buy->add_option("--verify", buy_verify, "Plans re-ranked by simulation per composition")
+  buy->add_option("--verify", buy_args.verify, "Plans re-ranked by simulation per composition")
       ->check(CLI::Range(1, 100))
       ->default_val(3);
-  buy->add_flag("--any-vendor", any_vendor,
+  buy->add_flag("--any-vendor", buy_args.any_vendor,
                 "Allow plans that pipeline or synchronise gradients across vendors (no common communicator such as "
                 "NCCL/RCCL exists today; off by default)");
-  buy->add_flag("--exhaustive", exhaustive, "Plan every composition instead of pruning by bounds (slow; a check)");
+  buy->add_flag("--exhaustive", buy_args.exhaustive, "Plan every composition instead of pruning by bounds (slow; a check)");
   buy->add_flag("--json", buy_opts.json, "Print one JSON object (docs/formats.md#buy-json)");
   buy->add_option("-o,--output", buy_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
+  buy->add_option("--top", buy_args.top,
+                  "Rows of the front in the text table (the recommended point always; 0 = all; --json, --csv and "
+                  "--out carry every point)")
+      ->check(CLI::Range(0, 1000))
+      ->default_val(0);
+  buy->add_option("--csv", buy_args.csv, "Also write the front as CSV (docs/formats.md#buy-csv)")->check(kOutputPath);
+  buy->add_option("--out", buy_args.out_dir,
+                  "Write each front point's scenario and plan into this folder: point-N.toml + point-N.plan.json "
+                  "(hetsim simulate point-N.toml --plan point-N.plan.json), and front.csv")
+      ->check(kOutputDir);
 
   try {
     app.parse(argc, argv);
@@ -426,6 +509,6 @@ int main(int argc, char** argv) {
   if (*sim) return run_simulate(sim_opts, trace_file, engine);
   if (*plat) return run_platform(plat_opts);
   if (*pln) return run_plan(plan_opts, top, verify, objective, same_vendor);
-  if (*buy) return run_buy(buy_opts, buy_verify, any_vendor, exhaustive);
+  if (*buy) return run_buy(buy_opts, buy_args);
   return kExitBadInput;
 }

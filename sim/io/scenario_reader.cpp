@@ -165,7 +165,8 @@ std::optional<hw::PoolSpec> read_pool(TomlReader& r, const TableRef& pt, hw::Cat
   // An extra catalogue file (e.g. a device profile from `hetsim-exec calibrate`), relative to
   // the scenario; its devices and links join the catalogue.
   if (auto extra = r.string(pt, "catalog")) {
-    const std::filesystem::path path = std::filesystem::path(r.file()).parent_path() / *extra;
+    // Lexically normal: "out/../profiles/x.toml" resolves even before out/ exists.
+    const std::filesystem::path path = (std::filesystem::path(r.file()).parent_path() / *extra).lexically_normal();
     auto text = read_input_file(path, "catalogue file", "write one with `hetsim-exec calibrate --out FILE`");
     if (!text) {
       const Diagnostic& e = text.errors().front();

@@ -38,8 +38,10 @@ std::vector<Island> islands(const hw::ClusterSpec& c, hw::Dtype dt, bool same_ve
     if (!peak || p.devices() == 0) continue;
     Island& i = by[same_vendor ? p.device.vendor : std::string()];
     // No op of the cost model runs faster than peak × the catalogue's GEMM efficiency (the
-    // tile model's main loop is that rate; tiles and launches only slow it).
-    i.peak += peak->v * p.device.efficiency.gemm * p.devices();
+    // tile model's main loop is that rate; tiles and launches only slow it). In fp8, GEMMs kept
+    // in 16 bits run at the 16-bit peak (≤ the fp8 one) × gemm: the larger fraction bounds both.
+    const auto& e = p.device.efficiency;
+    i.peak += peak->v * std::max(e.gemm, e.main_loop(dt)) * p.devices();
     i.memory += p.device.memory.v * p.devices();
   }
   std::vector<Island> out;
@@ -205,7 +207,12 @@ Result search(const Scenario& s, const Options& o) {
     amort_owned_per_h += hourly_amortisation(p, s.cost);
     owned_kw += p.devices() * p.device.tdp.v * s.cost.pue / 1000.0;
   }
-  std::vector<Screened> todo;
+  std::vector<Screened> todo, refused;  // refused: by the budget or the power limit alone
+  auto big_enough = [&](const Screened& c) {
+    double memory = 0;
+    for (const auto& i : islands(c.scenario.cluster, s.training.precision, o.same_vendor)) memory = std::max(memory, i.memory);
+    return std::isfinite(c.t_lb) && memory >= state;
+  };
   for (const auto& nodes : all) {
     Screened c;
     c.nodes = nodes;
@@ -228,17 +235,17 @@ Result search(const Scenario& s, const Options& o) {
     c.c_lb = c.capex + (std::isfinite(c.t_lb) ? run_cost(c.t_lb / 3600.0, 0, 0, c.rent_per_h, c.amort_owned_per_h) : 0);
     if (ps.power_kw > 0 && c.power_kw > ps.power_kw) {
       ++r.over_power;
+      if (big_enough(c)) refused.push_back(std::move(c));
       continue;
     }
     // The budget: the capex when buying; the rent over the run (at least the lower bound's)
     // when renting.
     if (ps.budget_usd > 0 && (rent ? c.c_lb : c.capex) > ps.budget_usd) {
       ++r.over_budget;
+      if (big_enough(c)) refused.push_back(std::move(c));
       continue;
     }
-    double memory = 0;
-    for (const auto& i : islands(c.scenario.cluster, s.training.precision, o.same_vendor)) memory = std::max(memory, i.memory);
-    if (!std::isfinite(c.t_lb) || memory < state) {
+    if (!big_enough(c)) {
       ++r.too_small;
       continue;
     }
@@ -342,7 +349,27 @@ Result search(const Scenario& s, const Options& o) {
     return a.effective_time_s < b.effective_time_s || (a.effective_time_s == b.effective_time_s && a.total_usd < b.total_usd);
   });
   r.front = std::move(front);
-  if (r.front.empty()) return r;
+  if (r.front.empty()) {
+    // Nothing within the limits: the cheapest composition over them that has a plan, so the
+    // report can say what the answer would cost. A few tries, least capex (rent: least
+    // lower-bound cost) first, then least power.
+    std::stable_sort(refused.begin(), refused.end(), [](const Screened& a, const Screened& b) {
+      return a.c_lb < b.c_lb || (a.c_lb == b.c_lb && a.power_kw < b.power_kw);
+    });
+    constexpr std::size_t kTries = 8;
+    for (std::size_t i = 0; i < refused.size() && i < kTries && !r.stopped; ++i) {
+      if (o.stop.stop_requested()) {
+        r.stopped = true;
+        break;
+      }
+      planner::Result pr = planner::search(refused[i].scenario, po);
+      if (pr.top.empty()) continue;
+      Priced priced;
+      r.smallest_fit = make_point(refused[i], std::move(pr.top.front()), priced);
+      break;
+    }
+    return r;
+  }
   std::vector<Choice> choices;
   for (const auto& p : r.front) choices.push_back({p.effective_time_s, p.total_usd, p.meets_deadline});
   r.recommended = recommend(choices, ps);

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <stop_token>
 #include <vector>
@@ -77,6 +78,10 @@ struct Result {
   std::size_t planned = 0;        ///< the planner ran
   std::size_t none_fits = 0;      ///< the planner found no plan that fits
   bool stopped = false;
+  /// Only when the front is empty because of the budget or the power limit: the composition of
+  /// least capex (rent: least lower-bound cost) over those limits that has a plan that fits,
+  /// to say how much more it takes. Absent when none of the first few tried has one.
+  std::optional<Point> smallest_fit;
 };
 
 /// How many compositions the candidates make (the product of max_nodes / node_step + 1).

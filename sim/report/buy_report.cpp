@@ -1,5 +1,7 @@
 #include "sim/report/buy_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -17,14 +19,19 @@ const char* objective_name(PurchaseSpec::Objective o) {
   return "?";
 }
 
-std::string what_is_bought(const Scenario& s, const buy::Point& p) {
-  std::string o;
-  for (std::size_t k = 0; k < p.nodes.size(); ++k) {
-    if (p.nodes[k] == 0) continue;
-    const auto& c = s.purchase->candidates[k].pool;
-    o += fmt::format("{}{} × {} ({} devices)", o.empty() ? "" : " + ", p.nodes[k], c.name, p.nodes[k] * c.devices_per_node);
-  }
-  return o.empty() ? "nothing" : o;
+// Columns as a terminal shows them: code points, not bytes ("×").
+std::size_t utf8_width(const std::string& v) {
+  std::size_t n = 0;
+  for (unsigned char ch : v) n += (ch & 0xC0) != 0x80;
+  return n;
+}
+
+// RFC 4180: a field with a comma, a quote or a line break is quoted, quotes doubled.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string o = "\"";
+  for (char ch : v) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return o + "\"";
 }
 
 std::string usd(double v) {
@@ -35,7 +42,17 @@ std::string usd(double v) {
 
 }  // namespace
 
-std::string buy_text(const Scenario& s, const buy::Result& r, double seconds) {
+std::string what_is_bought(const Scenario& s, const buy::Point& p) {
+  std::string o;
+  for (std::size_t k = 0; k < p.nodes.size(); ++k) {
+    if (p.nodes[k] == 0) continue;
+    const auto& c = s.purchase->candidates[k].pool;
+    o += fmt::format("{}{} × {} ({} devices)", o.empty() ? "" : " + ", p.nodes[k], c.name, p.nodes[k] * c.devices_per_node);
+  }
+  return o.empty() ? "nothing" : o;
+}
+
+std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, std::size_t top) {
   const PurchaseSpec& ps = *s.purchase;
   std::string o = fmt::format("scenario   {}  ({})\n", s.name, s.file);
   std::string owned;
@@ -55,26 +72,53 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds) {
                    r.compositions, seconds, r.over_budget, r.over_power, r.too_small, r.pruned, r.planned,
                    r.none_fits ? fmt::format(" ({} with no plan that fits)", r.none_fits) : "",
                    r.stopped ? "; STOPPED early: the front of what was searched" : "");
-  if (r.front.empty()) return o + "\nno composition has a plan that fits within the limits\n";
+  if (r.front.empty()) {
+    o += "\nno composition has a plan that fits within the limits\n";
+    if (r.smallest_fit) {
+      const auto& p = *r.smallest_fit;
+      o += fmt::format("smallest that would fit: buy {}: capex {}, total {}, {:.4g} kW, {} ({})\n", what_is_bought(s, p),
+                       usd(p.capex_usd), usd(p.total_usd), p.power_kw, format_duration(Duration{p.effective_time_s}),
+                       plan_summary(p.scenario, p.best.plan));
+      std::string needs;
+      if (ps.budget_usd > 0 && (s.cost.mode == CostSpec::Mode::Rent ? p.total_usd : p.capex_usd) > ps.budget_usd)
+        needs += fmt::format("a budget of at least {}", usd(s.cost.mode == CostSpec::Mode::Rent ? p.total_usd : p.capex_usd));
+      if (ps.power_kw > 0 && p.power_kw > ps.power_kw)
+        needs += fmt::format("{}a power limit of at least {:.4g} kW", needs.empty() ? "" : " and ", p.power_kw);
+      if (!needs.empty()) o += "  it needs " + needs + "\n";
+    }
+    return o;
+  }
   o += "\nfront: total cost against effective time to train (goodput included), fastest first\n";
-  o += fmt::format(" {:<3} {:<34} {:>9} {:>9} {:>9} {:>11} {:>8} {:>9} {:>5}  {}\n", "#", "buy", "capex", "run",
+  std::size_t wbuy = 3;
+  for (const auto& p : r.front) wbuy = std::max(wbuy, utf8_width(what_is_bought(s, p)));
+  o += fmt::format(" {:<3} {:<{}} {:>9} {:>9} {:>9} {:>11} {:>8} {:>9} {:>5}  {}\n", "#", "buy", wbuy, "capex", "run",
                    "total", "time", "$/Mtok", "power", "due", "plan");
+  std::size_t hidden = 0;
   for (std::size_t i = 0; i < r.front.size(); ++i) {
+    if (top > 0 && i >= top && i != r.recommended) {
+      ++hidden;
+      continue;
+    }
     const auto& p = r.front[i];
-    o += fmt::format(" {:<3} {:<34} {:>9} {:>9} {:>9} {:>11} {:>8.3g} {:>6.4g} kW {:>5}  {}\n",
-                     fmt::format("{}{}", i + 1, i == r.recommended ? "*" : ""), what_is_bought(s, p), usd(p.capex_usd),
+    const std::string what = what_is_bought(s, p);
+    o += fmt::format(" {:<3} {}{} {:>9} {:>9} {:>9} {:>11} {:>8.3g} {:>6.4g} kW {:>5}  {}\n",
+                     fmt::format("{}{}", i + 1, i == r.recommended ? "*" : ""), what,
+                     std::string(wbuy - utf8_width(what), ' '), usd(p.capex_usd),
                      usd(p.run_usd), usd(p.total_usd), format_duration(Duration{p.effective_time_s}),
                      p.usd_per_million_tokens, p.power_kw, ps.deadline_days > 0 ? (p.meets_deadline ? "yes" : "NO") : "-",
                      plan_summary(p.scenario, p.best.plan));
   }
+  if (hidden > 0) o += fmt::format(" … {} more point{} (--top 0 shows all; --csv and --json carry every one)\n", hidden, hidden == 1 ? "" : "s");
   const auto& best = r.front[r.recommended];
+  const bool any_meets = ps.deadline_days > 0 && std::any_of(r.front.begin(), r.front.end(),
+                                                             [](const buy::Point& p) { return p.meets_deadline; });
   o += fmt::format("\nrecommended  #{}: buy {}: {} in {}", r.recommended + 1, what_is_bought(s, best), usd(best.total_usd),
                    format_duration(Duration{best.effective_time_s}));
   switch (ps.objective) {
     case PurchaseSpec::Objective::Time: o += " (objective time: the fastest)"; break;
-    case PurchaseSpec::Objective::Cost: o += " (objective cost: the cheapest"; o += ps.deadline_days > 0 ? " that meets the deadline)" : ")"; break;
+    case PurchaseSpec::Objective::Cost: o += " (objective cost: the cheapest"; o += any_meets ? " that meets the deadline)" : ")"; break;
     case PurchaseSpec::Objective::Pareto:
-      o += ps.deadline_days > 0 ? " (the cheapest point that meets the deadline)" : " (the knee: least cost × time)";
+      o += any_meets ? " (the cheapest point that meets the deadline)" : " (the knee: least cost × time)";
       break;
   }
   o += "\n";
@@ -139,6 +183,19 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
                           {"verified", p.best.verified()},
                           {"estimate", estimate_object(p.scenario, p.best.plan, p.best.estimate)}});
   }
+  if (r.smallest_fit) {
+    const auto& p = *r.smallest_fit;
+    nlohmann::ordered_json b = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < p.nodes.size(); ++k) b[s.purchase->candidates[k].pool.name] = p.nodes[k];
+    j["smallest_fit"] = {{"buy_nodes", b},
+                         {"capex_usd", p.capex_usd},
+                         {"total_usd", p.total_usd},
+                         {"effective_time_to_train_s", p.effective_time_s},
+                         {"power_kw", p.power_kw},
+                         {"plan", plan_summary(p.scenario, p.best.plan)}};
+  } else {
+    j["smallest_fit"] = nullptr;
+  }
   j["recommended"] = r.front.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.recommended);
   j["sensitivity"] = nlohmann::ordered_json::array();
   for (const auto& x : r.sensitivity) {
@@ -148,6 +205,28 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
                                 {"buy_nodes", x.nodes.empty() ? nlohmann::ordered_json(nullptr) : b}});
   }
   return j.dump(2) + "\n";
+}
+
+std::string buy_csv(const Scenario& s, const buy::Result& r) {
+  std::string o = "point,recommended";
+  for (const auto& c : s.purchase->candidates) o += "," + csv_field("buy_nodes_" + c.pool.name);
+  o += ",bought_devices,capex_usd,run_usd,total_usd,effective_time_to_train_s,effective_time_to_train_days,"
+       "usd_per_million_tokens,power_kw,meets_deadline,idle_owned_devices,step_time_s,mfu,verified,plan\r\n";
+  for (std::size_t i = 0; i < r.front.size(); ++i) {
+    const auto& p = r.front[i];
+    int devices = 0;
+    o += fmt::format("{},{}", i + 1, i == r.recommended ? "yes" : "no");
+    for (std::size_t k = 0; k < p.nodes.size(); ++k) {
+      o += fmt::format(",{}", p.nodes[k]);
+      devices += p.nodes[k] * s.purchase->candidates[k].pool.devices_per_node;
+    }
+    o += fmt::format(",{},{:.2f},{:.2f},{:.2f},{:.1f},{:.3f},{:.6g},{:.4g},{},{},{:.6g},{:.4f},{},{}\r\n", devices,
+                     p.capex_usd, p.run_usd, p.total_usd, p.effective_time_s, p.effective_time_s / 86400,
+                     p.usd_per_million_tokens, p.power_kw, p.meets_deadline ? "yes" : "no", p.idle_owned_devices,
+                     p.best.estimate.step_time.v, p.best.estimate.mfu, p.best.verified() ? "yes" : "no",
+                     csv_field(plan_summary(p.scenario, p.best.plan)));
+  }
+  return o;
 }
 
 }  // namespace hetsim::report

@@ -350,5 +350,56 @@ sed -e 's/^\[purchase\]/[purchase]\npower_kw = 1/' "$tmp/buy.toml" > "$tmp/buy-p
 sleep 5; kill -INT $bpid; wait $bpid; rc=$?
 [ $rc -eq 130 ] && grep -q "STOPPED early" "$tmp/b5" && grep -q "^interrupted" "$tmp/e5" && ok || bad "buy interrupted: rc $rc"
 
+# buy --csv / --out DIR: the front as CSV, and each point as a scenario + plan that simulate runs
+# as written (the same step as the front reports); --top shortens the table only
+mkdir -p "$tmp/bo"; echo stale > "$tmp/bo/point-99.toml"; touch "$tmp/bo/point-9.plan.json"
+"$HETSIM" buy "$tmp/buy.toml" --csv "$tmp/front.csv" --out "$tmp/bo" --top 1 >"$tmp/b6" 2>&1; rc=$?
+npts=$(( $(wc -l < "$tmp/front.csv") - 1 ))
+[ $rc -eq 0 ] && [ $npts -ge 1 ] && head -1 "$tmp/front.csv" | grep -q "^point,recommended,buy_nodes_h100-sxm5,buy_nodes_mi300x," \
+  && [ "$(ls "$tmp/bo"/point-*.toml | wc -l)" -eq $npts ] && [ ! -e "$tmp/bo/point-9.plan.json" ] && [ ! -e "$tmp/bo/point-99.toml" ] \
+  && cmp -s "$tmp/front.csv" "$tmp/bo/front.csv" && [ "$(grep -c -E '^ [0-9]+\*? ' "$tmp/b6")" -le 2 ] && ok \
+  || bad "buy --csv --out --top: rc $rc, $npts points"
+all_ran=1
+for t in "$tmp"/bo/point-[0-9].toml; do
+  n=$(basename "$t" .toml)
+  "$HETSIM" estimate "$t" --plan "$tmp/bo/$n.plan.json" --json >"$tmp/b7" 2>/dev/null || all_ran=0
+  grep -q '"purchase"' "$t" && all_ran=0
+done
+[ $all_ran -eq 1 ] && ok || bad "buy --out: a point's scenario and plan do not run as written"
+"$HETSIM" buy "$tmp/buy.toml" --out "$tmp/buy.toml" >/dev/null 2>"$tmp/e8"; rc=$?
+[ $rc -eq 2 ] && grep -q "not a folder" "$tmp/e8" && ok || bad "buy --out FILE: rc $rc"
+sed -e 's/^\[purchase\]/[purchase]\npower_kw = 1/' "$tmp/buy.toml" > "$tmp/buy-power.toml"
+"$HETSIM" buy "$tmp/buy-power.toml" --out "$tmp/bo2" >"$tmp/b9" 2>&1; rc=$?
+[ $rc -eq 3 ] && grep -q "smallest that would fit" "$tmp/b9" && grep -q "power limit of at least" "$tmp/b9" && [ ! -e "$tmp/bo2" ] && ok \
+  || bad "buy, nothing within the limits names the smallest that fits: rc $rc"
+
+# buy --out elsewhere: a candidate's relative `catalog` path still resolves from the written point
+mkdir -p "$tmp/sub" "$tmp/elsewhere"; cp "$SRC/scenarios/profiles/cpu-dev.toml" "$tmp/sub/prof.toml"
+cat > "$tmp/sub/cpu-buy.toml" <<'EOF2'
+[model]
+preset = "tiny"
+[training]
+global_batch = 8
+seq_len = 512
+precision = "fp32"
+tokens = 1e7
+[memory]
+runtime_reserve = "0GiB"
+comm_buffers = "0GiB"
+[cost]
+mode = "own"
+[purchase]
+[[purchase.candidate]]
+name = "cpus"
+catalog = "prof.toml"
+device = "cpu-dev"
+max_nodes = 2
+purchase_usd = 500
+EOF2
+"$HETSIM" buy "$tmp/sub/cpu-buy.toml" --out "$tmp/elsewhere/o" >"$tmp/b10" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "catalog = '../../sub/prof.toml'" "$tmp/elsewhere/o/point-1.toml" \
+  && "$HETSIM" estimate "$tmp/elsewhere/o/point-1.toml" --plan "$tmp/elsewhere/o/point-1.plan.json" >/dev/null 2>&1 \
+  && grep -q "cpus = 500" "$tmp/elsewhere/o/point-1.toml" && ok || bad "buy --out with a relative catalogue: rc $rc $(cat "$tmp/b10")"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <random>
 #include <set>
 
 #include "sim/api/api.hpp"
+#include "sim/io/plan_json.hpp"
 #include "sim/report/buy_report.hpp"
 #include "tests/support/scenario_support.hpp"
 
@@ -177,6 +180,91 @@ TEST(Buy, RefusesWhatItCannotAnswer) {
   auto many = api::buy(huge, {});
   ASSERT_FALSE(many.ok());
   EXPECT_NE(many.errors()[0].hint.find("node_step"), std::string::npos);
+}
+
+// --out DIR: every front point as a scenario of what it owns and buys (prices kept, the
+// purchase gone) and its plan; read back, the plan estimates to the step the front reports.
+TEST(Buy, EachFrontPointIsWrittenAsAScenarioAndAPlanThatRunAsWritten) {
+  const std::string text = purchase("[cost]\nmode = \"own\"\n", "",
+                                    "[[purchase.candidate]]\nname = \"new\"\ndevice = \"h100-sxm5\"\nmax_nodes = 2\n"
+                                    "purchase_usd = 20000\n"
+                                    "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 1\n");
+  const Scenario s = load(text);
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_GE(r->front.size(), 2u);
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "buy-out";
+  auto files = api::buy_files(s, text, *r, dir);
+  ASSERT_TRUE(files.ok()) << test::all_errors(files.errors());
+  ASSERT_EQ(files->size(), 2 * r->front.size() + 1);
+  for (std::size_t i = 0; i < r->front.size(); ++i) {
+    const buy::Point& p = r->front[i];
+    const auto& scen = (*files)[2 * i];
+    const auto& plan = (*files)[2 * i + 1];
+    EXPECT_EQ(scen.path, dir / ("point-" + std::to_string(i + 1) + ".toml"));
+    auto back = api::load_text(scen.content, scen.path.string(), {.plan = false});
+    ASSERT_TRUE(back.ok()) << scen.content << test::all_errors(back.errors());
+    EXPECT_FALSE(back->purchase.has_value());
+    ASSERT_EQ(back->cluster.pools.size(), p.scenario.cluster.pools.size());
+    for (std::size_t k = 0; k < back->cluster.pools.size(); ++k) {
+      EXPECT_EQ(back->cluster.pools[k].name, p.scenario.cluster.pools[k].name);
+      EXPECT_EQ(back->cluster.pools[k].nodes, p.scenario.cluster.pools[k].nodes);
+      EXPECT_EQ(back->cluster.pools[k].device.purchase_usd, p.scenario.cluster.pools[k].device.purchase_usd);
+      if (back->cluster.pools[k].name == "new") EXPECT_EQ(back->cluster.pools[k].device.purchase_usd, 20000.0);
+    }
+    auto pl = io::parse_plan_json(plan.content, plan.path.string(), *back);
+    ASSERT_TRUE(pl.ok()) << test::all_errors(pl.errors());
+    EXPECT_NEAR(api::estimate(*back, *pl).step_time.v, p.best.estimate.step_time.v, 1e-9 * p.best.estimate.step_time.v);
+  }
+  const std::string& csv = files->back().content;
+  EXPECT_EQ(files->back().path, dir / "front.csv");
+  EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), r->front.size() + 1);
+  EXPECT_EQ(csv.rfind("point,recommended,buy_nodes_new,buy_nodes_mi300x,", 0), 0u);
+  EXPECT_EQ(report::buy_csv(s, *r), csv);
+}
+
+// Nothing within the budget: the front is empty and the cheapest composition over the budget
+// that has a plan says what the answer would take.
+TEST(Buy, NothingWithinTheLimitsNamesTheSmallestCompositionThatWouldFit) {
+  const std::string text =
+      "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 64\nseq_len = 512\ntokens = 1e10\n"
+      "[cost]\nmode = \"own\"\n[purchase]\nbudget_usd = 1000\n" + kTwo;
+  const Scenario s = load(text);
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->front.empty());
+  EXPECT_EQ(r->over_budget, r->compositions);
+  ASSERT_TRUE(r->smallest_fit.has_value());
+  // One MI300X node (8 × $18,900) is the cheapest purchase; the tiny model fits on it.
+  EXPECT_EQ(r->smallest_fit->nodes, (std::vector<int>{0, 1}));
+  EXPECT_GT(r->smallest_fit->capex_usd, 1000.0);
+  const std::string t = report::buy_text(s, *r, 0);
+  EXPECT_NE(t.find("smallest that would fit: buy 1 × mi300x"), std::string::npos) << t;
+  EXPECT_NE(t.find("it needs a budget of at least"), std::string::npos) << t;
+  EXPECT_NE(report::buy_json(s, *r, 0).find("\"smallest_fit\": {"), std::string::npos);
+
+  // Within the limits a front exists and nothing is said about the smallest fit.
+  auto ok = api::buy(load(purchase("[cost]\nmode = \"own\"\n", "", kTwo)), {});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_FALSE(ok->smallest_fit.has_value());
+}
+
+// --top K shortens the table (the recommended point always stays); JSON keeps every point.
+TEST(Buy, TopShortensTheTableOnly) {
+  const Scenario s = load(
+      "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 512\nseq_len = 512\ntokens = 1e10\n"
+      "[cost]\nmode = \"own\"\n[purchase]\nobjective = \"cost\"\n"
+      "[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 4\n"
+      "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 2\n");
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_GE(r->front.size(), 3u);
+  ASSERT_EQ(r->recommended, r->front.size() - 1);  // the cheapest, last
+  const std::string t = report::buy_text(s, *r, 0, 1);
+  EXPECT_NE(t.find(" 1 "), std::string::npos);
+  EXPECT_NE(t.find(" " + std::to_string(r->recommended + 1) + "* "), std::string::npos) << t;
+  EXPECT_NE(t.find(std::to_string(r->front.size() - 2) + " more point"), std::string::npos) << t;
+  EXPECT_EQ(report::buy_text(s, *r, 0, 0).find("more point"), std::string::npos);
 }
 
 }  // namespace
