@@ -52,16 +52,16 @@ Result<std::string> bought_scenario_toml(std::string_view source, const std::str
     const toml::table* ct = (*cands)[k].as_table();
     if (ct == nullptr) return internal("a [[purchase.candidate]] is not a table");
     toml::table pool = *ct;
-    const std::string& name = ps.candidates[k].pool.name;
+    const std::string& pool_name = ps.candidates[k].pool.name;
     for (const char* key : {"max_nodes", "node_step", "purchase_usd", "rent_usd_per_hour"}) pool.erase(key);
-    pool.insert_or_assign("name", name);
+    pool.insert_or_assign("name", pool_name);
     pool.insert_or_assign("nodes", static_cast<std::int64_t>(nodes[k]));
     // The prices the search used stay with the pool: per-pool overrides in [cost].
     for (const char* key : {"purchase_usd", "rent_usd_per_hour"})
       if (const toml::node* v = ct->get(key)) {
         toml::table& cost = subtable(*root, "cost");
         toml::table& prices = subtable(cost, std::string_view(key) == "purchase_usd" ? "purchase_usd" : "price_usd_per_hour");
-        prices.insert_or_assign(name, *v);
+        prices.insert_or_assign(pool_name, *v);
       }
     bought.push_back(std::move(pool));
   }

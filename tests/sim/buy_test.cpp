@@ -210,7 +210,9 @@ TEST(Buy, EachFrontPointIsWrittenAsAScenarioAndAPlanThatRunAsWritten) {
       EXPECT_EQ(back->cluster.pools[k].name, p.scenario.cluster.pools[k].name);
       EXPECT_EQ(back->cluster.pools[k].nodes, p.scenario.cluster.pools[k].nodes);
       EXPECT_EQ(back->cluster.pools[k].device.purchase_usd, p.scenario.cluster.pools[k].device.purchase_usd);
-      if (back->cluster.pools[k].name == "new") EXPECT_EQ(back->cluster.pools[k].device.purchase_usd, 20000.0);
+      if (back->cluster.pools[k].name == "new") {
+        EXPECT_EQ(back->cluster.pools[k].device.purchase_usd, 20000.0);
+      }
     }
     auto pl = io::parse_plan_json(plan.content, plan.path.string(), *back);
     ASSERT_TRUE(pl.ok()) << test::all_errors(pl.errors());
