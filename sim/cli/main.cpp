@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <csignal>
 #include <stop_token>
@@ -284,15 +284,12 @@ int write_buy_outputs(const Common& c, const BuyArgs& a, const hetsim::Scenario&
     std::vector<std::filesystem::path> stale;
     for (const auto& e : std::filesystem::directory_iterator(a.out_dir, ec)) {
       const std::string f = e.path().filename().string();
-      std::size_t n = 0, used = 0;
-      if (f.rfind("point-", 0) != 0 || f.size() < 7 || !std::isdigit(static_cast<unsigned char>(f[6]))) continue;
-      try {
-        n = std::stoul(f.substr(6), &used);
-      } catch (const std::exception&) {
-        continue;
-      }
-      const std::string rest = f.substr(6 + used);
-      if ((rest == ".toml" || rest == ".plan.json") && n > r.front.size()) stale.push_back(e.path());
+      if (f.rfind("point-", 0) != 0) continue;
+      std::size_t n = 0;
+      const char* end = f.data() + f.size();
+      const auto [rest, bad] = std::from_chars(f.data() + 6, end, n);
+      const std::string_view ext(rest, static_cast<std::size_t>(end - rest));
+      if (bad == std::errc() && (ext == ".toml" || ext == ".plan.json") && n > r.front.size()) stale.push_back(e.path());
     }
     for (const auto& p : stale) std::filesystem::remove(p, ec);
   }

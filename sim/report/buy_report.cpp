@@ -19,6 +19,13 @@ const char* objective_name(PurchaseSpec::Objective o) {
   return "?";
 }
 
+// Candidate name → nodes bought.
+nlohmann::ordered_json buy_nodes_json(const Scenario& s, const std::vector<int>& nodes) {
+  nlohmann::ordered_json b = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < nodes.size(); ++k) b[s.purchase->candidates[k].pool.name] = nodes[k];
+  return b;
+}
+
 // Columns as a terminal shows them: code points, not bytes ("×").
 std::size_t utf8_width(const std::string& v) {
   std::size_t n = 0;
@@ -80,8 +87,8 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
                        usd(p.capex_usd), usd(p.total_usd), p.power_kw, format_duration(Duration{p.effective_time_s}),
                        plan_summary(p.scenario, p.best.plan));
       std::string needs;
-      if (ps.budget_usd > 0 && (s.cost.mode == CostSpec::Mode::Rent ? p.total_usd : p.capex_usd) > ps.budget_usd)
-        needs += fmt::format("a budget of at least {}", usd(s.cost.mode == CostSpec::Mode::Rent ? p.total_usd : p.capex_usd));
+      const double spent = s.cost.mode == CostSpec::Mode::Rent ? p.total_usd : p.capex_usd;  // what the budget limits
+      if (ps.budget_usd > 0 && spent > ps.budget_usd) needs += fmt::format("a budget of at least {}", usd(spent));
       if (ps.power_kw > 0 && p.power_kw > ps.power_kw)
         needs += fmt::format("{}a power limit of at least {:.4g} kW", needs.empty() ? "" : " and ", p.power_kw);
       if (!needs.empty()) o += "  it needs " + needs + "\n";
@@ -167,8 +174,7 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
   j["stopped"] = r.stopped;
   j["front"] = nlohmann::ordered_json::array();
   for (const auto& p : r.front) {
-    nlohmann::ordered_json b = nlohmann::ordered_json::object();
-    for (std::size_t k = 0; k < p.nodes.size(); ++k) b[s.purchase->candidates[k].pool.name] = p.nodes[k];
+    const nlohmann::ordered_json b = buy_nodes_json(s, p.nodes);
     j["front"].push_back({{"buy_nodes", b},
                           {"capex_usd", p.capex_usd},
                           {"run_usd", p.run_usd},
@@ -185,8 +191,7 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
   }
   if (r.smallest_fit) {
     const auto& p = *r.smallest_fit;
-    nlohmann::ordered_json b = nlohmann::ordered_json::object();
-    for (std::size_t k = 0; k < p.nodes.size(); ++k) b[s.purchase->candidates[k].pool.name] = p.nodes[k];
+    const nlohmann::ordered_json b = buy_nodes_json(s, p.nodes);
     j["smallest_fit"] = {{"buy_nodes", b},
                          {"capex_usd", p.capex_usd},
                          {"total_usd", p.total_usd},
@@ -199,8 +204,7 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
   j["recommended"] = r.front.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.recommended);
   j["sensitivity"] = nlohmann::ordered_json::array();
   for (const auto& x : r.sensitivity) {
-    nlohmann::ordered_json b = nlohmann::ordered_json::object();
-    for (std::size_t k = 0; k < x.nodes.size(); ++k) b[s.purchase->candidates[k].pool.name] = x.nodes[k];
+    const nlohmann::ordered_json b = buy_nodes_json(s, x.nodes);
     j["sensitivity"].push_back({{"what", x.what}, {"factor", x.factor}, {"changes", x.changes},
                                 {"buy_nodes", x.nodes.empty() ? nlohmann::ordered_json(nullptr) : b}});
   }
