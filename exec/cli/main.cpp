@@ -346,6 +346,15 @@ int main(int argc, char** argv) {
       return kEnvironment;
     }
     const std::string toml = hetsim::exec::profile_toml(prof, profile_name, memory_gib * 1073741824.0, devices);
+    {
+      // Write only a profile a scenario can load: read it back with the catalogue's own rules.
+      hetsim::hw::Catalog check;
+      auto bad = hetsim::io::read_catalog_text(toml, profile_out.empty() ? "<calibrated profile>" : profile_out, check);
+      if (!bad.empty()) {
+        std::cerr << "error: calibration measured figures the catalogue cannot load; nothing written:\n";
+        return fail(hetsim::with_kind(std::move(bad), hetsim::ErrorKind::Environment));
+      }
+    }
     if (profile_out.empty()) std::cout << toml;
     else if (int rc = write({{profile_out, toml}})) return rc;
     else std::cerr << "wrote " << profile_out << " (device '" << profile_name << "')\n";

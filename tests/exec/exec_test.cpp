@@ -556,6 +556,26 @@ TEST(Calibrate, ProfileLoadsAsACatalogueDevice) {
   EXPECT_NE(cat.find_link("cpu-x-copy"), nullptr);
 }
 
+TEST(Calibrate, AProfileFromASlowSanitizedCoreStillLoads) {
+  // Under AddressSanitizer on a slow CI machine the cpu backend measured 0.3 GFLOP/s and
+  // 0.2 GB/s; the profile it writes must load (the catalogue's floors sit below that), and a
+  // device at zero is still refused.
+  exec::Profile p;
+  p.gemm = {0.3e9, 8, 40e-6, 0.05};
+  p.attention_efficiency = 0.5;
+  p.memory_bandwidth = 0.2e9;
+  p.copy_bandwidth = 0.15e9;
+  hw::Catalog cat = test::catalog();
+  const auto errs = io::read_catalog_text(exec::profile_toml(p, "cpu-slow", 1.0 * 1073741824.0, 2), "slow.toml", cat);
+  ASSERT_TRUE(errs.empty()) << test::all_errors(errs);
+  ASSERT_NE(cat.find_device("cpu-slow"), nullptr);
+  EXPECT_NEAR(cat.find_device("cpu-slow")->peak_for(hw::Dtype::Fp32)->v, 0.3e9, 1e3);
+  p.gemm.peak_flops = 0.0;
+  const auto zero = io::read_catalog_text(exec::profile_toml(p, "cpu-zero", 1.0 * 1073741824.0, 2), "zero.toml", cat);
+  ASSERT_FALSE(zero.empty());
+  EXPECT_EQ(zero.front().key, "device[0].peak.fp32");
+}
+
 TEST(Calibrate, PerOpClassFiguresReachTheCostModel) {
   // A profile that measured norms at a quarter, the loss at half and the optimizer at a tenth of
   // the streaming bandwidth: a norm's bytes then take 4× as long as a plain elementwise pass.
