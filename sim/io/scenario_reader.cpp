@@ -248,7 +248,7 @@ void read_purchase(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenar
   p.budget_usd = r.number(*t, "budget_usd", 1, 1e13).value_or(0);
   p.power_kw = r.number(*t, "power_kw", 0.001, 1e8).value_or(0);
   p.deadline_days = r.number(*t, "deadline_days", 0.001, 1e5).value_or(0);
-  d.extra_keys = {"max_nodes", "node_step", "purchase_usd", "rent_usd_per_hour"};
+  d.extra_keys = {"max_nodes", "node_step", "purchase_usd", "rent_usd_per_hour", "lead_time_days"};
   d.nodes_required = false;
   const auto cands = r.table_array(*t, "candidate");
   if (cands.empty() && !r.failed())
@@ -270,6 +270,7 @@ void read_purchase(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenar
       r.error(r.loc(r.node(ct, "max_nodes")), r.key_path(ct, "max_nodes"), "a candidate with max_nodes = 0 can never be bought",
               "remove the candidate or allow at least one node");
     c.node_step = as_int(r.integer(ct, "node_step", 1, 4096), 1);
+    c.lead_time_days = r.number(ct, "lead_time_days", 0, 3650).value_or(0);
     if (auto v = r.number(ct, "purchase_usd", 0, 1e9)) pool->device.purchase_usd = *v;
     if (auto v = r.number(ct, "rent_usd_per_hour", 0, 1e6)) pool->device.price_usd_per_hour = *v;
     // [cost] is read after the cluster (its price overrides name pools): its mode, here, from the

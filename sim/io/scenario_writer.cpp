@@ -53,7 +53,7 @@ Result<std::string> bought_scenario_toml(std::string_view source, const std::str
     if (ct == nullptr) return internal("a [[purchase.candidate]] is not a table");
     toml::table pool = *ct;
     const std::string& pool_name = ps.candidates[k].pool.name;
-    for (const char* key : {"max_nodes", "node_step", "purchase_usd", "rent_usd_per_hour"}) pool.erase(key);
+    for (const char* key : {"max_nodes", "node_step", "purchase_usd", "rent_usd_per_hour", "lead_time_days"}) pool.erase(key);
     pool.insert_or_assign("name", pool_name);
     pool.insert_or_assign("nodes", static_cast<std::int64_t>(nodes[k]));
     // The prices the search used stay with the pool: per-pool overrides in [cost].

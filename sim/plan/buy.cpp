@@ -78,7 +78,7 @@ double run_cost(double hours, double kw_powered, double usd_per_kwh, double rent
 }
 
 struct Choice {
-  double time = 0, cost = 0;
+  double time = 0, cost = 0;  ///< time until trained (lead + effective), total cost
   bool meets = true;
 };
 
@@ -121,7 +121,7 @@ std::vector<int> recommendation_under(const Scenario& s, const Result& r, int ca
                                             s.cost.electricity_usd_per_kwh * electricity_factor, b.rent_per_h,
                                             q.amort_owned_per_h);
     if (ps.budget_usd > 0 && (rent ? total : b.capex) > ps.budget_usd) continue;
-    all.push_back({{q.time_s, total, q.meets_deadline}, &q.nodes});
+    all.push_back({{q.lead_s + q.time_s, total, q.meets_deadline}, &q.nodes});
   }
   std::vector<P> front;
   for (const auto& a : all)
@@ -154,6 +154,13 @@ std::vector<Sensitivity> sensitivity(const Scenario& s, const Result& r) {
 }
 
 }  // namespace
+
+double lead_time_s(const PurchaseSpec& ps, const std::vector<int>& nodes) {
+  double days = 0;
+  for (std::size_t k = 0; k < nodes.size() && k < ps.candidates.size(); ++k)
+    if (nodes[k] > 0) days = std::max(days, ps.candidates[k].lead_time_days);
+  return days * 86400.0;
+}
 
 double composition_count(const PurchaseSpec& ps) {
   double n = 1;
@@ -198,6 +205,7 @@ Result search(const Scenario& s, const Options& o) {
     std::vector<int> nodes;
     Scenario scenario;
     double t_lb = 0, c_lb = 0, capex = 0, rent_per_h = 0, amort_owned_per_h = 0, power_kw = 0;
+    double lead = 0;  ///< lead time, s: the time axis bound is lead + t_lb
   };
   const cost::StateBytes sb = cost::state_bytes(s.training.precision, s.training.optimizer);
   const double state = workload::count_params(s.model).total(s.model.layers) *
@@ -232,6 +240,7 @@ Result search(const Scenario& s, const Options& o) {
     c.rent_per_h = b.rent_per_h;
     c.amort_owned_per_h = amort_owned_per_h;
     c.t_lb = time_lower_bound_s(c.scenario, o.same_vendor);
+    c.lead = lead_time_s(ps, nodes);
     c.c_lb = c.capex + (std::isfinite(c.t_lb) ? run_cost(c.t_lb / 3600.0, 0, 0, c.rent_per_h, c.amort_owned_per_h) : 0);
     if (ps.power_kw > 0 && c.power_kw > ps.power_kw) {
       ++r.over_power;
@@ -255,7 +264,7 @@ Result search(const Scenario& s, const Options& o) {
   // Among equal bounds (a composition that adds another vendor's devices to the same island)
   // the cheaper first, so that it prunes the dearer.
   std::stable_sort(todo.begin(), todo.end(), [](const Screened& a, const Screened& b) {
-    return a.t_lb < b.t_lb || (a.t_lb == b.t_lb && a.c_lb < b.c_lb);
+    return a.lead + a.t_lb < b.lead + b.t_lb || (a.lead + a.t_lb == b.lead + b.t_lb && a.c_lb < b.c_lb);
   });
 
   planner::Options po;
@@ -271,6 +280,8 @@ Result search(const Scenario& s, const Options& o) {
     // The verified step when the engine ran: the estimate's figures scale with it.
     const double scale = p.best.verified() ? p.best.simulated_step_s / e.step_time.v : 1.0;
     p.effective_time_s = e.time_to_train.v * scale / e.goodput.fraction;
+    p.lead_time_s = c.lead;
+    p.trained_in_s = c.lead + p.effective_time_s;
     const double hours = p.effective_time_s / 3600.0;
     double kw_used = 0, kw_rented = 0;
     for (std::size_t pi = 0; pi < e.device_types.size(); ++pi) {
@@ -283,19 +294,20 @@ Result search(const Scenario& s, const Options& o) {
     p.run_usd = run_cost(hours, kw_used - kw_rented, s.cost.electricity_usd_per_kwh, c.rent_per_h, c.amort_owned_per_h);
     priced.nodes = c.nodes;
     priced.time_s = p.effective_time_s;
+    priced.lead_s = p.lead_time_s;
     priced.kw_powered = kw_used - kw_rented;
     priced.amort_owned_per_h = c.amort_owned_per_h;
     p.total_usd = p.capex_usd + p.run_usd;
     p.power_kw = c.power_kw;
     p.usd_per_million_tokens = p.total_usd / s.training.tokens * 1e6;
-    p.meets_deadline = ps.deadline_days <= 0 || p.effective_time_s <= ps.deadline_days * 86400.0;
+    p.meets_deadline = ps.deadline_days <= 0 || p.trained_in_s <= ps.deadline_days * 86400.0;
     p.scenario = std::move(c.scenario);
     return p;
   };
   std::vector<Point> front;
   auto pruned = [&](const Screened& c) {
     return !o.exhaustive && std::any_of(front.begin(), front.end(), [&](const Point& p) {
-      return p.effective_time_s <= c.t_lb && p.total_usd <= c.c_lb;
+      return p.trained_in_s <= c.lead + c.t_lb && p.total_usd <= c.c_lb;
     });
   };
   // The planner runs on two compositions at a time (it shares nothing); the front they join
@@ -334,19 +346,19 @@ Result search(const Scenario& s, const Options& o) {
       priced.meets_deadline = p.meets_deadline;
       r.planned_points.push_back(std::move(priced));
       if (std::any_of(front.begin(), front.end(), [&](const Point& q) {
-            return dominates(q.effective_time_s, q.total_usd, p.effective_time_s, p.total_usd) ||
-                   (q.effective_time_s == p.effective_time_s && q.total_usd == p.total_usd);
+            return dominates(q.trained_in_s, q.total_usd, p.trained_in_s, p.total_usd) ||
+                   (q.trained_in_s == p.trained_in_s && q.total_usd == p.total_usd);
           }))
         continue;
       std::erase_if(front, [&](const Point& q) {
-        return dominates(p.effective_time_s, p.total_usd, q.effective_time_s, q.total_usd);
+        return dominates(p.trained_in_s, p.total_usd, q.trained_in_s, q.total_usd);
       });
       front.push_back(std::move(p));
     }
   }
   if (o.progress) o.progress(1.0);
   std::sort(front.begin(), front.end(), [](const Point& a, const Point& b) {
-    return a.effective_time_s < b.effective_time_s || (a.effective_time_s == b.effective_time_s && a.total_usd < b.total_usd);
+    return a.trained_in_s < b.trained_in_s || (a.trained_in_s == b.trained_in_s && a.total_usd < b.total_usd);
   });
   r.front = std::move(front);
   if (r.front.empty()) {
@@ -371,7 +383,7 @@ Result search(const Scenario& s, const Options& o) {
     return r;
   }
   std::vector<Choice> choices;
-  for (const auto& p : r.front) choices.push_back({p.effective_time_s, p.total_usd, p.meets_deadline});
+  for (const auto& p : r.front) choices.push_back({p.trained_in_s, p.total_usd, p.meets_deadline});
   r.recommended = recommend(choices, ps);
   r.sensitivity = sensitivity(s, r);
   return r;

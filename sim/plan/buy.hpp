@@ -10,6 +10,10 @@
 // rent over the lower-bound time), and a memory bound (weights, gradients and optimizer state
 // must fit in the island's memory). A composition whose bounds are dominated by a point found
 // already cannot join the front and is skipped.
+//
+// Time on the front is the time until the model is trained: the candidates' lead time (the
+// longest among those bought; training starts when the last node is in service) plus the
+// effective time to train. Energy, rent and amortisation are paid over the training only.
 
 #include <cstddef>
 #include <functional>
@@ -41,6 +45,8 @@ struct Point {
   double run_usd = 0;           ///< energy, owned amortisation and rent over the effective time
   double total_usd = 0;         ///< capex + run
   double effective_time_s = 0;  ///< time to train / goodput
+  double lead_time_s = 0;       ///< until the last bought node is in service (training starts then)
+  double trained_in_s = 0;      ///< lead time + effective time to train: the front's time axis
   double power_kw = 0;          ///< all installed devices at TDP × PUE
   double usd_per_million_tokens = 0;
   bool meets_deadline = true;
@@ -52,6 +58,7 @@ struct Point {
 struct Priced {
   std::vector<int> nodes;        ///< per candidate
   double time_s = 0;             ///< effective time to train
+  double lead_s = 0;             ///< lead time before it
   double kw_powered = 0;         ///< used devices whose power is paid for (not rented)
   double amort_owned_per_h = 0;
   bool meets_deadline = true;
@@ -83,6 +90,10 @@ struct Result {
   /// to say how much more it takes. Absent when none of the first few tried has one.
   std::optional<Point> smallest_fit;
 };
+
+/// Days until the bought nodes are all in service: the longest lead time among the candidates
+/// with nodes > 0 (0 when nothing is bought).
+[[nodiscard]] double lead_time_s(const PurchaseSpec& ps, const std::vector<int>& nodes);
 
 /// How many compositions the candidates make (the product of max_nodes / node_step + 1).
 [[nodiscard]] double composition_count(const PurchaseSpec& ps);

@@ -66,8 +66,9 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
   for (const auto& p : s.cluster.pools) owned += fmt::format("{}{} × {}", owned.empty() ? "" : " + ", p.devices(), p.name);
   std::string may;
   for (const auto& c : ps.candidates)
-    may += fmt::format("{}{} ≤ {} nodes of {}{}", may.empty() ? "" : ", ", c.pool.name, c.max_nodes, c.pool.devices_per_node,
-                       c.node_step > 1 ? fmt::format(" (by {})", c.node_step) : "");
+    may += fmt::format("{}{} ≤ {} nodes of {}{}{}", may.empty() ? "" : ", ", c.pool.name, c.max_nodes, c.pool.devices_per_node,
+                       c.node_step > 1 ? fmt::format(" (by {})", c.node_step) : "",
+                       c.lead_time_days > 0 ? fmt::format(", {:.4g} days' lead time", c.lead_time_days) : "");
   o += fmt::format("question   owns {}; may {} {}", owned.empty() ? "nothing" : owned,
                    s.cost.mode == CostSpec::Mode::Rent ? "rent" : "buy", may);
   if (ps.budget_usd > 0) o += fmt::format("; budget {}", usd(ps.budget_usd));
@@ -95,11 +96,15 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
     }
     return o;
   }
-  o += "\nfront: total cost against effective time to train (goodput included), fastest first\n";
+  const bool leads = std::any_of(ps.candidates.begin(), ps.candidates.end(),
+                                 [](const PurchaseSpec::Candidate& c) { return c.lead_time_days > 0; });
+  o += leads ? "\nfront: total cost against the time until trained (lead time + effective time to train, goodput "
+               "included), soonest first\n"
+             : "\nfront: total cost against effective time to train (goodput included), fastest first\n";
   std::size_t wbuy = 3;
   for (const auto& p : r.front) wbuy = std::max(wbuy, utf8_width(what_is_bought(s, p)));
-  o += fmt::format(" {:<3} {:<{}} {:>9} {:>9} {:>9} {:>11} {:>8} {:>9} {:>5}  {}\n", "#", "buy", wbuy, "capex", "run",
-                   "total", "time", "$/Mtok", "power", "due", "plan");
+  o += fmt::format(" {:<3} {:<{}} {:>9} {:>9} {:>9} {}{:>11} {:>8} {:>9} {:>5}  {}\n", "#", "buy", wbuy, "capex", "run",
+                   "total", leads ? fmt::format("{:>11} ", "lead") : "", "time", "$/Mtok", "power", "due", "plan");
   std::size_t hidden = 0;
   for (std::size_t i = 0; i < r.front.size(); ++i) {
     if (top > 0 && i >= top && i != r.recommended) {
@@ -108,10 +113,12 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
     }
     const auto& p = r.front[i];
     const std::string what = what_is_bought(s, p);
-    o += fmt::format(" {:<3} {}{} {:>9} {:>9} {:>9} {:>11} {:>8.3g} {:>6.4g} kW {:>5}  {}\n",
+    o += fmt::format(" {:<3} {}{} {:>9} {:>9} {:>9} {}{:>11} {:>8.3g} {:>6.4g} kW {:>5}  {}\n",
                      fmt::format("{}{}", i + 1, i == r.recommended ? "*" : ""), what,
                      std::string(wbuy - utf8_width(what), ' '), usd(p.capex_usd),
-                     usd(p.run_usd), usd(p.total_usd), format_duration(Duration{p.effective_time_s}),
+                     usd(p.run_usd), usd(p.total_usd),
+                     leads ? fmt::format("{:>11} ", p.lead_time_s > 0 ? format_duration(Duration{p.lead_time_s}) : "-") : "",
+                     format_duration(Duration{p.effective_time_s}),
                      p.usd_per_million_tokens, p.power_kw, ps.deadline_days > 0 ? (p.meets_deadline ? "yes" : "NO") : "-",
                      plan_summary(p.scenario, p.best.plan));
   }
@@ -121,6 +128,8 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
                                                              [](const buy::Point& p) { return p.meets_deadline; });
   o += fmt::format("\nrecommended  #{}: buy {}: {} in {}", r.recommended + 1, what_is_bought(s, best), usd(best.total_usd),
                    format_duration(Duration{best.effective_time_s}));
+  if (best.lead_time_s > 0) o += fmt::format(" after a lead time of {} (trained in {})", format_duration(Duration{best.lead_time_s}),
+                                             format_duration(Duration{best.trained_in_s}));
   switch (ps.objective) {
     case PurchaseSpec::Objective::Time: o += " (objective time: the fastest)"; break;
     case PurchaseSpec::Objective::Cost: o += " (objective cost: the cheapest"; o += any_meets ? " that meets the deadline)" : ")"; break;
@@ -132,13 +141,13 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
   // Against its neighbours on the front: what one more (or one less) step buys.
   if (r.recommended > 0) {
     const auto& f = r.front[r.recommended - 1];
-    o += fmt::format("  vs #{} (faster): {:.1f} % less time for {} more\n", r.recommended, 100 * (1 - f.effective_time_s / best.effective_time_s),
+    o += fmt::format("  vs #{} (faster): {:.1f} % less time for {} more\n", r.recommended, 100 * (1 - f.trained_in_s / best.trained_in_s),
                      usd(f.total_usd - best.total_usd));
   }
   if (r.recommended + 1 < r.front.size()) {
     const auto& n = r.front[r.recommended + 1];
     o += fmt::format("  vs #{} (cheaper): saves {} for {:.1f} % more time{}\n", r.recommended + 2, usd(best.total_usd - n.total_usd),
-                     100 * (n.effective_time_s / best.effective_time_s - 1),
+                     100 * (n.trained_in_s / best.trained_in_s - 1),
                      ps.deadline_days > 0 && !n.meets_deadline ? ", and misses the deadline" : "");
   }
   if (best.idle_owned_devices > 0) o += fmt::format("  leaves {} owned devices unused\n", best.idle_owned_devices);
@@ -180,6 +189,8 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
                           {"run_usd", p.run_usd},
                           {"total_usd", p.total_usd},
                           {"effective_time_to_train_s", p.effective_time_s},
+                          {"lead_time_s", p.lead_time_s},
+                          {"trained_in_s", p.trained_in_s},
                           {"usd_per_million_tokens", p.usd_per_million_tokens},
                           {"power_kw", p.power_kw},
                           {"meets_deadline", p.meets_deadline},
@@ -196,6 +207,8 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
                          {"capex_usd", p.capex_usd},
                          {"total_usd", p.total_usd},
                          {"effective_time_to_train_s", p.effective_time_s},
+                         {"lead_time_s", p.lead_time_s},
+                         {"trained_in_s", p.trained_in_s},
                          {"power_kw", p.power_kw},
                          {"plan", plan_summary(p.scenario, p.best.plan)}};
   } else {
@@ -215,7 +228,7 @@ std::string buy_csv(const Scenario& s, const buy::Result& r) {
   std::string o = "point,recommended";
   for (const auto& c : s.purchase->candidates) o += "," + csv_field("buy_nodes_" + c.pool.name);
   o += ",bought_devices,capex_usd,run_usd,total_usd,effective_time_to_train_s,effective_time_to_train_days,"
-       "usd_per_million_tokens,power_kw,meets_deadline,idle_owned_devices,step_time_s,mfu,verified,plan\r\n";
+       "lead_time_days,trained_in_days,usd_per_million_tokens,power_kw,meets_deadline,idle_owned_devices,step_time_s,mfu,verified,plan\r\n";
   for (std::size_t i = 0; i < r.front.size(); ++i) {
     const auto& p = r.front[i];
     int devices = 0;
@@ -224,8 +237,9 @@ std::string buy_csv(const Scenario& s, const buy::Result& r) {
       o += fmt::format(",{}", p.nodes[k]);
       devices += p.nodes[k] * s.purchase->candidates[k].pool.devices_per_node;
     }
-    o += fmt::format(",{},{:.2f},{:.2f},{:.2f},{:.1f},{:.3f},{:.6g},{:.4g},{},{},{:.6g},{:.4f},{},{}\r\n", devices,
+    o += fmt::format(",{},{:.2f},{:.2f},{:.2f},{:.1f},{:.3f},{:.3f},{:.3f},{:.6g},{:.4g},{},{},{:.6g},{:.4f},{},{}\r\n", devices,
                      p.capex_usd, p.run_usd, p.total_usd, p.effective_time_s, p.effective_time_s / 86400,
+                     p.lead_time_s / 86400, p.trained_in_s / 86400,
                      p.usd_per_million_tokens, p.power_kw, p.meets_deadline ? "yes" : "no", p.idle_owned_devices,
                      p.best.estimate.step_time.v, p.best.estimate.mfu, p.best.verified() ? "yes" : "no",
                      csv_field(plan_summary(p.scenario, p.best.plan)));

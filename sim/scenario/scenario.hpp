@@ -58,12 +58,13 @@ struct PurchaseSpec {
     hw::PoolSpec pool;  ///< nodes = 0; the device with the prices used
     int max_nodes = 0;  ///< > 0
     int node_step = 1;  ///< nodes are bought this many at a time
+    double lead_time_days = 0;  ///< from the order to the nodes in service; 0 = at once
   };
   std::vector<Candidate> candidates;
   enum class Objective { Pareto, Time, Cost } objective = Objective::Pareto;
   double budget_usd = 0;     ///< capex (own) or rent for the run (rent); 0 = no limit
   double power_kw = 0;       ///< at the wall (TDP × PUE), owned + bought; 0 = no limit
-  double deadline_days = 0;  ///< effective time to train; 0 = none
+  double deadline_days = 0;  ///< lead time + effective time to train; 0 = none
 };
 
 /// A published or measured result the scenario reproduces ([reference]); reports compare the

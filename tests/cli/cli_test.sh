@@ -401,5 +401,24 @@ EOF2
   && "$HETSIM" estimate "$tmp/elsewhere/o/point-1.toml" --plan "$tmp/elsewhere/o/point-1.plan.json" >/dev/null 2>&1 \
   && grep -q "cpus = 500" "$tmp/elsewhere/o/point-1.toml" && ok || bad "buy --out with a relative catalogue: rc $rc $(cat "$tmp/b10")"
 
+# buy with lead times: a "lead" column, lead_time_s/trained_in_s in the JSON, the written points
+# drop the key (they are owned clusters); a negative lead time is refused with its key.
+sed -e 's/^max_nodes = 1$/max_nodes = 1\nlead_time_days = 30/' "$tmp/buy.toml" > "$tmp/buy-lead.toml"
+grep -q "lead_time_days = 30" "$tmp/buy-lead.toml" || bad "lead test: scenario not rewritten"
+"$HETSIM" buy "$tmp/buy-lead.toml" --out "$tmp/bl" >"$tmp/bl1" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "lead time + effective time" "$tmp/bl1" && grep -q "30 days' lead time" "$tmp/bl1" \
+  && ! grep -q lead_time_days "$tmp/bl"/point-*.toml && ok || bad "buy with a lead time: rc $rc $(cat "$tmp/bl1")"
+"$HETSIM" buy --json "$tmp/buy-lead.toml" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for p in d["front"]:
+    lead = 30 * 86400 if p["buy_nodes"]["mi300x"] > 0 else 0
+    assert p["lead_time_s"] == lead, p
+    assert abs(p["trained_in_s"] - lead - p["effective_time_to_train_s"]) < 1e-6, p
+' && ok || bad "buy --json with a lead time"
+sed -e 's/^max_nodes = 1$/max_nodes = 1\nlead_time_days = -3/' "$tmp/buy.toml" > "$tmp/buy-lead-bad.toml"
+out=$("$HETSIM" buy "$tmp/buy-lead-bad.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "buy-lead-bad.toml:[0-9]*:[0-9]*: error.*\[purchase.candidate\[1\].lead_time_days\]" && ok || bad "negative lead time: rc $rc: $out"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -2,6 +2,7 @@
 // never exceed what the planner finds, and the limits hold on every point of the front.
 #include "sim/plan/buy.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -131,6 +132,67 @@ TEST(Buy, ADeadlineNoPointMeetsStillShowsTheFrontAndTheRecommendationFollowsTheO
   auto c = api::buy(cheap, {});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->recommended, c->front.size() - 1);
+}
+
+// Lead times: training starts when the last bought node is in service, so the front's time is
+// lead + effective time to train; the deadline applies to it; costs are those of the training.
+TEST(Buy, LeadTimesDelayTrainingAndDecideTheDeadline) {
+  const Scenario none = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  auto a = api::buy(none, {});
+  ASSERT_TRUE(a.ok());
+  // Without lead times the fastest point buys MI300X nodes (the tiny model, 1e10 tokens).
+  ASSERT_FALSE(a->front.empty());
+  const buy::Point fastest = a->front.front();
+  ASSERT_GT(fastest.nodes[1], 0);
+  ASSERT_EQ(fastest.nodes[0], 0);
+  // The MI300X nodes take 0.002 days (173 s) to arrive; the deadline falls between the
+  // fastest point's training time and its training time + that lead time.
+  const double deadline_days = (fastest.effective_time_s + 0.001 * 86400) / 86400;
+  const std::string leads =
+      "[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 3\nlead_time_days = 1000\n"
+      "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 2\nlead_time_days = 0.002\n";
+  const Scenario late = load(purchase("[cost]\nmode = \"own\"\n", fmt::format("deadline_days = {:.9f}\n", deadline_days), leads));
+  ASSERT_TRUE(late.purchase);
+  EXPECT_EQ(late.purchase->candidates[0].lead_time_days, 1000);
+  auto b = api::buy(late, {});
+  buy::Options all;
+  all.exhaustive = true;
+  auto c = api::buy(late, all);
+  ASSERT_TRUE(b.ok() && c.ok());
+  ASSERT_FALSE(b->front.empty());
+  ASSERT_EQ(b->front.size(), c->front.size());  // pruning stays sound with lead times
+  for (std::size_t i = 0; i < b->front.size(); ++i) EXPECT_EQ(b->front[i].nodes, c->front[i].nodes);
+  bool mi300x_on_front = false;
+  for (const auto& p : b->front) {
+    const double lead_days = p.nodes[0] > 0 ? 1000 : p.nodes[1] > 0 ? 0.002 : 0;
+    EXPECT_DOUBLE_EQ(p.lead_time_s, lead_days * 86400) << p.nodes[0] << "," << p.nodes[1];
+    EXPECT_DOUBLE_EQ(p.trained_in_s, p.lead_time_s + p.effective_time_s);
+    EXPECT_EQ(p.meets_deadline, p.trained_in_s <= deadline_days * 86400.0);
+    EXPECT_EQ(p.nodes[0], 0) << "a 1,000-day wait cannot be on the front";
+    if (p.nodes[1] > 0) {
+      mi300x_on_front = true;
+      EXPECT_FALSE(p.meets_deadline) << "it would without its lead time";
+      EXPECT_LT(p.effective_time_s, deadline_days * 86400.0);
+    }
+    // The same composition costs what it costs without lead times and trains as long.
+    for (const auto& q : a->front)
+      if (q.nodes == p.nodes) {
+        EXPECT_NEAR(q.effective_time_s, p.effective_time_s, 1e-9 * q.effective_time_s);
+        EXPECT_NEAR(q.total_usd, p.total_usd, 1e-6 * q.total_usd);
+      }
+  }
+  EXPECT_TRUE(mi300x_on_front);
+  for (std::size_t i = 1; i < b->front.size(); ++i) EXPECT_LT(b->front[i - 1].trained_in_s, b->front[i].trained_in_s);
+  // The same deadline without lead times: the MI300X point meets it.
+  const Scenario on_time = load(purchase("[cost]\nmode = \"own\"\n", fmt::format("deadline_days = {:.9f}\n", deadline_days), kTwo));
+  auto d = api::buy(on_time, {});
+  ASSERT_TRUE(d.ok());
+  ASSERT_FALSE(d->front.empty());
+  EXPECT_EQ(d->front.front().nodes, fastest.nodes);
+  EXPECT_TRUE(d->front.front().meets_deadline);
+  const std::string text = report::buy_text(late, *b, 0);
+  EXPECT_NE(text.find("lead time + effective time to train"), std::string::npos) << text;
+  EXPECT_NE(text.find("1000 days' lead time"), std::string::npos) << text;
 }
 
 // Each candidate's price ±20 % and electricity ±50 %: a row each, saying whether the
