@@ -459,10 +459,12 @@ int main(int argc, char** argv) {
   pln->add_option("--objective", objective, "Rank by step time or by cost per token")
       ->check(CLI::IsMember({"time", "cost"}))
       ->default_val("time");
-  bool same_vendor = false;
-  pln->add_flag("--same-vendor", same_vendor,
-                "Never pipeline or synchronise gradients between devices of different vendors (no common "
-                "communicator such as NCCL/RCCL)");
+  bool any_vendor = false, same_vendor_compat = false;
+  auto* any_flag = pln->add_flag("--any-vendor", any_vendor,
+                "Also plan pipelines and gradient syncs across vendors (labelled CROSS-VENDOR: NCCL and RCCL do "
+                "not form one communicator); by default each plan keeps to one vendor's devices");
+  // The default since vendor islands became it; still accepted so that older scripts run.
+  pln->add_flag("--same-vendor", same_vendor_compat)->group("")->excludes(any_flag);
   pln->add_option("--out", plan_opts.save_plan, "Write the best plan as JSON (input of simulate --plan)")->check(kOutputPath);
   pln->add_flag("--json", plan_opts.json, "Print one JSON object (docs/formats.md#plan-search-json)");
   pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
@@ -505,7 +507,7 @@ int main(int argc, char** argv) {
   if (*est) return run_estimate(est_opts);
   if (*sim) return run_simulate(sim_opts, trace_file, engine);
   if (*plat) return run_platform(plat_opts);
-  if (*pln) return run_plan(plan_opts, top, verify, objective, same_vendor);
+  if (*pln) return run_plan(plan_opts, top, verify, objective, !any_vendor);
   if (*buy) return run_buy(buy_opts, buy_args);
   return kExitBadInput;
 }

@@ -691,4 +691,16 @@ class Search {
 
 Result search(const Scenario& s, const Options& o) { return Search(s, o).run(); }
 
+bool spans_vendors(const hw::ClusterSpec& c, const plan::Plan& p) {
+  const std::string* first = nullptr;
+  for (const auto& g : p.groups)
+    for (const auto& st : g.stages) {
+      if (st.pool < 0 || static_cast<std::size_t>(st.pool) >= c.pools.size()) continue;
+      const std::string& v = c.pools[static_cast<std::size_t>(st.pool)].device.vendor;
+      if (first == nullptr) first = &v;
+      else if (v != *first) return true;
+    }
+  return false;
+}
+
 }  // namespace hetsim::planner

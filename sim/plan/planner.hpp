@@ -23,8 +23,9 @@ struct Options {
   int top = 5;      ///< plans to report
   int verify = 10;  ///< best candidates re-ranked by the engine
   /// Only combine pools whose devices share a vendor (one NCCL/RCCL-style communicator): plans
-  /// never pipeline or synchronise gradients between vendors.
-  bool same_vendor = false;
+  /// never pipeline or synchronise gradients between vendors. The default: NCCL and RCCL do not
+  /// form one communicator, so a cross-vendor plan (false) needs a transport no standard stack has.
+  bool same_vendor = true;
   /// Called with the fraction done (0..1) as the search goes; may be empty.
   std::function<void(double)> progress;
   /// Asked to stop, the search ends after its current phase with the best plans found so far
@@ -76,6 +77,10 @@ struct Result {
 /// Splits the step's micro-batches over the plan's replica groups (their replicas fixed) so
 /// that the groups finish together as nearly as whole micro-batches allow; false if impossible.
 [[nodiscard]] bool split_batch(const Scenario& s, plan::Plan& p);
+
+/// Whether the plan puts devices of more than one vendor in one pipeline or one gradient sync
+/// (it uses pools of several vendors): only `Options::same_vendor = false` makes such plans.
+[[nodiscard]] bool spans_vendors(const hw::ClusterSpec& c, const plan::Plan& p);
 
 /// The TP degrees a pool can use for this model: divisors of its devices per node that divide
 /// the heads and the FFN width (and fit the KV heads).

@@ -84,13 +84,20 @@ std::string plan_text(const Scenario& s, const planner::Result& r, const Simulat
                                        : fmt::format(", {} too large to simulate (their estimate ranks them)", r.unverified),
                      o == planner::Objective::Time ? "step time" : "cost per token");
   out += fmt::format(" #  {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "step", "tokens/s", "MFU", "headroom", "$/Mtok", "plan");
+  bool any_cross = false;
   for (std::size_t i = 0; i < r.top.size(); ++i) {
     const auto& c = r.top[i];
     const double ratio = c.estimate.step_time.v / c.step_s();
-    out += fmt::format("{:>2}  {:>10} {:>12.4g} {:>5.1f}% {:>8.1f}% {:>9.3g}  {} [{}]\n", i + 1,
+    const bool cross = planner::spans_vendors(s.cluster, c.plan);
+    any_cross = any_cross || cross;
+    out += fmt::format("{:>2}  {:>10} {:>12.4g} {:>5.1f}% {:>8.1f}% {:>9.3g}  {} [{}{}]\n", i + 1,
                        format_duration(Duration{c.step_s()}), c.estimate.tokens_per_s * ratio, 100 * c.estimate.mfu * ratio,
-                       100 * headroom(c.estimate), c.estimate.usd_per_million_tokens / ratio, plan_summary(s, c.plan), c.family);
+                       100 * headroom(c.estimate), c.estimate.usd_per_million_tokens / ratio, plan_summary(s, c.plan), c.family,
+                       cross ? ", CROSS-VENDOR" : "");
   }
+  if (any_cross)
+    out += "    CROSS-VENDOR (--any-vendor): one pipeline or gradient sync across vendors; NCCL and RCCL do not\n"
+           "    form one communicator, so running it needs a transport no standard stack has\n";
   out += fmt::format("\nbaselines (simulated)                          step    $/Mtok   best is\n");
   const auto& best_c = r.top.front();
   for (const auto& bl : r.baselines) {
@@ -144,11 +151,13 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
   j["fits"] = best.simulated.fits;
   j["best"] = nlohmann::ordered_json::parse(simulate_json(s, r.top.front().plan, best));
   j["best"]["family"] = r.top.front().family;
+  j["best"]["cross_vendor"] = planner::spans_vendors(s.cluster, r.top.front().plan);
   j["why"] = explain(s, r.top.front(), best);
   j["top"] = nlohmann::ordered_json::array();
   for (const auto& c : r.top) {
     const double ratio = c.estimate.step_time.v / c.step_s();
-    j["top"].push_back({{"plan", plan_summary(s, c.plan)}, {"family", c.family}, {"step_time_s", c.step_s()},
+    j["top"].push_back({{"plan", plan_summary(s, c.plan)}, {"family", c.family},
+                        {"cross_vendor", planner::spans_vendors(s.cluster, c.plan)}, {"step_time_s", c.step_s()},
                         {"estimate_step_time_s", c.estimate.step_time.v},
                         {"tokens_per_s", c.estimate.tokens_per_s * ratio}, {"mfu", c.estimate.mfu * ratio},
                         {"memory_headroom", headroom(c.estimate)},

@@ -420,5 +420,16 @@ sed -e 's/^max_nodes = 1$/max_nodes = 1\nlead_time_days = -3/' "$tmp/buy.toml" >
 out=$("$HETSIM" buy "$tmp/buy-lead-bad.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q "buy-lead-bad.toml:[0-9]*:[0-9]*: error.*\[purchase.candidate\[1\].lead_time_days\]" && ok || bad "negative lead time: rc $rc: $out"
 
+# plan: vendor islands by default; --any-vendor labels plans that span vendors; both flags: exit 2.
+"$HETSIM" plan --json "$SRC/scenarios/gpt3-175b-three-types.toml" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["best"]["cross_vendor"] is False and all(not t["cross_vendor"] for t in d["top"]), d["top"]
+' && ok || bad "plan keeps to one vendor by default"
+out=$("$HETSIM" plan --any-vendor "$SRC/scenarios/gpt3-175b-three-types.toml" 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -q "CROSS-VENDOR\]" && echo "$out" | grep -q "NCCL and RCCL do not" && ok || bad "plan --any-vendor: rc $rc"
+out=$("$HETSIM" plan --any-vendor --same-vendor "$SRC/scenarios/gpt3-175b-three-types.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -qi "excludes" && ok || bad "plan --any-vendor --same-vendor: rc $rc: $out"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -21,11 +21,15 @@ hetsim::Scenario three_types() {
   return *hetsim::io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-three-types.toml", cat);
 }
 
-void BM_Search_Gpt3_1024Devices_ThreeTypes(benchmark::State& state) {
+// The search as `hetsim plan --any-vendor` runs it (cross-vendor pipelines allowed: the case
+// issue 12's target names, 37k plans), and as the default runs it (vendor islands).
+void search(benchmark::State& state, bool same_vendor) {
   const auto s = three_types();
+  hetsim::planner::Options o;
+  o.same_vendor = same_vendor;
   std::size_t evaluated = 0, simulated = 0;
   for (auto _ : state) {
-    auto r = hetsim::planner::search(s, {});
+    auto r = hetsim::planner::search(s, o);
     evaluated = r.evaluated;
     simulated = r.simulated;
     benchmark::DoNotOptimize(r);
@@ -33,7 +37,10 @@ void BM_Search_Gpt3_1024Devices_ThreeTypes(benchmark::State& state) {
   state.counters["plans_estimated"] = static_cast<double>(evaluated);
   state.counters["plans_simulated"] = static_cast<double>(simulated);
 }
+void BM_Search_Gpt3_1024Devices_ThreeTypes(benchmark::State& state) { search(state, false); }
 BENCHMARK(BM_Search_Gpt3_1024Devices_ThreeTypes)->Unit(benchmark::kMillisecond)->Iterations(3);
+void BM_Search_Gpt3_1024Devices_ThreeTypes_VendorIslands(benchmark::State& state) { search(state, true); }
+BENCHMARK(BM_Search_Gpt3_1024Devices_ThreeTypes_VendorIslands)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 // Closed-form evaluation of the scenario's own plan (TP 8 · PP 8 over the three pools).
 void BM_Estimate_Gpt3_1024Devices(benchmark::State& state) {

@@ -361,14 +361,21 @@ TEST(Planner, LayerPartitionScalesToHugeLayerCounts) {
       }
 }
 
-TEST(Planner, SameVendorKeepsVendorsApart) {
+TEST(Planner, VendorIslandsByDefaultAndCrossVendorOnlyWhenAskedFor) {
   auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-three-types.toml", test::catalog());
   ASSERT_TRUE(s.ok());
-  planner::Options o;
-  o.same_vendor = true;
+  planner::Options o;  // the default keeps to one vendor
+  EXPECT_TRUE(o.same_vendor);
   o.verify = 3;
   const auto r = planner::search(*s, o);
   ASSERT_FALSE(r.top.empty());
+  for (const auto& c : r.top) EXPECT_FALSE(planner::spans_vendors(s->cluster, c.plan));
+  // Opted in, the fastest plans on this cluster pipeline across NVIDIA and AMD, and say so.
+  o.same_vendor = false;
+  const auto any = planner::search(*s, o);
+  ASSERT_FALSE(any.top.empty());
+  EXPECT_TRUE(planner::spans_vendors(s->cluster, any.top.front().plan));
+  EXPECT_LT(any.top.front().step_s(), r.top.front().step_s());
   for (const auto& c : r.top) {
     std::string vendor;
     for (const auto& g : c.plan.groups)
