@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <cstdio>
 #include <map>
@@ -215,10 +216,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     const auto& info = g.devices[t.device];
     const auto& dev = s.cluster.pools[static_cast<std::size_t>(info.pool)].device;
     std::array<double, kClasses> sum{};
-    auto add = [&](const std::vector<workload::Op>& ops, cost::Pass pass, int times, bool selective_only) {
-      for (const auto& op : ops)
-        if (!selective_only || op.selective_recompute)
-          sum[static_cast<std::size_t>(op.kind)] += cost::op_time(dev, s.training.precision, op, pass).v * times;
+    // share: the part of each op this task runs (1, or its recompute share in a recompute task).
+    auto add = [&](const std::vector<workload::Op>& ops, cost::Pass pass, int times, bool recompute) {
+      for (const auto& op : ops) {
+        const double share = recompute ? cost::recompute_share(op, p.recompute) : 1.0;
+        if (share > 0)
+          sum[static_cast<std::size_t>(op.kind)] += cost::op_time(dev, s.training.precision, op, pass).v * times * share;
+      }
     };
     if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward) {
       const auto pass = t.kind == TaskKind::Forward ? cost::Pass::Forward : cost::Pass::Backward;
@@ -226,7 +230,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       if (t.first_layer == 0) add(emb[t.device], pass, 1, false);
       if (t.first_layer + t.layers == s.model.layers) add(head[t.device], pass, 1, false);
     } else if (t.kind == TaskKind::Recompute) {
-      add(layer[t.device], cost::Pass::Forward, t.layers, p.recompute != cost::Recompute::Full);
+      add(layer[t.device], cost::Pass::Forward, t.layers, true);
     } else if (t.kind == TaskKind::Optimizer) {
       sum[kOptimizerClass] = static_cast<double>(out.predicted.end[i] - out.predicted.start[i]) * 1e-9;
     }
@@ -479,10 +483,22 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               else if (first && began < 0) began = *r;
             };
             const bool bwd = t.kind == TaskKind::Backward;
-            auto run_ops = [&](const std::vector<workload::Op>& ops, bool backward, bool selective_only) {
+            // recompute: each op's recompute share of its forward (a GEMM re-run in part as a
+            // GEMM of that share of its columns).
+            auto run_ops = [&](const std::vector<workload::Op>& ops, bool backward, bool recompute) {
               for (const auto& op : ops) {
-                if (selective_only && !op.selective_recompute) continue;
-                run_op(dev, sc, op, backward, oc);
+                const double share = recompute ? cost::recompute_share(op, p.recompute) : 1.0;
+                if (share <= 0) continue;
+                if (share < 1) {
+                  workload::Op part = op;
+                  part.n = std::max(1.0, std::round(op.n * share));
+                  part.elems *= share;
+                  part.fwd_bytes = op.fwd_bytes * share;
+                  part.fwd_flops = op.fwd_flops * share;
+                  run_op(dev, sc, part, backward, oc);
+                } else {
+                  run_op(dev, sc, op, backward, oc);
+                }
                 timed(static_cast<int>(op.kind));
               }
             };
@@ -494,7 +510,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 if (t.first_layer + t.layers == model_layers) run_ops(head[rep], bwd, false);
                 break;
               case TaskKind::Recompute:
-                for (int l = 0; l < t.layers; ++l) run_ops(layer[rep], false, p.recompute != cost::Recompute::Full);
+                for (int l = 0; l < t.layers; ++l) run_ops(layer[rep], false, true);
                 break;
               case TaskKind::TpCollective: {
                 // Per layer: all-gather before and reduce-scatter after the attention and MLP
@@ -503,10 +519,15 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const std::size_t shard = wire_act / static_cast<std::size_t>(tp);
                 sc.fit(wire_act * 4, wire_act * 4, wire_act * 4);
                 if (sc.failed) break;
-                // The collectives after a backward also cover the recomputed forward (full recompute).
+                // The collectives after a backward also cover the recomputed forward: both
+                // blocks' under full recompute, one round more per layer under per-op selective
+                // checkpointing (it re-runs the all-gathers or all-reduces, not the rest).
                 bool after_backward = false;
                 for (std::uint32_t pr : preds[id]) after_backward = after_backward || g.tasks[pr].kind == TaskKind::Backward;
-                int rounds = t.layers * (after_backward && p.recompute == cost::Recompute::Full ? 4 : 2);
+                const int per_layer = !after_backward ? 2
+                                      : p.recompute == cost::Recompute::Full ? 4
+                                      : p.recompute == cost::Recompute::SelectiveOp ? 3 : 2;
+                int rounds = t.layers * per_layer;
                 // The embedding's and the head's collective, half of it in each direction.
                 if (t.first_layer == 0 || t.first_layer + t.layers == model_layers) rounds += 1;
                 for (int k = 0; k < rounds && comm_error.empty(); ++k) {

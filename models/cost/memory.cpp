@@ -9,8 +9,19 @@ std::string_view recompute_name(Recompute r) {
     case Recompute::None: return "none";
     case Recompute::Selective: return "selective";
     case Recompute::Full: return "full";
+    case Recompute::SelectiveOp: return "selective_op";
   }
   return "?";
+}
+
+double recompute_share(const workload::Op& op, Recompute r) {
+  switch (r) {
+    case Recompute::None: return 0;
+    case Recompute::Selective: return op.selective_recompute ? 1 : 0;
+    case Recompute::Full: return 1;
+    case Recompute::SelectiveOp: return op.op_recompute;
+  }
+  return 0;
 }
 
 std::string_view schedule_name(Schedule s) {
@@ -55,6 +66,22 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
     split += e * act_tensors * f;
   }
   const double per_sbh = replicated / (sequence_parallel ? t : 1.0) + split / t;
+
+  if (r == Recompute::SelectiveOp) {
+    // What the per-op policy keeps (dense models; docs/cost-models.md#activations): the layer
+    // input (the checkpoint's input), the outputs of the kept matmuls q (1), v (g) and gate or
+    // up (f), split over TP ranks, SwiGLU's down projection (7th matmul: its full-width partial
+    // sums before the reduce-scatter), the reduce-scatter outputs under sequence-parallel TP
+    // (kept by the policy), and fused attention's output and log-sum-exp. Everything else is
+    // re-created in the backward, one layer at a time.
+    const bool gated = m.activation == workload::Activation::SwiGlu;
+    double keep = e / (sequence_parallel ? t : 1.0) + e * (1 + g + f) / t + e / t;
+    if (gated) keep += e;
+    if (tp > 1 && sequence_parallel) keep += (gated ? 2 : 1) * e / t;
+    double bytes = keep * sbh;
+    if (flash_attention) bytes += 4.0 * a * s * b / t;
+    return Bytes{bytes};
+  }
 
   double bytes = per_sbh * sbh;
   if (r == Recompute::None && !flash_attention) {

@@ -4,15 +4,22 @@
 // in flight, communication buffers and a runtime reserve. Sources: docs/cost-models.md#memory.
 
 #include "models/cost/breakdown.hpp"
+#include "models/workload/layer_ops.hpp"
 #include "models/workload/model_spec.hpp"
 #include "models/workload/training.hpp"
 
 namespace hetsim::cost {
 
-enum class Recompute { None, Selective, Full };
+/// Activation recomputation: none; selective (Megatron-LM: the attention core, Korthikanti et
+/// al. 2022); full (the whole layer from its input); selective_op (PyTorch selective activation
+/// checkpointing with torchtitan's per-op policy: every second matmul of a layer and every
+/// non-matmul op; dense models only).
+enum class Recompute { None, Selective, Full, SelectiveOp };
 enum class Schedule { GPipe, OneFOneB, Interleaved };
 [[nodiscard]] std::string_view recompute_name(Recompute r);
 [[nodiscard]] std::string_view schedule_name(Schedule s);
+/// Share (0..1) of an op's forward pass re-run in the backward under recompute `r`.
+[[nodiscard]] double recompute_share(const workload::Op& op, Recompute r);
 
 /// Activation bytes one transformer layer keeps for backward, for one micro-batch of `b`
 /// sequences of length `s` on one of `tp` ranks. With MHA, a GeLU 4h MLP, dropout and 2-byte

@@ -214,6 +214,19 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
   }
   ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, e, residual, 2));
+  // Per-op selective checkpointing (torchtitan's policy): the layer's matmuls counted in forward
+  // order, q (1), k (2), v (3), out (4), then gate (5), up (6), down (7) for SwiGLU or up (5),
+  // down (6) for GeLU; the even ones are recomputed. The fused qkv GEMM re-runs its K columns,
+  // the fused gate+up GEMM its up half. Unfused attention products are batched matmuls (bmm),
+  // not on the policy's keep list: recomputed with everything else that is not a matmul.
+  for (Op& op : ops) {
+    if (op.kind == OpKind::Attention) op.op_recompute = 0;
+    else if (op.name == "qkv") op.op_recompute = kv_rank / (h / t + 2 * kv_rank);
+    else if (op.name == "attn_out") op.op_recompute = 1;
+    else if (op.name == "mlp_up") op.op_recompute = swiglu ? 0.5 : 0;
+    else if (op.name == "mlp_down") op.op_recompute = swiglu ? 0 : 1;
+    else op.op_recompute = op.kind == OpKind::Gemm && !op.batched ? 0 : 1;
+  }
   if (s.dtype == hw::Dtype::Fp8) {
     // Transformer Engine's fp8 GEMMs take fp8 copies of their inputs: one cast-transpose kernel
     // per weight GEMM reads the 16-bit input and writes it in fp8 and transposed (Hopper's fp8

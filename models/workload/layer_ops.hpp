@@ -38,6 +38,11 @@ struct Op {
   int fwd_kernels = 1;
   int bwd_kernels = 1;
   bool selective_recompute = false;  ///< re-run in backward under selective recompute
+  /// Share of the forward re-run in backward under per-op selective checkpointing (PyTorch's
+  /// selective activation checkpointing with torchtitan's "op" policy: every second matmul of
+  /// a layer and every op that is neither a matmul nor fused attention are recomputed; the
+  /// other matmuls' and fused attention's outputs are kept). 0..1.
+  double op_recompute = 0;
   bool keep_16bit = false;  ///< runs in bf16 even in fp8 training (output layer, attention)
 };
 

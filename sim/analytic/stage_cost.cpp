@@ -101,9 +101,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     lc.bwd = max(sb_, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Backward));
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;
-    } else if (p.recompute == cost::Recompute::Selective) {
-      for (std::size_t i = 0; i < layer.size(); ++i)
-        if (layer[i].selective_recompute) lc.recompute += tf[i];
+    } else {
+      for (std::size_t i = 0; i < layer.size(); ++i) lc.recompute += tf[i] * cost::recompute_share(layer[i], p.recompute);
     }
     // Tensor-parallel collectives of each block (attention: column-parallel qkv, row-parallel
     // attn_out; MLP: mlp_up, mlp_down), as Megatron-LM issues them; the buffer is the
@@ -139,6 +138,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         const Duration col_f = op_named(layer, tf, b[0]), row_f = op_named(layer, tf, b[1]);
         // A GEMM's backward is its data- and weight-gradient kernels, about half each.
         const Duration col_b = op_named(layer, tb, b[0]) / 2, row_b = op_named(layer, tb, b[1]) / 2;
+        // Per-op selective checkpointing re-runs the block's collectives that the policy does
+        // not keep: the all-gathers (reduce-scatter outputs are kept), or the all-reduce.
+        if (p.recompute == cost::Recompute::SelectiveOp)
+          lc.tp_recompute += sp ? tp_exposed(lc.ag, col_f, ov, slow) : tp_exposed(lc.ar, row_f, ov, slow);
         if (sp) {
           lc.tp_fwd += tp_exposed(lc.ag, col_f, ov, slow) + tp_exposed(lc.rs, row_f, ov, slow);
           lc.tp_bwd += tp_exposed(lc.ag, row_b, ov, slow) + tp_exposed(lc.ag, col_b, ov_bwd, slow) +
@@ -265,8 +268,12 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
                                                          p.recompute, tr.flash_attention, dt);
       if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
-      if (last)  // bf16 logits and their fp32 copy for the loss
-        c.logits = Bytes{6.0 * p.micro_batch * tr.seq_len * m.vocab / st.tp};
+      // The loss's peak per logit: Megatron-LM's fused vocabulary-parallel cross-entropy keeps
+      // the bf16 logits and one fp32 buffer it works in place on (6 bytes); PyTorch's eager
+      // cross_entropy on .float() logits holds, at its backward's peak, the saved fp32
+      // log-softmax, the fp32 gradient nll_loss's backward writes and the fp32 gradient
+      // log-softmax's backward writes (12 bytes; docs/cost-models.md#other-parts).
+      if (last) c.logits = Bytes{(tr.fused_kernels ? 6.0 : 12.0) * p.micro_batch * tr.seq_len * m.vocab / st.tp};
       if (p.zero == 3)  // two layers' weights gathered ahead of use
         c.gathered = Bytes{2 * pc.per_layer / st.tp * sb.weights};
       c.memory.params = c.params;

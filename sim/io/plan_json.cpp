@@ -30,7 +30,8 @@ const Names<cost::Schedule> kSchedules{{{"gpipe", cost::Schedule::GPipe},
                                         {"interleaved", cost::Schedule::Interleaved}}};
 const Names<cost::Recompute> kRecompute{{{"none", cost::Recompute::None},
                                          {"selective", cost::Recompute::Selective},
-                                         {"full", cost::Recompute::Full}}};
+                                         {"full", cost::Recompute::Full},
+                                         {"selective_op", cost::Recompute::SelectiveOp}}};
 const Names<cost::Algorithm> kAlgorithms{{{"auto", cost::Algorithm::Auto},
                                           {"ring", cost::Algorithm::Ring},
                                           {"tree", cost::Algorithm::Tree},

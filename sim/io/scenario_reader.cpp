@@ -396,8 +396,14 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
                             p.schedule == cost::Schedule::Interleaved ? 2 : 1);
   if (auto rc = pick<cost::Recompute>(r, *t, "recompute", {{"none", cost::Recompute::None},
                                                            {"selective", cost::Recompute::Selective},
-                                                           {"full", cost::Recompute::Full}}))
+                                                           {"full", cost::Recompute::Full},
+                                                           {"selective_op", cost::Recompute::SelectiveOp}})) {
     p.recompute = *rc;
+    if (*rc == cost::Recompute::SelectiveOp && s.model.moe())
+      r.error(r.loc(r.node(*t, "recompute")), "parallel.recompute",
+              "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only",
+              "use \"selective\" or \"full\" for a mixture-of-experts model");
+  }
   p.zero = as_int(r.integer(*t, "zero", 0, 3), p.zero);
   p.sequence_parallel = r.boolean(*t, "sequence_parallel").value_or(p.sequence_parallel);
   if (auto a = pick<cost::Algorithm>(r, *t, "grad_sync", {{"auto", cost::Algorithm::Auto},
@@ -756,6 +762,9 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
         "set schedule = \"interleaved\"");
   if (p.schedule == cost::Schedule::Interleaved && p.virtual_stages < 2)
     err("parallel.virtual_stages", "the interleaved schedule needs virtual_stages ≥ 2");
+  if (p.recompute == cost::Recompute::SelectiveOp && m.moe())
+    err("parallel.recompute", "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only",
+        "use \"selective\" or \"full\" for a mixture-of-experts model");
   return d;
 }
 

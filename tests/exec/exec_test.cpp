@@ -343,6 +343,31 @@ TEST(Replay, TimesEveryOpClassAndPricesItTheSameWay) {
   EXPECT_NE(exec::comparison_text(*c).find("op class"), std::string::npos);
 }
 
+// Every recompute mode replays: a recompute task runs what the cost model priced for it (its ops'
+// recompute shares, per-op checkpointing re-running parts of GEMMs), and the parts add up.
+TEST(Replay, EveryRecomputeModeRunsWhatItPrices) {
+  auto backend = exec::make_cpu_backend(2);
+  for (const char* rc : {"selective", "full", "selective_op"})
+    for (const char* par : {"tp = 1\npp = 2\ndp = 1\n", "tp = 2\npp = 1\ndp = 1\n"}) {
+      auto s = test::parse(small(std::string(par) + "recompute = \"" + rc + "\"\n"));
+      ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+      auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+      ASSERT_TRUE(r.ok()) << rc << " " << par << test::all_errors(r.errors());
+      check_replay(*r);
+      int recomputes = 0;
+      for (std::uint32_t i = 0; i < r->graph.size(); ++i) {
+        if (r->graph.tasks[i].kind != schedule::TaskKind::Recompute) continue;
+        ++recomputes;
+        std::int64_t psum = 0, msum = 0;
+        for (const auto& [c, ns] : r->predicted_parts[i]) psum += ns;
+        for (const auto& [c, ns] : r->measured_parts[i]) msum += ns;
+        EXPECT_NEAR(double(psum), double(r->predicted.end[i] - r->predicted.start[i]), 8.0) << rc;
+        EXPECT_GT(msum, 0) << rc;
+      }
+      EXPECT_GT(recomputes, 0) << rc << " " << par;
+    }
+}
+
 TEST(Replay, SixteenBitPlansRunIn16BitBuffersAndSaySo) {
   std::string text = small("tp = 2\npp = 1\ndp = 1\n");
   const std::string fp32 = "precision = \"fp32\"", peak = "fp32 = \"20GFLOPS\"";

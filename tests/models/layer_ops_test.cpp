@@ -21,6 +21,35 @@ const Op& find(const std::vector<Op>& ops, const std::string& name) {
   return none;
 }
 
+TEST(LayerOps, PerOpCheckpointingReRunsEverySecondMatmulAndEveryNonMatmul) {
+  // Matmuls in forward order: q, k, v, out, then gate, up, down (SwiGLU) or up, down (GeLU);
+  // the even ones re-run. GQA with 8 of 32 KV heads at tp 2: qkv = 2048 + 2·512 columns per
+  // rank, of which k is 512 → 1/6.
+  ModelSpec llama = gpt(2, 4096, 32, 1000);
+  llama.kv_heads = 8;
+  llama.ffn_hidden = 14336;
+  llama.activation = Activation::SwiGlu;
+  llama.positions = Positions::Rope;
+  MicroBatchShape s{1, 1024, 2, true, hw::Dtype::Bf16, true, true};
+  const auto ops = layer_ops(llama, s);
+  EXPECT_DOUBLE_EQ(find(ops, "qkv").op_recompute, 512.0 / 3072.0);
+  EXPECT_DOUBLE_EQ(find(ops, "attention").op_recompute, 0);
+  EXPECT_DOUBLE_EQ(find(ops, "attn_out").op_recompute, 1);
+  EXPECT_DOUBLE_EQ(find(ops, "mlp_up").op_recompute, 0.5);
+  EXPECT_DOUBLE_EQ(find(ops, "mlp_down").op_recompute, 0);
+  for (const char* name : {"attn_norm", "rope", "attn_residual", "mlp_norm", "swiglu", "mlp_residual"})
+    EXPECT_DOUBLE_EQ(find(ops, name).op_recompute, 1) << name;
+  // GeLU: up is the 5th matmul (kept), down the 6th (re-run); MHA: k is 1/3 of qkv.
+  const auto gelu = layer_ops(gpt(2, 1024, 16, 1000), MicroBatchShape{1, 512, 1, true, hw::Dtype::Bf16, true, true});
+  EXPECT_DOUBLE_EQ(find(gelu, "qkv").op_recompute, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(find(gelu, "mlp_up").op_recompute, 0);
+  EXPECT_DOUBLE_EQ(find(gelu, "mlp_down").op_recompute, 1);
+  // Unfused attention's batched products are not kept by the policy.
+  const auto unfused = layer_ops(gpt(2, 1024, 16, 1000), MicroBatchShape{1, 512, 1, true, hw::Dtype::Bf16, false, true});
+  EXPECT_DOUBLE_EQ(find(unfused, "attn_scores").op_recompute, 1);
+  EXPECT_DOUBLE_EQ(find(unfused, "attn_context").op_recompute, 1);
+}
+
 TEST(LayerOps, GemmShapesAndFlopsOfOneRank) {
   // h = 1024, 16 heads, tp = 2, b = 2, s = 512 -> tokens = 1024
   // qkv: M 1024, N 3·1024/2 = 1536, K 1024 -> 2·1024·1536·1024 = 3,221,225,472 FLOPs fwd

@@ -48,6 +48,41 @@ TEST(Activations, FlashAttentionKeepsOnlyLogSumExp) {
               34 * s * b * h / t + 4 * a * s * b / t, 1.0);
 }
 
+TEST(Activations, SelectiveOpKeepsWhatTorchtitansPolicyKeeps) {
+  // Llama 3 8B (GQA g = 1/4, SwiGLU f = 3.5h), flash attention, bf16, b 2, s 8192.
+  workload::ModelSpec m;
+  m.layers = 1; m.hidden = 4096; m.heads = 32; m.kv_heads = 8; m.ffn_hidden = 14336; m.vocab = 1000;
+  m.activation = workload::Activation::SwiGlu;
+  const double s = 8192, b = 2, sbh = s * b * 4096, lse = 4.0 * 32 * s * b;
+  // tp 1: input 2 + q 2 + v 0.5 + gate 7 + attention output 2 + down projection 2 = 15.5 bytes
+  EXPECT_NEAR(activation_bytes_per_layer(m, b, s, 1, true, Recompute::SelectiveOp, true, hw::Dtype::Bf16).v,
+              15.5 * sbh + lse, 1.0);
+  // tp 2 with sequence parallelism: input 1 + (q 2 + v 0.5 + gate 7 + attention 2)/2 + down 2
+  // (full-width partial sums) + two reduce-scatter outputs 2·2/2 = 10.75 bytes
+  EXPECT_NEAR(activation_bytes_per_layer(m, b, s, 2, true, Recompute::SelectiveOp, true, hw::Dtype::Bf16).v,
+              10.75 * sbh + lse / 2, 1.0);
+  // It keeps less than no recompute (34 bytes here) and more than full recompute (2).
+  EXPECT_LT(activation_bytes_per_layer(m, b, s, 1, true, Recompute::SelectiveOp, true, hw::Dtype::Bf16).v,
+            activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16).v / 2);
+}
+
+TEST(Recompute, SharesFollowTheRecomputeMode) {
+  workload::Op attention;
+  attention.kind = workload::OpKind::Attention;
+  attention.selective_recompute = true;
+  attention.op_recompute = 0;
+  workload::Op norm;
+  norm.kind = workload::OpKind::Norm;
+  norm.op_recompute = 1;
+  EXPECT_EQ(recompute_share(attention, Recompute::None), 0);
+  EXPECT_EQ(recompute_share(attention, Recompute::Selective), 1);
+  EXPECT_EQ(recompute_share(attention, Recompute::SelectiveOp), 0);
+  EXPECT_EQ(recompute_share(norm, Recompute::Selective), 0);
+  EXPECT_EQ(recompute_share(norm, Recompute::SelectiveOp), 1);
+  EXPECT_EQ(recompute_share(norm, Recompute::Full), 1);
+  EXPECT_EQ(recompute_name(Recompute::SelectiveOp), "selective_op");
+}
+
 TEST(InFlight, SchedulesKeepTheirMicroBatches) {
   EXPECT_EQ(in_flight_micro_batches(Schedule::GPipe, 0, 4, 16, 1), 16);
   EXPECT_EQ(in_flight_micro_batches(Schedule::OneFOneB, 0, 4, 16, 1), 4);

@@ -4,6 +4,7 @@
 
 #include "models/cost/compute.hpp"
 #include "sim/analytic/op_breakdown.hpp"
+#include "sim/analytic/stage_cost.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "tests/support/read_file.hpp"
 #include "tests/support/scenario_support.hpp"
@@ -211,6 +212,40 @@ TEST(OpBreakdown, AddsUpToEachStagesComputeAndFoldsAlikeStages) {
         }
       }
   }
+}
+
+// Per-op selective checkpointing (torchtitan's policy) re-runs each op's share of its forward:
+// the recompute of a layer is Σ op_time(forward) × op_recompute, independently summed here.
+// Eager PyTorch's loss holds 12 bytes per logit at its peak, Megatron's fused one 6.
+TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
+  const std::string text =
+      "[model]\nname = \"m\"\nlayers = 4\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn_hidden = 2816\n"
+      "vocab = 32000\nactivation = \"swiglu\"\nnorm = \"rmsnorm\"\npositions = \"rope\"\n"
+      "[training]\nglobal_batch = 8\nseq_len = 2048\nfused_kernels = false\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+      "[parallel]\ntp = 1\npp = 1\ndp = 8\nmicro_batch = 1\nrecompute = \"selective_op\"\n";
+  const Scenario s = load(text);
+  ASSERT_TRUE(s.plan);
+  const auto c = analytic::stage_costs(s, *s.plan)[0][0];
+  workload::MicroBatchShape shape{1, 2048, 1, true, hw::Dtype::Bf16, true, true, false};
+  const auto& dev = s.cluster.pools[0].device;
+  double want = 0, attention = 0;
+  for (const auto& op : workload::layer_ops(s.model, shape)) {
+    const double f = cost::op_time(dev, hw::Dtype::Bf16, op, cost::Pass::Forward).v;
+    if (op.name == "attention") attention = f;
+    else if (op.name == "qkv") want += f * 256.0 / (1024 + 2 * 256);  // the K columns
+    else if (op.name == "mlp_up") want += f / 2;                     // the up half of gate+up
+    else if (op.name != "mlp_down") want += f;                       // out projection, everything else
+  }
+  EXPECT_NEAR(c.layer_recompute.v, want, 1e-12);
+  EXPECT_GT(c.layer_recompute.v, 0);
+  EXPECT_LT(c.layer_recompute.v, c.layer_fwd.v - attention);
+  EXPECT_DOUBLE_EQ(c.logits.v, 12.0 * 2048 * 32000);
+  std::string fused = text;
+  fused.replace(fused.find("fused_kernels = false"), 21, "fused_kernels = true");
+  const Scenario sf = load(fused);
+  ASSERT_TRUE(sf.plan);
+  EXPECT_DOUBLE_EQ(analytic::stage_costs(sf, *sf.plan)[0][0].logits.v, 6.0 * 2048 * 32000);
 }
 
 }  // namespace

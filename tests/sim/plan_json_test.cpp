@@ -24,6 +24,18 @@ TEST(PlanJson, RoundTripsExactly) {
   EXPECT_EQ(back->groups[1].micro_batches, 36);
 }
 
+TEST(PlanJson, EveryRecomputeModeRoundTrips) {
+  Scenario s = mixed();
+  for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full, cost::Recompute::SelectiveOp}) {
+    s.plan->recompute = rc;
+    const std::string text = io::plan_to_json(s, *s.plan);
+    EXPECT_NE(text.find("\"recompute\": \"" + std::string(cost::recompute_name(rc)) + "\""), std::string::npos) << text;
+    auto back = io::parse_plan_json(text, "plan.json", s);
+    ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+    EXPECT_EQ(back->recompute, rc);
+  }
+}
+
 struct BadPlan {
   const char* name;
   std::string from, to;  // textual edit of the valid plan

@@ -43,7 +43,7 @@ std::string random_scenario(std::mt19937_64& rng, bool with_plan) {
   if (with_plan) {
     t += "[parallel]\ntp = " + std::to_string(1 << n(0, 3)) + "\npp = " + std::to_string(1 << n(0, 2)) +
          "\nmicro_batch = " + std::to_string(1 << n(0, 2)) + "\nzero = " + std::to_string(n(0, 3)) +
-         "\nrecompute = \"" + pick(std::vector<std::string>{"none", "selective", "full"}, rng) + "\"\n";
+         "\nrecompute = \"" + pick(std::vector<std::string>{"none", "selective", "full", "selective_op"}, rng) + "\"\n";
   }
   return t;
 }
