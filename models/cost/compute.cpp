@@ -131,7 +131,8 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
       const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
       const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
-      const double eta = attention_pass_efficiency(dev, pass, op.seq, op.head_dim, op.causal);
+      const double eta = attention_pass_efficiency(dev, pass, op.seq, op.head_dim, op.causal) *
+                         (op.fa2 ? dev.efficiency.attention_fa2 : 1.0);
       kernel(t, dev, flops / (peak * eta), bytes, stream_bandwidth(dev), kernels);
       return t;
     }

@@ -60,6 +60,11 @@ struct Efficiency {
   double attention_head_half = 0;  ///< head dim at which it halves (0: flat in d)
   double attention_bwd = 1;        ///< backward / forward throughput per counted FLOP
   double attention_noncausal = 1;  ///< non-causal / causal throughput at the same length
+  /// FlashAttention-2's kernels (what PyTorch's scaled_dot_product_attention runs as its flash
+  /// backend) / the fused attention above, at the same shape: 1 where the figure above is
+  /// FlashAttention-2's (A100, V100, …), below 1 where it is a newer vendor kernel (cuDNN,
+  /// FlashAttention-3 on Hopper).
+  double attention_fa2 = 1;
   // Memory-bound kernels (norms, elementwise, loss, optimizer).
   double memory = 0.85;            ///< achieved streaming bandwidth / peak bandwidth
   /// The same for the kernels of one op class where it differs (a calibrated cpu core runs a

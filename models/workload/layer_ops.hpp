@@ -30,6 +30,7 @@ struct Op {
   double seq = 0;              ///< attention: sequence length (its efficiency depends on it)
   double head_dim = 0;         ///< attention: head dimension (0: priced as 128)
   bool causal = true;          ///< attention: causal mask (masked blocks skipped)
+  bool fa2 = false;            ///< attention: FlashAttention-2's kernels (hw::Efficiency::attention_fa2)
   Flops fwd_flops;             ///< executed in the forward pass (all kernels)
   Flops bwd_flops;             ///< executed in the backward pass
   Bytes fwd_bytes;             ///< read + written in the forward pass
@@ -58,6 +59,8 @@ struct MicroBatchShape {
   /// Fused memory-bound kernels as Megatron-LM / Transformer Engine launch them (bias+GeLU,
   /// bias+dropout+add, RoPE, softmax); false: one PyTorch eager kernel per elementary op.
   bool fused_kernels = true;
+  /// Fused attention runs FlashAttention-2's kernels (PyTorch SDPA), not the vendor's newest.
+  bool fa2_attention = false;
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

@@ -6,6 +6,11 @@
 namespace hetsim::workload {
 
 enum class Optimizer { Adam, Sgd };
+/// Which fused attention kernels run: the device's fastest published ones (Transformer Engine's
+/// cuDNN attention, FlashAttention-3), FlashAttention-2's (PyTorch's scaled_dot_product_attention
+/// flash backend), or auto: FlashAttention-2 when the kernels are PyTorch eager ones
+/// (fused_kernels = false), else the vendor's.
+enum class AttentionKernel { Auto, Vendor, Fa2 };
 
 struct TrainingSpec {
   int global_batch = 0;  ///< sequences per optimizer step
@@ -18,7 +23,12 @@ struct TrainingSpec {
   /// Memory-bound kernels fused as Megatron-LM / Transformer Engine fuse them; false: one
   /// PyTorch eager kernel per elementary op (workload::MicroBatchShape::fused_kernels).
   bool fused_kernels = true;
+  AttentionKernel attention_kernel = AttentionKernel::Auto;
 
+  /// Whether fused attention runs FlashAttention-2's kernels (attention_kernel resolved).
+  [[nodiscard]] bool fa2_attention() const {
+    return attention_kernel == AttentionKernel::Fa2 || (attention_kernel == AttentionKernel::Auto && !fused_kernels);
+  }
   [[nodiscard]] double tokens_per_step() const {
     return static_cast<double>(global_batch) * seq_len;
   }

@@ -114,7 +114,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
     return;
   }
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
-                    "flash_attention", "causal", "fused_kernels"});
+                    "flash_attention", "causal", "fused_kernels", "attention_kernel"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -132,6 +132,11 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   tr.flash_attention = r.boolean(*t, "flash_attention").value_or(tr.flash_attention);
   tr.causal = r.boolean(*t, "causal").value_or(tr.causal);
   tr.fused_kernels = r.boolean(*t, "fused_kernels").value_or(tr.fused_kernels);
+  if (auto k = pick<workload::AttentionKernel>(r, *t, "attention_kernel",
+                                               {{"auto", workload::AttentionKernel::Auto},
+                                                {"vendor", workload::AttentionKernel::Vendor},
+                                                {"fa2", workload::AttentionKernel::Fa2}}))
+    tr.attention_kernel = *k;
 }
 
 // -------------------------------------------------------------------------------- [cluster]

@@ -165,6 +165,21 @@ TEST(OpTime, AttentionUsesAttentionEfficiency) {
   EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Backward).v, 2e-3 + 5e-6, 1e-12);
 }
 
+TEST(OpTime, FlashAttention2KernelsRunAtTheirShareOfTheVendorKernel) {
+  hw::DeviceSpec d = device();
+  d.efficiency.attention_fa2 = 0.62;
+  workload::Op op;
+  op.kind = workload::OpKind::Attention;
+  op.fwd_flops = Flops{1e12};
+  op.fwd_bytes = Bytes{1e6};
+  // 1e12 / (1e15·0.5) = 2 ms + 5 us; FlashAttention-2: 1e12 / (1e15·0.5·0.62) + 5 us.
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 2e-3 + 5e-6, 1e-12);
+  op.fa2 = true;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 2e-3 / 0.62 + 5e-6, 1e-12);
+  // A device whose figure is FlashAttention-2's own (the default 1) does not change.
+  EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Forward).v, 2e-3 + 5e-6, 1e-12);
+}
+
 TEST(AttentionEfficiency, FallsAtSmallHeadDimensionsAndStopsAtTheReference) {
   // head(d) = [d/(d + 44)] / [128/(128 + 44)]: 0.7929 at d = 64, 1 at 128, capped at 1 above.
   auto d = device();

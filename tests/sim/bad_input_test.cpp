@@ -87,6 +87,8 @@ std::vector<BadCase> cases() {
        "bad.toml:", "seq_len 4096 exceeds the model's 2048 learned positions", "max_positions"},
       {"nic_latency_without_custom_nic", base_with(kModel, kTraining, kCluster + "[cluster.network]\nnic_latency = \"2us\"\n", kParallel),
        "bad.toml:10:15", "nic_latency applies to a custom NIC only", "nic_bandwidth"},
+      {"unknown_attention_kernel", base_with(kModel, kTraining + "attention_kernel = \"fa3\"\n", kCluster, kParallel),
+       "bad.toml:6:20", "attention_kernel", ""},
       {"selective_op_for_moe", base_with(kModel + "experts = 4\ntop_k = 2\n", kTraining, kCluster, kParallel + "recompute = \"selective_op\"\n"),
        "bad.toml:15:13", "modelled for dense models only", "mixture-of-experts"},
       {"virtual_stages_without_interleaving", base_with(kModel, kTraining, kCluster, kParallel + "virtual_stages = 2\n"),

@@ -217,6 +217,29 @@ TEST(OpBreakdown, AddsUpToEachStagesComputeAndFoldsAlikeStages) {
 // Per-op selective checkpointing (torchtitan's policy) re-runs each op's share of its forward:
 // the recompute of a layer is Σ op_time(forward) × op_recompute, independently summed here.
 // Eager PyTorch's loss holds 12 bytes per logit at its peak, Megatron's fused one 6.
+// attention_kernel: auto runs FlashAttention-2 (PyTorch SDPA) with eager kernels and the vendor's
+// kernel with fused ones; either can be forced. On an H100 FlashAttention-2 is 0.62 of cuDNN.
+TEST(Estimate, AttentionKernelFollowsTheFrameworkUnlessForced) {
+  auto attention_fwd = [](const std::string& training) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n" + training +
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 1\npp = 1\ndp = 8\n");
+    EXPECT_TRUE(s.plan);
+    for (const auto& so : analytic::op_breakdown(s, *s.plan))
+      for (const auto& part : so.parts)
+        for (const auto& op : part.ops)
+          if (op.op.name == "attention") return op.fwd.total.v;
+    ADD_FAILURE() << "no attention op";
+    return 0.0;
+  };
+  const double vendor = attention_fwd("");
+  ASSERT_GT(vendor, 0);
+  const double eager = attention_fwd("fused_kernels = false\n");
+  EXPECT_GT(eager, vendor * 1.5);  // compute-bound: about 1/0.62
+  EXPECT_NEAR(attention_fwd("attention_kernel = \"fa2\"\n"), eager, 1e-12);
+  EXPECT_NEAR(attention_fwd("fused_kernels = false\nattention_kernel = \"vendor\"\n"), vendor, 1e-12);
+  EXPECT_NEAR(attention_fwd("attention_kernel = \"auto\"\n"), vendor, 1e-12);
+}
+
 TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
   const std::string text =
       "[model]\nname = \"m\"\nlayers = 4\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn_hidden = 2816\n"
