@@ -16,6 +16,7 @@ sc=[n for n in err if n.startswith('megatron-sc21')]
 sm=['tinyllama-1.1b-a100-40gb','torchtitan-llama3-70b-a100','torchtitan-llama3-8b-a100','nemo-llama2-7b-h100-fp8']
 ga=[n for n in err if n.startswith('gaudi2')]
 tpu=[n for n in err if n.startswith('maxtext')]
-for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('gaudi2',ga),('tpu',tpu),('all',list(err))]:
+v100=[n for n in err if n.startswith('megatron-v1')]
+for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('gaudi2',ga),('tpu',tpu),('v100',v100),('all',list(err))]:
     if not s: continue
     print(name, "%d mean %.1f max %.1f signed %+.1f"%st(s))
