@@ -1,0 +1,65 @@
+#pragma once
+// The document: a scenario TOML, the same file the CLI reads, as text (what the editor shows and
+// Save writes) and as the Scenario the reader makes of it, or the reader's diagnostics. Every
+// change of the text reads it again through api::load_text, named by the file's path so that
+// messages say file:line:col and relative includes resolve as the CLI resolves them.
+
+#include <QObject>
+#include <QString>
+
+#include <optional>
+
+#include "models/base/result.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace hetsim::gui {
+
+class Document : public QObject {
+  Q_OBJECT
+ public:
+  explicit Document(QObject* parent = nullptr);
+
+  /// Reads the file at `path` into the document (unmodified). On failure the document is
+  /// unchanged and `error` says why.
+  bool open(const QString& path, QString* error);
+  /// Writes the text to path() (atomically: QSaveFile), or to `path` for save_as, which then
+  /// becomes the document's path. On failure `error` says why and nothing is modified.
+  bool save(QString* error);
+  bool save_as(const QString& path, QString* error);
+  /// An edit: the new text, marked modified, read again.
+  void set_text(const QString& text);
+
+  [[nodiscard]] const QString& text() const { return text_; }
+  [[nodiscard]] const QString& path() const { return path_; }
+  [[nodiscard]] bool modified() const { return modified_; }
+  /// The file name for titles: "llama3-70b.toml", or "untitled.toml".
+  [[nodiscard]] QString display_name() const;
+
+  /// The scenario read from text(), when it reads without errors.
+  [[nodiscard]] const std::optional<Scenario>& scenario() const { return scenario_; }
+  /// The reader's diagnostics (empty when scenario() is set).
+  [[nodiscard]] const Diagnostics& diagnostics() const { return diagnostics_; }
+  /// A scenario with [purchase]: `hetsim buy` answers it. Read like the CLI's buy, without
+  /// [parallel]; any other scenario is read with it.
+  [[nodiscard]] bool is_purchase() const { return scenario_ && scenario_->purchase.has_value(); }
+
+ signals:
+  /// open(): the text was replaced as a whole (editors load it).
+  void text_replaced();
+  /// scenario() and diagnostics() were read again.
+  void reread();
+  void modified_changed(bool modified);
+  void path_changed(const QString& path);
+
+ private:
+  void read();
+  void set_modified(bool m);
+
+  QString path_;
+  QString text_;
+  bool modified_ = false;
+  std::optional<Scenario> scenario_;
+  Diagnostics diagnostics_;
+};
+
+}  // namespace hetsim::gui

@@ -1,0 +1,514 @@
+#include "gui/app/main_window.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+
+#include <chrono>
+#include <optional>
+
+#include "gui/app/document.hpp"
+#include "gui/app/exports.hpp"
+#include "gui/app/job_runner.hpp"
+#include "gui/app/recent_files.hpp"
+#include "gui/qt_models/format.hpp"
+#include "gui/views/plan_view.hpp"
+#include "gui/views/purchase_view.hpp"
+#include "gui/views/scenario_view.hpp"
+#include "sim/api/api.hpp"
+
+namespace hetsim::gui {
+
+namespace {
+
+constexpr int kProgressSteps = 1000;
+
+// What a background job hands back: a value, or the diagnostics that say why there is none.
+template <class T>
+struct Outcome {
+  std::optional<T> value;
+  Diagnostics errors;
+  double seconds = 0;
+};
+
+QString errors_text(const Diagnostics& d) {
+  QString t;
+  for (const Diagnostic& x : d) t += (t.isEmpty() ? "" : "\n") + qs(to_string(x));
+  return t;
+}
+
+Prompts default_prompts() {
+  Prompts p;
+  p.unsaved = [](QWidget* parent, const QString& question) {
+    return QMessageBox::question(parent, QObject::tr("Unsaved changes"), question,
+                                 QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+  };
+  p.error = [](QWidget* parent, const QString& title, const QString& message) {
+    QMessageBox::warning(parent, title, message);
+  };
+  return p;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), prompts_(default_prompts()) {
+  doc_ = new Document(this);
+  jobs_ = new JobRunner(this);
+  scenario_view_ = new ScenarioView(doc_, this);
+  purchase_view_ = new PurchaseView(this);
+  plan_view_ = new PlanView(this);
+  tabs_ = new QTabWidget(this);
+  tabs_->addTab(scenario_view_, tr("Scenario"));
+  tabs_->addTab(purchase_view_, tr("Purchase"));
+  tabs_->addTab(plan_view_, tr("Plan"));
+  setCentralWidget(tabs_);
+
+  status_ = new QLabel(this);
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, kProgressSteps);
+  progress_->setMaximumWidth(220);
+  progress_->hide();
+  cancel_button_ = new QPushButton(tr("Cancel"), this);
+  cancel_button_->hide();
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_button_);
+  connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancel);
+
+  build_menus();
+  setAcceptDrops(true);
+
+  connect(doc_, &Document::reread, this, &MainWindow::update_actions);
+  connect(doc_, &Document::modified_changed, this, &MainWindow::update_title);
+  connect(doc_, &Document::path_changed, this, &MainWindow::update_title);
+  connect(jobs_, &JobRunner::started, this, [this](quint64, const QString& what) {
+    progress_->setRange(0, kProgressSteps);
+    progress_->setValue(0);
+    progress_->show();
+    cancel_button_->show();
+    status(what);
+    update_actions();
+  });
+  connect(jobs_, &JobRunner::progressed, this, [this](quint64, double f) {
+    if (progress_->maximum() == 0) progress_->setRange(0, kProgressSteps);
+    progress_->setValue(static_cast<int>(f * kProgressSteps));
+  });
+  connect(jobs_, &JobRunner::finished, this, &MainWindow::job_ended);
+  connect(jobs_, &JobRunner::cancelled, this, &MainWindow::job_ended);
+  connect(purchase_view_, &PurchaseView::point_selected, this, &MainWindow::update_actions);
+  update_title();
+  update_actions();
+  resize(1280, 860);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open…"), this, [this] {
+    const QString dir = doc_->path().isEmpty() ? QDir::currentPath() : QFileInfo(doc_->path()).absolutePath();
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open scenario"), dir, tr("Scenarios (*.toml);;All files (*)"));
+    if (!path.isEmpty()) open_file(path);
+  });
+  open->setShortcut(QKeySequence::Open);
+  recent_ = file->addMenu(tr("Open &Recent"));
+  connect(recent_, &QMenu::aboutToShow, this, &MainWindow::fill_recent_menu);
+  save_ = file->addAction(tr("&Save"), this, [this] { save(); });
+  save_->setShortcut(QKeySequence::Save);
+  QAction* save_as_action = file->addAction(tr("Save &As…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save scenario as"), doc_->path(),
+                                                      tr("Scenarios (*.toml);;All files (*)"));
+    if (!path.isEmpty()) save_as(path);
+  });
+  save_as_action->setShortcut(QKeySequence::SaveAs);
+  file->addSeparator();
+  export_plan_ = file->addAction(tr("Export Selected Point's &Plan (JSON)…"), this, [this] {
+    const auto i = purchase_view_->selected_point();
+    const QString name = QStringLiteral("point-%1.plan.json").arg(i ? *i + 1 : 1);
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export plan"), name, tr("Plan JSON (*.json)"));
+    if (!path.isEmpty()) export_plan(path);
+  });
+  export_point_ = file->addAction(tr("Export Selected Point's Scenario and Plan…"), this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the point's scenario and plan into"));
+    if (!dir.isEmpty()) export_point(dir);
+  });
+  export_csv_ = file->addAction(tr("Export Front as &CSV…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export front"), "front.csv", tr("CSV (*.csv)"));
+    if (!path.isEmpty()) export_csv(path);
+  });
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* run_menu = menuBar()->addMenu(tr("&Run"));
+  run_ = run_menu->addAction(tr("&Run"), this, [this] { run(); });
+  run_->setShortcuts({QKeySequence(Qt::Key_F5), QKeySequence(Qt::CTRL | Qt::Key_R)});
+  cancel_ = run_menu->addAction(tr("&Cancel"), this, &MainWindow::cancel);
+  cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  run_menu->addSeparator();
+  run_menu->addAction(tr("Copy as &Command"), this, [this] {
+    const QString line = command_line();
+    QApplication::clipboard()->setText(line);
+    status(tr("Copied: %1").arg(line));
+  });
+
+  QToolBar* bar = addToolBar(tr("Main"));
+  bar->setObjectName("main toolbar");
+  bar->addAction(open);
+  bar->addAction(save_);
+  bar->addSeparator();
+  bar->addAction(run_);
+  bar->addAction(cancel_);
+}
+
+void MainWindow::fill_recent_menu() {
+  recent_->clear();
+  const QStringList files = RecentFiles::list();
+  for (const QString& f : files) recent_->addAction(f, this, [this, f] { open_file(f); });
+  if (files.isEmpty()) recent_->addAction(tr("(none)"))->setEnabled(false);
+}
+
+void MainWindow::update_title() {
+  setWindowTitle(doc_->display_name() + "[*] — hetsim-gui");
+  setWindowModified(doc_->modified());
+}
+
+void MainWindow::update_actions() {
+  const bool can_run = doc_->scenario().has_value();
+  run_->setEnabled(can_run);
+  cancel_->setEnabled(jobs_->busy());
+  const bool point = purchase_view_->outcome() && purchase_view_->selected_point().has_value();
+  export_plan_->setEnabled(point);
+  export_point_->setEnabled(point);
+  export_csv_->setEnabled(purchase_view_->outcome() && !purchase_view_->outcome()->result.front.empty());
+  tabs_->setTabEnabled(tabs_->indexOf(purchase_view_), doc_->is_purchase() || purchase_view_->outcome());
+}
+
+QString MainWindow::status_text() const { return status_->text(); }
+
+void MainWindow::status(const QString& text) { status_->setText(text); }
+
+void MainWindow::tell(const QString& title, const QString& message) {
+  status(message);
+  if (prompts_.error) prompts_.error(this, title, message);
+}
+
+bool MainWindow::maybe_save() {
+  scenario_view_->apply_edit();
+  if (!doc_->modified()) return true;
+  const auto answer =
+      prompts_.unsaved ? prompts_.unsaved(this, tr("%1 has unsaved changes. Save them?").arg(doc_->display_name()))
+                       : QMessageBox::Discard;
+  if (answer == QMessageBox::Cancel) return false;
+  if (answer == QMessageBox::Save) {
+    if (doc_->path().isEmpty()) {
+      const QString path = QFileDialog::getSaveFileName(this, tr("Save scenario as"), {}, tr("Scenarios (*.toml)"));
+      return !path.isEmpty() && save_as(path);
+    }
+    return save();
+  }
+  return true;
+}
+
+bool MainWindow::open_file(const QString& path) {
+  if (!maybe_save()) return false;
+  QString error;
+  if (!doc_->open(path, &error)) {
+    tell(tr("Cannot open the scenario"), error);
+    return false;
+  }
+  jobs_->cancel();  // a job of the last document: its answer is not this one's
+  RecentFiles::add(path);
+  purchase_view_->clear(tr("Press Run to search the purchase."));
+  plan_view_->clear(tr("Press Run to estimate and simulate."));
+  tabs_->setCurrentWidget(scenario_view_);
+  if (!doc_->diagnostics().empty())
+    status(tr("%1: %n error(s); fix them to run", "", static_cast<int>(doc_->diagnostics().size()))
+               .arg(doc_->display_name()));
+  else
+    status(tr("Opened %1").arg(path));
+  update_actions();
+  return true;
+}
+
+bool MainWindow::save() {
+  scenario_view_->apply_edit();
+  if (doc_->path().isEmpty()) {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save scenario as"), {}, tr("Scenarios (*.toml)"));
+    return !path.isEmpty() && save_as(path);
+  }
+  QString error;
+  if (!doc_->save(&error)) {
+    tell(tr("Cannot save"), error);
+    return false;
+  }
+  status(tr("Saved %1").arg(doc_->path()));
+  return true;
+}
+
+bool MainWindow::save_as(const QString& path) {
+  scenario_view_->apply_edit();
+  QString error;
+  if (!doc_->save_as(path, &error)) {
+    tell(tr("Cannot save"), error);
+    return false;
+  }
+  RecentFiles::add(path);
+  status(tr("Saved %1").arg(path));
+  return true;
+}
+
+bool MainWindow::run() {
+  scenario_view_->apply_edit();
+  if (!doc_->scenario()) {
+    status(doc_->diagnostics().empty() ? tr("Nothing to run: open a scenario first")
+                                       : tr("The scenario has errors: fix them to run"));
+    tabs_->setCurrentWidget(scenario_view_);
+    return false;
+  }
+  const Scenario& s = *doc_->scenario();
+  if (s.purchase) {
+    start_buy(s);
+  } else if (s.plan) {
+    plan_view_->show_estimate(s, *s.plan, api::estimate(s, *s.plan), tr("the scenario's [parallel] plan"));
+    tabs_->setCurrentWidget(plan_view_);
+    start_simulate(s, *s.plan);
+  } else {
+    start_plan(s);
+  }
+  return true;
+}
+
+void MainWindow::cancel() {
+  if (!jobs_->busy()) return;
+  jobs_->cancel();
+  status(tr("Cancelled"));
+}
+
+void MainWindow::job_ended() {
+  if (jobs_->busy()) return;  // a follow-up job (simulate after plan) is running
+  progress_->hide();
+  cancel_button_->hide();
+  update_actions();
+}
+
+void MainWindow::start_buy(const Scenario& s) {
+  using Run = Outcome<buy::Result>;
+  purchase_view_->clear(tr("Searching the compositions of the candidates…"));
+  tabs_->setTabEnabled(tabs_->indexOf(purchase_view_), true);
+  tabs_->setCurrentWidget(purchase_view_);
+  auto source = std::make_shared<const std::string>(doc_->text().toStdString());
+  jobs_->start<Run>(
+      tr("Searching the purchase (hetsim buy)…"),
+      [s](const JobContext& ctx) {
+        buy::Options opts;
+        opts.progress = ctx.progress;
+        opts.stop = ctx.stop;
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = api::buy(s, opts);
+        Run out;
+        out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (r)
+          out.value = std::move(*r);
+        else
+          out.errors = r.errors();
+        return out;
+      },
+      [this, s, source](Run r) {
+        if (!r.value) {
+          purchase_view_->clear(errors_text(r.errors));
+          status(tr("The search failed"));
+          return;
+        }
+        auto outcome = std::make_shared<BuyOutcome>();
+        outcome->scenario = s;
+        outcome->source_text = *source;
+        outcome->result = std::move(*r.value);
+        outcome->seconds = r.seconds;
+        const std::size_t n = outcome->result.front.size();
+        purchase_view_->show_outcome(std::move(outcome));
+        status(n == 0 ? tr("No composition has a plan that fits within the limits")
+                      : tr("%n point(s) on the front", "", static_cast<int>(n)));
+        update_actions();
+      });
+}
+
+void MainWindow::start_plan(const Scenario& s) {
+  using Run = Outcome<api::Planned>;
+  plan_view_->clear(tr("Searching the best plan (hetsim plan)…"));
+  tabs_->setCurrentWidget(plan_view_);
+  jobs_->start<Run>(
+      tr("Searching plans (hetsim plan)…"),
+      [s](const JobContext& ctx) {
+        planner::Options opts;
+        opts.progress = ctx.progress;
+        opts.stop = ctx.stop;
+        auto r = api::plan(s, opts);
+        Run out;
+        if (r)
+          out.value = std::move(*r);
+        else
+          out.errors = r.errors();
+        return out;
+      },
+      [this, s](Run r) {
+        if (!r.value) {
+          plan_view_->clear(errors_text(r.errors));
+          status(tr("The plan search failed"));
+          return;
+        }
+        if (r.value->result.top.empty()) {
+          plan_view_->clear(tr("No plan fits this cluster's memory (%1 plans evaluated).")
+                                .arg(r.value->result.evaluated));
+          status(tr("No plan fits"));
+          return;
+        }
+        const plan::Plan p = r.value->result.top.front().plan;
+        plan_view_->show_estimate(s, p, api::estimate(s, p),
+                                  tr("the planner's best of %1 plans").arg(r.value->result.evaluated));
+        start_simulate(s, p);
+      });
+}
+
+void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
+  using Run = Outcome<SimFigures>;
+  plan_view_->set_simulation_note(tr("Simulating one step…"));
+  jobs_->start<Run>(
+      tr("Simulating one step (hetsim simulate)…"),
+      [s, p](const JobContext&) {
+        // api::simulate takes no stop token: a superseded simulation runs to its end and is dropped.
+        auto r = api::simulate(s, p);
+        Run out;
+        if (r)
+          out.value = sim_figures(*r);
+        else
+          out.errors = r.errors();
+        return out;
+      },
+      [this](Run r) {
+        if (!r.value) {
+          plan_view_->set_simulation_note(errors_text(r.errors));
+          status(tr("The simulation failed"));
+          return;
+        }
+        plan_view_->show_simulation(*r.value);
+        status(tr("Simulated"));
+      });
+  progress_->setRange(0, 0);  // no progress from the engine: a busy indicator
+}
+
+bool MainWindow::export_plan(const QString& path) {
+  const auto& o = purchase_view_->outcome();
+  const auto i = purchase_view_->selected_point();
+  if (!o || !i) {
+    tell(tr("Nothing to export"), tr("Run the search and pick a point of the front first"));
+    return false;
+  }
+  auto f = point_plan(o->scenario, o->source_text, o->result, *i);
+  QString error;
+  if (!f) error = errors_text(f.errors());
+  if (error.isEmpty()) write_text_file(path, f->content, &error);
+  if (!error.isEmpty()) {
+    tell(tr("Cannot export the plan"), error);
+    return false;
+  }
+  status(tr("Wrote the plan of point %1 to %2").arg(*i + 1).arg(path));
+  return true;
+}
+
+bool MainWindow::export_point(const QString& dir) {
+  const auto& o = purchase_view_->outcome();
+  const auto i = purchase_view_->selected_point();
+  if (!o || !i) {
+    tell(tr("Nothing to export"), tr("Run the search and pick a point of the front first"));
+    return false;
+  }
+  auto files = point_files(o->scenario, o->source_text, o->result, *i, dir);
+  if (!files) {
+    tell(tr("Cannot export the point"), errors_text(files.errors()));
+    return false;
+  }
+  for (const ExportFile& f : *files) {
+    QString error;
+    if (!write_text_file(QDir(dir).filePath(qs(f.name)), f.content, &error)) {
+      tell(tr("Cannot export the point"), error);
+      return false;
+    }
+  }
+  status(tr("Wrote point-%1.toml and point-%1.plan.json to %2").arg(*i + 1).arg(dir));
+  return true;
+}
+
+bool MainWindow::export_csv(const QString& path) {
+  const auto& o = purchase_view_->outcome();
+  if (!o || o->result.front.empty()) {
+    tell(tr("Nothing to export"), tr("Run the search first"));
+    return false;
+  }
+  auto f = front_csv(o->scenario, o->source_text, o->result);
+  QString error;
+  if (!f) error = errors_text(f.errors());
+  if (error.isEmpty()) write_text_file(path, f->content, &error);
+  if (!error.isEmpty()) {
+    tell(tr("Cannot export the front"), error);
+    return false;
+  }
+  status(tr("Wrote the front to %1").arg(path));
+  return true;
+}
+
+QString MainWindow::command_line() const {
+  const QString file = doc_->path().isEmpty() ? QStringLiteral("SCENARIO.toml") : doc_->path();
+  const auto& s = doc_->scenario();
+  QString verb = QStringLiteral("simulate");
+  if (s && s->purchase)
+    verb = QStringLiteral("buy");
+  else if (s && !s->plan)
+    verb = QStringLiteral("plan");
+  QString line = QStringLiteral("hetsim %1 %2").arg(verb, file);
+  if (doc_->modified()) line += tr("   # save the file first: the window's text differs from it");
+  return line;
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!maybe_save()) {
+    event->ignore();
+    return;
+  }
+  if (jobs_->running() > 0) status(tr("Stopping the background job…"));
+  jobs_->cancel();
+  event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls() && !event->mimeData()->urls().isEmpty() &&
+      event->mimeData()->urls().front().isLocalFile())
+    event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const auto urls = event->mimeData()->urls();
+  if (!urls.isEmpty() && urls.front().isLocalFile()) {
+    open_file(urls.front().toLocalFile());
+    event->acceptProposedAction();
+  }
+}
+
+}  // namespace hetsim::gui

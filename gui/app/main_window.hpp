@@ -1,0 +1,111 @@
+#pragma once
+// The main window: File (open, recent, save, save as, exports), Run (run, cancel, copy as
+// command), and three tabs: the scenario text with the reader's diagnostics, the purchase view
+// (a scenario with [purchase]: api::buy) and the plan view (any other: api::estimate at once,
+// api::plan when there is no [parallel], api::simulate in the background). One background job
+// at a time: Run again supersedes it, Cancel drops it, closing the window stops it.
+
+#include <QMainWindow>
+#include <QMessageBox>
+
+#include <functional>
+#include <memory>
+
+#include "sim/plan/plan.hpp"
+#include "sim/scenario/scenario.hpp"
+
+class QAction;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
+
+namespace hetsim::gui {
+
+class Document;
+class JobRunner;
+class PlanView;
+class PurchaseView;
+class ScenarioView;
+
+/// Questions the window asks; tests replace them so that no dialog blocks.
+struct Prompts {
+  /// Unsaved changes: Save, Discard or Cancel.
+  std::function<QMessageBox::StandardButton(QWidget* parent, const QString& question)> unsaved;
+  /// A problem to tell (a file that cannot be read or written).
+  std::function<void(QWidget* parent, const QString& title, const QString& message)> error;
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  void set_prompts(Prompts p) { prompts_ = std::move(p); }
+
+  /// Opens `path` (asking about unsaved changes first); false when it was not opened.
+  bool open_file(const QString& path);
+  bool save();
+  bool save_as(const QString& path);
+  /// Runs what the scenario asks (buy, or estimate + plan/simulate); false when it cannot run
+  /// (no scenario, or one with errors).
+  bool run();
+  void cancel();
+  /// Exports of the selected front point and of the front (false + the error told when not).
+  bool export_plan(const QString& path);
+  bool export_point(const QString& dir);
+  bool export_csv(const QString& path);
+  /// The CLI line that reproduces what Run does on the saved file.
+  [[nodiscard]] QString command_line() const;
+
+  [[nodiscard]] Document* document() const { return doc_; }
+  [[nodiscard]] JobRunner* jobs() const { return jobs_; }
+  [[nodiscard]] ScenarioView* scenario_view() const { return scenario_view_; }
+  [[nodiscard]] PurchaseView* purchase_view() const { return purchase_view_; }
+  [[nodiscard]] PlanView* plan_view() const { return plan_view_; }
+  [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
+  [[nodiscard]] QAction* run_action() const { return run_; }
+  [[nodiscard]] QAction* cancel_action() const { return cancel_; }
+  [[nodiscard]] QProgressBar* progress_bar() const { return progress_; }
+  [[nodiscard]] QString status_text() const;
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void build_menus();
+  void update_actions();
+  void update_title();
+  void fill_recent_menu();
+  bool maybe_save();
+  void status(const QString& text);
+  void tell(const QString& title, const QString& message);
+  void start_buy(const Scenario& s);
+  void start_plan(const Scenario& s);
+  void start_simulate(const Scenario& s, const plan::Plan& p);
+  void job_ended();
+
+  Document* doc_ = nullptr;
+  JobRunner* jobs_ = nullptr;
+  ScenarioView* scenario_view_ = nullptr;
+  PurchaseView* purchase_view_ = nullptr;
+  PlanView* plan_view_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QAction* save_ = nullptr;
+  QAction* run_ = nullptr;
+  QAction* cancel_ = nullptr;
+  QAction* export_plan_ = nullptr;
+  QAction* export_point_ = nullptr;
+  QAction* export_csv_ = nullptr;
+  QMenu* recent_ = nullptr;
+  QLabel* status_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QPushButton* cancel_button_ = nullptr;
+  Prompts prompts_;
+};
+
+}  // namespace hetsim::gui

@@ -1,0 +1,164 @@
+#include "gui/views/plan_view.hpp"
+
+#include <QGroupBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "gui/qt_models/breakdown_model.hpp"
+#include "gui/qt_models/format.hpp"
+#include "gui/qt_models/memory_model.hpp"
+#include "gui/widgets/memory_bars.hpp"
+#include "sim/report/estimate_report.hpp"
+
+namespace hetsim::gui {
+
+SimFigures sim_figures(const api::Simulated& s) {
+  SimFigures f;
+  f.simulated = s.sim.simulated;
+  f.step_s = static_cast<double>(s.sim.trace.makespan) * 1e-9;
+  f.estimate_step_s = s.sim.estimate.step_time.v;
+  f.bubble_fraction = s.sim.summary.bubble_fraction;
+  f.exposed_comm_s = static_cast<double>(s.sim.summary.exposed_comm) * 1e-9;
+  for (const auto& [kind, t] : s.sim.summary.critical_by_kind)
+    f.critical_by_kind.add(kind, Duration{static_cast<double>(t) * 1e-9});
+  return f;
+}
+
+namespace {
+
+QTableView* make_table(QAbstractItemModel* m, QWidget* parent) {
+  auto* t = new QTableView(parent);
+  t->setModel(m);
+  t->verticalHeader()->hide();
+  t->horizontalHeader()->setStretchLastSection(true);
+  t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  t->setSelectionBehavior(QAbstractItemView::SelectRows);
+  return t;
+}
+
+QWidget* boxed(const QString& title, QWidget* w, QWidget* parent) {
+  auto* box = new QGroupBox(title, parent);
+  auto* l = new QVBoxLayout(box);
+  l->addWidget(w);
+  return box;
+}
+
+std::vector<MemoryBar> bars_of(const std::vector<analytic::DeviceEstimate>& est,
+                               const std::vector<analytic::DeviceEstimate>* simulated) {
+  std::vector<MemoryBar> bars;
+  for (std::size_t i = 0; i < est.size(); ++i) {
+    const analytic::DeviceEstimate& d = est[i];
+    MemoryBar b;
+    b.label = d.pool == d.device ? qs(d.device) : QObject::tr("%1 (pool %2)").arg(qs(d.device), qs(d.pool));
+    for (const auto& [name, bytes] : d.memory.parts) b.parts.emplace_back(qs(name), bytes.v);
+    b.capacity = d.capacity.v;
+    b.fits = d.fits;
+    if (simulated && i < simulated->size() && (*simulated)[i].pool == d.pool) {
+      b.other_peak = (*simulated)[i].peak_memory.v;
+      b.fits = (*simulated)[i].fits;
+    }
+    bars.push_back(std::move(b));
+  }
+  return bars;
+}
+
+}  // namespace
+
+PlanView::PlanView(QWidget* parent) : QWidget(parent) {
+  headline_ = new QLabel(this);
+  headline_->setWordWrap(true);
+  headline_->setTextFormat(Qt::RichText);
+  headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  simulation_ = new QLabel(this);
+  simulation_->setWordWrap(true);
+  simulation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  breakdown_ = new BreakdownModel(this);
+  critical_ = new BreakdownModel(this);
+  memory_ = new MemoryModel(this);
+  bars_ = new MemoryBars(this);
+  breakdown_table_ = make_table(breakdown_, this);
+  critical_table_ = make_table(critical_, this);
+  memory_table_ = make_table(memory_, this);
+
+  auto* left = new QSplitter(Qt::Vertical, this);
+  left->addWidget(boxed(tr("Step time by part (closed-form estimate)"), breakdown_table_, this));
+  left->addWidget(boxed(tr("Critical path of the simulated step by kind"), critical_table_, this));
+  auto* right = new QSplitter(Qt::Vertical, this);
+  right->addWidget(boxed(tr("Peak memory per device against capacity"), bars_, this));
+  right->addWidget(boxed(tr("Memory per device type"), memory_table_, this));
+  right->setSizes({230, 400});
+  critical_->set_part_title(tr("Kind of task"));
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(left);
+  split->addWidget(right);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(headline_);
+  layout->addWidget(simulation_);
+  layout->addWidget(split, 1);
+  clear(tr("Open a scenario and press Run."));
+}
+
+void PlanView::clear(const QString& message) {
+  headline_->setText(message.toHtmlEscaped());
+  simulation_->clear();
+  breakdown_->set_breakdown({});
+  critical_->set_breakdown({});
+  memory_->set_devices({});
+  bars_->set_bars({});
+  estimate_ = {};
+}
+
+void PlanView::show_estimate(const Scenario& s, const plan::Plan& p, const analytic::Estimate& e,
+                             const QString& origin) {
+  estimate_ = e;
+  QString h = tr("<p><b>%1</b> — %2: <code>%3</code></p>")
+                  .arg(qs(s.name).toHtmlEscaped(), origin.toHtmlEscaped(),
+                       qs(report::plan_summary(s, p)).toHtmlEscaped());
+  h += tr("<p><b>Step %1</b> (closed-form estimate) on %2 devices · %3 tokens/s · MFU %4 %")
+           .arg(format_seconds(e.step_time.v))
+           .arg(e.devices)
+           .arg(QString::number(e.tokens_per_s, 'g', 4))
+           .arg(QString::number(100 * e.mfu, 'f', 1));
+  if (e.time_to_train.v > 0) {
+    const double effective = e.time_to_train.v / (e.goodput.fraction > 0 ? e.goodput.fraction : 1);
+    h += tr(" · time to train %1 (effective %2, goodput %3 %) · cost to train %4")
+             .arg(format_seconds(e.time_to_train.v), format_seconds(effective),
+                  QString::number(100 * e.goodput.fraction, 'f', 1), format_usd(e.cost_to_train_usd));
+  }
+  if (!e.fits) h += tr(" · <b style='color:#c02020'>does not fit in memory</b>");
+  h += "</p>";
+  headline_->setText(h);
+  breakdown_->set_breakdown(e.step);
+  critical_->set_breakdown({});
+  memory_->set_devices(e.device_types);
+  bars_->set_bars(bars_of(e.device_types, nullptr));
+  breakdown_table_->resizeColumnsToContents();
+  memory_table_->resizeColumnsToContents();
+}
+
+void PlanView::show_simulation(const SimFigures& f) {
+  simulation_->setText(tr("Simulated step %1 (closed-form estimate %2, %3 %) · bubble %4 % · exposed "
+                          "communication %5 · %6 tokens/s · MFU %7 %")
+                           .arg(format_seconds(f.step_s), format_seconds(f.estimate_step_s))
+                           .arg(f.estimate_step_s > 0 ? 100 * (f.step_s / f.estimate_step_s - 1) : 0.0, 0, 'f', 2)
+                           .arg(100 * f.bubble_fraction, 0, 'f', 1)
+                           .arg(format_seconds(f.exposed_comm_s))
+                           .arg(QString::number(f.simulated.tokens_per_s, 'g', 4))
+                           .arg(100 * f.simulated.mfu, 0, 'f', 1));
+  critical_->set_breakdown(f.critical_by_kind);
+  memory_->set_devices(f.simulated.device_types);
+  bars_->set_bars(bars_of(estimate_.device_types, &f.simulated.device_types));
+  critical_table_->resizeColumnsToContents();
+}
+
+void PlanView::set_simulation_note(const QString& note) { simulation_->setText(note); }
+
+QString PlanView::headline_text() const { return headline_->text(); }
+QString PlanView::simulation_text() const { return simulation_->text(); }
+
+}  // namespace hetsim::gui

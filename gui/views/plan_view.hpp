@@ -1,0 +1,67 @@
+#pragma once
+// The plan view, for a scenario without [purchase]: the plan (the scenario's [parallel], or the
+// planner's best), its closed-form estimate at once (step time and its breakdown, throughput,
+// MFU, time and cost to train), memory per device type as bars against capacity, and the
+// simulated step when the background simulation comes back.
+
+#include <QWidget>
+
+#include "sim/analytic/estimate.hpp"
+#include "sim/api/api.hpp"
+
+class QLabel;
+class QTableView;
+
+namespace hetsim::gui {
+
+class BreakdownModel;
+class MemoryBars;
+class MemoryModel;
+
+/// What the view keeps of a simulation: values only, no engine objects.
+struct SimFigures {
+  analytic::Estimate simulated;           ///< the estimate with the simulated step and peaks
+  double step_s = 0;
+  double estimate_step_s = 0;             ///< the closed form, for comparison
+  double bubble_fraction = 0;
+  double exposed_comm_s = 0;
+  cost::TimeBreakdown critical_by_kind;   ///< the critical path by kind of task; sums to the step
+};
+
+/// The figures of api::simulate's result.
+[[nodiscard]] SimFigures sim_figures(const api::Simulated& s);
+
+class PlanView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PlanView(QWidget* parent = nullptr);
+
+  /// Shows `p`'s estimate on `s`; `origin` says where the plan comes from.
+  void show_estimate(const Scenario& s, const plan::Plan& p, const analytic::Estimate& e, const QString& origin);
+  /// Adds the simulated step to what show_estimate showed.
+  void show_simulation(const SimFigures& f);
+  /// A line about the simulation in progress or why there is none ("simulating…", an error).
+  void set_simulation_note(const QString& note);
+  void clear(const QString& message);
+
+  [[nodiscard]] QString headline_text() const;
+  [[nodiscard]] QString simulation_text() const;
+  [[nodiscard]] BreakdownModel* breakdown_model() const { return breakdown_; }
+  [[nodiscard]] BreakdownModel* critical_model() const { return critical_; }
+  [[nodiscard]] MemoryModel* memory_model() const { return memory_; }
+  [[nodiscard]] MemoryBars* memory_bars() const { return bars_; }
+
+ private:
+  QLabel* headline_ = nullptr;
+  QLabel* simulation_ = nullptr;
+  BreakdownModel* breakdown_ = nullptr;
+  BreakdownModel* critical_ = nullptr;
+  MemoryModel* memory_ = nullptr;
+  MemoryBars* bars_ = nullptr;
+  QTableView* breakdown_table_ = nullptr;
+  QTableView* critical_table_ = nullptr;
+  QTableView* memory_table_ = nullptr;
+  analytic::Estimate estimate_;
+};
+
+}  // namespace hetsim::gui

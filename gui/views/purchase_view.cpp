@@ -1,0 +1,214 @@
+#include "gui/views/purchase_view.hpp"
+
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "gui/qt_models/format.hpp"
+#include "gui/qt_models/front_model.hpp"
+#include "gui/views/front_chart.hpp"
+#include "sim/report/buy_report.hpp"
+#include "sim/report/estimate_report.hpp"
+
+namespace hetsim::gui {
+
+namespace {
+
+bool has_lead_times(const Scenario& s) {
+  return s.purchase && std::any_of(s.purchase->candidates.begin(), s.purchase->candidates.end(),
+                                   [](const PurchaseSpec::Candidate& c) { return c.lead_time_days > 0; });
+}
+
+QString esc(const std::string& s) { return qs(s).toHtmlEscaped(); }
+
+}  // namespace
+
+QString point_details(const Scenario& s, const buy::Result& r, std::size_t i) {
+  if (!s.purchase || i >= r.front.size()) return {};
+  const buy::Point& p = r.front[i];
+  QString h;
+  h += QObject::tr("<p><b>Point %1 of %2</b>%3</p>")
+           .arg(i + 1)
+           .arg(r.front.size())
+           .arg(i == r.recommended ? QObject::tr(" — recommended") : QString());
+  h += QObject::tr("<p><b>Buy:</b> %1</p>").arg(esc(report::what_is_bought(s, p)));
+  h += QObject::tr("<p><b>Cost:</b> capex %1, run %2, <b>total %3</b></p>")
+           .arg(format_usd(p.capex_usd), format_usd(p.run_usd), format_usd(p.total_usd));
+  h += QObject::tr("<p><b>Time:</b> effective time to train %1").arg(format_seconds(p.effective_time_s));
+  if (p.lead_time_s > 0)
+    h += QObject::tr(" after a lead time of %1 (trained in %2)")
+             .arg(format_seconds(p.lead_time_s), format_seconds(p.trained_in_s));
+  if (s.purchase->deadline_days > 0)
+    h += p.meets_deadline ? QObject::tr("; meets the deadline") : QObject::tr("; <b>misses the deadline</b>");
+  h += "</p>";
+  h += QObject::tr("<p><b>Power:</b> %1 kW &nbsp; <b>$/M tokens:</b> %2</p>")
+           .arg(QString::number(p.power_kw, 'g', 4), QString::number(p.usd_per_million_tokens, 'g', 3));
+  h += QObject::tr("<p><b>Step:</b> %1 (%2), MFU %3 %</p>")
+           .arg(format_seconds(p.best.step_s()),
+                p.best.verified() ? QObject::tr("simulated") : QObject::tr("estimated"),
+                QString::number(100 * p.best.estimate.mfu, 'f', 1));
+  if (p.idle_owned_devices > 0)
+    h += QObject::tr("<p>Leaves %1 owned devices unused.</p>").arg(p.idle_owned_devices);
+  h += QObject::tr("<p><b>Plan:</b> <code>%1</code></p>").arg(esc(report::plan_summary(p.scenario, p.best.plan)));
+  return h;
+}
+
+QString search_summary(const buy::Result& r, double seconds) {
+  QString t = QObject::tr("%1 compositions searched in %2 s: %3 over budget, %4 over power, %5 too small, "
+                          "%6 pruned by their bounds, %7 planned")
+                  .arg(r.compositions)
+                  .arg(seconds, 0, 'f', 2)
+                  .arg(r.over_budget)
+                  .arg(r.over_power)
+                  .arg(r.too_small)
+                  .arg(r.pruned)
+                  .arg(r.planned);
+  if (r.none_fits > 0) t += QObject::tr(" (%1 with no plan that fits)").arg(r.none_fits);
+  if (r.stopped) t += QObject::tr("; STOPPED early: the front of what was searched");
+  if (r.front.empty()) t += QObject::tr(". No composition has a plan that fits within the limits.");
+  return t;
+}
+
+PurchaseView::PurchaseView(QWidget* parent) : QWidget(parent) {
+  summary_ = new QLabel(this);
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  chart_ = new FrontChart(this);
+  chart_->setMinimumSize(420, 300);
+  details_ = new QLabel(this);
+  details_->setWordWrap(true);
+  details_->setTextFormat(Qt::RichText);
+  details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  details_->setMinimumWidth(280);
+  details_->setObjectName("details");
+
+  model_ = new FrontModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(FrontModel::kSortRole);
+  table_ = new QTableView(this);
+  table_->setModel(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(FrontModel::kPoint, Qt::AscendingOrder);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setWordWrap(false);
+
+  auto* top = new QSplitter(Qt::Horizontal, this);
+  top->addWidget(chart_);
+  top->addWidget(details_);
+  top->setStretchFactor(0, 3);
+  top->setStretchFactor(1, 2);
+  top->setSizes({780, 460});
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(top);
+  split->addWidget(table_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setSizes({470, 300});
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(summary_);
+  layout->addWidget(split, 1);
+
+  connect(chart_, &FrontChart::point_clicked, this, [this](int i) { select_point(static_cast<std::size_t>(i)); });
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          [this] { on_table_selection(); });
+  clear(tr("Open a scenario with a [purchase] table and press Run."));
+}
+
+PurchaseView::~PurchaseView() = default;
+
+void PurchaseView::clear(const QString& message) {
+  outcome_.reset();
+  selected_.reset();
+  model_->clear();
+  chart_->set_points({});
+  chart_->set_x_limit(std::nullopt, {});
+  chart_->set_y_limit(std::nullopt, {});
+  details_->clear();
+  summary_->setText(message);
+}
+
+void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
+  outcome_ = std::move(outcome);
+  selected_.reset();
+  const Scenario& s = outcome_->scenario;
+  const buy::Result& r = outcome_->result;
+  model_->set_rows(front_rows(s, r));
+  table_->resizeColumnsToContents();
+  table_->setColumnWidth(FrontModel::kBuy, std::min(table_->columnWidth(FrontModel::kBuy), 320));
+
+  const bool leads = has_lead_times(s);
+  chart_->set_titles(tr("%1: total cost against time to train").arg(qs(s.name)),
+                     leads ? tr("lead time + effective time to train (days)") : tr("effective time to train (days)"),
+                     tr("total cost (M$)"));
+  // Without lead times, "trained in" is the time to train: one column says it.
+  table_->setColumnHidden(FrontModel::kLead, !leads);
+  table_->setColumnHidden(FrontModel::kTrainedIn, !leads);
+  std::vector<ChartPoint> points;
+  for (std::size_t i = 0; i < r.front.size(); ++i) {
+    const buy::Point& p = r.front[i];
+    ChartPoint c;
+    c.x = p.trained_in_s / 86400;
+    c.y = p.total_usd / 1e6;
+    c.highlighted = i == r.recommended;
+    c.tooltip = tr("#%1%2: buy %3\ntotal %4 in %5")
+                    .arg(i + 1)
+                    .arg(c.highlighted ? tr(" (recommended)") : QString())
+                    .arg(qs(report::what_is_bought(s, p)), format_usd(p.total_usd), format_seconds(p.trained_in_s));
+    points.push_back(c);
+  }
+  chart_->set_points(std::move(points));
+  const PurchaseSpec& ps = *s.purchase;
+  if (ps.deadline_days > 0)
+    chart_->set_x_limit(ps.deadline_days, tr("deadline"));
+  else
+    chart_->set_x_limit(std::nullopt, {});
+  if (ps.budget_usd > 0)
+    chart_->set_y_limit(ps.budget_usd / 1e6, s.cost.mode == CostSpec::Mode::Own ? tr("budget (capex)")
+                                                                                 : tr("budget (rent)"));
+  else
+    chart_->set_y_limit(std::nullopt, {});
+  summary_->setText(search_summary(r, outcome_->seconds));
+  if (!r.front.empty()) select_point(r.recommended);
+}
+
+void PurchaseView::select_point(std::size_t i) {
+  if (!outcome_ || i >= outcome_->result.front.size() || selecting_) return;
+  selecting_ = true;
+  selected_ = i;
+  chart_->set_selected(static_cast<int>(i));
+  details_->setText(point_details(outcome_->scenario, outcome_->result, i));
+  for (int row = 0; row < proxy_->rowCount(); ++row) {
+    const QModelIndex at = proxy_->index(row, 0);
+    if (at.data(FrontModel::kPointRole).toULongLong() == i) {
+      table_->selectionModel()->select(at, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+      table_->scrollTo(at);
+      break;
+    }
+  }
+  selecting_ = false;
+  emit point_selected(i);
+}
+
+void PurchaseView::on_table_selection() {
+  if (selecting_) return;
+  const QModelIndexList rows = table_->selectionModel()->selectedRows();
+  if (rows.isEmpty()) return;
+  select_point(static_cast<std::size_t>(rows.front().data(FrontModel::kPointRole).toULongLong()));
+}
+
+QString PurchaseView::details_text() const { return details_->text(); }
+QString PurchaseView::summary_text() const { return summary_->text(); }
+
+}  // namespace hetsim::gui

@@ -1,0 +1,78 @@
+#pragma once
+// The purchase view: a search's Pareto front (total cost against time to train) as a chart with
+// the budget and deadline lines, the front as a sortable table, and the chosen point's details
+// (what to buy, cost, time, plan in one line). Chart, table and details follow one selection.
+
+#include <QWidget>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "sim/plan/buy.hpp"
+
+class QLabel;
+class QSortFilterProxyModel;
+class QTableView;
+
+namespace hetsim::gui {
+
+class FrontChart;
+class FrontModel;
+
+/// A finished search, as a value: the scenario searched, the text it was read from (for the
+/// exports) and api::buy's result.
+struct BuyOutcome {
+  Scenario scenario;
+  std::string source_text;
+  buy::Result result;
+  double seconds = 0;
+};
+
+/// The chosen point in words (HTML): what to buy, capex/run/total, time to train, lead time,
+/// deadline, power, $/M tokens, step, MFU, the plan in one line.
+[[nodiscard]] QString point_details(const Scenario& s, const buy::Result& r, std::size_t i);
+/// What the search looked at, in one line ("24 compositions in 5.7 s: 3 over power, 21 planned").
+[[nodiscard]] QString search_summary(const buy::Result& r, double seconds);
+
+class PurchaseView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PurchaseView(QWidget* parent = nullptr);
+  ~PurchaseView() override;
+
+  /// Shows a search's front and selects its recommended point.
+  void show_outcome(std::shared_ptr<const BuyOutcome> outcome);
+  /// Empties the view with a message ("searching…", "cancelled").
+  void clear(const QString& message);
+  /// Selects front point `i` (in api::buy's order) in the chart, the table and the details.
+  void select_point(std::size_t i);
+
+  [[nodiscard]] const std::shared_ptr<const BuyOutcome>& outcome() const { return outcome_; }
+  [[nodiscard]] std::optional<std::size_t> selected_point() const { return selected_; }
+  [[nodiscard]] QString details_text() const;
+  [[nodiscard]] QString summary_text() const;
+  [[nodiscard]] FrontModel* model() const { return model_; }
+  [[nodiscard]] QSortFilterProxyModel* proxy() const { return proxy_; }
+  [[nodiscard]] QTableView* table() const { return table_; }
+  [[nodiscard]] FrontChart* chart() const { return chart_; }
+
+ signals:
+  void point_selected(std::size_t i);
+
+ private:
+  void on_table_selection();
+
+  std::shared_ptr<const BuyOutcome> outcome_;
+  std::optional<std::size_t> selected_;
+  bool selecting_ = false;
+  QLabel* summary_ = nullptr;
+  FrontChart* chart_ = nullptr;
+  QLabel* details_ = nullptr;
+  FrontModel* model_ = nullptr;
+  QSortFilterProxyModel* proxy_ = nullptr;
+  QTableView* table_ = nullptr;
+};
+
+}  // namespace hetsim::gui

@@ -1,0 +1,47 @@
+#pragma once
+// The scenario as text (the TOML the CLI reads) with the reader's verdict under it: a line that
+// says what the scenario asks (a purchase search, a fixed plan, a plan search), or the reader's
+// diagnostics listed by file:line:col and key; clicking one puts the cursor on the field.
+
+#include <QWidget>
+
+class QLabel;
+class QPlainTextEdit;
+class QTableView;
+class QTimer;
+
+namespace hetsim::gui {
+
+class Document;
+class DiagnosticsModel;
+
+class ScenarioView : public QWidget {
+  Q_OBJECT
+ public:
+  ScenarioView(Document* doc, QWidget* parent = nullptr);
+
+  /// Hands the editor's text to the document now (edits are otherwise handed over after a
+  /// short pause in typing).
+  void apply_edit();
+  /// Puts the cursor at `line`:`col` (1-based; col 0 = the line's start) and shows it.
+  void jump_to(int line, int col);
+
+  [[nodiscard]] QPlainTextEdit* editor() const { return editor_; }
+  [[nodiscard]] QTableView* diagnostics_table() const { return table_; }
+  [[nodiscard]] DiagnosticsModel* diagnostics_model() const { return diagnostics_; }
+  [[nodiscard]] QString verdict_text() const;
+
+ private:
+  void load_text();
+  void show_verdict();
+
+  Document* doc_;
+  QPlainTextEdit* editor_ = nullptr;
+  QLabel* verdict_ = nullptr;
+  DiagnosticsModel* diagnostics_ = nullptr;
+  QTableView* table_ = nullptr;
+  QTimer* pause_ = nullptr;
+  bool loading_ = false;
+};
+
+}  // namespace hetsim::gui

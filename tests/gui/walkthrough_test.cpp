@@ -1,0 +1,388 @@
+// hetsim-gui driven as a user would: open a purchase scenario, run the search, pick a point of
+// the front on the chart and in the table, check that what is shown is api::buy's answer,
+// export the point and check that `hetsim simulate --plan` on the export (api::simulate here)
+// gives the step shown. Also: a scenario with errors lists the reader's messages and cannot run;
+// Cancel and a newer Run leave no stray results; closing during a search stops it; unsaved
+// changes are asked about.
+#include <QAction>
+#include <QFile>
+#include <QGraphicsView>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <chrono>
+
+#include "gui/app/document.hpp"
+#include "gui/app/job_runner.hpp"
+#include "gui/app/main_window.hpp"
+#include "gui/app/recent_files.hpp"
+#include "gui/qt_models/breakdown_model.hpp"
+#include "gui/qt_models/diagnostics_model.hpp"
+#include "gui/qt_models/format.hpp"
+#include "gui/qt_models/front_model.hpp"
+#include "gui/views/front_chart.hpp"
+#include "gui/views/plan_view.hpp"
+#include "gui/views/purchase_view.hpp"
+#include "gui/views/scenario_view.hpp"
+#include "gui/widgets/memory_bars.hpp"
+#include "sim/api/api.hpp"
+#include "sim/report/buy_report.hpp"
+#include "sim/report/estimate_report.hpp"
+#include "tests/gui/gui_test.hpp"
+
+namespace hetsim::gui {
+namespace {
+
+constexpr int kSearchTimeoutMs = 300000;  // sanitizer builds are slow; the search takes < 1 s in release
+
+QString read_all(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QString::fromUtf8(f.readAll());
+}
+
+// No dialog may block a test: unsaved changes are discarded unless a test says otherwise; errors
+// are collected.
+struct Quiet {
+  QStringList errors;
+  Prompts prompts(QMessageBox::StandardButton unsaved = QMessageBox::Discard) {
+    Prompts p;
+    p.unsaved = [unsaved](QWidget*, const QString&) { return unsaved; };
+    p.error = [this](QWidget*, const QString&, const QString& m) { errors.push_back(m); };
+    return p;
+  }
+};
+
+bool idle(const MainWindow& w) { return !w.jobs()->busy() && w.jobs()->running() == 0; }
+
+class WalkthroughTest : public QObject {
+  Q_OBJECT
+
+  QString small_ = test::source_file("tests/gui/data/small-purchase.toml");
+  QString bad_ = test::source_file("tests/gui/data/bad-device.toml");
+
+ private slots:
+  void open_run_pick_and_export_a_purchase() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.open_file(small_));
+    QVERIFY(w.document()->is_purchase());
+    QVERIFY(w.run_action()->isEnabled());
+    QCOMPARE(w.command_line(), "hetsim buy " + small_);
+
+    QVERIFY(w.run());
+    QVERIFY(w.jobs()->busy());
+    QVERIFY(w.progress_bar()->isVisible());
+    QCOMPARE(w.tabs()->currentWidget(), w.purchase_view());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    QVERIFY(!w.progress_bar()->isVisible());
+
+    // What the CLI computes for the same file.
+    auto s = api::load(small_.toStdString(), {.plan = false});
+    QVERIFY(s.ok());
+    auto expected = api::buy(*s, {});
+    QVERIFY(expected.ok());
+    const buy::Result& r = *expected;
+
+    PurchaseView* pv = w.purchase_view();
+    QVERIFY(pv->outcome());
+    const buy::Result& shown = pv->outcome()->result;
+    QVERIFY(!shown.stopped);
+    QCOMPARE(shown.front.size(), r.front.size());
+    QCOMPARE(shown.recommended, r.recommended);
+    QCOMPARE(pv->model()->rowCount(), static_cast<int>(r.front.size()));
+    QCOMPARE(pv->chart()->point_count(), static_cast<int>(r.front.size()));
+    for (std::size_t i = 0; i < r.front.size(); ++i) {
+      QCOMPARE(shown.front[i].nodes, r.front[i].nodes);
+      QCOMPARE(shown.front[i].total_usd, r.front[i].total_usd);
+      QCOMPARE(shown.front[i].effective_time_s, r.front[i].effective_time_s);
+    }
+    QVERIFY(pv->summary_text().contains(QString::number(r.compositions) + " compositions"));
+    // The recommended point is selected first, its numbers in the details.
+    QCOMPARE(pv->selected_point(), std::optional<std::size_t>(r.recommended));
+    QCOMPARE(pv->chart()->selected(), static_cast<int>(r.recommended));
+
+    // Click another point of the chart.
+    const std::size_t pick = r.recommended == 1 ? 2 : 1;
+    const buy::Point& p = r.front[pick];
+    auto* view = pv->chart()->findChild<QGraphicsView*>();
+    QVERIFY(view);
+    const QPoint at = view->viewport()->mapFrom(pv->chart(), pv->chart()->point_position(static_cast<int>(pick)));
+    QVERIFY(view->viewport()->rect().contains(at));
+    QCOMPARE(pv->chart()->point_at(pv->chart()->point_position(static_cast<int>(pick))), static_cast<int>(pick));
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, at);
+    QTRY_COMPARE(pv->selected_point(), std::optional<std::size_t>(pick));
+    QCOMPARE(pv->chart()->selected(), static_cast<int>(pick));
+    const QString details = pv->details_text();
+    QVERIFY2(details.contains("total " + format_usd(p.total_usd)), qPrintable(details));
+    QVERIFY(details.contains("capex " + format_usd(p.capex_usd)));
+    QVERIFY(details.contains(format_seconds(p.effective_time_s)));
+    QVERIFY(details.contains(QString::fromStdString(report::what_is_bought(*s, p)).toHtmlEscaped()));
+    QVERIFY(details.contains(QString::fromStdString(report::plan_summary(p.scenario, p.best.plan)).toHtmlEscaped()));
+    QVERIFY(details.contains(format_seconds(p.best.step_s())));
+    // The table follows the chart.
+    const QModelIndexList rows = pv->table()->selectionModel()->selectedRows();
+    QCOMPARE(rows.size(), 1);
+    QCOMPARE(rows.front().data(FrontModel::kPointRole).toULongLong(), static_cast<qulonglong>(pick));
+    QCOMPARE(pv->proxy()->index(rows.front().row(), FrontModel::kTotal).data().toString(), format_usd(p.total_usd));
+
+    // Sort the table by total cost and pick its first row: the cheapest point (the front's last).
+    pv->table()->sortByColumn(FrontModel::kTotal, Qt::AscendingOrder);
+    pv->table()->selectRow(0);
+    QCOMPARE(pv->selected_point(), std::optional<std::size_t>(r.front.size() - 1));
+    QCOMPARE(pv->chart()->selected(), static_cast<int>(r.front.size() - 1));
+    pv->select_point(pick);
+
+    // Export the point: the same files as `hetsim buy --out`.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString plan_path = dir.filePath("chosen.plan.json");
+    QVERIFY(w.export_plan(plan_path));
+    auto cli = api::buy_files(*s, read_all(small_).toStdString(), r, dir.path().toStdString());
+    QVERIFY(cli.ok());
+    const std::string stem = "point-" + std::to_string(pick + 1);
+    for (const auto& f : *cli)
+      if (f.path.filename() == stem + ".plan.json") QCOMPARE(read_all(plan_path).toStdString(), f.content);
+    QVERIFY(w.export_point(dir.path()));
+    const QString toml = dir.filePath(QString::fromStdString(stem + ".toml"));
+    const QString json = dir.filePath(QString::fromStdString(stem + ".plan.json"));
+    QVERIFY(QFile::exists(toml) && QFile::exists(json));
+    QCOMPARE(read_all(json), read_all(plan_path));
+    QVERIFY(w.export_csv(dir.filePath("front.csv")));
+    QCOMPARE(read_all(dir.filePath("front.csv")).toStdString(), report::buy_csv(*s, r));
+
+    // `hetsim simulate point-N.toml --plan point-N.plan.json` gives the step the GUI showed.
+    auto point = api::load(toml.toStdString());
+    QVERIFY2(point.ok(), point.ok() ? "" : to_string(point.errors().front()).c_str());
+    auto plan = api::plan_to_run(*point, json.toStdString(), "simulate");
+    QVERIFY(plan.ok());
+    auto sim = api::simulate(*point, *plan);
+    QVERIFY(sim.ok());
+    const double step = static_cast<double>(sim->sim.trace.makespan) * 1e-9;
+    QVERIFY(p.best.verified());
+    QVERIFY2(std::abs(step - p.best.simulated_step_s) <= 1e-9 * step,
+             qPrintable(QString("simulate %1 s, shown %2 s").arg(step).arg(p.best.simulated_step_s)));
+    QCOMPARE(format_seconds(step), pv->proxy()->index(pv->table()->selectionModel()->selectedRows().front().row(),
+                                                      FrontModel::kStep).data().toString());
+    QVERIFY(quiet.errors.isEmpty());
+  }
+
+  void a_bad_scenario_lists_the_readers_messages_and_cannot_run() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    w.show();
+    QVERIFY(w.open_file(bad_));
+    auto expected = api::load(bad_.toStdString(), {.plan = false});
+    QVERIFY(!expected.ok());
+    DiagnosticsModel* dm = w.scenario_view()->diagnostics_model();
+    QCOMPARE(dm->rowCount(), static_cast<int>(expected.errors().size()));
+    for (int row = 0; row < dm->rowCount(); ++row) {
+      const Diagnostic& d = expected.errors()[static_cast<std::size_t>(row)];
+      QCOMPARE(dm->index(row, DiagnosticsModel::kMessage).data().toString(), QString::fromStdString(d.message));
+      QCOMPARE(dm->index(row, DiagnosticsModel::kKey).data().toString(), QString::fromStdString(d.key));
+    }
+    QVERIFY(w.scenario_view()->diagnostics_table()->isVisible());
+    QVERIFY(w.scenario_view()->verdict_text().contains("2 error(s)"));
+    QVERIFY(!w.run_action()->isEnabled());
+    QVERIFY(!w.run());
+    QVERIFY(!w.jobs()->busy());
+    QVERIFY(!w.purchase_view()->outcome());
+    // Clicking a message puts the cursor on its field.
+    QTableView* table = w.scenario_view()->diagnostics_table();
+    const QRect cell = table->visualRect(dm->index(1, DiagnosticsModel::kMessage));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    QCOMPARE(w.scenario_view()->editor()->textCursor().blockNumber() + 1, 26);
+    QCOMPARE(w.scenario_view()->editor()->textCursor().positionInBlock() + 1, 13);
+
+    // Editing a good scenario to a bad value: the reader's message, Run disabled; fixed: enabled.
+    QVERIFY(w.open_file(small_));
+    QVERIFY(w.run_action()->isEnabled());
+    QPlainTextEdit* editor = w.scenario_view()->editor();
+    const QString good = editor->toPlainText();
+    QString bad = good;
+    bad.replace("max_nodes = 2", "max_nodes = -3");
+    QVERIFY(bad != good);
+    editor->setPlainText(bad);
+    QTRY_VERIFY(!w.run_action()->isEnabled());  // after the pause in typing
+    QVERIFY(w.document()->modified());
+    QVERIFY(dm->rowCount() >= 1);
+    QVERIFY(dm->index(0, DiagnosticsModel::kMessage).data().toString().contains("max_nodes = -3 is out of range"));
+    QVERIFY(!w.run());
+    editor->setPlainText(good);
+    w.scenario_view()->apply_edit();
+    QVERIFY(w.run_action()->isEnabled());
+    QCOMPARE(dm->rowCount(), 0);
+    QVERIFY(quiet.errors.isEmpty());
+  }
+
+  void a_file_that_cannot_be_read_is_told_not_crashed_on() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(!w.open_file(test::source_file("tests/gui/data/no-such-file.toml")));
+    QCOMPARE(quiet.errors.size(), 1);
+    QVERIFY(quiet.errors.front().contains("no-such-file.toml"));
+    QVERIFY(!w.open_file(test::source_file("tests/gui/data")));  // a folder
+    QCOMPARE(quiet.errors.size(), 2);
+    QVERIFY(!w.run_action()->isEnabled());
+  }
+
+  void cancel_leaves_no_result() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(small_));
+    QSignalSpy finished(w.jobs(), &JobRunner::finished);
+    QSignalSpy dropped(w.jobs(), &JobRunner::dropped);
+    QVERIFY(w.run());
+    w.cancel();
+    QVERIFY(!w.jobs()->busy());
+    QCOMPARE(w.status_text(), QString("Cancelled"));
+    QTRY_VERIFY_WITH_TIMEOUT(w.jobs()->running() == 0, kSearchTimeoutMs);
+    QCOMPARE(dropped.count(), 1);  // the stopped search's answer arrived and was dropped
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(!w.purchase_view()->outcome());
+    QCOMPARE(w.purchase_view()->model()->rowCount(), 0);
+    QCOMPARE(w.purchase_view()->chart()->point_count(), 0);
+    QVERIFY(!w.progress_bar()->isVisible());
+  }
+
+  void a_newer_run_supersedes_the_older_one() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(small_));
+    QSignalSpy finished(w.jobs(), &JobRunner::finished);
+    QSignalSpy dropped(w.jobs(), &JobRunner::dropped);
+    QVERIFY(w.run());
+    const quint64 first = w.jobs()->current();
+    QVERIFY(w.run());
+    const quint64 second = w.jobs()->current();
+    QVERIFY(second != first);
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.front().front().toULongLong(), second);
+    QCOMPARE(dropped.count(), 1);
+    QCOMPARE(dropped.front().front().toULongLong(), first);
+    QVERIFY(w.purchase_view()->outcome());
+    QVERIFY(!w.purchase_view()->outcome()->result.stopped);  // the complete answer, not the stopped one
+  }
+
+  void closing_during_a_search_stops_it() {
+    Quiet quiet;
+    auto* w = new MainWindow;
+    w->set_prompts(quiet.prompts());
+    w->show();
+    QVERIFY(w->open_file(small_));
+    QVERIFY(w->run());
+    QVERIFY(w->close());
+    const auto t0 = std::chrono::steady_clock::now();
+    delete w;  // joins the stopped search
+    QVERIFY(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120));
+  }
+
+  void unsaved_changes_are_asked_about_and_save_as_writes_the_text() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts(QMessageBox::Cancel));
+    QVERIFY(w.open_file(small_));
+    QPlainTextEdit* editor = w.scenario_view()->editor();
+    editor->setPlainText(editor->toPlainText() + "\n# an edit\n");
+    QVERIFY(!w.open_file(bad_));  // Cancel: stays
+    QCOMPARE(w.document()->path(), small_);
+    QVERIFY(w.document()->modified());
+    QVERIFY(w.isWindowModified());
+
+    QTemporaryDir dir;
+    const QString copy = dir.filePath("copy.toml");
+    QVERIFY(w.save_as(copy));
+    QVERIFY(!w.document()->modified());
+    QCOMPARE(w.document()->path(), copy);
+    QCOMPARE(read_all(copy), editor->toPlainText());
+    QCOMPARE(RecentFiles::list().front(), QFileInfo(copy).absoluteFilePath());
+    QVERIFY(w.document()->scenario().has_value());  // read again under its new name
+    QCOMPARE(QString::fromStdString(w.document()->scenario()->file), copy);
+
+    editor->setPlainText(editor->toPlainText() + "# another\n");
+    w.set_prompts(quiet.prompts(QMessageBox::Save));
+    QVERIFY(w.open_file(bad_));  // Save, then open
+    QVERIFY(read_all(copy).endsWith("# another\n"));
+    QCOMPARE(RecentFiles::list().front(), QFileInfo(bad_).absoluteFilePath());
+  }
+
+  void a_fixed_plan_is_estimated_at_once_and_simulated_in_the_background() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    const QString file = test::source_file("scenarios/mixed-h100-a100.toml");
+    QVERIFY(w.open_file(file));
+    QVERIFY(!w.document()->is_purchase());
+    QCOMPARE(w.command_line(), "hetsim simulate " + file);
+    auto s = api::load(file.toStdString());
+    QVERIFY(s.ok());
+    const analytic::Estimate e = api::estimate(*s, *s->plan);
+    QVERIFY(w.run());
+    QCOMPARE(w.tabs()->currentWidget(), w.plan_view());
+    QVERIFY2(w.plan_view()->headline_text().contains("Step " + format_seconds(e.step_time.v)),
+             qPrintable(w.plan_view()->headline_text()));
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    auto sim = api::simulate(*s, *s->plan);
+    QVERIFY(sim.ok());
+    const double step = static_cast<double>(sim->sim.trace.makespan) * 1e-9;
+    QVERIFY2(w.plan_view()->simulation_text().contains("Simulated step " + format_seconds(step)),
+             qPrintable(w.plan_view()->simulation_text()));
+    QCOMPARE(w.plan_view()->memory_bars()->bars().size(), e.device_types.size());
+    QCOMPARE(w.plan_view()->critical_model()->rowCount(),
+             static_cast<int>(sim->sim.summary.critical_by_kind.size()));
+  }
+};
+
+HETSIM_GUI_SUITE(WalkthroughTest);
+
+// The bundled purchase scenario the issue names (5–6 s in an optimised build; labelled slow, so
+// the sanitizer run leaves it out).
+class BundledPurchaseTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void the_bundled_405b_search_shows_buys_front() {
+    MainWindow w;
+    Quiet quiet;
+    w.set_prompts(quiet.prompts());
+    const QString file = test::source_file("scenarios/purchase/llama3-405b-from-scratch-power.toml");
+    QVERIFY(w.open_file(file));
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), 600000);
+    auto s = api::load(file.toStdString(), {.plan = false});
+    QVERIFY(s.ok());
+    auto r = api::buy(*s, {});
+    QVERIFY(r.ok());
+    const auto& o = w.purchase_view()->outcome();
+    QVERIFY(o);
+    QCOMPARE(o->result.front.size(), r->front.size());
+    QCOMPARE(o->result.recommended, r->recommended);
+    for (std::size_t i = 0; i < r->front.size(); ++i) {
+      QCOMPARE(o->result.front[i].nodes, r->front[i].nodes);
+      QCOMPARE(w.purchase_view()->model()->rows()[i].total_usd, r->front[i].total_usd);
+      QCOMPARE(w.purchase_view()->model()->rows()[i].trained_in_s, r->front[i].trained_in_s);
+    }
+    QVERIFY(w.purchase_view()->details_text().contains(format_usd(r->front[r->recommended].total_usd)));
+  }
+};
+
+HETSIM_GUI_SUITE(BundledPurchaseTest);
+
+}  // namespace
+}  // namespace hetsim::gui
+
+#include "walkthrough_test.moc"
