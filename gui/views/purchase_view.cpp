@@ -59,7 +59,7 @@ QString point_details(const Scenario& s, const buy::Result& r, std::size_t i) {
   return h;
 }
 
-QString search_summary(const buy::Result& r, double seconds) {
+QString search_summary(const Scenario& s, const buy::Result& r, double seconds) {
   QString t = QObject::tr("%1 compositions searched in %2 s: %3 over budget, %4 over power, %5 too small, "
                           "%6 pruned by their bounds, %7 planned")
                   .arg(r.compositions)
@@ -71,7 +71,14 @@ QString search_summary(const buy::Result& r, double seconds) {
                   .arg(r.planned);
   if (r.none_fits > 0) t += QObject::tr(" (%1 with no plan that fits)").arg(r.none_fits);
   if (r.stopped) t += QObject::tr("; STOPPED early: the front of what was searched");
-  if (r.front.empty()) t += QObject::tr(". No composition has a plan that fits within the limits.");
+  if (!r.front.empty()) return t;
+  t += QObject::tr(". No composition has a plan that fits within the limits.");
+  if (r.smallest_fit) {
+    const buy::Point& p = *r.smallest_fit;
+    t += QObject::tr(" The smallest that would fit: buy %1 (capex %2, total %3, %4 kW, %5).")
+             .arg(qs(report::what_is_bought(s, p)), format_usd(p.capex_usd), format_usd(p.total_usd),
+                  QString::number(p.power_kw, 'g', 4), format_seconds(p.effective_time_s));
+  }
   return t;
 }
 
@@ -179,7 +186,7 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
                                                                                  : tr("budget (rent)"));
   else
     chart_->set_y_limit(std::nullopt, {});
-  summary_->setText(search_summary(r, outcome_->seconds));
+  summary_->setText(search_summary(s, r, outcome_->seconds));
   if (!r.front.empty()) select_point(r.recommended);
 }
 

@@ -33,8 +33,9 @@ struct BuyOutcome {
 /// The chosen point in words (HTML): what to buy, capex/run/total, time to train, lead time,
 /// deadline, power, $/M tokens, step, MFU, the plan in one line.
 [[nodiscard]] QString point_details(const Scenario& s, const buy::Result& r, std::size_t i);
-/// What the search looked at, in one line ("24 compositions in 5.7 s: 3 over power, 21 planned").
-[[nodiscard]] QString search_summary(const buy::Result& r, double seconds);
+/// What the search looked at, in one line ("24 compositions in 5.7 s: 3 over power, 21 planned"),
+/// and, when nothing fits the limits, the smallest composition that would.
+[[nodiscard]] QString search_summary(const Scenario& s, const buy::Result& r, double seconds);
 
 class PurchaseView : public QWidget {
   Q_OBJECT

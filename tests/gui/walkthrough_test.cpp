@@ -176,6 +176,39 @@ class WalkthroughTest : public QObject {
     QVERIFY(quiet.errors.isEmpty());
   }
 
+  void nothing_within_the_limits_says_so_and_what_would_fit() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    // Own nothing, $1k of budget: no composition fits.
+    QString text = read_all(small_);
+    text.replace("[[cluster.pool]]\nname = \"a100\"\ndevice = \"a100-sxm4-80gb\"\nnodes = 1\n", "");
+    text.replace("budget_usd = 1.0e6", "budget_usd = 1e3");
+    QTemporaryDir dir;
+    const QString file = dir.filePath("tight.toml");
+    {
+      QFile f(file);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text.toUtf8());
+    }
+    QVERIFY(w.open_file(file));
+    QVERIFY2(w.document()->is_purchase(), qPrintable(text));
+    QVERIFY(w.document()->scenario()->cluster.pools.empty());
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    PurchaseView* pv = w.purchase_view();
+    QVERIFY(pv->outcome());
+    QVERIFY(pv->outcome()->result.front.empty());
+    QCOMPARE(pv->model()->rowCount(), 0);
+    QVERIFY(pv->summary_text().contains("No composition has a plan that fits within the limits"));
+    QVERIFY(pv->outcome()->result.smallest_fit.has_value());
+    QVERIFY2(pv->summary_text().contains("The smallest that would fit: buy 1 × "), qPrintable(pv->summary_text()));
+    QVERIFY(!pv->selected_point());
+    QVERIFY(!w.export_csv(dir.filePath("front.csv")));
+    QVERIFY(!QFile::exists(dir.filePath("front.csv")));
+    QCOMPARE(quiet.errors.size(), 1);
+  }
+
   void a_bad_scenario_lists_the_readers_messages_and_cannot_run() {
     Quiet quiet;
     MainWindow w;
