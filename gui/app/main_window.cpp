@@ -32,6 +32,7 @@
 #include "gui/views/purchase_view.hpp"
 #include "gui/views/scenario_view.hpp"
 #include "sim/api/api.hpp"
+#include "sim/report/buy_report.hpp"
 
 namespace hetsim::gui {
 
@@ -112,6 +113,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), prompts_(default_
   connect(jobs_, &JobRunner::finished, this, &MainWindow::job_ended);
   connect(jobs_, &JobRunner::cancelled, this, &MainWindow::job_ended);
   connect(purchase_view_, &PurchaseView::point_selected, this, &MainWindow::update_actions);
+  connect(purchase_view_, &PurchaseView::plan_requested, this, [this](std::size_t i) { show_point_plan(i); });
   update_title();
   update_actions();
   resize(1280, 860);
@@ -152,6 +154,11 @@ void MainWindow::build_menus() {
   export_csv_ = file->addAction(tr("Export Front as &CSV…"), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export front"), "front.csv", tr("CSV (*.csv)"));
     if (!path.isEmpty()) export_csv(path);
+  });
+  export_trace_ = file->addAction(tr("Export Simulated Step as Chrome &Trace…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Chrome trace"), "step.trace.json",
+                                                      tr("Chrome trace (*.json)"));
+    if (!path.isEmpty()) export_trace(path);
   });
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
@@ -198,6 +205,8 @@ void MainWindow::update_actions() {
   export_plan_->setEnabled(point);
   export_point_->setEnabled(point);
   export_csv_->setEnabled(purchase_view_->outcome() && !purchase_view_->outcome()->result.front.empty());
+  export_trace_->setEnabled(plan_view_->simulation() && !plan_view_->simulation()->chrome_trace.empty());
+  purchase_view_->show_plan_button()->setEnabled(point && !jobs_->busy());
   tabs_->setTabEnabled(tabs_->indexOf(purchase_view_), doc_->is_purchase() || purchase_view_->outcome());
 }
 
@@ -397,7 +406,7 @@ void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
         auto r = api::simulate(s, p);
         Run out;
         if (r)
-          out.value = sim_figures(*r);
+          out.value = sim_figures(s, *r);
         else
           out.errors = r.errors();
         return out;
@@ -410,6 +419,7 @@ void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
         }
         plan_view_->show_simulation(*r.value);
         status(tr("Simulated"));
+        update_actions();
       });
   progress_->setRange(0, 0);  // no progress from the engine: a busy indicator
 }
@@ -471,6 +481,34 @@ bool MainWindow::export_csv(const QString& path) {
     return false;
   }
   status(tr("Wrote the front to %1").arg(path));
+  return true;
+}
+
+bool MainWindow::export_trace(const QString& path) {
+  const auto& sim = plan_view_->simulation();
+  if (!sim || sim->chrome_trace.empty()) {
+    tell(tr("Nothing to export"),
+         sim ? tr("The step has more than %1 tasks: use hetsim simulate --trace").arg(kMaxTraceTasks)
+             : tr("Run a simulation first"));
+    return false;
+  }
+  QString error;
+  if (!write_text_file(path, sim->chrome_trace, &error)) {
+    tell(tr("Cannot export the trace"), error);
+    return false;
+  }
+  status(tr("Wrote the Chrome trace to %1 (open it in ui.perfetto.dev)").arg(path));
+  return true;
+}
+
+bool MainWindow::show_point_plan(std::size_t i) {
+  const auto& o = purchase_view_->outcome();
+  if (!o || i >= o->result.front.size() || jobs_->busy()) return false;
+  const buy::Point& p = o->result.front[i];
+  plan_view_->show_estimate(p.scenario, p.best.plan, api::estimate(p.scenario, p.best.plan),
+                            tr("front point %1's plan (buy %2)").arg(i + 1).arg(qs(report::what_is_bought(o->scenario, p))));
+  tabs_->setCurrentWidget(plan_view_);
+  start_simulate(p.scenario, p.best.plan);
   return true;
 }
 

@@ -57,6 +57,12 @@ class MainWindow : public QMainWindow {
   bool export_plan(const QString& path);
   bool export_point(const QString& dir);
   bool export_csv(const QString& path);
+  /// The simulated step shown in the Plan tab as a Chrome trace (what `hetsim simulate --trace`
+  /// writes; opens in ui.perfetto.dev).
+  bool export_trace(const QString& path);
+  /// Shows front point `i`'s plan in the Plan tab: its estimate at once, its step simulated in
+  /// the background. False while a job runs (it would supersede it) or without such a point.
+  bool show_point_plan(std::size_t i);
   /// The CLI line that reproduces what Run does on the saved file.
   [[nodiscard]] QString command_line() const;
 
@@ -101,6 +107,7 @@ class MainWindow : public QMainWindow {
   QAction* export_plan_ = nullptr;
   QAction* export_point_ = nullptr;
   QAction* export_csv_ = nullptr;
+  QAction* export_trace_ = nullptr;
   QMenu* recent_ = nullptr;
   QLabel* status_ = nullptr;
   QProgressBar* progress_ = nullptr;

@@ -12,11 +12,13 @@
 #include "gui/qt_models/memory_model.hpp"
 #include "gui/widgets/memory_bars.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/report/simulation_report.hpp"
 
 namespace hetsim::gui {
 
-SimFigures sim_figures(const api::Simulated& s) {
+SimFigures sim_figures(const Scenario& scenario, const api::Simulated& s) {
   SimFigures f;
+  if (s.sim.graph.size() <= kMaxTraceTasks) f.chrome_trace = report::chrome_trace(scenario, s.sim.graph, s.sim.trace);
   f.simulated = s.sim.simulated;
   f.step_s = static_cast<double>(s.sim.trace.makespan) * 1e-9;
   f.estimate_step_s = s.sim.estimate.step_time.v;
@@ -111,11 +113,13 @@ void PlanView::clear(const QString& message) {
   memory_->set_devices({});
   bars_->set_bars({});
   estimate_ = {};
+  figures_.reset();
 }
 
 void PlanView::show_estimate(const Scenario& s, const plan::Plan& p, const analytic::Estimate& e,
                              const QString& origin) {
   estimate_ = e;
+  figures_.reset();
   QString h = tr("<p><b>%1</b> — %2: <code>%3</code></p>")
                   .arg(qs(s.name).toHtmlEscaped(), origin.toHtmlEscaped(),
                        qs(report::plan_summary(s, p)).toHtmlEscaped());
@@ -150,6 +154,7 @@ void PlanView::show_simulation(const SimFigures& f) {
                            .arg(format_seconds(f.exposed_comm_s))
                            .arg(QString::number(f.simulated.tokens_per_s, 'g', 4))
                            .arg(100 * f.simulated.mfu, 0, 'f', 1));
+  figures_ = f;
   critical_->set_breakdown(f.critical_by_kind);
   memory_->set_devices(f.simulated.device_types);
   bars_->set_bars(bars_of(estimate_.device_types, &f.simulated.device_types));

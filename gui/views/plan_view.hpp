@@ -6,6 +6,9 @@
 
 #include <QWidget>
 
+#include <optional>
+#include <string>
+
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
 
@@ -26,10 +29,16 @@ struct SimFigures {
   double bubble_fraction = 0;
   double exposed_comm_s = 0;
   cost::TimeBreakdown critical_by_kind;   ///< the critical path by kind of task; sums to the step
+  /// The step as a Chrome trace (report::chrome_trace, what `hetsim simulate --trace` writes);
+  /// empty above kMaxTraceTasks tasks.
+  std::string chrome_trace;
 };
 
-/// The figures of api::simulate's result.
-[[nodiscard]] SimFigures sim_figures(const api::Simulated& s);
+/// The largest step whose Chrome trace is kept for export (some 300 bytes a task).
+inline constexpr std::size_t kMaxTraceTasks = 1000000;
+
+/// The figures of api::simulate's result for `s`.
+[[nodiscard]] SimFigures sim_figures(const Scenario& s, const api::Simulated& sim);
 
 class PlanView : public QWidget {
   Q_OBJECT
@@ -44,6 +53,8 @@ class PlanView : public QWidget {
   void set_simulation_note(const QString& note);
   void clear(const QString& message);
 
+  /// The last simulation shown (since the last estimate), if any.
+  [[nodiscard]] const std::optional<SimFigures>& simulation() const { return figures_; }
   [[nodiscard]] QString headline_text() const;
   [[nodiscard]] QString simulation_text() const;
   [[nodiscard]] BreakdownModel* breakdown_model() const { return breakdown_; }
@@ -62,6 +73,7 @@ class PlanView : public QWidget {
   QTableView* critical_table_ = nullptr;
   QTableView* memory_table_ = nullptr;
   analytic::Estimate estimate_;
+  std::optional<SimFigures> figures_;
 };
 
 }  // namespace hetsim::gui

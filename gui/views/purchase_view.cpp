@@ -3,6 +3,7 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
@@ -111,9 +112,17 @@ PurchaseView::PurchaseView(QWidget* parent) : QWidget(parent) {
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setWordWrap(false);
 
+  show_plan_ = new QPushButton(tr("Show this point's plan"), this);
+  show_plan_->setToolTip(tr("Its estimate, memory bars and simulated step in the Plan tab"));
+  show_plan_->setEnabled(false);
+  auto* side = new QWidget(this);
+  auto* side_layout = new QVBoxLayout(side);
+  side_layout->setContentsMargins(0, 0, 0, 0);
+  side_layout->addWidget(details_, 1);
+  side_layout->addWidget(show_plan_, 0, Qt::AlignLeft);
   auto* top = new QSplitter(Qt::Horizontal, this);
   top->addWidget(chart_);
-  top->addWidget(details_);
+  top->addWidget(side);
   top->setStretchFactor(0, 3);
   top->setStretchFactor(1, 2);
   top->setSizes({780, 460});
@@ -128,6 +137,12 @@ PurchaseView::PurchaseView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(split, 1);
 
   connect(chart_, &FrontChart::point_clicked, this, [this](int i) { select_point(static_cast<std::size_t>(i)); });
+  connect(show_plan_, &QPushButton::clicked, this, [this] {
+    if (selected_) emit plan_requested(*selected_);
+  });
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& at) {
+    emit plan_requested(static_cast<std::size_t>(at.data(FrontModel::kPointRole).toULongLong()));
+  });
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           [this] { on_table_selection(); });
   clear(tr("Open a scenario with a [purchase] table and press Run."));
@@ -143,6 +158,7 @@ void PurchaseView::clear(const QString& message) {
   chart_->set_x_limit(std::nullopt, {});
   chart_->set_y_limit(std::nullopt, {});
   details_->clear();
+  show_plan_->setEnabled(false);
   summary_->setText(message);
 }
 
@@ -196,6 +212,7 @@ void PurchaseView::select_point(std::size_t i) {
   selected_ = i;
   chart_->set_selected(static_cast<int>(i));
   details_->setText(point_details(outcome_->scenario, outcome_->result, i));
+  show_plan_->setEnabled(true);
   for (int row = 0; row < proxy_->rowCount(); ++row) {
     const QModelIndex at = proxy_->index(row, 0);
     if (at.data(FrontModel::kPointRole).toULongLong() == i) {

@@ -13,6 +13,7 @@
 #include "sim/plan/buy.hpp"
 
 class QLabel;
+class QPushButton;
 class QSortFilterProxyModel;
 class QTableView;
 
@@ -57,10 +58,13 @@ class PurchaseView : public QWidget {
   [[nodiscard]] FrontModel* model() const { return model_; }
   [[nodiscard]] QSortFilterProxyModel* proxy() const { return proxy_; }
   [[nodiscard]] QTableView* table() const { return table_; }
+  [[nodiscard]] QPushButton* show_plan_button() const { return show_plan_; }
   [[nodiscard]] FrontChart* chart() const { return chart_; }
 
  signals:
   void point_selected(std::size_t i);
+  /// "Show this point's plan" (the button, or a double click on a row).
+  void plan_requested(std::size_t i);
 
  private:
   void on_table_selection();
@@ -71,6 +75,7 @@ class PurchaseView : public QWidget {
   QLabel* summary_ = nullptr;
   FrontChart* chart_ = nullptr;
   QLabel* details_ = nullptr;
+  QPushButton* show_plan_ = nullptr;
   FrontModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;

@@ -9,6 +9,7 @@
 #include <QGraphicsView>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
@@ -34,6 +35,7 @@
 #include "sim/api/api.hpp"
 #include "sim/report/buy_report.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/report/simulation_report.hpp"
 #include "tests/gui/gui_test.hpp"
 
 namespace hetsim::gui {
@@ -173,6 +175,22 @@ class WalkthroughTest : public QObject {
              qPrintable(QString("simulate %1 s, shown %2 s").arg(step).arg(p.best.simulated_step_s)));
     QCOMPARE(format_seconds(step), pv->proxy()->index(pv->table()->selectionModel()->selectedRows().front().row(),
                                                       FrontModel::kStep).data().toString());
+
+    // The point's plan in the Plan tab: estimated at once, then simulated; its Chrome trace is
+    // `hetsim simulate --trace`'s.
+    QVERIFY(pv->show_plan_button()->isEnabled());
+    QTest::mouseClick(pv->show_plan_button(), Qt::LeftButton);
+    QCOMPARE(w.tabs()->currentWidget(), w.plan_view());
+    QVERIFY2(w.plan_view()->headline_text().contains(QString("front point %1").arg(pick + 1)),
+             qPrintable(w.plan_view()->headline_text()));
+    QVERIFY(w.plan_view()->headline_text().contains(
+        "Step " + format_seconds(api::estimate(p.scenario, p.best.plan).step_time.v)));
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    QVERIFY2(w.plan_view()->simulation_text().contains("Simulated step " + format_seconds(step)),
+             qPrintable(w.plan_view()->simulation_text()));
+    const QString trace = dir.filePath("step.trace.json");
+    QVERIFY(w.export_trace(trace));
+    QCOMPARE(read_all(trace).toStdString(), report::chrome_trace(*point, sim->sim.graph, sim->sim.trace));
     QVERIFY(quiet.errors.isEmpty());
   }
 
