@@ -4,6 +4,7 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
@@ -13,6 +14,7 @@
 
 #include "gui/qt_models/format.hpp"
 #include "gui/qt_models/front_model.hpp"
+#include "gui/qt_models/sensitivity_model.hpp"
 #include "gui/views/front_chart.hpp"
 #include "sim/report/buy_report.hpp"
 #include "sim/report/estimate_report.hpp"
@@ -57,6 +59,23 @@ QString point_details(const Scenario& s, const buy::Result& r, std::size_t i) {
   if (p.idle_owned_devices > 0)
     h += QObject::tr("<p>Leaves %1 owned devices unused.</p>").arg(p.idle_owned_devices);
   h += QObject::tr("<p><b>Plan:</b> <code>%1</code></p>").arg(esc(report::plan_summary(p.scenario, p.best.plan)));
+  // Against its neighbours on the front, as `hetsim buy` says it of the recommended point.
+  if (i > 0) {
+    const buy::Point& f = r.front[i - 1];
+    h += QObject::tr("<p>vs #%1 (faster): %2 % less time for %3 more</p>")
+             .arg(i)
+             .arg(100 * (1 - f.trained_in_s / p.trained_in_s), 0, 'f', 1)
+             .arg(format_usd(f.total_usd - p.total_usd));
+  }
+  if (i + 1 < r.front.size()) {
+    const buy::Point& n = r.front[i + 1];
+    h += QObject::tr("<p>vs #%1 (cheaper): saves %2 for %3 % more time%4</p>")
+             .arg(i + 2)
+             .arg(format_usd(p.total_usd - n.total_usd))
+             .arg(100 * (n.trained_in_s / p.trained_in_s - 1), 0, 'f', 1)
+             .arg(s.purchase->deadline_days > 0 && !n.meets_deadline ? QObject::tr(", and misses the deadline")
+                                                                      : QString());
+  }
   return h;
 }
 
@@ -111,15 +130,31 @@ PurchaseView::PurchaseView(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setWordWrap(false);
+  table_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
 
+  sensitivity_ = new SensitivityModel(this);
+  sensitivity_table_ = new QTableView(this);
+  sensitivity_table_->setModel(sensitivity_);
+  sensitivity_table_->verticalHeader()->hide();
+  sensitivity_table_->horizontalHeader()->setStretchLastSection(true);
+  sensitivity_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  sensitivity_table_->setSelectionMode(QAbstractItemView::NoSelection);
+  sensitivity_table_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+  sensitivity_table_->setToolTip(tr("Each price alone, over the compositions planned: does the recommended "
+                                    "point change?"));
   show_plan_ = new QPushButton(tr("Show this point's plan"), this);
   show_plan_->setToolTip(tr("Its estimate, memory bars and simulated step in the Plan tab"));
   show_plan_->setEnabled(false);
   auto* side = new QWidget(this);
   auto* side_layout = new QVBoxLayout(side);
   side_layout->setContentsMargins(0, 0, 0, 0);
-  side_layout->addWidget(details_, 1);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(details_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  side_layout->addWidget(scroll, 1);
   side_layout->addWidget(show_plan_, 0, Qt::AlignLeft);
+  side_layout->addWidget(sensitivity_table_, 0);
   auto* top = new QSplitter(Qt::Horizontal, this);
   top->addWidget(chart_);
   top->addWidget(side);
@@ -159,6 +194,8 @@ void PurchaseView::clear(const QString& message) {
   chart_->set_y_limit(std::nullopt, {});
   details_->clear();
   show_plan_->setEnabled(false);
+  sensitivity_->set_rows({});
+  sensitivity_table_->hide();
   summary_->setText(message);
 }
 
@@ -203,6 +240,11 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
   else
     chart_->set_y_limit(std::nullopt, {});
   summary_->setText(search_summary(s, r, outcome_->seconds));
+  sensitivity_->set_rows(sensitivity_rows(s, r));
+  sensitivity_table_->setVisible(sensitivity_->rowCount() > 0);
+  sensitivity_table_->resizeColumnsToContents();
+  sensitivity_table_->setFixedHeight(sensitivity_table_->horizontalHeader()->height() +
+                                     sensitivity_table_->verticalHeader()->length() + 4);
   if (!r.front.empty()) select_point(r.recommended);
 }
 

@@ -21,6 +21,7 @@ namespace hetsim::gui {
 
 class FrontChart;
 class FrontModel;
+class SensitivityModel;
 
 /// A finished search, as a value: the scenario searched, the text it was read from (for the
 /// exports) and api::buy's result.
@@ -32,7 +33,8 @@ struct BuyOutcome {
 };
 
 /// The chosen point in words (HTML): what to buy, capex/run/total, time to train, lead time,
-/// deadline, power, $/M tokens, step, MFU, the plan in one line.
+/// deadline, power, $/M tokens, step, MFU, what its neighbours on the front gain or cost (as
+/// `hetsim buy` says it of the recommended point), the plan in one line.
 [[nodiscard]] QString point_details(const Scenario& s, const buy::Result& r, std::size_t i);
 /// What the search looked at, in one line ("24 compositions in 5.7 s: 3 over power, 21 planned"),
 /// and, when nothing fits the limits, the smallest composition that would.
@@ -59,6 +61,7 @@ class PurchaseView : public QWidget {
   [[nodiscard]] QSortFilterProxyModel* proxy() const { return proxy_; }
   [[nodiscard]] QTableView* table() const { return table_; }
   [[nodiscard]] QPushButton* show_plan_button() const { return show_plan_; }
+  [[nodiscard]] SensitivityModel* sensitivity_model() const { return sensitivity_; }
   [[nodiscard]] FrontChart* chart() const { return chart_; }
 
  signals:
@@ -76,6 +79,8 @@ class PurchaseView : public QWidget {
   FrontChart* chart_ = nullptr;
   QLabel* details_ = nullptr;
   QPushButton* show_plan_ = nullptr;
+  SensitivityModel* sensitivity_ = nullptr;
+  QTableView* sensitivity_table_ = nullptr;
   FrontModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;

@@ -11,6 +11,7 @@
 #include "gui/qt_models/format.hpp"
 #include "gui/qt_models/front_model.hpp"
 #include "gui/qt_models/memory_model.hpp"
+#include "gui/qt_models/sensitivity_model.hpp"
 #include "sim/api/api.hpp"
 #include "sim/report/buy_report.hpp"
 #include "tests/gui/gui_test.hpp"
@@ -92,6 +93,35 @@ class ModelsTest : public QObject {
               proxy.index(row, FrontModel::kRun).data(FrontModel::kSortRole).toDouble());
     proxy.sort(FrontModel::kPoint, Qt::AscendingOrder);
     QCOMPARE(proxy.index(0, 0).data(FrontModel::kPointRole).toULongLong(), 0ULL);
+  }
+
+  void sensitivity_model_says_whether_the_recommendation_changes() {
+    SensitivityModel m;
+    Tester tester(&m, Tester::FailureReportingMode::QtTest);
+    m.set_rows(sensitivity_rows(*purchase_, *bought_));
+    const buy::Result& r = *bought_;
+    QCOMPARE(m.rowCount(), static_cast<int>(r.sensitivity.size()));
+    QCOMPARE(m.rowCount(), 6);  // two candidates' prices ±20 %, electricity ±50 %
+    for (int row = 0; row < m.rowCount(); ++row) {
+      const buy::Sensitivity& x = r.sensitivity[static_cast<std::size_t>(row)];
+      QCOMPARE(m.index(row, SensitivityModel::kWhat).data().toString(), QString::fromStdString(x.what));
+      QCOMPARE(m.index(row, 0).data(SensitivityModel::kFactorRole).toDouble(), x.factor);
+      QCOMPARE(m.index(row, 0).data(SensitivityModel::kChangesRole).toBool(), x.changes);
+      const QString verdict = m.index(row, SensitivityModel::kVerdict).data().toString();
+      if (x.nodes.empty()) {
+        QCOMPARE(verdict, QString("nothing fits the budget"));
+      } else if (x.changes) {
+        buy::Point shown;
+        shown.nodes = x.nodes;
+        QCOMPARE(verdict, "yes: buy " + QString::fromStdString(report::what_is_bought(*purchase_, shown)));
+      } else {
+        QCOMPARE(verdict, QString("no"));
+      }
+    }
+    QCOMPARE(m.index(0, SensitivityModel::kChange).data().toString(),
+             r.sensitivity[0].factor < 1 ? QString("-20 %") : QString("+20 %"));
+    m.set_rows({});
+    QCOMPARE(m.rowCount(), 0);
   }
 
   void diagnostics_model_lists_the_readers_messages() {

@@ -27,6 +27,7 @@
 #include "gui/qt_models/diagnostics_model.hpp"
 #include "gui/qt_models/format.hpp"
 #include "gui/qt_models/front_model.hpp"
+#include "gui/qt_models/sensitivity_model.hpp"
 #include "gui/views/front_chart.hpp"
 #include "gui/views/plan_view.hpp"
 #include "gui/views/purchase_view.hpp"
@@ -131,6 +132,10 @@ class WalkthroughTest : public QObject {
     QVERIFY(details.contains(QString::fromStdString(report::what_is_bought(*s, p)).toHtmlEscaped()));
     QVERIFY(details.contains(QString::fromStdString(report::plan_summary(p.scenario, p.best.plan)).toHtmlEscaped()));
     QVERIFY(details.contains(format_seconds(p.best.step_s())));
+    QVERIFY(details.contains(QString("vs #%1 (faster): ").arg(pick) +
+                             QString::number(100 * (1 - r.front[pick - 1].trained_in_s / p.trained_in_s), 'f', 1) +
+                             " % less time for " + format_usd(r.front[pick - 1].total_usd - p.total_usd) + " more"));
+    QCOMPARE(w.purchase_view()->sensitivity_model()->rowCount(), static_cast<int>(r.sensitivity.size()));
     // The table follows the chart.
     const QModelIndexList rows = pv->table()->selectionModel()->selectedRows();
     QCOMPARE(rows.size(), 1);
