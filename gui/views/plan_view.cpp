@@ -1,6 +1,8 @@
 #include "gui/views/plan_view.hpp"
 
 #include <QGroupBox>
+#include <QScrollArea>
+#include <QTabWidget>
 #include <QHeaderView>
 #include <QLabel>
 #include <QSplitter>
@@ -11,14 +13,64 @@
 #include "gui/qt_models/format.hpp"
 #include "gui/qt_models/memory_model.hpp"
 #include "gui/widgets/memory_bars.hpp"
+#include "gui/widgets/timeline_view.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
 
 namespace hetsim::gui {
 
+namespace {
+
+// The graph and trace as the timeline draws them: a lane per device and stream that has tasks.
+std::shared_ptr<const TimelineData> timeline_of(const report::Simulation& sim) {
+  const schedule::TaskGraph& g = sim.graph;
+  const engine::Trace& tr = sim.trace;
+  auto d = std::make_shared<TimelineData>();
+  d->makespan_ns = tr.makespan;
+  const std::size_t streams = schedule::kStreams;
+  std::vector<int> lane_of(g.devices.size() * streams, -1);
+  for (const schedule::Task& t : g.tasks) lane_of[t.device * streams + static_cast<std::size_t>(t.stream)] = 0;
+  for (std::size_t i = 0; i < lane_of.size(); ++i) {
+    if (lane_of[i] < 0) continue;
+    lane_of[i] = static_cast<int>(d->lanes.size());
+    const auto stream = static_cast<schedule::Stream>(i % streams);
+    d->lanes.push_back(qs(g.devices[i / streams].label) + " · " + qs(std::string(schedule::stream_name(stream))));
+  }
+  std::vector<int> kind_of(16, -1);
+  std::vector<bool> critical(g.size(), false);
+  for (std::uint32_t id : tr.critical_path)
+    if (id < critical.size()) critical[id] = true;
+  d->tasks.reserve(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const schedule::Task& t = g.tasks[i];
+    int& kind = kind_of[static_cast<std::size_t>(t.kind)];
+    if (kind < 0) {
+      kind = static_cast<int>(d->kinds.size());
+      d->kinds.push_back(qs(std::string(schedule::task_kind_name(t.kind))));
+    }
+    TimelineTask x;
+    x.start_ns = tr.start[i];
+    x.end_ns = tr.end[i];
+    x.lane = static_cast<std::uint32_t>(lane_of[t.device * streams + static_cast<std::size_t>(t.stream)]);
+    x.kind = static_cast<std::uint16_t>(kind);
+    x.critical = critical[i];
+    x.name = qs(schedule::task_name(t));
+    d->tasks.push_back(std::move(x));
+  }
+  std::stable_sort(d->tasks.begin(), d->tasks.end(), [](const TimelineTask& a, const TimelineTask& b) {
+    return a.lane != b.lane ? a.lane < b.lane : a.start_ns < b.start_ns;
+  });
+  return d;
+}
+
+}  // namespace
+
 SimFigures sim_figures(const Scenario& scenario, const api::Simulated& s) {
   SimFigures f;
-  if (s.sim.graph.size() <= kMaxTraceTasks) f.chrome_trace = report::chrome_trace(scenario, s.sim.graph, s.sim.trace);
+  if (s.sim.graph.size() <= kMaxTraceTasks) {
+    f.chrome_trace = report::chrome_trace(scenario, s.sim.graph, s.sim.trace);
+    f.timeline = timeline_of(s.sim);
+  }
   f.simulated = s.sim.simulated;
   f.step_s = static_cast<double>(s.sim.trace.makespan) * 1e-9;
   f.estimate_step_s = s.sim.estimate.step_time.v;
@@ -98,10 +150,25 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   split->addWidget(right);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
+  timeline_ = new TimelineView(this);
+  auto* timeline_scroll = new QScrollArea(this);
+  timeline_scroll->setWidget(timeline_);
+  timeline_scroll->setWidgetResizable(true);
+  auto* timeline_page = new QWidget(this);
+  auto* tl = new QVBoxLayout(timeline_page);
+  auto* hint = new QLabel(tr("One lane per simulated device and stream. Wheel: zoom; drag: pan; double click: the "
+                             "whole step; hover a task for its kind and duration."),
+                          timeline_page);
+  hint->setWordWrap(true);
+  tl->addWidget(hint);
+  tl->addWidget(timeline_scroll, 1);
+  pages_ = new QTabWidget(this);
+  pages_->addTab(split, tr("Step and memory"));
+  pages_->addTab(timeline_page, tr("Timeline"));
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(headline_);
   layout->addWidget(simulation_);
-  layout->addWidget(split, 1);
+  layout->addWidget(pages_, 1);
   clear(tr("Open a scenario and press Run."));
 }
 
@@ -112,14 +179,18 @@ void PlanView::clear(const QString& message) {
   critical_->set_breakdown({});
   memory_->set_devices({});
   bars_->set_bars({});
+  timeline_->set_data(nullptr);
   estimate_ = {};
   figures_.reset();
 }
+
+void PlanView::show_page(int page) { pages_->setCurrentIndex(page); }
 
 void PlanView::show_estimate(const Scenario& s, const plan::Plan& p, const analytic::Estimate& e,
                              const QString& origin) {
   estimate_ = e;
   figures_.reset();
+  timeline_->set_data(nullptr);
   QString h = tr("<p><b>%1</b> — %2: <code>%3</code></p>")
                   .arg(qs(s.name).toHtmlEscaped(), origin.toHtmlEscaped(),
                        qs(report::plan_summary(s, p)).toHtmlEscaped());
@@ -155,6 +226,8 @@ void PlanView::show_simulation(const SimFigures& f) {
                            .arg(QString::number(f.simulated.tokens_per_s, 'g', 4))
                            .arg(100 * f.simulated.mfu, 0, 'f', 1));
   figures_ = f;
+  timeline_->set_data(f.timeline);
+  timeline_->setMinimumHeight(timeline_->sizeHint().height());
   critical_->set_breakdown(f.critical_by_kind);
   memory_->set_devices(f.simulated.device_types);
   bars_->set_bars(bars_of(estimate_.device_types, &f.simulated.device_types));

@@ -6,6 +6,7 @@
 
 #include <QWidget>
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "sim/api/api.hpp"
 
 class QLabel;
+class QTabWidget;
 class QTableView;
 
 namespace hetsim::gui {
@@ -20,6 +22,8 @@ namespace hetsim::gui {
 class BreakdownModel;
 class MemoryBars;
 class MemoryModel;
+class TimelineView;
+struct TimelineData;
 
 /// What the view keeps of a simulation: values only, no engine objects.
 struct SimFigures {
@@ -32,9 +36,11 @@ struct SimFigures {
   /// The step as a Chrome trace (report::chrome_trace, what `hetsim simulate --trace` writes);
   /// empty above kMaxTraceTasks tasks.
   std::string chrome_trace;
+  /// The step as the timeline draws it; null above kMaxTraceTasks tasks.
+  std::shared_ptr<const TimelineData> timeline;
 };
 
-/// The largest step whose Chrome trace is kept for export (some 300 bytes a task).
+/// The largest step whose Chrome trace (some 300 bytes a task) and timeline are kept.
 inline constexpr std::size_t kMaxTraceTasks = 1000000;
 
 /// The figures of api::simulate's result for `s`.
@@ -61,6 +67,9 @@ class PlanView : public QWidget {
   [[nodiscard]] BreakdownModel* critical_model() const { return critical_; }
   [[nodiscard]] MemoryModel* memory_model() const { return memory_; }
   [[nodiscard]] MemoryBars* memory_bars() const { return bars_; }
+  [[nodiscard]] TimelineView* timeline() const { return timeline_; }
+  /// Shows the "Step and memory" page (0) or the "Timeline" page (1).
+  void show_page(int page);
 
  private:
   QLabel* headline_ = nullptr;
@@ -69,6 +78,8 @@ class PlanView : public QWidget {
   BreakdownModel* critical_ = nullptr;
   MemoryModel* memory_ = nullptr;
   MemoryBars* bars_ = nullptr;
+  TimelineView* timeline_ = nullptr;
+  QTabWidget* pages_ = nullptr;
   QTableView* breakdown_table_ = nullptr;
   QTableView* critical_table_ = nullptr;
   QTableView* memory_table_ = nullptr;

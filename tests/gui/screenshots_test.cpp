@@ -10,6 +10,7 @@
 
 #include "gui/app/job_runner.hpp"
 #include "gui/app/main_window.hpp"
+#include "gui/views/plan_view.hpp"
 #include "gui/views/purchase_view.hpp"
 #include "tests/gui/gui_test.hpp"
 
@@ -70,6 +71,8 @@ class ScreenshotsTest : public QObject {
     QVERIFY(w.run());
     QTRY_VERIFY_WITH_TIMEOUT(w.jobs()->running() == 0 && !w.jobs()->busy(), 300000);
     shoot(w, "gui-plan.png");
+    w.plan_view()->show_page(1);
+    shoot(w, "gui-timeline.png");
   }
 
   void scenario_view_with_errors() {
