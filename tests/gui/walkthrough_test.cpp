@@ -15,6 +15,8 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTimer>
+#include <QElapsedTimer>
 #include <QTest>
 
 #include <chrono>
@@ -43,6 +45,11 @@ namespace hetsim::gui {
 namespace {
 
 constexpr int kSearchTimeoutMs = 300000;  // sanitizer builds are slow; the search takes < 1 s in release
+#if defined(__SANITIZE_ADDRESS__)
+constexpr qint64 kMaxUiGapMs = 500;  // everything is several times slower under the sanitizers
+#else
+constexpr qint64 kMaxUiGapMs = 100;  // the issue's 50 ms, with room for a loaded 2-core machine
+#endif
 
 QString read_all(const QString& path) {
   QFile f(path);
@@ -199,6 +206,38 @@ class WalkthroughTest : public QObject {
     QVERIFY(quiet.errors.isEmpty());
   }
 
+  void the_ui_thread_keeps_answering_during_a_search() {
+    // A watchdog timer on the UI thread: the longest gap between its ticks while the search runs
+    // is how long the UI thread was blocked (the issue asks for at most 50 ms).
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.open_file(small_));
+    QElapsedTimer clock;
+    qint64 last = 0, worst = 0;
+    int ticks = 0;
+    QTimer watchdog;
+    watchdog.setInterval(5);
+    connect(&watchdog, &QTimer::timeout, [&] {
+      const qint64 now = clock.elapsed();
+      worst = std::max(worst, now - last);
+      last = now;
+      ++ticks;
+    });
+    clock.start();
+    watchdog.start();
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    watchdog.stop();
+    worst = std::max(worst, clock.elapsed() - last);
+    qInfo("UI thread: longest gap %lld ms over %lld ms of search (%d ticks)", worst, clock.elapsed(), ticks);
+    QVERIFY(w.purchase_view()->outcome());
+    QVERIFY(ticks > 10);
+    QVERIFY2(worst <= kMaxUiGapMs, qPrintable(QString("the UI thread was blocked for %1 ms").arg(worst)));
+  }
+
   void nothing_within_the_limits_says_so_and_what_would_fit() {
     Quiet quiet;
     MainWindow w;
@@ -231,7 +270,18 @@ class WalkthroughTest : public QObject {
     QVERIFY(!QFile::exists(dir.filePath("front.csv")));
     QCOMPARE(quiet.errors.size(), 1);
   }
+};
 
+HETSIM_GUI_SUITE(WalkthroughTest);
+
+// The document: bad input, unreadable files, unsaved changes, a scenario without [purchase].
+class DocumentTest : public QObject {
+  Q_OBJECT
+
+  QString small_ = test::source_file("tests/gui/data/small-purchase.toml");
+  QString bad_ = test::source_file("tests/gui/data/bad-device.toml");
+
+ private slots:
   void a_bad_scenario_lists_the_readers_messages_and_cannot_run() {
     Quiet quiet;
     MainWindow w;
@@ -293,60 +343,6 @@ class WalkthroughTest : public QObject {
     QVERIFY(!w.run_action()->isEnabled());
   }
 
-  void cancel_leaves_no_result() {
-    Quiet quiet;
-    MainWindow w;
-    w.set_prompts(quiet.prompts());
-    QVERIFY(w.open_file(small_));
-    QSignalSpy finished(w.jobs(), &JobRunner::finished);
-    QSignalSpy dropped(w.jobs(), &JobRunner::dropped);
-    QVERIFY(w.run());
-    w.cancel();
-    QVERIFY(!w.jobs()->busy());
-    QCOMPARE(w.status_text(), QString("Cancelled"));
-    QTRY_VERIFY_WITH_TIMEOUT(w.jobs()->running() == 0, kSearchTimeoutMs);
-    QCOMPARE(dropped.count(), 1);  // the stopped search's answer arrived and was dropped
-    QCOMPARE(finished.count(), 0);
-    QVERIFY(!w.purchase_view()->outcome());
-    QCOMPARE(w.purchase_view()->model()->rowCount(), 0);
-    QCOMPARE(w.purchase_view()->chart()->point_count(), 0);
-    QVERIFY(!w.progress_bar()->isVisible());
-  }
-
-  void a_newer_run_supersedes_the_older_one() {
-    Quiet quiet;
-    MainWindow w;
-    w.set_prompts(quiet.prompts());
-    QVERIFY(w.open_file(small_));
-    QSignalSpy finished(w.jobs(), &JobRunner::finished);
-    QSignalSpy dropped(w.jobs(), &JobRunner::dropped);
-    QVERIFY(w.run());
-    const quint64 first = w.jobs()->current();
-    QVERIFY(w.run());
-    const quint64 second = w.jobs()->current();
-    QVERIFY(second != first);
-    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
-    QCOMPARE(finished.count(), 1);
-    QCOMPARE(finished.front().front().toULongLong(), second);
-    QCOMPARE(dropped.count(), 1);
-    QCOMPARE(dropped.front().front().toULongLong(), first);
-    QVERIFY(w.purchase_view()->outcome());
-    QVERIFY(!w.purchase_view()->outcome()->result.stopped);  // the complete answer, not the stopped one
-  }
-
-  void closing_during_a_search_stops_it() {
-    Quiet quiet;
-    auto* w = new MainWindow;
-    w->set_prompts(quiet.prompts());
-    w->show();
-    QVERIFY(w->open_file(small_));
-    QVERIFY(w->run());
-    QVERIFY(w->close());
-    const auto t0 = std::chrono::steady_clock::now();
-    delete w;  // joins the stopped search
-    QVERIFY(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120));
-  }
-
   void unsaved_changes_are_asked_about_and_save_as_writes_the_text() {
     Quiet quiet;
     MainWindow w;
@@ -403,7 +399,73 @@ class WalkthroughTest : public QObject {
   }
 };
 
-HETSIM_GUI_SUITE(WalkthroughTest);
+HETSIM_GUI_SUITE(DocumentTest);
+
+// Cancel, supersede and close while a search runs.
+class RunControlTest : public QObject {
+  Q_OBJECT
+
+  QString small_ = test::source_file("tests/gui/data/small-purchase.toml");
+  QString bad_ = test::source_file("tests/gui/data/bad-device.toml");
+
+ private slots:
+  void cancel_leaves_no_result() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(small_));
+    QSignalSpy finished(w.jobs(), &JobRunner::finished);
+    QSignalSpy dropped(w.jobs(), &JobRunner::dropped);
+    QVERIFY(w.run());
+    w.cancel();
+    QVERIFY(!w.jobs()->busy());
+    QCOMPARE(w.status_text(), QString("Cancelled"));
+    QTRY_VERIFY_WITH_TIMEOUT(w.jobs()->running() == 0, kSearchTimeoutMs);
+    QCOMPARE(dropped.count(), 1);  // the stopped search's answer arrived and was dropped
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(!w.purchase_view()->outcome());
+    QCOMPARE(w.purchase_view()->model()->rowCount(), 0);
+    QCOMPARE(w.purchase_view()->chart()->point_count(), 0);
+    QVERIFY(!w.progress_bar()->isVisible());
+  }
+
+  void a_newer_run_supersedes_the_older_one() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(small_));
+    QSignalSpy finished(w.jobs(), &JobRunner::finished);
+    QSignalSpy dropped(w.jobs(), &JobRunner::dropped);
+    QVERIFY(w.run());
+    const quint64 first = w.jobs()->current();
+    QVERIFY(w.run());
+    const quint64 second = w.jobs()->current();
+    QVERIFY(second != first);
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.front().front().toULongLong(), second);
+    QCOMPARE(dropped.count(), 1);
+    QCOMPARE(dropped.front().front().toULongLong(), first);
+    QVERIFY(w.purchase_view()->outcome());
+    QVERIFY(!w.purchase_view()->outcome()->result.stopped);  // the complete answer, not the stopped one
+  }
+
+  void closing_during_a_search_stops_it() {
+    Quiet quiet;
+    auto* w = new MainWindow;
+    w->set_prompts(quiet.prompts());
+    w->show();
+    QVERIFY(w->open_file(small_));
+    QVERIFY(w->run());
+    QVERIFY(w->close());
+    const auto t0 = std::chrono::steady_clock::now();
+    delete w;  // joins the stopped search
+    QVERIFY(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120));
+  }
+};
+
+HETSIM_GUI_SUITE(RunControlTest);
+
 
 // The bundled purchase scenario the issue names (5–6 s in an optimised build; labelled slow, so
 // the sanitizer run leaves it out).
