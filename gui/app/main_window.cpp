@@ -18,6 +18,7 @@
 #include <QPushButton>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 
 #include <chrono>
@@ -114,6 +115,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), prompts_(default_
   connect(jobs_, &JobRunner::cancelled, this, &MainWindow::job_ended);
   connect(purchase_view_, &PurchaseView::point_selected, this, &MainWindow::update_actions);
   connect(purchase_view_, &PurchaseView::plan_requested, this, [this](std::size_t i) { show_point_plan(i); });
+  what_if_pause_ = new QTimer(this);
+  what_if_pause_->setSingleShot(true);
+  what_if_pause_->setInterval(300);
+  connect(what_if_pause_, &QTimer::timeout, this, [this] {
+    if (!pending_simulation_) return;
+    // A simulation supersedes a simulation, never a running search.
+    if (jobs_->busy() && jobs_->current() != simulation_job_) {
+      plan_view_->set_simulation_note(tr("Not simulated: a search is running (Run again when it ends)"));
+      return;
+    }
+    auto [s, p] = std::move(*pending_simulation_);
+    pending_simulation_.reset();
+    start_simulate(s, p);
+  });
+  connect(plan_view_, &PlanView::what_if_changed, this, &MainWindow::what_if_changed);
   update_title();
   update_actions();
   resize(1280, 860);
@@ -244,6 +260,9 @@ bool MainWindow::open_file(const QString& path) {
     return false;
   }
   jobs_->cancel();  // a job of the last document: its answer is not this one's
+  what_if_base_.reset();
+  pending_simulation_.reset();
+  what_if_pause_->stop();
   RecentFiles::add(path);
   purchase_view_->clear(tr("Press Run to search the purchase."));
   plan_view_->clear(tr("Press Run to estimate and simulate."));
@@ -297,6 +316,7 @@ bool MainWindow::run() {
     start_buy(s);
   } else if (s.plan) {
     plan_view_->show_estimate(s, *s.plan, api::estimate(s, *s.plan), tr("the scenario's [parallel] plan"));
+    set_what_if_base(s, *s.plan, tr("the scenario's [parallel] plan"));
     tabs_->setCurrentWidget(plan_view_);
     start_simulate(s, *s.plan);
   } else {
@@ -390,8 +410,9 @@ void MainWindow::start_plan(const Scenario& s) {
           return;
         }
         const plan::Plan p = r.value->result.top.front().plan;
-        plan_view_->show_estimate(s, p, api::estimate(s, p),
-                                  tr("the planner's best of %1 plans").arg(r.value->result.evaluated));
+        const QString origin = tr("the planner's best of %1 plans").arg(r.value->result.evaluated);
+        plan_view_->show_estimate(s, p, api::estimate(s, p), origin);
+        set_what_if_base(s, p, origin);
         start_simulate(s, p);
       });
 }
@@ -399,7 +420,7 @@ void MainWindow::start_plan(const Scenario& s) {
 void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
   using Run = Outcome<SimFigures>;
   plan_view_->set_simulation_note(tr("Simulating one step…"));
-  jobs_->start<Run>(
+  simulation_job_ = jobs_->start<Run>(
       tr("Simulating one step (hetsim simulate)…"),
       [s, p](const JobContext&) {
         // api::simulate takes no stop token: a superseded simulation runs to its end and is dropped.
@@ -505,11 +526,32 @@ bool MainWindow::show_point_plan(std::size_t i) {
   const auto& o = purchase_view_->outcome();
   if (!o || i >= o->result.front.size() || jobs_->busy()) return false;
   const buy::Point& p = o->result.front[i];
-  plan_view_->show_estimate(p.scenario, p.best.plan, api::estimate(p.scenario, p.best.plan),
-                            tr("front point %1's plan (buy %2)").arg(i + 1).arg(qs(report::what_is_bought(o->scenario, p))));
+  const QString origin =
+      tr("front point %1's plan (buy %2)").arg(i + 1).arg(qs(report::what_is_bought(o->scenario, p)));
+  plan_view_->show_estimate(p.scenario, p.best.plan, api::estimate(p.scenario, p.best.plan), origin);
+  set_what_if_base(p.scenario, p.best.plan, origin);
   tabs_->setCurrentWidget(plan_view_);
   start_simulate(p.scenario, p.best.plan);
   return true;
+}
+
+void MainWindow::set_what_if_base(const Scenario& s, const plan::Plan& p, const QString& origin) {
+  what_if_base_ = WhatIfBase{s, p, origin};
+  pending_simulation_.reset();
+  plan_view_->set_what_if(what_if_of(s));
+}
+
+void MainWindow::what_if_changed() {
+  if (!what_if_base_) return;
+  const WhatIf w = plan_view_->what_if();
+  Scenario s = apply_what_if(what_if_base_->scenario, w);
+  const plan::Plan& p = what_if_base_->plan;
+  // The estimate at once (closed form: well under the 100 ms), the simulation after a pause.
+  plan_view_->show_estimate(s, p, api::estimate(s, p), what_if_base_->origin + tr(", what-if values"));
+  plan_view_->set_simulation_note(tr("The simulation follows…"));
+  pending_simulation_ = std::make_pair(std::move(s), p);
+  what_if_pause_->start();
+  update_actions();
 }
 
 QString MainWindow::command_line() const {

@@ -10,6 +10,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "sim/plan/plan.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -20,6 +22,7 @@ class QMenu;
 class QProgressBar;
 class QPushButton;
 class QTabWidget;
+class QTimer;
 
 namespace hetsim::gui {
 
@@ -93,6 +96,9 @@ class MainWindow : public QMainWindow {
   void start_buy(const Scenario& s);
   void start_plan(const Scenario& s);
   void start_simulate(const Scenario& s, const plan::Plan& p);
+  /// The plan view now shows `p` on `s`: the what-if controls start from `s`'s values.
+  void set_what_if_base(const Scenario& s, const plan::Plan& p, const QString& origin);
+  void what_if_changed();
   void job_ended();
 
   Document* doc_ = nullptr;
@@ -113,6 +119,15 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_ = nullptr;
   QPushButton* cancel_button_ = nullptr;
   Prompts prompts_;
+  struct WhatIfBase {
+    Scenario scenario;
+    plan::Plan plan;
+    QString origin;
+  };
+  std::optional<WhatIfBase> what_if_base_;
+  QTimer* what_if_pause_ = nullptr;  ///< the simulation follows the estimate after a pause
+  std::optional<std::pair<Scenario, plan::Plan>> pending_simulation_;
+  quint64 simulation_job_ = 0;
 };
 
 }  // namespace hetsim::gui

@@ -1,6 +1,11 @@
 #include "gui/views/plan_view.hpp"
 
+#include <algorithm>
+
+#include <QDoubleSpinBox>
 #include <QGroupBox>
+#include <QHBoxLayout>
+#include <QSignalBlocker>
 #include <QScrollArea>
 #include <QTabWidget>
 #include <QHeaderView>
@@ -65,6 +70,32 @@ std::shared_ptr<const TimelineData> timeline_of(const report::Simulation& sim) {
 
 }  // namespace
 
+WhatIf what_if_of(const Scenario& s) {
+  WhatIf w;
+  w.oversubscription = s.cluster.network.oversubscription;
+  w.electricity_usd_per_kwh = s.cost.electricity_usd_per_kwh;
+  w.mtbf_hours = s.reliability.mtbf_hours;
+  return w;
+}
+
+Scenario apply_what_if(Scenario s, const WhatIf& w) {
+  for (hw::PoolSpec& pool : s.cluster.pools) {
+    pool.nic.bandwidth = pool.nic.bandwidth * w.nic_factor;
+    pool.device.price_usd_per_hour *= w.price_factor;
+    pool.device.purchase_usd *= w.price_factor;
+  }
+  if (s.purchase)
+    for (auto& c : s.purchase->candidates) {
+      c.pool.nic.bandwidth = c.pool.nic.bandwidth * w.nic_factor;
+      c.pool.device.price_usd_per_hour *= w.price_factor;
+      c.pool.device.purchase_usd *= w.price_factor;
+    }
+  s.cluster.network.oversubscription = std::max(1.0, w.oversubscription);
+  s.cost.electricity_usd_per_kwh = w.electricity_usd_per_kwh;
+  s.reliability.mtbf_hours = w.mtbf_hours;
+  return s;
+}
+
 SimFigures sim_figures(const Scenario& scenario, const api::Simulated& s) {
   SimFigures f;
   if (s.sim.graph.size() <= kMaxTraceTasks) {
@@ -87,6 +118,7 @@ QTableView* make_table(QAbstractItemModel* m, QWidget* parent) {
   auto* t = new QTableView(parent);
   t->setModel(m);
   t->verticalHeader()->hide();
+  t->verticalHeader()->setDefaultSectionSize(t->fontMetrics().height() + 8);
   t->horizontalHeader()->setStretchLastSection(true);
   t->setEditTriggers(QAbstractItemView::NoEditTriggers);
   t->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -165,9 +197,43 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   pages_ = new QTabWidget(this);
   pages_->addTab(split, tr("Step and memory"));
   pages_->addTab(timeline_page, tr("Timeline"));
+  // What-if: the estimate follows each change at once, the simulation after a pause.
+  what_if_box_ = new QGroupBox(tr("What if"), this);
+  auto* form = new QHBoxLayout(what_if_box_);
+  struct Spec {
+    QString label, tip;
+    double lo, hi, step;
+    int decimals;
+  };
+  const Spec specs[] = {
+      {tr("NIC bandwidth ×"), tr("Every pool's NIC bandwidth times this"), 0.05, 20, 0.25, 2},
+      {tr("Oversubscription"), tr("The network's oversubscription (≥ 1)"), 1, 64, 0.5, 2},
+      {tr("Device prices ×"), tr("Every device's rental and purchase price times this"), 0.1, 10, 0.1, 2},
+      {tr("Electricity $/kWh"), tr("[cost] electricity_usd_per_kwh"), 0, 2, 0.01, 3},
+      {tr("MTBF (device-h)"), tr("[reliability] mtbf_hours: device-hours between interruptions; 0 = the catalogue's"),
+       0, 1e7, 5000, 0},
+  };
+  for (std::size_t i = 0; i < controls_.size(); ++i) {
+    auto* box = new QDoubleSpinBox(what_if_box_);
+    box->setRange(specs[i].lo, specs[i].hi);
+    box->setSingleStep(specs[i].step);
+    box->setDecimals(specs[i].decimals);
+    box->setToolTip(specs[i].tip);
+    box->setKeyboardTracking(false);
+    auto* label = new QLabel(specs[i].label, what_if_box_);
+    label->setToolTip(specs[i].tip);
+    form->addWidget(label);
+    form->addWidget(box);
+    controls_[i] = box;
+    connect(box, &QDoubleSpinBox::valueChanged, this, [this] { emit what_if_changed(); });
+  }
+  form->addStretch(1);
+  what_if_box_->setEnabled(false);
+
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(headline_);
   layout->addWidget(simulation_);
+  layout->addWidget(what_if_box_);
   layout->addWidget(pages_, 1);
   clear(tr("Open a scenario and press Run."));
 }
@@ -182,9 +248,30 @@ void PlanView::clear(const QString& message) {
   timeline_->set_data(nullptr);
   estimate_ = {};
   figures_.reset();
+  what_if_box_->setEnabled(false);
 }
 
 void PlanView::show_page(int page) { pages_->setCurrentIndex(page); }
+
+void PlanView::set_what_if(const WhatIf& w) {
+  const double values[] = {w.nic_factor, w.oversubscription, w.price_factor, w.electricity_usd_per_kwh,
+                           w.mtbf_hours};
+  for (std::size_t i = 0; i < controls_.size(); ++i) {
+    const QSignalBlocker quiet(controls_[i]);
+    controls_[i]->setValue(values[i]);
+  }
+  what_if_box_->setEnabled(true);
+}
+
+WhatIf PlanView::what_if() const {
+  WhatIf w;
+  w.nic_factor = controls_[0]->value();
+  w.oversubscription = controls_[1]->value();
+  w.price_factor = controls_[2]->value();
+  w.electricity_usd_per_kwh = controls_[3]->value();
+  w.mtbf_hours = controls_[4]->value();
+  return w;
+}
 
 void PlanView::show_estimate(const Scenario& s, const plan::Plan& p, const analytic::Estimate& e,
                              const QString& origin) {

@@ -6,6 +6,7 @@
 
 #include <QWidget>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,8 @@
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
 
+class QDoubleSpinBox;
+class QGroupBox;
 class QLabel;
 class QTabWidget;
 class QTableView;
@@ -43,6 +46,20 @@ struct SimFigures {
 /// The largest step whose Chrome trace (some 300 bytes a task) and timeline are kept.
 inline constexpr std::size_t kMaxTraceTasks = 1000000;
 
+/// What-if changes to a scenario's values: the estimate and the simulation of the same plan on
+/// the changed scenario (what the CLI would print for a file with these values).
+struct WhatIf {
+  double nic_factor = 1;               ///< × every pool's NIC bandwidth
+  double oversubscription = 1;         ///< the network's (≥ 1)
+  double price_factor = 1;             ///< × every device's rental and purchase price
+  double electricity_usd_per_kwh = 0;  ///< the scenario's [cost] value
+  double mtbf_hours = 0;               ///< device-hours between interruptions; 0: the catalogue's
+};
+/// The what-if values of `s` as it is.
+[[nodiscard]] WhatIf what_if_of(const Scenario& s);
+/// `s` with `w` applied.
+[[nodiscard]] Scenario apply_what_if(Scenario s, const WhatIf& w);
+
 /// The figures of api::simulate's result for `s`.
 [[nodiscard]] SimFigures sim_figures(const Scenario& s, const api::Simulated& sim);
 
@@ -70,6 +87,16 @@ class PlanView : public QWidget {
   [[nodiscard]] TimelineView* timeline() const { return timeline_; }
   /// Shows the "Step and memory" page (0) or the "Timeline" page (1).
   void show_page(int page);
+  /// Sets the what-if controls (without emitting what_if_changed) and enables them.
+  void set_what_if(const WhatIf& w);
+  [[nodiscard]] WhatIf what_if() const;
+  /// The controls, for tests: NIC ×, oversubscription, prices ×, electricity, MTBF.
+  [[nodiscard]] QDoubleSpinBox* what_if_control(int i) const { return controls_[static_cast<std::size_t>(i)]; }
+
+ signals:
+  /// A what-if control changed (by the user).
+  void what_if_changed();
+
 
  private:
   QLabel* headline_ = nullptr;
@@ -80,6 +107,8 @@ class PlanView : public QWidget {
   MemoryBars* bars_ = nullptr;
   TimelineView* timeline_ = nullptr;
   QTabWidget* pages_ = nullptr;
+  std::array<QDoubleSpinBox*, 5> controls_{};
+  QGroupBox* what_if_box_ = nullptr;
   QTableView* breakdown_table_ = nullptr;
   QTableView* critical_table_ = nullptr;
   QTableView* memory_table_ = nullptr;

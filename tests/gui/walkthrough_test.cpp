@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QGraphicsView>
 #include <QPlainTextEdit>
+#include <QDoubleSpinBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -400,6 +401,63 @@ class DocumentTest : public QObject {
 };
 
 HETSIM_GUI_SUITE(DocumentTest);
+
+// What-if: a change of a value shows the estimate on the changed scenario at once (the numbers
+// api::estimate gives for it), and its simulation after a pause.
+class WhatIfTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void a_change_reestimates_at_once_and_resimulates_after() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    const QString file = test::source_file("scenarios/mixed-h100-a100.toml");
+    QVERIFY(w.open_file(file));
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);
+    auto s = api::load(file.toStdString());
+    QVERIFY(s.ok());
+    const plan::Plan& p = *s->plan;
+    const analytic::Estimate before = api::estimate(*s, p);
+    // The controls start at the scenario's values.
+    QCOMPARE(w.plan_view()->what_if().oversubscription, s->cluster.network.oversubscription);
+    QCOMPARE(w.plan_view()->what_if().electricity_usd_per_kwh, s->cost.electricity_usd_per_kwh);
+    QCOMPARE(w.plan_view()->what_if().nic_factor, 1.0);
+
+    // A slower network: the estimate changes at once.
+    w.plan_view()->what_if_control(0)->setValue(0.1);
+    WhatIf wi = what_if_of(*s);
+    wi.nic_factor = 0.1;
+    const Scenario slow = apply_what_if(*s, wi);
+    QCOMPARE(slow.cluster.pools[0].nic.bandwidth.v, 0.1 * s->cluster.pools[0].nic.bandwidth.v);
+    const analytic::Estimate e = api::estimate(slow, p);
+    QVERIFY(e.step_time.v > before.step_time.v);
+    QVERIFY2(w.plan_view()->headline_text().contains("Step " + format_seconds(e.step_time.v)),
+             qPrintable(w.plan_view()->headline_text()));
+    QVERIFY(!w.plan_view()->simulation());  // not yet: it follows
+
+    // Dearer devices (the scenario rents them): the cost to train follows.
+    w.plan_view()->what_if_control(2)->setValue(2);
+    wi.price_factor = 2;
+    const Scenario dear = apply_what_if(*s, wi);
+    const analytic::Estimate e2 = api::estimate(dear, p);
+    QVERIFY(e2.cost_to_train_usd > e.cost_to_train_usd);
+    QVERIFY(w.plan_view()->headline_text().contains("cost to train " + format_usd(e2.cost_to_train_usd)));
+
+    // The simulation of the last change only.
+    QSignalSpy finished(w.jobs(), &JobRunner::finished);
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);
+    QCOMPARE(finished.count(), 1);
+    auto sim = api::simulate(dear, p);
+    QVERIFY(sim.ok());
+    const double step = static_cast<double>(sim->sim.trace.makespan) * 1e-9;
+    QVERIFY2(w.plan_view()->simulation_text().contains("Simulated step " + format_seconds(step)),
+             qPrintable(w.plan_view()->simulation_text()));
+  }
+};
+
+HETSIM_GUI_SUITE(WhatIfTest);
 
 // Cancel, supersede and close while a search runs.
 class RunControlTest : public QObject {
