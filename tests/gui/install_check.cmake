@@ -1,0 +1,17 @@
+# Installs the build tree into PREFIX (a fresh folder) and checks that hetsim-gui, its desktop
+# entry and its icon are there. Run with -DBUILD=<build dir> -DPREFIX=<folder>.
+file(REMOVE_RECURSE ${PREFIX})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX} RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed (${rc})")
+endif()
+foreach(f bin/hetsim-gui share/applications/hetsim-gui.desktop share/icons/hicolor/scalable/apps/hetsim-gui.svg)
+  if(NOT EXISTS ${PREFIX}/${f})
+    message(FATAL_ERROR "not installed: ${f}")
+  endif()
+endforeach()
+file(READ ${PREFIX}/share/applications/hetsim-gui.desktop desktop)
+if(NOT desktop MATCHES "\nExec=hetsim-gui %f\n" OR NOT desktop MATCHES "\nIcon=hetsim-gui\n")
+  message(FATAL_ERROR "the desktop entry does not start hetsim-gui with its icon")
+endif()
+message(STATUS "installed: hetsim-gui, its desktop entry and icon")
