@@ -36,6 +36,7 @@
 #include "gui/views/purchase_view.hpp"
 #include "gui/views/scenario_view.hpp"
 #include "gui/widgets/memory_bars.hpp"
+#include "gui/widgets/timeline_view.hpp"
 #include "sim/api/api.hpp"
 #include "sim/report/buy_report.hpp"
 #include "sim/report/estimate_report.hpp"
@@ -526,7 +527,8 @@ HETSIM_GUI_SUITE(RunControlTest);
 
 
 // The bundled purchase scenario the issue names (5–6 s in an optimised build; labelled slow, so
-// the sanitizer run leaves it out).
+// the sanitizer run leaves it out), and its recommended point's plan: a 48-device simulated step
+// of some 5·10⁴ tasks and its timeline.
 class BundledPurchaseTest : public QObject {
   Q_OBJECT
 
@@ -553,6 +555,17 @@ class BundledPurchaseTest : public QObject {
       QCOMPARE(w.purchase_view()->model()->rows()[i].trained_in_s, r->front[i].trained_in_s);
     }
     QVERIFY(w.purchase_view()->details_text().contains(format_usd(r->front[r->recommended].total_usd)));
+
+    // The recommended point's plan: some 5·10⁴ tasks on 48 simulated devices, timeline included.
+    QVERIFY(w.show_point_plan(r->recommended));
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), 600000);
+    const buy::Point& p = r->front[r->recommended];
+    auto sim = api::simulate(p.scenario, p.best.plan);
+    QVERIFY(sim.ok());
+    QVERIFY(w.plan_view()->timeline()->data());
+    QCOMPARE(w.plan_view()->timeline()->data()->tasks.size(), sim->sim.graph.size());
+    QVERIFY(w.plan_view()->simulation_text().contains(
+        "Simulated step " + format_seconds(static_cast<double>(sim->sim.trace.makespan) * 1e-9)));
   }
 };
 
