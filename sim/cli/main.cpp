@@ -20,6 +20,7 @@
 #include <vector>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
@@ -319,16 +320,23 @@ int run_buy(const Common& c, const BuyArgs& a) {
   opts.same_vendor = !a.any_vendor;
   opts.exhaustive = a.exhaustive;
   const bool bar = isatty(fileno(stderr)) != 0;
-  if (bar)
-    opts.progress = [](double f) {
-      std::fprintf(stderr, "\rsearching compositions [%-30s] %3.0f %%",
-                   std::string(static_cast<std::size_t>(f * 30), '#').c_str(), 100 * f);
+  // Both callbacks run on this thread: the bar shows the front found so far as it grows.
+  auto sofar = std::make_shared<std::string>();
+  if (bar) {
+    opts.progress = [sofar](double f) {
+      std::fprintf(stderr, "\rsearching compositions [%-30s] %3.0f %%%s",
+                   std::string(static_cast<std::size_t>(f * 30), '#').c_str(), 100 * f, sofar->c_str());
       std::fflush(stderr);
     };
+    opts.on_front = [sofar](const std::vector<hetsim::buy::Point>& front) {
+      *sofar = fmt::format("  front so far: {} point{}, fastest {} ", front.size(), front.size() == 1 ? "" : "s",
+                           hetsim::format_duration(hetsim::Duration{front.front().trained_in_s}));
+    };
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto r = hetsim::api::buy(sc, opts);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (bar) std::fprintf(stderr, "\r%70s\r", "");
+  if (bar) std::fprintf(stderr, "\r%110s\r", "");
   if (!r) return fail(c, r.errors());
   const std::string text =
       c.json ? hetsim::report::buy_json(sc, *r, seconds) : hetsim::report::buy_text(sc, *r, seconds, a.top);

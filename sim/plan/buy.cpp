@@ -1,6 +1,7 @@
 #include "sim/plan/buy.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -175,7 +176,15 @@ double time_lower_bound_s(const Scenario& s, bool same_vendor) {
   return s.training.tokens * matmul_flops_per_token(s.model) / peak;
 }
 
+// Fastest first; equal times, cheapest first.
+void sort_front(std::vector<Point>& front) {
+  std::sort(front.begin(), front.end(), [](const Point& a, const Point& b) {
+    return a.trained_in_s < b.trained_in_s || (a.trained_in_s == b.trained_in_s && a.total_usd < b.total_usd);
+  });
+}
+
 Result search(const Scenario& s, const Options& o) {
+  const auto began = std::chrono::steady_clock::now();
   Result r;
   const PurchaseSpec& ps = *s.purchase;
   const bool rent = s.cost.mode == CostSpec::Mode::Rent;
@@ -329,6 +338,7 @@ Result search(const Scenario& s, const Options& o) {
     std::vector<std::future<planner::Result>> runs;
     for (std::size_t i : batch)
       runs.push_back(std::async(std::launch::async, [&, i] { return planner::search(todo[i].scenario, po); }));
+    bool changed = false;
     for (std::size_t b = 0; b < batch.size(); ++b) {
       Screened& c = todo[batch[b]];
       planner::Result pr = runs[b].get();
@@ -354,12 +364,18 @@ Result search(const Scenario& s, const Options& o) {
         return dominates(p.trained_in_s, p.total_usd, q.trained_in_s, q.total_usd);
       });
       front.push_back(std::move(p));
+      changed = true;
+      if (r.first_point_s < 0)
+        r.first_point_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    }
+    if (changed && o.on_front) {
+      std::vector<Point> sofar = front;
+      sort_front(sofar);
+      o.on_front(sofar);
     }
   }
   if (o.progress) o.progress(1.0);
-  std::sort(front.begin(), front.end(), [](const Point& a, const Point& b) {
-    return a.trained_in_s < b.trained_in_s || (a.trained_in_s == b.trained_in_s && a.total_usd < b.total_usd);
-  });
+  sort_front(front);
   r.front = std::move(front);
   if (r.front.empty()) {
     // Nothing within the limits: the cheapest composition over them that has a plan, so the

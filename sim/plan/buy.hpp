@@ -27,6 +27,8 @@
 
 namespace hetsim::buy {
 
+struct Point;
+
 struct Options {
   int verify = 3;           ///< planner: best estimates re-ranked by simulation, per composition
   bool same_vendor = true;  ///< vendor islands: no plan spans vendors (NCCL and RCCL do not mix)
@@ -35,6 +37,9 @@ struct Options {
   std::stop_token stop;
   /// More compositions than this is refused before any work (a larger node_step).
   std::size_t max_compositions = 100000;
+  /// Called on the calling thread each time the front changes, with the front so far (fastest
+  /// first), for live displays: the first points come long before the search ends. May be empty.
+  std::function<void(const std::vector<Point>&)> on_front;
 };
 
 struct Point {
@@ -85,6 +90,8 @@ struct Result {
   std::size_t planned = 0;        ///< the planner ran
   std::size_t none_fits = 0;      ///< the planner found no plan that fits
   bool stopped = false;
+  /// Seconds from the start of the search until the first point joined the front (-1: none did).
+  double first_point_s = -1;
   /// Only when the front is empty because of the budget or the power limit: the composition of
   /// least capex (rent: least lower-bound cost) over those limits that has a plan that fits,
   /// to say how much more it takes. Absent when none of the first few tried has one.

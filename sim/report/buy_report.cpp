@@ -75,9 +75,11 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
   if (ps.power_kw > 0) o += fmt::format("; power ≤ {:.4g} kW", ps.power_kw);
   if (ps.deadline_days > 0) o += fmt::format("; deadline {:.4g} days", ps.deadline_days);
   o += fmt::format("; {:.4g} tokens\n", s.training.tokens);
-  o += fmt::format("searched   {} compositions in {:.2f} s: {} over budget, {} over power, {} too small, {} pruned "
+  o += fmt::format("searched   {} compositions in {:.2f} s{}: {} over budget, {} over power, {} too small, {} pruned "
                    "by their bounds, {} planned{}{}\n",
-                   r.compositions, seconds, r.over_budget, r.over_power, r.too_small, r.pruned, r.planned,
+                   r.compositions, seconds,
+                   r.first_point_s >= 0 ? fmt::format(" (first front point after {:.2f} s)", r.first_point_s) : "",
+                   r.over_budget, r.over_power, r.too_small, r.pruned, r.planned,
                    r.none_fits ? fmt::format(" ({} with no plan that fits)", r.none_fits) : "",
                    r.stopped ? "; STOPPED early: the front of what was searched" : "");
   if (r.front.empty()) {
@@ -173,6 +175,7 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
   j["file"] = s.file;
   j["objective"] = objective_name(ps.objective);
   j["seconds"] = seconds;
+  if (r.first_point_s >= 0) j["first_point_s"] = r.first_point_s;
   j["compositions"] = r.compositions;
   j["over_budget"] = r.over_budget;
   j["over_power"] = r.over_power;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -218,7 +219,43 @@ TEST(Buy, SameInputSameAnswer) {
   auto a = api::buy(s, {});
   auto b = api::buy(s, {});
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(report::buy_json(s, *a, 0), report::buy_json(s, *b, 0));
+  // Everything but the timings (seconds, first_point_s), byte for byte.
+  auto untimed = [&](const buy::Result& r) {
+    auto j = nlohmann::ordered_json::parse(report::buy_json(s, r, 0));
+    EXPECT_TRUE(j.contains("first_point_s"));
+    j.erase("first_point_s");
+    return j.dump();
+  };
+  EXPECT_EQ(untimed(*a), untimed(*b));
+}
+
+// The front as it grows: each report is a Pareto front, fastest first; the last one is the
+// answer's front; the first point's time is measured.
+TEST(Buy, TheFrontIsReportedAsItGrows) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  buy::Options o;
+  std::vector<std::vector<std::vector<int>>> seen;
+  o.on_front = [&](const std::vector<buy::Point>& front) {
+    ASSERT_FALSE(front.empty());
+    std::vector<std::vector<int>> nodes;
+    for (std::size_t i = 0; i < front.size(); ++i) {
+      nodes.push_back(front[i].nodes);
+      if (i > 0) {
+        EXPECT_LE(front[i - 1].trained_in_s, front[i].trained_in_s);
+        EXPECT_GT(front[i - 1].total_usd, front[i].total_usd);  // slower points must be cheaper
+      }
+    }
+    seen.push_back(nodes);
+  };
+  auto r = api::buy(s, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->front.empty());
+  ASSERT_FALSE(seen.empty());
+  std::vector<std::vector<int>> last;
+  for (const auto& p : r->front) last.push_back(p.nodes);
+  EXPECT_EQ(seen.back(), last);
+  EXPECT_GE(r->first_point_s, 0);
+  EXPECT_NE(report::buy_text(s, *r, 1).find("first front point after"), std::string::npos);
 }
 
 TEST(Buy, RefusesWhatItCannotAnswer) {
