@@ -52,6 +52,12 @@ Result<ExportFile> front_csv(const Scenario& s, const std::string& source_text, 
   return named(all_files(s, source_text, r), "front.csv");
 }
 
+QString errors_text(const Diagnostics& d) {
+  QString t;
+  for (const Diagnostic& x : d) t += (t.isEmpty() ? "" : "\n") + QString::fromStdString(to_string(x));
+  return t;
+}
+
 bool write_text_file(const QString& path, const std::string& content, QString* error) {
   QSaveFile f(path);
   if (!f.open(QIODevice::WriteOnly)) {

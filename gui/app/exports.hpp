@@ -30,6 +30,10 @@ struct ExportFile {
 /// The front as CSV (docs/formats.md#buy-csv).
 [[nodiscard]] Result<ExportFile> front_csv(const Scenario& s, const std::string& source_text, const buy::Result& r);
 
+/// Diagnostics as the CLI prints them ("file:line:col: error: … [key]" and the hint), one after
+/// the other.
+[[nodiscard]] QString errors_text(const Diagnostics& d);
+
 /// Writes `content` to `path` whole or not at all (QSaveFile); false with `error` set on failure.
 bool write_text_file(const QString& path, const std::string& content, QString* error);
 

@@ -21,7 +21,6 @@
 #include <QTimer>
 #include <QToolBar>
 
-#include <chrono>
 #include <optional>
 
 #include "gui/app/document.hpp"
@@ -40,20 +39,6 @@ namespace hetsim::gui {
 namespace {
 
 constexpr int kProgressSteps = 1000;
-
-// What a background job hands back: a value, or the diagnostics that say why there is none.
-template <class T>
-struct Outcome {
-  std::optional<T> value;
-  Diagnostics errors;
-  double seconds = 0;
-};
-
-QString errors_text(const Diagnostics& d) {
-  QString t;
-  for (const Diagnostic& x : d) t += (t.isEmpty() ? "" : "\n") + qs(to_string(x));
-  return t;
-}
 
 Prompts default_prompts() {
   Prompts p;
@@ -303,148 +288,6 @@ bool MainWindow::save_as(const QString& path) {
   return true;
 }
 
-bool MainWindow::run() {
-  scenario_view_->apply_edit();
-  if (!doc_->scenario()) {
-    status(doc_->diagnostics().empty() ? tr("Nothing to run: open a scenario first")
-                                       : tr("The scenario has errors: fix them to run"));
-    tabs_->setCurrentWidget(scenario_view_);
-    return false;
-  }
-  const Scenario& s = *doc_->scenario();
-  if (s.purchase) {
-    start_buy(s);
-  } else if (s.plan) {
-    plan_view_->show_estimate(s, *s.plan, api::estimate(s, *s.plan), tr("the scenario's [parallel] plan"));
-    set_what_if_base(s, *s.plan, tr("the scenario's [parallel] plan"));
-    tabs_->setCurrentWidget(plan_view_);
-    start_simulate(s, *s.plan);
-  } else {
-    start_plan(s);
-  }
-  return true;
-}
-
-void MainWindow::cancel() {
-  if (!jobs_->busy()) return;
-  jobs_->cancel();
-  status(tr("Cancelled"));
-}
-
-void MainWindow::job_ended() {
-  if (jobs_->busy()) return;  // a follow-up job (simulate after plan) is running
-  progress_->hide();
-  cancel_button_->hide();
-  update_actions();
-}
-
-void MainWindow::start_buy(const Scenario& s) {
-  using Run = Outcome<buy::Result>;
-  purchase_view_->clear(tr("Searching the compositions of the candidates…"));
-  tabs_->setTabEnabled(tabs_->indexOf(purchase_view_), true);
-  tabs_->setCurrentWidget(purchase_view_);
-  auto source = std::make_shared<const std::string>(doc_->text().toStdString());
-  jobs_->start<Run>(
-      tr("Searching the purchase (hetsim buy)…"),
-      [s](const JobContext& ctx) {
-        buy::Options opts;
-        opts.progress = ctx.progress;
-        opts.stop = ctx.stop;
-        const auto t0 = std::chrono::steady_clock::now();
-        auto r = api::buy(s, opts);
-        Run out;
-        out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (r)
-          out.value = std::move(*r);
-        else
-          out.errors = r.errors();
-        return out;
-      },
-      [this, s, source](Run r) {
-        if (!r.value) {
-          purchase_view_->clear(errors_text(r.errors));
-          status(tr("The search failed"));
-          return;
-        }
-        auto outcome = std::make_shared<BuyOutcome>();
-        outcome->scenario = s;
-        outcome->source_text = *source;
-        outcome->result = std::move(*r.value);
-        outcome->seconds = r.seconds;
-        const std::size_t n = outcome->result.front.size();
-        purchase_view_->show_outcome(std::move(outcome));
-        status(n == 0 ? tr("No composition has a plan that fits within the limits")
-                      : tr("%n point(s) on the front", "", static_cast<int>(n)));
-        update_actions();
-      });
-}
-
-void MainWindow::start_plan(const Scenario& s) {
-  using Run = Outcome<api::Planned>;
-  plan_view_->clear(tr("Searching the best plan (hetsim plan)…"));
-  tabs_->setCurrentWidget(plan_view_);
-  jobs_->start<Run>(
-      tr("Searching plans (hetsim plan)…"),
-      [s](const JobContext& ctx) {
-        planner::Options opts;
-        opts.progress = ctx.progress;
-        opts.stop = ctx.stop;
-        auto r = api::plan(s, opts);
-        Run out;
-        if (r)
-          out.value = std::move(*r);
-        else
-          out.errors = r.errors();
-        return out;
-      },
-      [this, s](Run r) {
-        if (!r.value) {
-          plan_view_->clear(errors_text(r.errors));
-          status(tr("The plan search failed"));
-          return;
-        }
-        if (r.value->result.top.empty()) {
-          plan_view_->clear(tr("No plan fits this cluster's memory (%1 plans evaluated).")
-                                .arg(r.value->result.evaluated));
-          status(tr("No plan fits"));
-          return;
-        }
-        const plan::Plan p = r.value->result.top.front().plan;
-        const QString origin = tr("the planner's best of %1 plans").arg(r.value->result.evaluated);
-        plan_view_->show_estimate(s, p, api::estimate(s, p), origin);
-        set_what_if_base(s, p, origin);
-        start_simulate(s, p);
-      });
-}
-
-void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
-  using Run = Outcome<SimFigures>;
-  plan_view_->set_simulation_note(tr("Simulating one step…"));
-  simulation_job_ = jobs_->start<Run>(
-      tr("Simulating one step (hetsim simulate)…"),
-      [s, p](const JobContext&) {
-        // api::simulate takes no stop token: a superseded simulation runs to its end and is dropped.
-        auto r = api::simulate(s, p);
-        Run out;
-        if (r)
-          out.value = sim_figures(s, *r);
-        else
-          out.errors = r.errors();
-        return out;
-      },
-      [this](Run r) {
-        if (!r.value) {
-          plan_view_->set_simulation_note(errors_text(r.errors));
-          status(tr("The simulation failed"));
-          return;
-        }
-        plan_view_->show_simulation(*r.value);
-        status(tr("Simulated"));
-        update_actions();
-      });
-  progress_->setRange(0, 0);  // no progress from the engine: a busy indicator
-}
-
 bool MainWindow::export_plan(const QString& path) {
   const auto& o = purchase_view_->outcome();
   const auto i = purchase_view_->selected_point();
@@ -520,38 +363,6 @@ bool MainWindow::export_trace(const QString& path) {
   }
   status(tr("Wrote the Chrome trace to %1 (open it in ui.perfetto.dev)").arg(path));
   return true;
-}
-
-bool MainWindow::show_point_plan(std::size_t i) {
-  const auto& o = purchase_view_->outcome();
-  if (!o || i >= o->result.front.size() || jobs_->busy()) return false;
-  const buy::Point& p = o->result.front[i];
-  const QString origin =
-      tr("front point %1's plan (buy %2)").arg(i + 1).arg(qs(report::what_is_bought(o->scenario, p)));
-  plan_view_->show_estimate(p.scenario, p.best.plan, api::estimate(p.scenario, p.best.plan), origin);
-  set_what_if_base(p.scenario, p.best.plan, origin);
-  tabs_->setCurrentWidget(plan_view_);
-  start_simulate(p.scenario, p.best.plan);
-  return true;
-}
-
-void MainWindow::set_what_if_base(const Scenario& s, const plan::Plan& p, const QString& origin) {
-  what_if_base_ = WhatIfBase{s, p, origin};
-  pending_simulation_.reset();
-  plan_view_->set_what_if(what_if_of(s));
-}
-
-void MainWindow::what_if_changed() {
-  if (!what_if_base_) return;
-  const WhatIf w = plan_view_->what_if();
-  Scenario s = apply_what_if(what_if_base_->scenario, w);
-  const plan::Plan& p = what_if_base_->plan;
-  // The estimate at once (closed form: well under the 100 ms), the simulation after a pause.
-  plan_view_->show_estimate(s, p, api::estimate(s, p), what_if_base_->origin + tr(", what-if values"));
-  plan_view_->set_simulation_note(tr("The simulation follows…"));
-  pending_simulation_ = std::make_pair(std::move(s), p);
-  what_if_pause_->start();
-  update_actions();
 }
 
 QString MainWindow::command_line() const {
