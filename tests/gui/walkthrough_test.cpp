@@ -208,38 +208,6 @@ class WalkthroughTest : public QObject {
     QVERIFY(quiet.errors.isEmpty());
   }
 
-  void the_ui_thread_keeps_answering_during_a_search() {
-    // A watchdog timer on the UI thread: the longest gap between its ticks while the search runs
-    // is how long the UI thread was blocked (the issue asks for at most 50 ms).
-    Quiet quiet;
-    MainWindow w;
-    w.set_prompts(quiet.prompts());
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(w.open_file(small_));
-    QElapsedTimer clock;
-    qint64 last = 0, worst = 0;
-    int ticks = 0;
-    QTimer watchdog;
-    watchdog.setInterval(5);
-    connect(&watchdog, &QTimer::timeout, [&] {
-      const qint64 now = clock.elapsed();
-      worst = std::max(worst, now - last);
-      last = now;
-      ++ticks;
-    });
-    clock.start();
-    watchdog.start();
-    QVERIFY(w.run());
-    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
-    watchdog.stop();
-    worst = std::max(worst, clock.elapsed() - last);
-    qInfo("UI thread: longest gap %lld ms over %lld ms of search (%d ticks)", worst, clock.elapsed(), ticks);
-    QVERIFY(w.purchase_view()->outcome());
-    QVERIFY(ticks > 10);
-    QVERIFY2(worst <= kMaxUiGapMs, qPrintable(QString("the UI thread was blocked for %1 ms").arg(worst)));
-  }
-
   void nothing_within_the_limits_says_so_and_what_would_fit() {
     Quiet quiet;
     MainWindow w;
@@ -460,7 +428,7 @@ class WhatIfTest : public QObject {
 
 HETSIM_GUI_SUITE(WhatIfTest);
 
-// Cancel, supersede and close while a search runs.
+// While a search runs: the UI thread keeps answering; Cancel, supersede and close.
 class RunControlTest : public QObject {
   Q_OBJECT
 
@@ -520,6 +488,38 @@ class RunControlTest : public QObject {
     const auto t0 = std::chrono::steady_clock::now();
     delete w;  // joins the stopped search
     QVERIFY(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120));
+  }
+
+  void the_ui_thread_keeps_answering_during_a_search() {
+    // A watchdog timer on the UI thread: the longest gap between its ticks while the search runs
+    // is how long the UI thread was blocked (the issue asks for at most 50 ms).
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.open_file(small_));
+    QElapsedTimer clock;
+    qint64 last = 0, worst = 0;
+    int ticks = 0;
+    QTimer watchdog;
+    watchdog.setInterval(5);
+    connect(&watchdog, &QTimer::timeout, [&] {
+      const qint64 now = clock.elapsed();
+      worst = std::max(worst, now - last);
+      last = now;
+      ++ticks;
+    });
+    clock.start();
+    watchdog.start();
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    watchdog.stop();
+    worst = std::max(worst, clock.elapsed() - last);
+    qInfo("UI thread: longest gap %lld ms over %lld ms of search (%d ticks)", worst, clock.elapsed(), ticks);
+    QVERIFY(w.purchase_view()->outcome());
+    QVERIFY(ticks > 10);
+    QVERIFY2(worst <= kMaxUiGapMs, qPrintable(QString("the UI thread was blocked for %1 ms").arg(worst)));
   }
 };
 
