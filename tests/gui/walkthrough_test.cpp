@@ -21,6 +21,7 @@
 #include <QTest>
 
 #include <chrono>
+#include <filesystem>
 
 #include "gui/app/document.hpp"
 #include "gui/app/job_runner.hpp"
@@ -525,6 +526,52 @@ class RunControlTest : public QObject {
 
 HETSIM_GUI_SUITE(RunControlTest);
 
+
+// Every bundled scenario (scenarios/**/*.toml) opens as the CLI reads it; each fixed plan runs.
+class BundledScenariosTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void every_bundled_scenario_reads_as_the_cli_reads_it() {
+    // scenarios/**/*.toml: the document holds what api::load makes of each (or its messages),
+    // and Run on a fixed plan shows api::estimate's step at once.
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    int files = 0, estimated = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(test::source_file("scenarios").toStdString())) {
+      if (e.path().extension() != ".toml" || e.path().parent_path().filename() == "profiles") continue;
+      const QString file = QString::fromStdString(e.path().string());
+      QVERIFY2(w.open_file(file), qPrintable(file));
+      ++files;
+      auto without_plan = api::load(e.path(), {.plan = false});
+      const bool purchase = without_plan.ok() && without_plan->purchase.has_value();
+      auto s = purchase ? std::move(without_plan) : api::load(e.path());
+      QCOMPARE(w.document()->scenario().has_value(), s.ok());
+      QCOMPARE(w.document()->is_purchase(), purchase);
+      if (!s.ok()) {
+        QCOMPARE(w.document()->diagnostics().size(), s.errors().size());
+        continue;
+      }
+      QCOMPARE(w.document()->scenario()->name, s->name);
+      QCOMPARE(w.document()->scenario()->cluster.devices(), s->cluster.devices());
+      if (purchase || !s->plan) continue;
+      QVERIFY(w.run());
+      const analytic::Estimate e1 = api::estimate(*s, *s->plan);
+      QVERIFY2(w.plan_view()->headline_text().contains("Step " + format_seconds(e1.step_time.v)), qPrintable(file));
+      // Cancelled, the simulation is dropped, but api::simulate cannot be stopped: wait for it
+      // rather than pile up threads.
+      w.cancel();
+      w.jobs()->wait_all();
+      ++estimated;
+    }
+    QVERIFY(files > 50);
+    QVERIFY(estimated > 40);
+    QVERIFY(quiet.errors.isEmpty());
+  }
+};
+
+HETSIM_GUI_SUITE(BundledScenariosTest);
 
 // The bundled purchase scenario the issue names (5–6 s in an optimised build; labelled slow, so
 // the sanitizer run leaves it out), and its recommended point's plan: a 48-device simulated step
