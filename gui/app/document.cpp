@@ -79,6 +79,14 @@ void Document::set_text(const QString& text) {
   read();
 }
 
+void Document::edit_text(const QString& text) {
+  if (text == text_) return;
+  text_ = text;
+  set_modified(true);
+  emit text_edited();
+  read();
+}
+
 void Document::read() {
   const std::string name = path_.isEmpty() ? std::string("untitled.toml") : path_.toStdString();
   const std::string text = text_.toStdString();

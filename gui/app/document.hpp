@@ -28,6 +28,9 @@ class Document : public QObject {
   bool save_as(const QString& path, QString* error);
   /// An edit: the new text, marked modified, read again.
   void set_text(const QString& text);
+  /// An edit made elsewhere than in the editor (a form): as set_text, and editors take the text
+  /// (text_edited).
+  void edit_text(const QString& text);
 
   [[nodiscard]] const QString& text() const { return text_; }
   [[nodiscard]] const QString& path() const { return path_; }
@@ -46,6 +49,8 @@ class Document : public QObject {
  signals:
   /// open(): the text was replaced as a whole (editors load it).
   void text_replaced();
+  /// edit_text(): the text changed outside the editor (editors take it, as an undoable edit).
+  void text_edited();
   /// scenario() and diagnostics() were read again.
   void reread();
   void modified_changed(bool modified);

@@ -4,6 +4,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
 #include <QTextBlock>
@@ -13,6 +14,7 @@
 #include "gui/app/document.hpp"
 #include "gui/qt_models/diagnostics_model.hpp"
 #include "gui/qt_models/format.hpp"
+#include "gui/views/purchase_form.hpp"
 
 namespace hetsim::gui {
 
@@ -41,8 +43,22 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   bl->setContentsMargins(0, 0, 0, 0);
   bl->addWidget(verdict_);
   bl->addWidget(table_, 1);
+  form_ = new PurchaseForm(doc_, this);
+  auto* form_scroll = new QScrollArea(this);
+  form_scroll->setWidget(form_);
+  form_scroll->setWidgetResizable(true);
+  form_scroll->setMinimumWidth(300);
+  auto* top = new QSplitter(Qt::Horizontal, this);
+  top->addWidget(editor_);
+  top->addWidget(form_scroll);
+  top->setStretchFactor(0, 3);
+  top->setStretchFactor(1, 1);
+  top->setSizes({880, 360});
+  connect(doc_, &Document::reread, form_scroll,
+          [this, form_scroll] { form_scroll->setVisible(form_->isVisibleTo(form_scroll)); });
+  form_scroll->setVisible(false);
   auto* split = new QSplitter(Qt::Vertical, this);
-  split->addWidget(editor_);
+  split->addWidget(top);
   split->addWidget(bottom);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
@@ -55,6 +71,18 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   });
   connect(pause_, &QTimer::timeout, this, &ScenarioView::apply_edit);
   connect(doc_, &Document::text_replaced, this, &ScenarioView::load_text);
+  connect(doc_, &Document::text_edited, this, [this] {
+    // An edit from the form: one undoable step in the editor.
+    pause_->stop();
+    loading_ = true;
+    QTextCursor all(editor_->document());
+    all.select(QTextCursor::Document);
+    all.insertText(doc_->text());
+    loading_ = false;
+  });
+  connect(form_, &PurchaseForm::about_to_edit, this, [this] {
+    if (pause_->isActive()) apply_edit();
+  });
   connect(doc_, &Document::reread, this, &ScenarioView::show_verdict);
   connect(table_, &QTableView::activated, this, [this](const QModelIndex& at) {
     jump_to(at.data(DiagnosticsModel::kLineRole).toInt(), at.data(DiagnosticsModel::kColumnRole).toInt());

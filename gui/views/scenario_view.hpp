@@ -1,7 +1,8 @@
 #pragma once
 // The scenario as text (the TOML the CLI reads) with the reader's verdict under it: a line that
 // says what the scenario asks (a purchase search, a fixed plan, a plan search), or the reader's
-// diagnostics listed by file:line:col and key; clicking one puts the cursor on the field.
+// diagnostics listed by file:line:col and key; clicking one puts the cursor on the field. Beside
+// the text of a purchase scenario, its fields as a form (views/purchase_form).
 
 #include <QWidget>
 
@@ -14,6 +15,7 @@ namespace hetsim::gui {
 
 class Document;
 class DiagnosticsModel;
+class PurchaseForm;
 
 class ScenarioView : public QWidget {
   Q_OBJECT
@@ -30,6 +32,7 @@ class ScenarioView : public QWidget {
   [[nodiscard]] QTableView* diagnostics_table() const { return table_; }
   [[nodiscard]] DiagnosticsModel* diagnostics_model() const { return diagnostics_; }
   [[nodiscard]] QString verdict_text() const;
+  [[nodiscard]] PurchaseForm* form() const { return form_; }
 
  private:
   void load_text();
@@ -41,6 +44,7 @@ class ScenarioView : public QWidget {
   DiagnosticsModel* diagnostics_ = nullptr;
   QTableView* table_ = nullptr;
   QTimer* pause_ = nullptr;
+  PurchaseForm* form_ = nullptr;
   bool loading_ = false;
 };
 

@@ -57,6 +57,7 @@ class ScreenshotsTest : public QObject {
     MainWindow w;
     prepare(w);
     QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    shoot(w, "gui-scenario-form.png");
     QVERIFY(w.run());
     QTRY_VERIFY_WITH_TIMEOUT(w.jobs()->running() == 0 && !w.jobs()->busy(), 300000);
     QVERIFY(w.purchase_view()->outcome());
