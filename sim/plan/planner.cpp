@@ -302,8 +302,10 @@ class Search {
       alone[pi] = single_pool(static_cast<int>(pi));
       progress(0.4 * double(pi + 1) / double(P));
     }
-    // 2. Heterogeneous plans.
+    // 2. Heterogeneous plans. Only the best of each kind can be verified (see compact), so the
+    // list is compacted as it grows: memory stays bounded however many plans are estimated.
     std::vector<Candidate> all;
+    all_ = &all;
     for (auto& v : alone) all.insert(all.end(), v.begin(), v.end());
     if (P > 1 && !stopped(r)) {
       pool_local(alone, all);
@@ -311,6 +313,7 @@ class Search {
       if (!stopped(r)) mixed_pipelines(alone, all);
       progress(0.75);
     }
+    all_ = nullptr;
     std::optional<Candidate> uniform_best = stopped(r) ? std::nullopt : uniform(all);
     progress(0.8);
     // 3. Rank by the estimate, verify the best (and every baseline's best) with the engine.
@@ -382,7 +385,30 @@ class Search {
   bool better(const Candidate& a, const Candidate& b) const {
     const double sa = a.score(o_.objective), sb = b.score(o_.objective);
     if (sa != sb) return sa < sb;
-    return a.estimate.devices < b.estimate.devices;  // fewer devices on a tie
+    if (a.estimate.devices != b.estimate.devices) return a.estimate.devices < b.estimate.devices;  // fewer devices on a tie
+    return a.order < b.order;  // then the one estimated first: a total order, so any subset ranks alike
+  }
+
+  // Keeps, of the heterogeneous candidates, the best `keep` of each kind (family and ZeRO
+  // stage), and every single-pool and uniform one. Verification takes at most three of each kind
+  // first and then the best overall until max(verify, top): a candidate that is not among the
+  // best max(verify, top) of its own kind is never reached, so dropping it changes nothing (the
+  // ranking is a total order). Baselines use single-pool candidates only.
+  void compact(std::vector<Candidate>& all) const {
+    const std::size_t keep = std::max<std::size_t>(3, static_cast<std::size_t>(std::max({o_.verify, o_.top, 1})));
+    std::map<std::pair<std::string, int>, std::vector<std::size_t>> kinds;
+    std::vector<Candidate> kept;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i].family == "single pool" || all[i].family == "uniform") kept.push_back(std::move(all[i]));
+      else kinds[{all[i].family, all[i].plan.zero}].push_back(i);
+    }
+    for (auto& [kind, idx] : kinds) {
+      const std::size_t n = std::min(keep, idx.size());
+      std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(n), idx.end(),
+                        [&](std::size_t a, std::size_t b) { return better(all[a], all[b]); });
+      for (std::size_t k = 0; k < n; ++k) kept.push_back(std::move(all[idx[k]]));
+    }
+    all = std::move(kept);
   }
 
   static bool same(const plan::Plan& a, const plan::Plan& b) {
@@ -430,7 +456,12 @@ class Search {
     if (!c.estimate.fits) return false;
     c.plan = std::move(p);
     c.family = family;
+    c.order = evaluated_;
     out.push_back(std::move(c));
+    if (&out == all_ && out.size() >= compact_at_) {
+      compact(out);
+      compact_at_ = std::max(o_.compact_at, 2 * out.size());
+    }
     return true;
   }
 
@@ -685,6 +716,8 @@ class Search {
   std::vector<int> micro_batches_;
   std::size_t evaluated_ = 0;
   double tasks_simulated_ = 0;
+  std::vector<Candidate>* all_ = nullptr;  ///< the list compact() bounds, while it grows
+  std::size_t compact_at_ = o_.compact_at;
 };
 
 }  // namespace

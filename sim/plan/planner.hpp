@@ -26,6 +26,9 @@ struct Options {
   /// never pipeline or synchronise gradients between vendors. The default: NCCL and RCCL do not
   /// form one communicator, so a cross-vendor plan (false) needs a transport no standard stack has.
   bool same_vendor = true;
+  /// Heterogeneous candidates held before the list is compacted to the best of each kind (the
+  /// ones verification can reach); the result does not depend on it, memory does. Tests lower it.
+  std::size_t compact_at = 4096;
   /// Called with the fraction done (0..1) as the search goes; may be empty.
   std::function<void(double)> progress;
   /// Asked to stop, the search ends after its current phase with the best plans found so far
@@ -44,6 +47,7 @@ struct Candidate {
   std::string family;  ///< "single pool", "pool-local replicas", "mixed pipeline", "uniform"
   analytic::Estimate estimate;
   double simulated_step_s = 0;  ///< 0 until verified by the engine
+  std::size_t order = 0;        ///< when the search estimated it: the last tie-break of the ranking
   [[nodiscard]] bool verified() const { return simulated_step_s > 0; }
   /// Step time (simulated when verified) for Objective::Time; $ per million tokens for Cost.
   [[nodiscard]] double score(Objective o) const;

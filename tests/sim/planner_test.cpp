@@ -432,3 +432,38 @@ TEST(Planner, VerificationIsBoundedByTasks) {
 
 }  // namespace
 }  // namespace hetsim
+
+namespace hetsim {
+namespace {
+
+// The candidate list is compacted to the best of each kind as it grows (memory stays bounded
+// on clusters of many pools): compacting after every few plans or never gives the same answer.
+TEST(Planner, CompactingTheCandidatesChangesNothingButMemory) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixed-h100-a100.toml", test::catalog());
+  ASSERT_TRUE(s.ok());
+  planner::Options often, never;
+  often.verify = never.verify = 4;
+  often.top = never.top = 5;
+  often.compact_at = 8;
+  never.compact_at = std::size_t(1) << 40;
+  const auto a = planner::search(*s, often);
+  const auto b = planner::search(*s, never);
+  ASSERT_GT(a.evaluated, 200u);
+  EXPECT_EQ(a.evaluated, b.evaluated);
+  EXPECT_EQ(a.simulated, b.simulated);
+  ASSERT_EQ(a.top.size(), b.top.size());
+  for (std::size_t i = 0; i < a.top.size(); ++i) {
+    EXPECT_EQ(io::plan_to_json(*s, a.top[i].plan), io::plan_to_json(*s, b.top[i].plan)) << i;
+    EXPECT_EQ(a.top[i].step_s(), b.top[i].step_s()) << i;
+  }
+  ASSERT_EQ(a.baselines.size(), b.baselines.size());
+  for (std::size_t i = 0; i < a.baselines.size(); ++i) {
+    ASSERT_EQ(a.baselines[i].best.has_value(), b.baselines[i].best.has_value()) << a.baselines[i].name;
+    if (a.baselines[i].best) {
+      EXPECT_EQ(a.baselines[i].best->step_s(), b.baselines[i].best->step_s()) << a.baselines[i].name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hetsim
