@@ -39,6 +39,14 @@ quint64 JobRunner::launch(const QString& what, Work work) {
         },
         Qt::QueuedConnection);
   };
+  ctx.partial = [this, id](std::function<void()> deliver) {
+    QMetaObject::invokeMethod(
+        this,
+        [this, id, deliver = std::move(deliver)] {
+          if (id == current_) deliver();
+        },
+        Qt::QueuedConnection);
+  };
   job.thread = QThread::create([this, id, ctx = std::move(ctx), work = std::move(work)] {
     std::function<void()> deliver = work(ctx);
     QMetaObject::invokeMethod(

@@ -19,10 +19,13 @@ class QThread;
 namespace hetsim::gui {
 
 /// What a job's work is given: a stop token to pass on (buy::Options::stop, planner::Options::
-/// stop) and a progress sink (fraction 0..1, callable from any thread).
+/// stop), a progress sink (fraction 0..1) and a way to hand over partial results (`partial(f)`
+/// runs f on the runner's thread while the job is current; dropped otherwise). Both may be called
+/// from any thread.
 struct JobContext {
   std::stop_token stop;
   std::function<void(double)> progress;
+  std::function<void(std::function<void()>)> partial;
 };
 
 class JobRunner : public QObject {

@@ -202,10 +202,12 @@ void MainWindow::update_actions() {
   const bool can_run = doc_->scenario().has_value();
   run_->setEnabled(can_run);
   cancel_->setEnabled(jobs_->busy());
-  const bool point = purchase_view_->outcome() && purchase_view_->selected_point().has_value();
+  const bool point = purchase_view_->outcome() && !purchase_view_->outcome()->partial &&
+                     purchase_view_->selected_point().has_value();
   export_plan_->setEnabled(point);
   export_point_->setEnabled(point);
-  export_csv_->setEnabled(purchase_view_->outcome() && !purchase_view_->outcome()->result.front.empty());
+  export_csv_->setEnabled(purchase_view_->outcome() && !purchase_view_->outcome()->partial &&
+                          !purchase_view_->outcome()->result.front.empty());
   export_trace_->setEnabled(plan_view_->simulation() && !plan_view_->simulation()->chrome_trace.empty());
   purchase_view_->show_plan_button()->setEnabled(point && !jobs_->busy());
   tabs_->setTabEnabled(tabs_->indexOf(purchase_view_), doc_->is_purchase() || purchase_view_->outcome());
@@ -291,7 +293,7 @@ bool MainWindow::save_as(const QString& path) {
 bool MainWindow::export_plan(const QString& path) {
   const auto& o = purchase_view_->outcome();
   const auto i = purchase_view_->selected_point();
-  if (!o || !i) {
+  if (!o || o->partial || !i) {
     tell(tr("Nothing to export"), tr("Run the search and pick a point of the front first"));
     return false;
   }
@@ -310,7 +312,7 @@ bool MainWindow::export_plan(const QString& path) {
 bool MainWindow::export_point(const QString& dir) {
   const auto& o = purchase_view_->outcome();
   const auto i = purchase_view_->selected_point();
-  if (!o || !i) {
+  if (!o || o->partial || !i) {
     tell(tr("Nothing to export"), tr("Run the search and pick a point of the front first"));
     return false;
   }
@@ -332,7 +334,7 @@ bool MainWindow::export_point(const QString& dir) {
 
 bool MainWindow::export_csv(const QString& path) {
   const auto& o = purchase_view_->outcome();
-  if (!o || o->result.front.empty()) {
+  if (!o || o->partial || o->result.front.empty()) {
     tell(tr("Nothing to export"), tr("Run the search first"));
     return false;
   }

@@ -60,6 +60,9 @@ bool MainWindow::run() {
 void MainWindow::cancel() {
   if (!jobs_->busy()) return;
   jobs_->cancel();
+  // A front still growing belongs to the cancelled search.
+  if (purchase_view_->outcome() && purchase_view_->outcome()->partial)
+    purchase_view_->clear(tr("Cancelled: run the search again for its front."));
   status(tr("Cancelled"));
 }
 
@@ -78,11 +81,17 @@ void MainWindow::start_buy(const Scenario& s) {
   auto source = std::make_shared<const std::string>(doc_->text().toStdString());
   jobs_->start<Run>(
       tr("Searching the purchase (hetsim buy)…"),
-      [s](const JobContext& ctx) {
+      [this, s](const JobContext& ctx) {
         buy::Options opts;
         opts.progress = ctx.progress;
         opts.stop = ctx.stop;
         const auto t0 = std::chrono::steady_clock::now();
+        // The front as it grows: a copy for the UI thread, shown while this search is current.
+        opts.on_front = [this, s, t0, partial = ctx.partial](const std::vector<buy::Point>& front) {
+          auto copy = std::make_shared<const std::vector<buy::Point>>(front);
+          const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          partial([this, s, copy, at] { purchase_view_->show_partial(s, *copy, at); });
+        };
         auto r = api::buy(s, opts);
         Run out;
         out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -179,7 +188,7 @@ void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
 
 bool MainWindow::show_point_plan(std::size_t i) {
   const auto& o = purchase_view_->outcome();
-  if (!o || i >= o->result.front.size() || jobs_->busy()) return false;
+  if (!o || o->partial || i >= o->result.front.size() || jobs_->busy()) return false;
   const buy::Point& p = o->result.front[i];
   const QString origin =
       tr("front point %1's plan (buy %2)").arg(i + 1).arg(qs(report::what_is_bought(o->scenario, p)));

@@ -193,8 +193,6 @@ void FrontChart::rebuild() {
   if (y_limit_) d.y_limit->append({QPointF(0, *y_limit_), QPointF(top_x, *y_limit_)});
   for (QLegendMarker* m : d.chart->legend()->markers(d.x_limit)) m->setVisible(x_limit_.has_value());
   for (QLegendMarker* m : d.chart->legend()->markers(d.y_limit)) m->setVisible(y_limit_.has_value());
-  for (QLegendMarker* m : d.chart->legend()->markers(d.highlighted))
-    m->setVisible(std::any_of(points_.begin(), points_.end(), [](const ChartPoint& p) { return p.highlighted; }));
   set_selected(selected_);
 }
 

@@ -90,6 +90,7 @@ QString search_summary(const Scenario& s, const buy::Result& r, double seconds) 
                   .arg(r.pruned)
                   .arg(r.planned);
   if (r.none_fits > 0) t += QObject::tr(" (%1 with no plan that fits)").arg(r.none_fits);
+  if (r.first_point_s >= 0) t += QObject::tr("; the first point after %1 s").arg(r.first_point_s, 0, 'f', 2);
   if (r.stopped) t += QObject::tr("; STOPPED early: the front of what was searched");
   if (!r.front.empty()) return t;
   t += QObject::tr(". No composition has a plan that fits within the limits.");
@@ -239,13 +240,26 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
                                                                                  : tr("budget (rent)"));
   else
     chart_->set_y_limit(std::nullopt, {});
-  summary_->setText(search_summary(s, r, outcome_->seconds));
+  summary_->setText(outcome_->partial ? tr("Searching… %n point(s) on the front so far, after %1 s (the "
+                                          "recommendation comes at the end)", "", static_cast<int>(r.front.size()))
+                                           .arg(outcome_->seconds, 0, 'f', 1)
+                                     : search_summary(s, r, outcome_->seconds));
   sensitivity_->set_rows(sensitivity_rows(s, r));
   sensitivity_table_->setVisible(sensitivity_->rowCount() > 0);
   sensitivity_table_->resizeColumnsToContents();
   sensitivity_table_->setFixedHeight(sensitivity_table_->horizontalHeader()->height() +
                                      sensitivity_table_->verticalHeader()->length() + 4);
-  if (!r.front.empty()) select_point(r.recommended);
+  if (!outcome_->partial && !r.front.empty()) select_point(r.recommended);
+}
+
+void PurchaseView::show_partial(const Scenario& s, const std::vector<buy::Point>& front, double seconds) {
+  auto o = std::make_shared<BuyOutcome>();
+  o->scenario = s;
+  o->result.front = front;
+  o->result.recommended = front.size();  // none yet
+  o->seconds = seconds;
+  o->partial = true;
+  show_outcome(std::move(o));
 }
 
 void PurchaseView::select_point(std::size_t i) {

@@ -30,6 +30,9 @@ struct BuyOutcome {
   std::string source_text;
   buy::Result result;
   double seconds = 0;
+  /// The front so far of a search still running (buy::Options::on_front): no recommendation
+  /// yet, nothing to export.
+  bool partial = false;
 };
 
 /// The chosen point in words (HTML): what to buy, capex/run/total, time to train, lead time,
@@ -48,6 +51,8 @@ class PurchaseView : public QWidget {
 
   /// Shows a search's front and selects its recommended point.
   void show_outcome(std::shared_ptr<const BuyOutcome> outcome);
+  /// Shows the front so far of the search of `s` still running, `seconds` after its start.
+  void show_partial(const Scenario& s, const std::vector<buy::Point>& front, double seconds);
   /// Empties the view with a message ("searching…", "cancelled").
   void clear(const QString& message);
   /// Selects front point `i` (in api::buy's order) in the chart, the table and the details.

@@ -38,11 +38,6 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   pause_->setSingleShot(true);
   pause_->setInterval(400);
 
-  auto* bottom = new QWidget(this);
-  auto* bl = new QVBoxLayout(bottom);
-  bl->setContentsMargins(0, 0, 0, 0);
-  bl->addWidget(verdict_);
-  bl->addWidget(table_, 1);
   form_ = new PurchaseForm(doc_, this);
   auto* form_scroll = new QScrollArea(this);
   form_scroll->setWidget(form_);
@@ -59,12 +54,13 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   form_scroll->setVisible(false);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(top);
-  split->addWidget(bottom);
+  split->addWidget(table_);  // hidden without diagnostics: the text takes the room
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
   split->setSizes({540, 220});
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(split);
+  layout->addWidget(split, 1);
+  layout->addWidget(verdict_);
 
   connect(editor_, &QPlainTextEdit::textChanged, this, [this] {
     if (!loading_) pause_->start();

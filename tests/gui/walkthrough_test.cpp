@@ -92,12 +92,28 @@ class WalkthroughTest : public QObject {
     QVERIFY(w.run_action()->isEnabled());
     QCOMPARE(w.command_line(), "hetsim buy " + small_);
 
+    // The front is shown as it grows (buy::Options::on_front), before the search ends.
+    int partial_fronts = 0;
+    std::size_t largest_partial = 0;
+    connect(w.purchase_view()->model(), &QAbstractItemModel::modelReset, this, [&] {
+      const auto& o = w.purchase_view()->outcome();
+      if (o && o->partial) {
+        ++partial_fronts;
+        largest_partial = std::max(largest_partial, o->result.front.size());
+        QVERIFY(!w.export_csv("/nonexistent/front.csv"));  // nothing to export before the end
+      }
+    });
     QVERIFY(w.run());
     QVERIFY(w.jobs()->busy());
     QVERIFY(w.progress_bar()->isVisible());
     QCOMPARE(w.tabs()->currentWidget(), w.purchase_view());
     QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
     QVERIFY(!w.progress_bar()->isVisible());
+    QVERIFY(partial_fronts >= 1);
+    QVERIFY(largest_partial >= 1);
+    QVERIFY(!w.purchase_view()->outcome()->partial);
+    QCOMPARE(quiet.errors.size(), partial_fronts);  // the refused exports said why
+    quiet.errors.clear();
 
     // What the CLI computes for the same file.
     auto s = api::load(small_.toStdString(), {.plan = false});
