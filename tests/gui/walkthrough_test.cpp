@@ -359,6 +359,46 @@ class DocumentTest : public QObject {
     QCOMPARE(RecentFiles::list().front(), QFileInfo(bad_).absoluteFilePath());
   }
 
+  void without_parallel_the_planner_searches_first() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    // scenarios/mixed-h100-a100.toml without its [parallel] tables (the file's last).
+    QString text = read_all(test::source_file("scenarios/mixed-h100-a100.toml"));
+    const auto from = text.indexOf("\n[parallel]");
+    QVERIFY(from > 0);
+    text.truncate(from + 1);
+    QTemporaryDir dir;
+    const QString file = dir.filePath("no-parallel.toml");
+    {
+      QFile f(file);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text.toUtf8());
+    }
+    QVERIFY(w.open_file(file));
+    QVERIFY2(w.document()->scenario() && !w.document()->scenario()->plan, qPrintable(text));
+    QCOMPARE(w.command_line(), "hetsim plan " + file);
+    QVERIFY(w.scenario_view()->verdict_text().contains("without [parallel]"));
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);
+
+    auto s = api::load(file.toStdString());
+    QVERIFY(s.ok());
+    auto planned = api::plan(*s, {});
+    QVERIFY(planned.ok());
+    QVERIFY(!planned->result.top.empty());
+    const plan::Plan& best = planned->result.top.front().plan;
+    QVERIFY(w.plan_view()->headline_text().contains(
+        QString("the planner's best of %1 plans").arg(planned->result.evaluated)));
+    QVERIFY(w.plan_view()->headline_text().contains(
+        QString::fromStdString(report::plan_summary(*s, best)).toHtmlEscaped()));
+    QVERIFY(w.plan_view()->headline_text().contains("Step " + format_seconds(api::estimate(*s, best).step_time.v)));
+    auto sim = api::simulate(*s, best);
+    QVERIFY(sim.ok());
+    QVERIFY(w.plan_view()->simulation_text().contains(
+        "Simulated step " + format_seconds(static_cast<double>(sim->sim.trace.makespan) * 1e-9)));
+  }
+
   void a_fixed_plan_is_estimated_at_once_and_simulated_in_the_background() {
     Quiet quiet;
     MainWindow w;
