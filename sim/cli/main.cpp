@@ -20,7 +20,6 @@
 #include <vector>
 #include <cstdio>
 #include <iostream>
-#include <memory>
 
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
@@ -320,16 +319,17 @@ int run_buy(const Common& c, const BuyArgs& a) {
   opts.same_vendor = !a.any_vendor;
   opts.exhaustive = a.exhaustive;
   const bool bar = isatty(fileno(stderr)) != 0;
-  // Both callbacks run on this thread: the bar shows the front found so far as it grows.
-  auto sofar = std::make_shared<std::string>();
+  // Both callbacks run on this thread, during api::buy below: the bar shows the front found so
+  // far as it grows.
+  std::string sofar;
   if (bar) {
-    opts.progress = [sofar](double f) {
+    opts.progress = [&sofar](double f) {
       std::fprintf(stderr, "\rsearching compositions [%-30s] %3.0f %%%s",
-                   std::string(static_cast<std::size_t>(f * 30), '#').c_str(), 100 * f, sofar->c_str());
+                   std::string(static_cast<std::size_t>(f * 30), '#').c_str(), 100 * f, sofar.c_str());
       std::fflush(stderr);
     };
-    opts.on_front = [sofar](const std::vector<hetsim::buy::Point>& front) {
-      *sofar = fmt::format("  front so far: {} point{}, fastest {} ", front.size(), front.size() == 1 ? "" : "s",
+    opts.on_front = [&sofar](const std::vector<hetsim::buy::Point>& front) {
+      sofar = fmt::format("  front so far: {} point{}, fastest {} ", front.size(), front.size() == 1 ? "" : "s",
                            hetsim::format_duration(hetsim::Duration{front.front().trained_in_s}));
     };
   }

@@ -385,6 +385,12 @@ const std::vector<std::string> kParallelKeys = {
     "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel",
     "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "replicas"};
 
+// Per-op selective checkpointing is modelled for dense models only (memory.cpp): said where
+// [parallel] reads it (at the key) and where a plan file is validated.
+constexpr const char* kSelectiveOpDenseOnly =
+    "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only";
+constexpr const char* kSelectiveOpHint = "use \"selective\" or \"full\" for a mixture-of-experts model";
+
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
                                         SourceLoc& where) {
   auto t = r.table(root, "parallel");
@@ -405,9 +411,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
                                                            {"selective_op", cost::Recompute::SelectiveOp}})) {
     p.recompute = *rc;
     if (*rc == cost::Recompute::SelectiveOp && s.model.moe())
-      r.error(r.loc(r.node(*t, "recompute")), "parallel.recompute",
-              "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only",
-              "use \"selective\" or \"full\" for a mixture-of-experts model");
+      r.error(r.loc(r.node(*t, "recompute")), "parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
   }
   p.zero = as_int(r.integer(*t, "zero", 0, 3), p.zero);
   p.sequence_parallel = r.boolean(*t, "sequence_parallel").value_or(p.sequence_parallel);
@@ -768,8 +772,7 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
   if (p.schedule == cost::Schedule::Interleaved && p.virtual_stages < 2)
     err("parallel.virtual_stages", "the interleaved schedule needs virtual_stages ≥ 2");
   if (p.recompute == cost::Recompute::SelectiveOp && m.moe())
-    err("parallel.recompute", "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only",
-        "use \"selective\" or \"full\" for a mixture-of-experts model");
+    err("parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
   return d;
 }
 
