@@ -2,18 +2,26 @@
 # GPU checks, for a machine with an NVIDIA GPU (the device tool's H200 in practice): builds the
 # release preset with CUDA, runs the `gpu`-labelled tests, calibrates the GPU, replays a one-GPU
 # bf16 plan with that profile and compares, replays a two-stage pipeline on two "devices" sharing
-# the GPU, then prints a short table. About 5 minutes.
+# the GPU, then prints a short table; with PyTorch present, also tests/gpu/microbench.py (the cost
+# model's GEMM, attention, memory and launch figures on this GPU). About 5 minutes.
 #   tests/gpu/run.sh [OUT_DIR]
+# HETSIM_GPU_BIN=DIR uses binaries built elsewhere (tests/gpu/pack.sh; the device machine has no
+# Debian packages to build with) instead of building here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-/tmp/hetsim-gpu}}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt" || true
-cmake --preset release -DHETSIM_WITH_CUDA=ON -DHETSIM_WITH_HIP=OFF -DHETSIM_WITH_GUI=OFF -DHETSIM_WITH_SIMGRID=OFF -DHETSIM_WITH_MPI=OFF \
-  > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
-cmake --build --preset release -j "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
-ctest --test-dir build/release -L gpu --output-on-failure > "$out/ctest-gpu.log" 2>&1; gpu_rc=$?
-build/release/bin/hetsim-exec calibrate --backend cuda --seconds 5 --name gpu0 --memory 139 --devices 1 \
+bin=${HETSIM_GPU_BIN:-}
+if [ -z "$bin" ]; then
+  cmake --preset release -DHETSIM_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DHETSIM_WITH_HIP=OFF -DHETSIM_WITH_GUI=OFF \
+    -DHETSIM_WITH_SIMGRID=OFF -DHETSIM_WITH_MPI=OFF > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+  cmake --build --preset release -j "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  bin=build/release/bin
+fi
+# Each step under a time limit: a hang must not eat the device time.
+timeout 300 "$bin/exec_cuda_tests" --gtest_output="json:$out/gtest-gpu.json" > "$out/ctest-gpu.log" 2>&1; gpu_rc=$?
+timeout 120 "$bin/hetsim-exec" calibrate --backend cuda --seconds 5 --name gpu0 --memory 139 --devices 1 \
   --out "$out/gpu0.toml" 2> "$out/calibrate.txt"
 cat > "$out/gpu.toml" <<TOML
 # One GPU, priced with its own calibrated profile: a 12-layer transformer (hidden 2048, bf16).
@@ -43,19 +51,26 @@ tp = 1
 pp = 1
 dp = 1
 TOML
-build/release/bin/hetsim-exec run --backend cuda --steps 5 --warmup 1 --out "$out/measured.json" \
+timeout 120 "$bin/hetsim-exec" run --backend cuda --steps 5 --warmup 1 --out "$out/measured.json" \
   --predicted "$out/predicted.json" "$out/gpu.toml" > "$out/run.txt" 2>&1; run_rc=$?
 # Two pipeline stages as two "devices" on the one GPU (each its own stream; copies between them).
 sed -e 's/^devices_per_node = 1/devices_per_node = 2/' -e 's/^pp = 1/pp = 2/' "$out/gpu.toml" > "$out/gpu-pp2.toml"
-build/release/bin/hetsim-exec run --backend cuda --devices 2 --steps 3 --warmup 1 "$out/gpu-pp2.toml" > "$out/run-pp2.txt" 2>&1
+timeout 120 "$bin/hetsim-exec" run --backend cuda --devices 2 --steps 3 --warmup 1 "$out/gpu-pp2.toml" > "$out/run-pp2.txt" 2>&1
 pp2_rc=$?
+mb_rc=skipped
+if LD_LIBRARY_PATH="${HETSIM_PY_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" python3 -c "import torch; assert torch.cuda.is_available()" 2> /dev/null; then
+  LD_LIBRARY_PATH="${HETSIM_PY_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/microbench.py "$out" ${HETSIM_MICROBENCH_ARGS:-} > "$out/microbench.txt" 2>&1
+  mb_rc=$?
+fi
 echo
 echo "== hetsim GPU check ==================================================="
 echo "gpu:          $(cat "$out/gpu.txt" 2>/dev/null)"
-echo "gpu tests:    $(grep -E 'tests passed|tests failed' "$out/ctest-gpu.log" | tail -1) (rc $gpu_rc)"
+echo "gpu tests:    $(grep -E 'PASSED|FAILED' "$out/ctest-gpu.log" | tr '\n' ' ') (rc $gpu_rc)"
+grep -E '^\[  (FAILED|SKIPPED) ' "$out/ctest-gpu.log" | head -20
 echo "calibration:  $(tail -1 "$out/calibrate.txt")"
 echo "replay 1 GPU: rc $run_rc"
 sed -n 1,24p "$out/run.txt"
 echo "replay pp2 on one GPU: rc $pp2_rc"
 sed -n 1,4p "$out/run-pp2.txt"
+echo "microbenchmarks: rc $mb_rc (table in $out/microbench.txt)"
 [ $gpu_rc -eq 0 ] && [ $run_rc -eq 0 ] && [ $pp2_rc -eq 0 ]
