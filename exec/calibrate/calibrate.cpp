@@ -16,7 +16,7 @@ GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
   GemmFit best;
   double best_err = 1e300;
   const auto n = static_cast<Eigen::Index>(samples.size());
-  for (double h = 0; h <= 512; h += 4) {
+  for (double h = 0; h <= 4096; h += 8) {  // tensor-core GEMMs saturate late: half_dim of 1000 and more
     // t_i = x0 · flops_i·(d+h)/d + x1, weighted by 1/t_i so every size counts alike.
     Eigen::MatrixXd A(n, 2);
     Eigen::VectorXd b(n);
@@ -44,20 +44,30 @@ GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
 
 namespace {
 
+// Seconds per call of f. Calls are queued back to back and a batch is timed with one wait for
+// the device, as a training step queues its kernels: on a GPU the per-call figure then holds the
+// launch gap and not the host's synchronisation (about 20 us on the device machine, which made
+// every GEMM look launch-bound); on the host, where each call runs synchronously, batching
+// changes nothing. The median of at least three batches.
 template <class F>
 double time_per_call(Device& dev, F&& f, double budget_s) {
   f();  // warm up
   (void)dev.resolve();
-  int calls = 0;
+  std::int64_t t = host_clock_ns();
+  f();
+  (void)dev.resolve();
+  const double one = std::max(1e-9, static_cast<double>(host_clock_ns() - t) * 1e-9);
+  const int batch = static_cast<int>(std::clamp(budget_s / 4 / one, 1.0, 1000.0));
   const std::int64_t t0 = host_clock_ns();
-  std::int64_t t = t0;
+  std::vector<double> per;
   do {
-    f();
-    ++calls;
-    (void)dev.resolve();  // waits for the device
     t = host_clock_ns();
-  } while (static_cast<double>(t - t0) * 1e-9 < budget_s && calls < 1000);
-  return static_cast<double>(t - t0) * 1e-9 / calls;
+    for (int i = 0; i < batch; ++i) f();
+    (void)dev.resolve();  // waits for the device
+    per.push_back(static_cast<double>(host_clock_ns() - t) * 1e-9 / batch);
+  } while ((per.size() < 3 || static_cast<double>(host_clock_ns() - t0) * 1e-9 < budget_s) && per.size() < 1000);
+  std::nth_element(per.begin(), per.begin() + static_cast<std::ptrdiff_t>(per.size() / 2), per.end());
+  return per[per.size() / 2];
 }
 
 }  // namespace
@@ -65,31 +75,51 @@ double time_per_call(Device& dev, F&& f, double budget_s) {
 Profile calibrate(Backend& backend, double seconds) {
   Profile p;
   auto dev = backend.open(0);
-  const std::vector<std::array<int, 3>> shapes = {
+  // A GPU (memory of its own) gets shapes and sizes that fill it; on the host the small set
+  // keeps the calibration to its few seconds.
+  const bool gpu = !dev->host_memory();
+  std::vector<std::array<int, 3>> shapes = {
       {64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},  {768, 768, 768},
       {1024, 1024, 1024}, {2048, 256, 256}, {256, 2048, 256}, {1024, 64, 1024}, {32, 1024, 1024},
       {2048, 1024, 256}, {512, 2048, 512}};
-  const double per = seconds * 0.7 / static_cast<double>(shapes.size() + 6);
+  if (gpu)
+    shapes.insert(shapes.end(), {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 2048, 4096},
+                                 {4096, 1024, 8192}, {8192, 8192, 1024}});
+  const std::size_t largest = gpu ? std::size_t{8192} * 8192 : std::size_t{2048} * 2048;
+  // A GPU fits each format on its own (tensor cores reach their peak at larger sizes than fp32);
+  // the host scales the fp32 fit by the speed ratio at its largest square.
+  const int formats = gpu ? 3 : 1;
+  const double per = seconds * 0.7 / static_cast<double>(formats * shapes.size() + 8);
   // Operands in the device's own memory (host or GPU).
-  void* a = dev->workspace(0, 4 * 2048 * 2048);
-  void* b = dev->workspace(1, 4 * 2048 * 2048);
-  void* c = dev->workspace(2, 4 * 2048 * 2048);
-  for (const auto& s : shapes) {
-    const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], Format::Fp32, a, b, c); }, per);
-    p.samples.push_back({double(s[0]), double(s[1]), double(s[2]), t});
-  }
-  p.gemm = fit_gemm(p.samples);
-  // 16-bit GEMMs: the peak scaled by the measured speed ratio at one large shape.
-  {
+  void* a = dev->workspace(0, 4 * largest);
+  void* b = dev->workspace(1, 4 * largest);
+  void* c = dev->workspace(2, 4 * largest);
+  auto fit = [&](Format f, std::vector<GemmSample>& samples) {
+    for (const auto& s : shapes) {
+      const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], f, a, b, c); }, per);
+      samples.push_back({double(s[0]), double(s[1]), double(s[2]), t});
+    }
+    return fit_gemm(samples);
+  };
+  p.gemm = fit(Format::Fp32, p.samples);
+  if (gpu) {
+    std::vector<GemmSample> bf, fp;
+    p.gemm16 = fit(Format::Bf16, bf);
+    p.peak_bf16 = p.gemm16.peak_flops;
+    p.peak_fp16 = fit(Format::Fp16, fp).peak_flops;
+  } else {
     const double t32 = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Fp32, a, b, c); }, per);
     const double tb = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Bf16, a, b, c); }, per);
     const double th = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Fp16, a, b, c); }, per);
     p.peak_bf16 = p.gemm.peak_flops * t32 / tb;
     p.peak_fp16 = p.gemm.peak_flops * t32 / th;
   }
-  // Streaming bandwidth: read one float, write one, over 64 MiB.
+  const Format train = p.tensor_cores() ? Format::Bf16 : Format::Fp32;
+  const GemmFit& train_fit = p.train_gemm();
+  const double train_peak = p.tensor_cores() ? p.peak_bf16 : p.gemm.peak_flops;
+  // Streaming bandwidth: read one float, write one (64 MiB on the host, 1 GiB on a GPU).
   {
-    const std::size_t count = 16u << 20;
+    const std::size_t count = gpu ? std::size_t{256} << 20 : std::size_t{16} << 20;
     void* src = dev->workspace(0, 4 * count);
     void* dst = dev->workspace(1, 4 * count);
     const double t = time_per_call(*dev, [&] { dev->elementwise(count, Format::Fp32, src, dst); }, per);
@@ -97,25 +127,26 @@ Profile calibrate(Backend& backend, double seconds) {
     const double tc = time_per_call(*dev, [&] { dev->copy(src, dst, 4 * count); }, per);
     p.copy_bandwidth = 4.0 * static_cast<double>(count) / tc;
   }
-  // Attention, forward and backward, as replay runs it, at two sequence lengths: the efficiency
-  // the cost model applies to the attention FLOPs it counts (causal half, backward 2.5× the
-  // forward), fitted to η·s/(s + half_seq) through both points.
+  // Attention, forward and backward, as replay runs it, in the training format, at two sequence
+  // lengths: the efficiency the cost model applies to the attention FLOPs it counts (causal
+  // half, backward 2.5× the forward) against that format's peak, fitted to η·s/(s + half_seq)
+  // through both points.
   {
     double bwd_ratio = 1;
     auto efficiency = [&](int seq) {
-      const AttentionShape s{4, seq, 64, true};
+      const AttentionShape s = gpu ? AttentionShape{32, seq, 128, true} : AttentionShape{4, seq, 64, true};
       const std::size_t one = std::size_t(s.heads) * s.seq * s.head_dim * 4;
       void* qkv = dev->workspace(0, 3 * one);
       void* g = dev->workspace(1, 3 * one);
       void* o = dev->workspace(2, 3 * one);
-      const double tf = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, false); }, per);
-      const double tb = time_per_call(*dev, [&] { dev->attention(s, Format::Fp32, qkv, o, g, true); }, per);
+      const double tf = time_per_call(*dev, [&] { dev->attention(s, train, qkv, o, g, false); }, per);
+      const double tb = time_per_call(*dev, [&] { dev->attention(s, train, qkv, o, g, true); }, per);
       const double flops = 3.5 * 4.0 * s.heads * double(s.seq) * s.seq * s.head_dim / 2;
       // Backward throughput per counted FLOP over the forward's (2.5× the FLOPs).
-      bwd_ratio = 2.5 * std::max(1e-9, tf - p.gemm.launch_s) / std::max(1e-9, tb - p.gemm.launch_s);
-      return std::clamp(flops / (p.gemm.peak_flops * std::max(1e-9, tf + tb - 2 * p.gemm.launch_s)), 0.01, 1.0);
+      bwd_ratio = 2.5 * std::max(1e-9, tf - train_fit.launch_s) / std::max(1e-9, tb - train_fit.launch_s);
+      return std::clamp(flops / (train_peak * std::max(1e-9, tf + tb - 2 * train_fit.launch_s)), 0.01, 1.0);
     };
-    const double s1 = 256, s2 = 1024;
+    const double s1 = gpu ? 512 : 256, s2 = gpu ? 2048 : 1024;
     const double e1 = efficiency(static_cast<int>(s1)), e2 = efficiency(static_cast<int>(s2));
     p.attention_bwd = std::clamp(bwd_ratio, 0.1, 10.0);  // at the longer sequence
     const double r = e1 / e2;
@@ -131,7 +162,7 @@ Profile calibrate(Backend& backend, double seconds) {
   // counts for them (layer_ops.cpp: a norm moves 2 fp32 tensors forward and 3 backward; the
   // cross-entropy 38 and 14 bytes per logit; Adam's pass 28 bytes per parameter).
   {
-    const int rows = 2048, cols = 512;
+    const int rows = gpu ? 16384 : 2048, cols = gpu ? 4096 : 512;
     const std::size_t elems = std::size_t(rows) * cols;
     void* x = dev->workspace(0, 4 * elems);
     void* y = dev->workspace(1, 4 * elems);
@@ -148,7 +179,7 @@ Profile calibrate(Backend& backend, double seconds) {
     const double lf = time_per_call(*dev, [&] { loss_pass(false); }, per / 2);
     const double lb = time_per_call(*dev, [&] { loss_pass(true); }, per / 2);
     p.loss_memory = std::clamp(52.0 * double(elems) / (lf + lb) / p.memory_bandwidth, 0.001, 1.0);
-    const std::size_t params = 1u << 20;
+    const std::size_t params = gpu ? std::size_t{32} << 20 : std::size_t{1} << 20;
     auto* state = static_cast<float*>(dev->workspace(2, 7 * 4 * params));
     const double ta = time_per_call(*dev, [&] { dev->adam(params, state); }, per);
     p.optimizer_memory = std::clamp(28.0 * double(params) / ta / p.memory_bandwidth, 0.001, 1.0);
@@ -234,12 +265,13 @@ Profile calibrate(Backend& backend, double seconds) {
 
 std::string profile_toml(const Profile& p, const std::string& name, double memory_bytes, int devices) {
   const std::string src = "measured by `hetsim-exec calibrate` on this machine";
+  const GemmFit& g = p.train_gemm();
   std::string o = fmt::format("# Device profile written by `hetsim-exec calibrate` (load it with catalog = \"…\" in a\n"
-                              "# [[cluster.pool]]). GEMM fit: peak {:.4g} FLOP/s, half_dim {:.0f}, launch {:.3g} s,\n"
+                              "# [[cluster.pool]]). GEMM fit ({}): peak {:.4g} FLOP/s, half_dim {:.0f}, launch {:.3g} s,\n"
                               "# rms relative error {:.3f} over {} shapes. Point-to-point between two devices: {:.3g} us +\n"
                               "# {:.4g} GB/s per message (the link below is fitted from all-reduces).\n\n",
-                              p.gemm.peak_flops, p.gemm.half_dim, p.gemm.launch_s, p.gemm.rms_rel_error, p.samples.size(),
-                              p.p2p_latency_s * 1e6, p.p2p_bandwidth / 1e9);
+                              p.tensor_cores() ? "bf16" : "fp32", g.peak_flops, g.half_dim, g.launch_s, g.rms_rel_error,
+                              p.samples.size(), p.p2p_latency_s * 1e6, p.p2p_bandwidth / 1e9);
   o += fmt::format("[[link]]\nname = \"{}-copy\"\ndisplay = \"shared-memory copy between {} devices\"\nkind = \"scale-up\"\n"
                    "bandwidth = \"{:.6g}GB/s\"\nlatency = \"{:.4g}us\"\nefficiency = 1.0\nsource = \"{}\"\n\n",
                    name, name, (p.link_bandwidth > 0 ? p.link_bandwidth : p.copy_bandwidth) / 1e9,
@@ -255,9 +287,9 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
                    "efficiency = \"{}\"\npower = \"assumption: 15 W per core\"\nprice = \"assumption\"\n",
                    name, name, p.gemm.peak_flops / 1e9, (p.peak_bf16 > 0 ? p.peak_bf16 : p.gemm.peak_flops) / 1e9,
                    (p.peak_fp16 > 0 ? p.peak_fp16 : p.gemm.peak_flops) / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
-                   devices, name, devices, name, p.gemm.half_dim, p.attention_efficiency, p.attention_half_seq,
+                   devices, name, devices, name, g.half_dim, p.attention_efficiency, p.attention_half_seq,
                    p.attention_bwd, p.norm_memory > 0 ? p.norm_memory : 1.0, p.loss_memory > 0 ? p.loss_memory : 1.0,
-                   p.optimizer_memory > 0 ? p.optimizer_memory : 1.0, p.gemm.launch_s * 1e6, src, src,
+                   p.optimizer_memory > 0 ? p.optimizer_memory : 1.0, g.launch_s * 1e6, src, src,
                    src);
   return o;
 }

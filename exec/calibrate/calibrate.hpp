@@ -28,9 +28,17 @@ struct GemmFit {
 [[nodiscard]] GemmFit fit_gemm(const std::vector<GemmSample>& samples);
 
 struct Profile {
-  GemmFit gemm;             ///< fp32
-  double peak_bf16 = 0, peak_fp16 = 0;  ///< FLOP/s of 16-bit GEMMs (fp32 peak × measured speed ratio)
-  double attention_efficiency = 1;  ///< fused attention at long sequences / the fitted GEMM peak
+  GemmFit gemm;    ///< fp32
+  GemmFit gemm16;  ///< bf16, fitted on its own on a GPU; empty on the host
+  /// FLOP/s of 16-bit GEMMs: their own fits on a GPU, the fp32 peak × the measured speed ratio
+  /// on the host.
+  double peak_bf16 = 0, peak_fp16 = 0;
+  /// The fit of the format training runs in: bf16 where its GEMMs are much faster than fp32
+  /// (tensor cores; 1.5× or more), else fp32. Its half_dim and launch gap go in the profile.
+  [[nodiscard]] bool tensor_cores() const { return gemm16.peak_flops > 0 && peak_bf16 > 1.5 * gemm.peak_flops; }
+  [[nodiscard]] const GemmFit& train_gemm() const { return tensor_cores() ? gemm16 : gemm; }
+  /// Fused attention at long sequences over the training format's GEMM peak.
+  double attention_efficiency = 1;
   double attention_half_seq = 0;    ///< sequence length at which it halves (two lengths fitted)
   double attention_bwd = 1;  ///< backward / forward throughput per counted FLOP (cost model's attention_bwd)
   /// Achieved bandwidth of one op class's kernels as the cost model counts their bytes, over

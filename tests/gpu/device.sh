@@ -22,5 +22,7 @@ if command -v compute-sanitizer > /dev/null; then
     --gtest_filter='-*Calibrates*' > "$work/memcheck.txt" 2>&1
   echo "memcheck: rc $? $(grep -E 'ERROR SUMMARY' "$work/memcheck.txt" | tail -1)"
 fi
+# Measurements for the cost model (HETSIM_FIDELITY=0 leaves them out).
+[ "${HETSIM_FIDELITY:-1}" = 0 ] || tests/gpu/fidelity.sh .gpu-carry/bin "$work/fidelity"
 tar czf "${OUT:-/tmp}/gpu-results.tgz" -C "$work" .
 exit $rc

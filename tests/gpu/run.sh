@@ -5,7 +5,7 @@
 # the GPU, then prints a short table; with PyTorch present, also tests/gpu/microbench.py (the cost
 # model's GEMM, attention, memory and launch figures on this GPU). About 5 minutes.
 #   tests/gpu/run.sh [OUT_DIR]
-# HETSIM_GPU_BIN=DIR uses binaries built elsewhere (tests/gpu/pack.sh; the device machine has no
+# HETSIM_SKIP_MICROBENCH=1 leaves the microbenchmarks out. HETSIM_GPU_BIN=DIR uses binaries built elsewhere (tests/gpu/pack.sh; the device machine has no
 # Debian packages to build with) instead of building here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,7 +58,7 @@ sed -e 's/^devices_per_node = 1/devices_per_node = 2/' -e 's/^pp = 1/pp = 2/' "$
 timeout 120 "$bin/hetsim-exec" run --backend cuda --devices 2 --steps 3 --warmup 1 "$out/gpu-pp2.toml" > "$out/run-pp2.txt" 2>&1
 pp2_rc=$?
 mb_rc=skipped
-if LD_LIBRARY_PATH="${HETSIM_PY_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" python3 -c "import torch; assert torch.cuda.is_available()" 2> /dev/null; then
+if [ -z "${HETSIM_SKIP_MICROBENCH:-}" ] && LD_LIBRARY_PATH="${HETSIM_PY_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" python3 -c "import torch; assert torch.cuda.is_available()" 2> /dev/null; then
   LD_LIBRARY_PATH="${HETSIM_PY_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/microbench.py "$out" ${HETSIM_MICROBENCH_ARGS:-} > "$out/microbench.txt" 2>&1
   mb_rc=$?
 fi
