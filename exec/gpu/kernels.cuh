@@ -150,7 +150,26 @@ __global__ void softmax_grad_kernel(const float* prob, const float* dprob, T* ds
   for (int c = threadIdx.x; c < keys; c += kBlock) ds[off + c] = from_float<T>(prob[off + c] * (dprob[off + c] - dot));
 }
 
-/// Adam over fp32 state: params, grads, first and second moments, `n` each.
+/// Fills `words` 16-bit words with pseudo-random bf16 values of magnitude [1, 2) and random sign
+/// (a hash of the index and `seed`). Every format the kernels read finds finite, varied numbers
+/// there: bf16 and fp16 words read as ±[1, 2), fp32 from the high word of each pair as ±[1, 2).
+/// Workspaces start so, not as zeros: a GPU's GEMMs on zeros draw less power and run at
+/// unthrottled clocks (an H200 ran the Llama 3 8B layer GEMMs at 912 TFLOP/s on zeros against
+/// 660 sustained on random data; docs/microbenchmarks.md), which would time a step too fast.
+__global__ void fill_kernel(std::uint16_t* p, std::size_t words, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < words; i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint32_t x = static_cast<std::uint32_t>(i) ^ (static_cast<std::uint32_t>(i >> 32) * 0x9e3779b9u) ^ seed;
+    x ^= x >> 16;  // lowbias32 (C. Wellons' integer hash)
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    p[i] = static_cast<std::uint16_t>((x & 0x8000u) | (0x7fu << 7) | ((x >> 20) & 0x7fu));
+  }
+}
+
+/// Adam over fp32 state: params, grads, first and second moments, `n` each. The second moment
+/// is read as |v|: the state starts as the workspace's random fill, negative halves included.
 __global__ void adam_kernel(float* state, std::size_t n) {
   constexpr float lr = 1e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
@@ -159,7 +178,7 @@ __global__ void adam_kernel(float* state, std::size_t n) {
     const float v = b2 * state[3 * n + i] + (1 - b2) * g * g;
     state[2 * n + i] = m;
     state[3 * n + i] = v;
-    state[i] -= lr * m / (sqrtf(v) + eps);
+    state[i] -= lr * m / (sqrtf(fabsf(v)) + eps);
   }
 }
 

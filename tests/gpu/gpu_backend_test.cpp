@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -81,6 +84,32 @@ TEST(Gpu, GemmMatchesAHostReference) {
   dev->gemm(m, n, k, exec::Format::Fp32, da.p, db.p, dc.p);
   const auto c = dc.get();
   for (std::size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], ref[i], 1e-3f * (1 + std::abs(ref[i])));
+}
+
+// Workspaces start as random numbers, not zeros (GEMMs on zeros run unthrottled): finite and in
+// ±[1, 2) whether read as bf16, fp16 or fp32.
+TEST(Gpu, WorkspacesStartAsFiniteVariedNumbers) {
+  auto backend = gpu_or_skip();
+  if (!backend) GTEST_SKIP() << "no GPU";
+  auto dev = backend->open(0);
+  const std::size_t words = std::size_t{1} << 21;
+  void* p = dev->workspace(0, words * 2);
+  ASSERT_NE(p, nullptr);
+  std::vector<std::uint16_t> h(words);
+  (void)dev->resolve();
+  dev->to_host(p, h.data(), words * 2);
+  ASSERT_TRUE(dev->failure().empty()) << dev->failure();
+  EXPECT_GT(std::set<std::uint16_t>(h.begin(), h.end()).size(), 200u);
+  for (std::size_t i = 0; i < words; ++i) {
+    ASSERT_EQ((h[i] >> 7) & 0xffu, 0x7fu) << i;   // bf16 exponent: [1, 2)
+    ASSERT_EQ((h[i] >> 10) & 0x1fu, 15u) << i;    // fp16 exponent: [1, 2)
+  }
+  for (std::size_t i = 1; i < words; i += 2) {
+    const std::uint32_t u = std::uint32_t(h[i]) << 16 | h[i - 1];
+    float f = 0;
+    std::memcpy(&f, &u, 4);
+    ASSERT_TRUE(std::abs(f) >= 1.0f && std::abs(f) < 2.0f) << i << " " << f;
+  }
 }
 
 // Attention, norm and elementwise on the GPU give the cpu backend's results (fp32).
