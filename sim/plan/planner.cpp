@@ -126,7 +126,9 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
   // Smallest bottleneck T such that the stages' capacities cover the layers: capacity of stage
   // i at T is min(memory cap, largest multiple of v with a_i + b_i·L ≤ T).
   auto cap_at = [&](int i, double T) {
-    const double by_time = b[i] > 0 ? std::floor((T - a[i]) / b[i] / v) * v : L;
+    // (T − a)/b at T = a + b·l must give l back, not l − 1 through rounding: a tolerance of
+    // 1e-9 layers (a one-stage plan with 4 micro-batches of 1 was dropped this way).
+    const double by_time = b[i] > 0 ? std::floor((T - a[i]) / b[i] / v + 1e-9) * v : L;
     return std::max(0.0, std::min(cap_mem[i], by_time));
   };
   auto feasible = [&](double T) {

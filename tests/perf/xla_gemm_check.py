@@ -57,4 +57,5 @@ def main():
                     print(f"    {m}x{n}x{k}: measured {me / 1e12:6.0f} TFLOP/s, model {pr / 1e12:6.0f} ({100 * (pr / me - 1):+.0f} %)")
 
 
-main()
+if __name__ == "__main__":
+    main()
