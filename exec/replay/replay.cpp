@@ -196,6 +196,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     sh.flash_attention = s.training.flash_attention;
     sh.causal = s.training.causal;
     sh.fused_kernels = s.training.fused_kernels;
+    sh.autocast = s.training.autocast;
     layer[d] = workload::layer_ops(s.model, sh);
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);

@@ -60,6 +60,24 @@ Op streaming(std::string name, OpKind kind, double elems, double eb, Stream s, d
   return op;
 }
 
+// torch.autocast's casts for a list of ops (docs/cost-models.md#autocast): forward, each weight
+// GEMM's fp32 weight to 16 bits (read 4, write 2 bytes per parameter; autocast caches the copy
+// for the backward) and `activations` fp32 elements (the norm outputs feeding GEMMs) to 16 bits;
+// backward, each 16-bit weight gradient to fp32 for its fp32 parameter and the activation
+// gradients to fp32 for the norms, again 6 bytes per element. One kernel per tensor.
+Op autocast_casts(const std::vector<Op>& ops, double activations) {
+  double weights = 0;
+  int tensors = 0;
+  for (const Op& op : ops)
+    if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0) {
+      weights += op.k * op.n * op.count;
+      tensors += op.count;
+    }
+  const int n = tensors + (activations > 0 ? 2 : 0);
+  Op cast = streaming("autocast_cast", OpKind::Elementwise, weights + activations, 6, Stream{1, n, 1, n}, 0);
+  return cast;
+}
+
 // Kernel counts and tensor passes of the memory-bound ops of a layer, fused (Megatron-LM +
 // Transformer Engine) or one PyTorch eager kernel per elementary op (docs/cost-models.md#kernels).
 Stream norm_stream(const ModelSpec& m, bool fused) {
@@ -123,9 +141,11 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double seq_elems = tokens * h / (s.sequence_parallel ? t : 1.0);
   const Stream norm = norm_stream(m, fused);
   const Stream residual = residual_stream(m, fused);
+  // Under autocast the residual stream, and so the norms' and residual adds' tensors, are fp32.
+  const double re = s.autocast ? 4.0 : e;
 
   std::vector<Op> ops;
-  ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, e, norm, 5));
+  ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, re, norm, 5));
   ops.push_back(linear("qkv", tokens, h / t + 2 * kv_rank, h, ge));
   if (m.positions == Positions::Rope) {
     // Rotary embedding of Q and K: one fused kernel each; eager: slice, negate, concatenate,
@@ -180,8 +200,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   }
 
   ops.push_back(linear("attn_out", tokens, h, h / t, ge));
-  ops.push_back(streaming("attn_residual", OpKind::Elementwise, seq_elems, e, residual, 2));
-  ops.push_back(streaming("mlp_norm", OpKind::Norm, seq_elems, e, norm, 5));
+  ops.push_back(streaming("attn_residual", OpKind::Elementwise, seq_elems, re, residual, 2));
+  ops.push_back(streaming("mlp_norm", OpKind::Norm, seq_elems, re, norm, 5));
 
   const bool swiglu = m.activation == Activation::SwiGlu;
   const double up_cols = (swiglu ? 2 : 1) * f / t;  // gate and up fused into one GEMM
@@ -214,7 +234,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(down);
     ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
   }
-  ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, e, residual, 2));
+  ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, re, residual, 2));
+  if (s.autocast) ops.push_back(autocast_casts(ops, 2 * seq_elems));
   // Per-op selective checkpointing (torchtitan's policy): the layer's matmuls counted in forward
   // order, q (1), k (2), v (3), out (4), then gate (5), up (6), down (7) for SwiGLU or up (5),
   // down (6) for GeLU; the even ones are recomputed. The fused qkv GEMM re-runs its K columns,
@@ -267,7 +288,7 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   const double seq_elems = tokens * m.hidden / (s.sequence_parallel ? t : 1.0);
   std::vector<Op> ops;
-  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, e, norm_stream(m, s.fused_kernels), 5));
+  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, s.autocast ? 4.0 : e, norm_stream(m, s.fused_kernels), 5));
   // The output projection stays in bf16 even in fp8 training (Transformer Engine keeps the
   // first and last layers in higher precision).
   Op output = linear("output", tokens, m.vocab / t, m.hidden, e);
@@ -279,6 +300,7 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   // cast the gradient to 16 bits (4 + 2) = 14 bytes in 2 kernels.
   Op loss = streaming("loss", OpKind::Loss, tokens * m.vocab / t, 1, Stream{38, 6, 14, 2}, 5);
   ops.push_back(loss);
+  if (s.autocast) ops.push_back(autocast_casts(ops, seq_elems));
   return ops;
 }
 

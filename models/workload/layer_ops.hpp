@@ -61,6 +61,11 @@ struct MicroBatchShape {
   bool fused_kernels = true;
   /// Fused attention runs FlashAttention-2's kernels (PyTorch SDPA), not the vendor's newest.
   bool fa2_attention = false;
+  /// torch.autocast over fp32 parameters (TrainingSpec::autocast): per micro-batch, each weight
+  /// is cast to 16 bits in the forward and its gradient back to fp32 in the backward (6 bytes
+  /// per parameter each way); norms and residual adds read and write fp32; the norm outputs
+  /// that feed GEMMs are cast to 16 bits (and their gradients back): 6 bytes per element each.
+  bool autocast = false;
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

@@ -24,6 +24,11 @@ struct TrainingSpec {
   /// PyTorch eager kernel per elementary op (workload::MicroBatchShape::fused_kernels).
   bool fused_kernels = true;
   AttentionKernel attention_kernel = AttentionKernel::Auto;
+  /// Mixed precision by torch.autocast over fp32 parameters (HF Trainer, Lightning's
+  /// "bf16-mixed", nanoGPT) instead of 16-bit parameters with fp32 master copies (Megatron-LM,
+  /// FSDP's param_dtype): every forward casts the weights, the norms and the residual stream run
+  /// in fp32, and norm outputs are cast before their GEMMs (workload::MicroBatchShape::autocast).
+  bool autocast = false;
 
   /// Whether fused attention runs FlashAttention-2's kernels (attention_kernel resolved).
   [[nodiscard]] bool fa2_attention() const {

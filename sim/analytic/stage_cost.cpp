@@ -59,6 +59,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.flash_attention = s.training.flash_attention;
   shape.causal = s.training.causal;
   shape.fused_kernels = s.training.fused_kernels;
+  shape.autocast = s.training.autocast;
   shape.fa2_attention = s.training.fa2_attention();
   return shape;
 }

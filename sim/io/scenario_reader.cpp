@@ -114,7 +114,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
     return;
   }
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
-                    "flash_attention", "causal", "fused_kernels", "attention_kernel"});
+                    "flash_attention", "causal", "fused_kernels", "attention_kernel", "autocast"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -137,6 +137,13 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
                                                 {"vendor", workload::AttentionKernel::Vendor},
                                                 {"fa2", workload::AttentionKernel::Fa2}}))
     tr.attention_kernel = *k;
+  if (auto a = r.boolean(*t, "autocast")) {
+    tr.autocast = *a;
+    if (*a && tr.precision != hw::Dtype::Bf16 && tr.precision != hw::Dtype::Fp16)
+      r.error(r.loc(r.node(*t, "autocast")), r.key_path(*t, "autocast"),
+              "autocast casts fp32 parameters to 16 bits: it needs precision \"bf16\" or \"fp16\"",
+              "set precision = \"bf16\", or remove autocast");
+  }
 }
 
 // -------------------------------------------------------------------------------- [cluster]

@@ -141,6 +141,7 @@ seq_len = {c['seq']}
 precision = "bf16"
 fused_kernels = false
 attention_kernel = "fa2"
+autocast = true
 [[cluster.pool]]
 device = "h200-sxm"
 nodes = 1

@@ -114,6 +114,33 @@ TEST(LayerOps, EagerKernelsLaunchMoreAndMoveMoreThanFusedOnes) {
   EXPECT_EQ(res.fwd_kernels, 1);
 }
 
+// torch.autocast over fp32 parameters: per micro-batch, every weight cast to 16 bits forward and
+// its gradient back backward (6 bytes a parameter each way), the two norm outputs that feed GEMMs
+// cast likewise, and the norms and residual adds on fp32 tensors.
+TEST(LayerOps, AutocastCastsWeightsAndNormOutputsAndKeepsAnFp32ResidualStream) {
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  MicroBatchShape plain{2, 512, 1, false, hw::Dtype::Bf16, true, true, false};
+  MicroBatchShape ac = plain;
+  ac.autocast = true;
+  const auto p = layer_ops(m, plain), a = layer_ops(m, ac);
+  EXPECT_EQ(a.size(), p.size() + 1);
+  const Op& cast = find(a, "autocast_cast");
+  double weights = 0;
+  for (const auto& op : p)
+    if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0) weights += op.k * op.n * op.count;
+  EXPECT_DOUBLE_EQ(weights, 1024.0 * 3072 + 1024.0 * 1024 + 1024.0 * 4096 * 2);  // qkv, out, up, down
+  const double tokens = 2 * 512.0;
+  EXPECT_DOUBLE_EQ(cast.fwd_bytes.v, 6 * (weights + 2 * tokens * 1024));
+  EXPECT_DOUBLE_EQ(cast.bwd_bytes.v, cast.fwd_bytes.v);
+  EXPECT_EQ(cast.fwd_kernels, 4 + 2);
+  EXPECT_DOUBLE_EQ(find(a, "attn_norm").fwd_bytes.v, 2 * find(p, "attn_norm").fwd_bytes.v);  // fp32, not bf16
+  EXPECT_DOUBLE_EQ(find(a, "mlp_residual").bwd_bytes.v, 2 * find(p, "mlp_residual").bwd_bytes.v);
+  EXPECT_DOUBLE_EQ(find(a, "qkv").fwd_bytes.v, find(p, "qkv").fwd_bytes.v);  // GEMMs unchanged
+  // The head: its weight and the final norm's output.
+  const auto ha = head_ops(m, ac);
+  EXPECT_DOUBLE_EQ(find(ha, "autocast_cast").fwd_bytes.v, 6 * (1000.0 * 1024 + tokens * 1024));
+}
+
 TEST(HeadOps, CrossEntropyStreamsItsFp32LogitsAsMegatronDoes) {
   // tokens 1024, vocab 1000 / tp 2 = 500 per rank: 512,000 logits; forward 38 bytes each in
   // 6 kernels, backward 14 in 2 (docs/cost-models.md#kernels).
