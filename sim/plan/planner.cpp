@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <queue>
 
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/engine/native_engine.hpp"
@@ -321,6 +322,7 @@ class Search {
     // 3. Rank by the estimate, verify the best (and every baseline's best) with the engine.
     std::sort(all.begin(), all.end(), [&](const Candidate& a, const Candidate& b) { return better(a, b); });
     r.evaluated = evaluated_;
+    r.pruned = pruned_;
     if (all.empty()) return r;
     std::vector<Candidate> verified;
     auto verify = [&](Candidate c) {
@@ -459,6 +461,7 @@ class Search {
     c.plan = std::move(p);
     c.family = family;
     c.order = evaluated_;
+    note_best(c);
     out.push_back(std::move(c));
     if (&out == all_ && out.size() >= compact_at_) {
       compact(out);
@@ -619,9 +622,39 @@ class Search {
             while (true) {
               int stages = 0;
               for (std::size_t k = 0; k < order.size(); ++k) stages += depth_opts[k][di[k]];
+              // A lower bound on the step of every plan of this shape (docs/planner.md#pruning):
+              // with c_i the per-micro-batch time of stage i, a_i its embedding or head and b_i
+              // one layer's compute and exposed TP time there (recompute none: the least), the
+              // pipeline takes (m − 1)·max c + Σ c. No layer split gets max c below the
+              // continuous optimum T* = (L + Σ a_i/b_i) / Σ 1/b_i, and Σ c ≥ Σ a_i + Σ b_i +
+              // (L − S)·min b (a layer on every stage). At or above the worst estimate its kind
+              // keeps for verification, no plan of this shape can be verified: skip them all
+              // unestimated (the search's answer does not change; tests/sim/planner_test.cpp).
+              double bound = 0;
+              if (stages <= L && o_.prune && o_.objective == Objective::Time) {
+                const Settings least{mb, cost::Schedule::OneFOneB, cost::Recompute::None, 1};
+                double inv = 0, a_over_b = 0, sum_b = 0, min_b = std::numeric_limits<double>::infinity();
+                for (std::size_t k = 0; k < order.size(); ++k) {
+                  const StageRates& r = stage_rates(order[k], tp[order[k]], least);
+                  const int d = depth_opts[k][di[k]];
+                  inv += d / r.layer;
+                  sum_b += d * r.layer;
+                  min_b = std::min(min_b, r.layer);
+                  if (k == 0) a_over_b += r.emb / r.layer;
+                  if (k + 1 == order.size()) a_over_b += r.head / r.layer;
+                }
+                const StageRates& first = stage_rates(order.front(), tp[order.front()], least);
+                const StageRates& last = stage_rates(order.back(), tp[order.back()], least);
+                const double t_star = (L + a_over_b) / inv;
+                bound = static_cast<double>(M / R - 1) * t_star + first.emb + last.head + sum_b + (L - stages) * min_b;
+              }
               if (stages <= L) {
                 for (int z : {1, 2})  // ZeRO 3's per-micro-batch gathers do not pay in a pipeline
                 for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full}) {
+                  if (out_of_reach("mixed pipeline", z, bound)) {
+                    ++pruned_;
+                    break;
+                  }
                   plan::Plan p = base({mb, cost::Schedule::OneFOneB, rc, z});
                   plan::ReplicaGroup g;
                   g.replicas = static_cast<int>(R);
@@ -713,9 +746,57 @@ class Search {
     return true;
   }
 
+  // The best max(verify, top) scores of each kind (family, ZeRO stage) estimated so far, as a
+  // max-heap: a candidate whose score is provably above the worst of them is never verified
+  // (see compact) and need not be estimated.
+  void note_best(const Candidate& c) {
+    auto& h = best_[{c.family, c.plan.zero}];
+    const std::size_t k = static_cast<std::size_t>(std::max(o_.verify, o_.top));
+    const double sc = c.score(o_.objective);
+    if (h.size() < k) h.push(sc);
+    else if (sc < h.top()) {
+      h.pop();
+      h.push(sc);
+    }
+  }
+  // Whether every plan of this kind whose step time is at least `bound` is out of reach.
+  bool out_of_reach(const std::string& family, int zero, double bound) const {
+    if (!o_.prune || o_.objective != Objective::Time) return false;
+    auto it = best_.find({family, zero});
+    const std::size_t k = static_cast<std::size_t>(std::max(o_.verify, o_.top));
+    return it != best_.end() && it->second.size() >= k && bound > it->second.top();
+  }
+  // What a stage of `pool` at `tp` pays per micro-batch (micro-batch and recompute of `st`),
+  // whatever else the plan holds: per layer (compute and exposed TP collectives), and for the
+  // embedding and the head when it holds them. Cached.
+  struct StageRates {
+    double layer = 0, emb = 0, head = 0;
+  };
+  const StageRates& stage_rates(int pool, int tp, const Settings& st) {
+    const auto key = std::make_tuple(pool, tp, st.micro_batch, static_cast<int>(st.recompute));
+    if (auto it = rates_.find(key); it != rates_.end()) return it->second;
+    if (!s_.cluster.pools[static_cast<std::size_t>(pool)].device.peak_for(s_.training.precision)) {
+      // No stage can run there (nic_paths_ok refuses it): an unbounded rate.
+      const double inf = std::numeric_limits<double>::infinity();
+      return rates_[key] = StageRates{inf, 0, 0};
+    }
+    plan::Plan p = base({st.micro_batch, cost::Schedule::OneFOneB, st.recompute, 1});
+    p.groups.push_back({1, 1, {{pool, tp, 0, s_.model.layers}}});
+    const auto costs = analytic::stage_costs(s_, p);
+    const auto& c = costs[0][0];
+    StageRates r;
+    r.layer = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd + c.layer_tp_recompute).v;
+    r.emb = (c.emb_fwd + c.emb_bwd + c.emb_tp).v;
+    r.head = (c.head_fwd + c.head_bwd + c.head_tp).v;
+    return rates_[key] = r;
+  }
+
   const Scenario& s_;
   const Options& o_;
   std::vector<int> micro_batches_;
+  std::map<std::pair<std::string, int>, std::priority_queue<double>> best_;
+  std::map<std::tuple<int, int, int, int>, StageRates> rates_;
+  std::size_t pruned_ = 0;
   std::size_t evaluated_ = 0;
   double tasks_simulated_ = 0;
   std::vector<Candidate>* all_ = nullptr;  ///< the list compact() bounds, while it grows

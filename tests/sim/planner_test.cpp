@@ -11,6 +11,7 @@
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/io/plan_json.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "tests/support/scenario_support.hpp"
 
@@ -268,6 +269,36 @@ TEST(Planner, BatchSplitEqualisesFinishTimes) {
   EXPECT_GT(p.groups[0].micro_batches, p.groups[1].micro_batches);  // H100 takes more
   const auto e = analytic::estimate(s, p);
   EXPECT_NEAR(e.groups[0].pipeline.v / e.groups[1].pipeline.v, 1.0, 0.25);
+}
+
+// Pruning mixed pipelines by their lower bound changes nothing: the same plans, step times and
+// baselines as the exhaustive search, on clusters of two to four pools.
+TEST(Planner, PruningByTheLowerBoundChangesNothing) {
+  std::vector<std::string> clusters = {small_cluster("a100-sxm4-80gb"), small_cluster("h200-sxm")};
+  std::string three = small_cluster("a100-sxm4-80gb") +
+                      "[[cluster.pool]]\nname = \"third\"\ndevice = \"h200-sxm\"\nnodes = 1\ndevices_per_node = 4\n";
+  clusters.push_back(three);
+  std::string four = three + "[[cluster.pool]]\nname = \"fourth\"\ndevice = \"b200\"\nnodes = 1\ndevices_per_node = 2\n";
+  clusters.push_back(four);
+  std::size_t pruned = 0;
+  for (const auto& text : clusters) {
+    const Scenario s = load(text);
+    planner::Options on, off;
+    off.prune = false;
+    const auto a = planner::search(s, on), b = planner::search(s, off);
+    pruned += a.pruned;
+    EXPECT_EQ(b.pruned, 0u);
+    EXPECT_LE(a.evaluated, b.evaluated);
+    ASSERT_EQ(a.top.size(), b.top.size());
+    for (std::size_t i = 0; i < a.top.size(); ++i) {
+      EXPECT_EQ(report::plan_summary(s, a.top[i].plan), report::plan_summary(s, b.top[i].plan)) << i;
+      EXPECT_DOUBLE_EQ(a.top[i].step_s(), b.top[i].step_s()) << i;
+    }
+    ASSERT_EQ(a.baselines.size(), b.baselines.size());
+    for (std::size_t i = 0; i < a.baselines.size(); ++i)
+      if (a.baselines[i].best) EXPECT_DOUBLE_EQ(a.baselines[i].best->step_s(), b.baselines[i].best->step_s());
+  }
+  EXPECT_GT(pruned, 0u) << "nothing pruned: the test tests nothing";
 }
 
 // A one-stage plan that fits holds every layer: the closed form must not lose the last layer to
