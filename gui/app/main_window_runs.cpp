@@ -163,9 +163,12 @@ void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
   plan_view_->set_simulation_note(tr("Simulating one step…"));
   simulation_job_ = jobs_->start<Run>(
       tr("Simulating one step (hetsim simulate)…"),
-      [s, p](const JobContext&) {
-        // api::simulate takes no stop token: a superseded simulation runs to its end and is dropped.
-        auto r = api::simulate(s, p);
+      [s, p](const JobContext& ctx) {
+        // A superseded simulation is asked to stop (within 2¹⁶ events) and its result dropped.
+        api::SimulateOptions opts;
+        opts.progress = ctx.progress;
+        opts.stop = ctx.stop;
+        auto r = api::simulate(s, p, opts);
         Run out;
         if (r)
           out.value = sim_figures(s, *r);
@@ -183,7 +186,7 @@ void MainWindow::start_simulate(const Scenario& s, const plan::Plan& p) {
         status(tr("Simulated"));
         update_actions();
       });
-  progress_->setRange(0, 0);  // no progress from the engine: a busy indicator
+  // The engine reports its fraction of tasks done (JobRunner::progressed drives the bar).
 }
 
 bool MainWindow::show_point_plan(std::size_t i) {

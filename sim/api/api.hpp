@@ -54,6 +54,12 @@ struct SimulateOptions {
   Engine engine = Engine::Native;
   /// Said before long work ("about 3e6 activities, a few seconds to a few minutes").
   std::function<void(const std::string&)> note;
+  /// The native run's fraction of tasks done (0..1), as it goes; may be empty.
+  std::function<void(double)> progress;
+  /// Asked to stop, the native run ends within 2¹⁶ events with an error saying it was stopped
+  /// (the GUI drops a simulation whose inputs changed). SimGrid's run is not interrupted: the
+  /// token is looked at before and after it.
+  std::stop_token stop;
 };
 
 /// The largest step simulated (about 100 bytes and 0.1–1 µs per task), and the largest graph

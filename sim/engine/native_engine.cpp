@@ -16,7 +16,7 @@ struct Event {
 
 class Run {
  public:
-  explicit Run(const schedule::TaskGraph& g) : g_(g) {
+  Run(const schedule::TaskGraph& g, const RunControl& c) : g_(g), c_(c) {
     const std::size_t n = g.tasks.size();
     tr_.start.assign(n, -1);
     tr_.end.assign(n, -1);
@@ -38,12 +38,22 @@ class Run {
   Result<Trace> go() {
     for (std::uint32_t t = 0; t < g_.tasks.size(); ++t)
       if (pending_[t] == 0) ready(t, 0, kNone);
+    std::uint64_t done = 0;
+    const double n = std::max<double>(1.0, static_cast<double>(g_.tasks.size()));
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
       ++tr_.events;
       complete(e.task, e.key.time);
+      ++done;
+      if ((tr_.events & 0xffffu) == 0) {
+        if (c_.stop.stop_requested())
+          return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment};
+        if (c_.progress) c_.progress(std::min(1.0, static_cast<double>(done) / n));
+      }
     }
+    if (c_.stop.stop_requested()) return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment};
+    if (c_.progress) c_.progress(1.0);
     for (std::uint32_t t = 0; t < g_.tasks.size(); ++t)
       if (tr_.end[t] < 0) {
         const auto& task = g_.tasks[t];
@@ -111,6 +121,7 @@ class Run {
   }
 
   const schedule::TaskGraph& g_;
+  const RunControl& c_;
   Trace tr_;
   std::vector<std::uint32_t> pending_, via_, arrived_, last_via_;
   std::vector<std::int64_t> live_;
@@ -120,6 +131,7 @@ class Run {
 
 }  // namespace
 
-Result<Trace> run_native(const schedule::TaskGraph& g) { return Run(g).go(); }
+Result<Trace> run_native(const schedule::TaskGraph& g) { return Run(g, {}).go(); }
+Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control) { return Run(g, control).go(); }
 
 }  // namespace hetsim::engine

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <stop_token>
 #include <vector>
 
 #include "models/base/result.hpp"
@@ -42,5 +44,14 @@ struct Trace {
 /// Runs the graph: a task starts when all its predecessors have ended (and, for a collective,
 /// when all its members can start). Fails, naming a task, if some tasks can never run.
 [[nodiscard]] Result<Trace> run_native(const schedule::TaskGraph& g);
+
+/// Progress and cancellation of a run: `progress` gets the fraction of tasks done (every 2¹⁶
+/// events and at the end); when `stop` is asked, the run ends within 2¹⁶ events with an error
+/// saying it was stopped (Environment kind). Both may be empty.
+struct RunControl {
+  std::stop_token stop;
+  std::function<void(double)> progress;
+};
+[[nodiscard]] Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control);
 
 }  // namespace hetsim::engine

@@ -9,11 +9,11 @@
 
 namespace hetsim::report {
 
-Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p) {
+Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p, const engine::RunControl& control) {
   Simulation sim;
   sim.estimate = analytic::estimate(s, p);
   sim.graph = schedule::build_schedule(s, p);
-  auto trace = engine::run_native(sim.graph);
+  auto trace = engine::run_native(sim.graph, control);
   if (!trace) return trace.errors();
   sim.trace = std::move(*trace);
   sim.summary = engine::summarize(sim.graph, sim.trace);

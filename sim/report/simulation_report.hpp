@@ -38,7 +38,8 @@ struct SimgridReport {
 
 /// Estimates, schedules and simulates `p` on `s`: everything `hetsim simulate` shows.
 /// Fails only if the schedule deadlocks (a bug).
-[[nodiscard]] Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p);
+[[nodiscard]] Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p,
+                                                const engine::RunControl& control = {});
 
 /// Fills `simulated` from the estimate, the graph and the trace: throughput, MFU, time/cost/
 /// energy scale with the simulated step; per device type, the peak memory is the timeline's.

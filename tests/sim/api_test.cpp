@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stop_token>
 #include <thread>
 
@@ -39,6 +40,38 @@ TEST(Api, SimulateNativeMatchesTheReportPath) {
   ASSERT_TRUE(direct.ok());
   EXPECT_EQ(sim->sim.trace.makespan, direct->trace.makespan);
   EXPECT_DOUBLE_EQ(api::estimate(*s, *p).step_time.v, analytic::estimate(*s, *p).step_time.v);
+}
+
+// A long simulation reports its progress and stops when asked: an 8-stage pipeline of 4096
+// micro-batches (about 200 k tasks).
+TEST(Api, SimulateReportsProgressAndStopsWhenAsked) {
+  const std::string text =
+      "[model]\npreset = \"tiny\"\nlayers = 8\n[training]\nglobal_batch = 4096\nseq_len = 128\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 1\npp = 8\ndp = 1\nmicro_batch = 1\n";
+  auto s = api::load_text(text, "long.toml");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto p = api::plan_to_run(*s, "", "simulate");
+  ASSERT_TRUE(p.ok());
+  std::vector<double> seen;
+  api::SimulateOptions o;
+  o.progress = [&](double f) { seen.push_back(f); };
+  auto sim = api::simulate(*s, *p, o);
+  ASSERT_TRUE(sim.ok()) << test::all_errors(sim.errors());
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+  EXPECT_GT(seen.front(), 0.0);
+
+  // Asked to stop at the first progress report: it ends there, saying so.
+  std::stop_source stop;
+  api::SimulateOptions o2;
+  o2.stop = stop.get_token();
+  int calls = 0;
+  o2.progress = [&](double) { ++calls; stop.request_stop(); };
+  auto stopped = api::simulate(*s, *p, o2);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_NE(stopped.errors()[0].message.find("stopped"), std::string::npos);
+  EXPECT_EQ(calls, 1);
 }
 
 TEST(Api, PlanLeavesOutPoolsWithoutThePrecisionAndRefusesWhenNoneIsLeft) {

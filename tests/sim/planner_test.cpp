@@ -296,7 +296,9 @@ TEST(Planner, PruningByTheLowerBoundChangesNothing) {
     }
     ASSERT_EQ(a.baselines.size(), b.baselines.size());
     for (std::size_t i = 0; i < a.baselines.size(); ++i)
-      if (a.baselines[i].best) EXPECT_DOUBLE_EQ(a.baselines[i].best->step_s(), b.baselines[i].best->step_s());
+      if (a.baselines[i].best) {
+        EXPECT_DOUBLE_EQ(a.baselines[i].best->step_s(), b.baselines[i].best->step_s());
+      }
   }
   EXPECT_GT(pruned, 0u) << "nothing pruned: the test tests nothing";
 }
