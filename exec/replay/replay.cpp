@@ -254,7 +254,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
 
   // Optimizer bytes and DP parameter counts per device: what the cost model moves.
   const auto costs = analytic::stage_costs(s, p);
-  const auto sb = cost::state_bytes(s.training.precision, s.training.optimizer);
+  const auto sb = cost::state_bytes(s.training.precision, s.training.optimizer, s.training.autocast);
   const int replicas = p.replicas();
   std::vector<std::size_t> adam_params;  // Adam's fp32 pass moves 28 bytes per parameter
   for (const auto& d : g.devices) {

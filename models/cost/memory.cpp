@@ -110,8 +110,8 @@ double in_flight_micro_batches(Schedule sch, int stage, int stages, int micro_ba
   return m;
 }
 
-StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt) {
-  const bool mixed = precision != hw::Dtype::Fp32;
+StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt, bool autocast) {
+  const bool mixed = precision != hw::Dtype::Fp32 && !autocast;
   StateBytes sb;
   sb.weights = mixed ? 2 : 4;
   sb.grads = 4;  // fp32 main gradients (Megatron accumulates in fp32 by default)

@@ -48,7 +48,9 @@ struct StateBytes {
 /// Mixed precision (bf16/fp16/fp8) Adam: 2 + 4 + 12 (bf16 weights, fp32 main gradients, fp32
 /// master weights + two moments; Megatron-LM distributed optimizer docs). fp32 Adam: 4 + 4 + 8.
 /// SGD with momentum: the optimizer keeps the momentum (+ fp32 master in mixed precision).
-[[nodiscard]] StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt);
+/// `autocast` (torch.autocast over fp32 parameters): the parameters are the fp32 weights, so
+/// 4 + 4 + 8 in any precision (the weights are what data parallelism gathers, at 4 bytes).
+[[nodiscard]] StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt, bool autocast = false);
 
 /// Everything that decides one device's memory.
 struct DeviceMemoryInput {

@@ -203,7 +203,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
   // Goodput: a checkpoint holds the weights and the optimizer state, written by all used
   // devices together.
   {
-    const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer);
+    const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer, tr.autocast);
     est.checkpoint = Bytes{workload::count_params(s.model).total(s.model.layers) * (sb.weights + sb.optimizer)};
     cost::GoodputInput gi;
     gi.interruptions_per_hour = interruptions_per_hour;

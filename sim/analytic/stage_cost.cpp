@@ -71,7 +71,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   const hw::Dtype dt = tr.precision;
   const double e = dt == hw::Dtype::Fp32 ? 4.0 : 2.0;  // activation bytes on the wire
   const workload::ParamCount pc = workload::count_params(m);
-  const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer);
+  const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer, tr.autocast);
   const int replicas = p.replicas();
   const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
 

@@ -216,7 +216,7 @@ Result search(const Scenario& s, const Options& o) {
     double t_lb = 0, c_lb = 0, capex = 0, rent_per_h = 0, amort_owned_per_h = 0, power_kw = 0;
     double lead = 0;  ///< lead time, s: the time axis bound is lead + t_lb
   };
-  const cost::StateBytes sb = cost::state_bytes(s.training.precision, s.training.optimizer);
+  const cost::StateBytes sb = cost::state_bytes(s.training.precision, s.training.optimizer, s.training.autocast);
   const double state = workload::count_params(s.model).total(s.model.layers) *
                        (sb.weights + s.memory.gradient_bytes + sb.optimizer);
   double amort_owned_per_h = 0, owned_kw = 0;

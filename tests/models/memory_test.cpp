@@ -99,6 +99,16 @@ TEST(StateBytes, MixedPrecisionAdamIs18PerParameter) {
   EXPECT_DOUBLE_EQ(f32.weights + f32.grads + f32.optimizer, 16);
 }
 
+// torch.autocast trains fp32 parameters: 4 + 4 + 8 whatever the GEMMs' format; the weights, which
+// data parallelism gathers, are 4 bytes.
+TEST(StateBytes, AutocastKeepsFp32ParametersAndNoMasterCopy) {
+  const auto sb = state_bytes(hw::Dtype::Bf16, workload::Optimizer::Adam, true);
+  EXPECT_DOUBLE_EQ(sb.weights, 4);
+  EXPECT_DOUBLE_EQ(sb.grads, 4);
+  EXPECT_DOUBLE_EQ(sb.optimizer, 8);
+  EXPECT_DOUBLE_EQ(state_bytes(hw::Dtype::Bf16, workload::Optimizer::Sgd, true).optimizer, 4);
+}
+
 TEST(DeviceMemory, ZeroStagesShardStateOverDataParallelRanks) {
   DeviceMemoryInput in;
   in.params = 1e9;
