@@ -11,7 +11,11 @@ code does it: fp32 parameters, bf16 autocast, fused AdamW, one micro-batch per s
 whose kernels are summed by class (gemm, attention, norm, loss, optimizer, other) together with
 the GPU's busy fraction.
 
-    python3 tests/gpu/torch_step.py OUT_DIR [NAME ...]
+    python3 tests/gpu/torch_step.py OUT_DIR [--compile] [NAME ...]
+
+--compile runs the model through torch.compile (Inductor fuses the memory-bound ops, as Megatron-LM
+and Transformer Engine do by hand); the runs are named <name>-compiled and their scenarios say
+fused_kernels = true.
 
 Writes OUT_DIR/torch_step.jsonl, OUT_DIR/<name>.toml (the hetsim scenario) and prints a table."""
 import json, math, os, statistics, sys, time
@@ -118,9 +122,9 @@ def kernel_class(name):
     return "other"
 
 
-def scenario(name, c):
+def scenario(name, c, compiled=False):
     return f"""# {name}: written by tests/gpu/torch_step.py, the step it measured on one GPU in plain PyTorch
-# (fp32 parameters, bf16 autocast, fused AdamW, SDPA FlashAttention-2, eager: one kernel per op).
+# (fp32 parameters, bf16 autocast, fused AdamW, SDPA FlashAttention-2, {'torch.compile: fused memory-bound kernels' if compiled else 'eager: one kernel per op'}).
 [model]
 name = "{name}"
 layers = {c['layers']}
@@ -139,7 +143,7 @@ linear_bias = {str(c['bias']).lower()}
 global_batch = {c['mbs']}
 seq_len = {c['seq']}
 precision = "bf16"
-fused_kernels = false
+fused_kernels = {'true' if compiled else 'false'}
 attention_kernel = "fa2"
 autocast = true
 [[cluster.pool]]
@@ -154,9 +158,12 @@ micro_batch = {c['mbs']}
 """
 
 
-def run(name, c, out, log):
+def run(name, c, out, log, compiled=False):
     torch.manual_seed(0)
     model = Model(c).cuda()
+    fwd = torch.compile(model) if compiled else model
+    if compiled:
+        name += "-compiled"
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     params = sum(p.numel() for p in model.parameters())
     idx = torch.randint(0, c["vocab"], (c["mbs"], c["seq"]), device="cuda")
@@ -165,7 +172,7 @@ def run(name, c, out, log):
 
     def step():
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION]), torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(idx, tgt)
+            loss = fwd(idx, tgt)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -206,31 +213,32 @@ def run(name, c, out, log):
     # 6·N·tokens plus attention (causal: 6·b·s²·h·L/2 · 2 for QKᵀ and PV... as 12·L·h·s²·b / 2)
     tokens = c["mbs"] * c["seq"]
     model_flops = 6 * params * tokens + 6 * c["layers"] * c["hidden"] * c["seq"] * tokens
-    rec = {"name": name, "config": c, "params": params, "step_s": t, "step_s_all": times,
+    rec = {"name": name, "compiled": compiled, "config": c, "params": params, "step_s": t, "step_s_all": times,
            "gpu_busy_s": busy, "classes_s": classes, "top_kernels": top[:40],
            "tflops_6n": model_flops / t / 1e12, "max_allocated_bytes": torch.cuda.max_memory_allocated(),
            "max_reserved_bytes": torch.cuda.max_memory_reserved()}
     log.write(json.dumps(rec) + "\n")
     log.flush()
     with open(os.path.join(out, name + ".toml"), "w") as f:
-        f.write(scenario(name, c))
+        f.write(scenario(name, c, compiled))
     cl = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in sorted(classes.items(), key=lambda x: -x[1]))
     print(f"{name:14s} {params / 1e9:5.2f} B params  step {t * 1e3:8.1f} ms  (GPU busy {busy * 1e3 if busy else 0:.1f} ms: {cl})"
           f"  {rec['tflops_6n']:.0f} TFLOP/s  max alloc {rec['max_allocated_bytes'] / 2**30:.1f} GiB")
-    del model, opt
+    del model, opt, fwd
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
 
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "/tmp"
-    names = sys.argv[2:] or list(CONFIGS)
+    compiled = "--compile" in sys.argv[2:]
+    names = [a for a in sys.argv[2:] if a != "--compile"] or list(CONFIGS)
     os.makedirs(out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = True
     with open(os.path.join(out, "torch_step.jsonl"), "w") as log:
         for n in names:
             try:
-                run(n, CONFIGS[n], out, log)
+                run(n, CONFIGS[n], out, log, compiled)
             except Exception as e:
                 print(n, "FAILED:", type(e).__name__, str(e)[:300])
 
