@@ -199,7 +199,9 @@ void MainWindow::update_title() {
 }
 
 void MainWindow::update_actions() {
-  const bool can_run = doc_->scenario().has_value();
+  // A what-if value that cannot be evaluated (a global batch that does not split over the plan)
+  // disables Run until it is changed, as a bad field in the text does.
+  const bool can_run = doc_->scenario().has_value() && !(what_if_base_ && what_if_error_);
   run_->setEnabled(can_run);
   cancel_->setEnabled(jobs_->busy());
   const bool point = purchase_view_->outcome() && !purchase_view_->outcome()->partial &&
@@ -248,6 +250,7 @@ bool MainWindow::open_file(const QString& path) {
   }
   jobs_->cancel();  // a job of the last document: its answer is not this one's
   what_if_base_.reset();
+  what_if_error_ = false;
   pending_simulation_.reset();
   what_if_pause_->stop();
   RecentFiles::add(path);

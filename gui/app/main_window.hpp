@@ -125,6 +125,7 @@ class MainWindow : public QMainWindow {
     QString origin;
   };
   std::optional<WhatIfBase> what_if_base_;
+  bool what_if_error_ = false;  ///< the what-if values cannot be evaluated (a batch that does not split)
   QTimer* what_if_pause_ = nullptr;  ///< the simulation follows the estimate after a pause
   std::optional<std::pair<Scenario, plan::Plan>> pending_simulation_;
   quint64 simulation_job_ = 0;

@@ -20,6 +20,7 @@
 #include "gui/views/scenario_view.hpp"
 #include "sim/api/api.hpp"
 #include "sim/report/buy_report.hpp"
+#include "sim/report/estimate_report.hpp"
 
 namespace hetsim::gui {
 
@@ -41,6 +42,10 @@ bool MainWindow::run() {
     status(doc_->diagnostics().empty() ? tr("Nothing to run: open a scenario first")
                                        : tr("The scenario has errors: fix them to run"));
     tabs_->setCurrentWidget(scenario_view_);
+    return false;
+  }
+  if (what_if_base_ && what_if_error_) {
+    status(tr("The what-if global batch cannot be split over the plan: change it to run"));
     return false;
   }
   const Scenario& s = *doc_->scenario();
@@ -204,6 +209,7 @@ bool MainWindow::show_point_plan(std::size_t i) {
 
 void MainWindow::set_what_if_base(const Scenario& s, const plan::Plan& p, const QString& origin) {
   what_if_base_ = WhatIfBase{s, p, origin};
+  what_if_error_ = false;
   pending_simulation_.reset();
   plan_view_->set_what_if(what_if_of(s));
 }
@@ -212,11 +218,26 @@ void MainWindow::what_if_changed() {
   if (!what_if_base_) return;
   const WhatIf w = plan_view_->what_if();
   Scenario s = apply_what_if(what_if_base_->scenario, w);
-  const plan::Plan& p = what_if_base_->plan;
+  // A new global batch is split again over the plan's replicas; when it cannot be, nothing is
+  // estimated or simulated (a simulation of the values before is dropped) and Run waits.
+  auto p = plan_for_batch(s, what_if_base_->plan);
+  what_if_error_ = !p.ok();
+  if (!p) {
+    pending_simulation_.reset();
+    what_if_pause_->stop();
+    if (jobs_->busy() && jobs_->current() == simulation_job_) jobs_->cancel();
+    plan_view_->show_what_if_error(
+        tr("Global batch %1 cannot be split over this plan's replicas (%2); change it to run:\n%3")
+            .arg(w.global_batch)
+            .arg(qs(report::plan_summary(what_if_base_->scenario, what_if_base_->plan)), errors_text(p.errors())));
+    status(tr("The what-if values cannot be evaluated"));
+    update_actions();
+    return;
+  }
   // The estimate at once (closed form: well under the 100 ms), the simulation after a pause.
-  plan_view_->show_estimate(s, p, api::estimate(s, p), what_if_base_->origin + tr(", what-if values"));
+  plan_view_->show_estimate(s, *p, api::estimate(s, *p), what_if_base_->origin + tr(", what-if values"));
   plan_view_->set_simulation_note(tr("The simulation follows…"));
-  pending_simulation_ = std::make_pair(std::move(s), p);
+  pending_simulation_ = std::make_pair(std::move(s), std::move(*p));
   what_if_pause_->start();
   update_actions();
 }

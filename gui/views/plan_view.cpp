@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QSignalBlocker>
 #include <QScrollArea>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QHeaderView>
 #include <QLabel>
@@ -19,6 +20,8 @@
 #include "gui/qt_models/memory_model.hpp"
 #include "gui/widgets/memory_bars.hpp"
 #include "gui/widgets/timeline_view.hpp"
+#include "sim/io/scenario_reader.hpp"
+#include "sim/plan/planner.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
 
@@ -75,6 +78,7 @@ WhatIf what_if_of(const Scenario& s) {
   w.oversubscription = s.cluster.network.oversubscription;
   w.electricity_usd_per_kwh = s.cost.electricity_usd_per_kwh;
   w.mtbf_hours = s.reliability.mtbf_hours;
+  w.global_batch = s.training.global_batch;
   return w;
 }
 
@@ -93,7 +97,35 @@ Scenario apply_what_if(Scenario s, const WhatIf& w) {
   s.cluster.network.oversubscription = std::max(1.0, w.oversubscription);
   s.cost.electricity_usd_per_kwh = w.electricity_usd_per_kwh;
   s.reliability.mtbf_hours = w.mtbf_hours;
+  if (w.global_batch > 0) s.training.global_batch = w.global_batch;
   return s;
+}
+
+Result<plan::Plan> plan_for_batch(const Scenario& s, plan::Plan p) {
+  if (p.sequences_per_step() == s.training.global_batch) return p;
+  const plan::Plan before = p;
+  bool even = true;
+  int replicas = 0;
+  for (const plan::ReplicaGroup& g : p.groups) {
+    even = even && g.micro_batches == p.groups.front().micro_batches;
+    replicas += g.replicas;
+  }
+  bool split = false;
+  if (even) {
+    // The reader's split of a uniform plan: every replica takes B / (micro_batch · replicas).
+    const int B = s.training.global_batch;
+    if (replicas > 0 && B % (p.micro_batch * replicas) == 0) {
+      for (plan::ReplicaGroup& g : p.groups) g.micro_batches = B / (p.micro_batch * replicas);
+      split = true;
+    }
+  } else {
+    split = planner::split_batch(s, p);
+  }
+  // Unsplit, the plan keeps its old micro-batches and the validator says why they do not fit.
+  Diagnostics errors = io::validate_plan(s, split ? p : before, SourceLoc{s.file, 0, 0});
+  if (!errors.empty()) return errors;
+  HETSIM_ASSERT(split, "a plan the validator accepts processes the global batch");
+  return p;
 }
 
 SimFigures sim_figures(const Scenario& scenario, const api::Simulated& s) {
@@ -227,6 +259,16 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
     controls_[i] = box;
     connect(box, &QDoubleSpinBox::valueChanged, this, [this] { emit what_if_changed(); });
   }
+  batch_ = new QSpinBox(what_if_box_);
+  batch_->setRange(1, 1 << 30);  // the reader's range of [training] global_batch
+  batch_->setKeyboardTracking(false);
+  const QString batch_tip = tr("[training] global_batch: sequences per step; the plan's micro-batches are split again");
+  batch_->setToolTip(batch_tip);
+  auto* batch_label = new QLabel(tr("Global batch"), what_if_box_);
+  batch_label->setToolTip(batch_tip);
+  form->addWidget(batch_label);
+  form->addWidget(batch_);
+  connect(batch_, &QSpinBox::valueChanged, this, [this] { emit what_if_changed(); });
   form->addStretch(1);
   what_if_box_->setEnabled(false);
 
@@ -251,6 +293,12 @@ void PlanView::clear(const QString& message) {
   what_if_box_->setEnabled(false);
 }
 
+void PlanView::show_what_if_error(const QString& message) {
+  clear({});
+  headline_->setText("<p>" + message.toHtmlEscaped().replace('\n', "<br>") + "</p>");
+  what_if_box_->setEnabled(true);
+}
+
 void PlanView::show_page(int page) { pages_->setCurrentIndex(page); }
 
 void PlanView::set_what_if(const WhatIf& w) {
@@ -260,6 +308,8 @@ void PlanView::set_what_if(const WhatIf& w) {
     const QSignalBlocker quiet(controls_[i]);
     controls_[i]->setValue(values[i]);
   }
+  const QSignalBlocker quiet(batch_);
+  batch_->setValue(w.global_batch);
   what_if_box_->setEnabled(true);
 }
 
@@ -270,6 +320,7 @@ WhatIf PlanView::what_if() const {
   w.price_factor = controls_[2]->value();
   w.electricity_usd_per_kwh = controls_[3]->value();
   w.mtbf_hours = controls_[4]->value();
+  w.global_batch = batch_->value();
   return w;
 }
 

@@ -16,6 +16,7 @@
 
 class QDoubleSpinBox;
 class QGroupBox;
+class QSpinBox;
 class QLabel;
 class QTabWidget;
 class QTableView;
@@ -54,11 +55,20 @@ struct WhatIf {
   double price_factor = 1;             ///< × every device's rental and purchase price
   double electricity_usd_per_kwh = 0;  ///< the scenario's [cost] value
   double mtbf_hours = 0;               ///< device-hours between interruptions; 0: the catalogue's
+  int global_batch = 0;                ///< [training] global_batch, sequences per step; 0: unchanged
 };
 /// The what-if values of `s` as it is.
 [[nodiscard]] WhatIf what_if_of(const Scenario& s);
-/// `s` with `w` applied.
+/// `s` with `w` applied. A changed global batch needs the plan's batch split again: plan_for_batch.
 [[nodiscard]] Scenario apply_what_if(Scenario s, const WhatIf& w);
+/// `p` with its micro-batches split again for `s`'s global batch, so that
+/// p.sequences_per_step() == s.training.global_batch (`p` itself when it already is). A plan
+/// whose replicas all take the same number of micro-batches keeps them even, as the reader splits
+/// a uniform [parallel] table; a plan with unlike groups is split as the planner splits one
+/// (planner::split_batch: the groups finish together as nearly as whole micro-batches allow).
+/// The result is checked by the reader's validator (io::validate_plan); its messages, about
+/// `s.file`, when no split of this plan fits the batch.
+[[nodiscard]] Result<plan::Plan> plan_for_batch(const Scenario& s, plan::Plan p);
 
 /// The figures of api::simulate's result for `s`.
 [[nodiscard]] SimFigures sim_figures(const Scenario& s, const api::Simulated& sim);
@@ -75,6 +85,9 @@ class PlanView : public QWidget {
   /// A line about the simulation in progress or why there is none ("simulating…", an error).
   void set_simulation_note(const QString& note);
   void clear(const QString& message);
+  /// The what-if values cannot be evaluated (`message` says why): the figures are cleared, the
+  /// what-if controls stay enabled so that the value can be changed back.
+  void show_what_if_error(const QString& message);
 
   /// The last simulation shown (since the last estimate), if any.
   [[nodiscard]] const std::optional<SimFigures>& simulation() const { return figures_; }
@@ -92,6 +105,8 @@ class PlanView : public QWidget {
   [[nodiscard]] WhatIf what_if() const;
   /// The controls, for tests: NIC ×, oversubscription, prices ×, electricity, MTBF.
   [[nodiscard]] QDoubleSpinBox* what_if_control(int i) const { return controls_[static_cast<std::size_t>(i)]; }
+  /// The global batch's control (sequences per step).
+  [[nodiscard]] QSpinBox* global_batch_control() const { return batch_; }
 
  signals:
   /// A what-if control changed (by the user).
@@ -108,6 +123,7 @@ class PlanView : public QWidget {
   TimelineView* timeline_ = nullptr;
   QTabWidget* pages_ = nullptr;
   std::array<QDoubleSpinBox*, 5> controls_{};
+  QSpinBox* batch_ = nullptr;
   QGroupBox* what_if_box_ = nullptr;
   QTableView* breakdown_table_ = nullptr;
   QTableView* critical_table_ = nullptr;

@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -39,6 +40,8 @@
 #include "gui/widgets/memory_bars.hpp"
 #include "gui/widgets/timeline_view.hpp"
 #include "sim/api/api.hpp"
+#include "sim/io/scenario_reader.hpp"
+#include "sim/plan/planner.hpp"
 #include "sim/report/buy_report.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
@@ -480,6 +483,126 @@ class WhatIfTest : public QObject {
     const double step = static_cast<double>(sim->sim.trace.makespan) * 1e-9;
     QVERIFY2(w.plan_view()->simulation_text().contains("Simulated step " + format_seconds(step)),
              qPrintable(w.plan_view()->simulation_text()));
+  }
+
+  // A uniform plan keeps its micro-batches even: the GUI shows what the reader makes of the same
+  // file with the new global_batch. A batch the replicas cannot share shows the validator's
+  // message, disables Run and simulates nothing; a good value brings Run back.
+  void global_batch_of_an_even_plan_is_split_as_the_reader_splits_it() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    const QString file = test::source_file("scenarios/llama3-8b-a100-l40s.toml");
+    QVERIFY(w.open_file(file));
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);
+    auto s = api::load(file.toStdString());
+    QVERIFY(s.ok());
+    QCOMPARE(w.plan_view()->what_if().global_batch, 256);
+    QCOMPARE(w.plan_view()->global_batch_control()->value(), 256);
+
+    // 512 sequences: the file with global_batch = 512, as the CLI reads it (32 replicas, 16 each).
+    const std::string text = read_all(file).toStdString();
+    const std::string from = "global_batch = 256", to = "global_batch = 512";
+    std::string text512 = text;
+    QVERIFY(text512.find(from) != std::string::npos);
+    text512.replace(text512.find(from), from.size(), to);
+    auto s512 = api::load_text(text512, file.toStdString());
+    QVERIFY(s512.ok());
+    const plan::Plan& p512 = *s512->plan;
+    QCOMPARE(p512.sequences_per_step(), 512);
+    QCOMPARE(p512.groups.front().micro_batches, 2 * s->plan->groups.front().micro_batches);
+    w.plan_view()->global_batch_control()->setValue(512);
+    const analytic::Estimate e = api::estimate(*s512, p512);
+    QVERIFY2(w.plan_view()->headline_text().contains("Step " + format_seconds(e.step_time.v)),
+             qPrintable(w.plan_view()->headline_text()));
+    QVERIFY(w.plan_view()->headline_text().contains(qs(report::plan_summary(*s512, p512)).toHtmlEscaped()));
+    QVERIFY(w.plan_view()->headline_text().contains("time to train " + format_seconds(e.time_to_train.v)));
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);
+    auto sim = api::simulate(*s512, p512);
+    QVERIFY(sim.ok());
+    QVERIFY2(w.plan_view()->simulation_text().contains(
+                 "Simulated step " + format_seconds(static_cast<double>(sim->sim.trace.makespan) * 1e-9)),
+             qPrintable(w.plan_view()->simulation_text()));
+    QVERIFY(w.run_action()->isEnabled());
+
+    // 500 sequences over 32 replicas of micro_batch 1 do not split evenly: the validator's message.
+    QSignalSpy finished(w.jobs(), &JobRunner::finished);
+    w.plan_view()->global_batch_control()->setValue(500);
+    WhatIf wi = what_if_of(*s);
+    wi.global_batch = 500;
+    const Scenario s500 = apply_what_if(*s, wi);
+    QCOMPARE(s500.training.global_batch, 500);
+    auto split = plan_for_batch(s500, *s->plan);
+    QVERIFY(!split.ok());
+    const Diagnostics expected = io::validate_plan(s500, *s->plan, SourceLoc{s500.file, 0, 0});
+    QVERIFY(!expected.empty());
+    QCOMPARE(split.errors().size(), expected.size());
+    for (const Diagnostic& d : expected)
+      QVERIFY2(w.plan_view()->headline_text().contains(qs(d.message).toHtmlEscaped()),
+               qPrintable(w.plan_view()->headline_text()));
+    QVERIFY(w.plan_view()->headline_text().contains("global_batch is 500"));
+    QVERIFY(!w.plan_view()->simulation());
+    QVERIFY(!w.run_action()->isEnabled());
+    QVERIFY(!w.run());
+    QVERIFY(w.plan_view()->global_batch_control()->isEnabled());
+    QTest::qWait(600);  // past the pause after which a simulation would start
+    QVERIFY(idle(w));
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(!w.plan_view()->simulation());
+
+    // Back to a batch that splits: estimated again, Run enabled.
+    w.plan_view()->global_batch_control()->setValue(128);
+    QVERIFY(w.run_action()->isEnabled());
+    QVERIFY(w.plan_view()->headline_text().contains("Step "));
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);
+  }
+
+  // Unlike replica groups (92 and 36 micro-batches) are split again as the planner splits a batch;
+  // a batch their replicas cannot take in whole micro-batches drops the simulation in flight.
+  void global_batch_of_unlike_groups_is_split_as_the_planner_splits_it() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    const QString file = test::source_file("scenarios/mixed-h100-a100.toml");
+    QVERIFY(w.open_file(file));
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);
+    auto s = api::load(file.toStdString());
+    QVERIFY(s.ok());
+    QVERIFY(s->plan->groups.size() == 2 && s->plan->groups[0].micro_batches != s->plan->groups[1].micro_batches);
+
+    WhatIf wi = what_if_of(*s);
+    wi.global_batch = 1024;
+    const Scenario s1024 = apply_what_if(*s, wi);
+    plan::Plan p1024 = *s->plan;
+    QVERIFY(planner::split_batch(s1024, p1024));
+    QCOMPARE(p1024.sequences_per_step(), 1024);
+    QVERIFY(io::validate_plan(s1024, p1024, {}).empty());
+    w.plan_view()->global_batch_control()->setValue(1024);
+    const analytic::Estimate e = api::estimate(s1024, p1024);
+    QVERIFY2(w.plan_view()->headline_text().contains("Step " + format_seconds(e.step_time.v)),
+             qPrintable(w.plan_view()->headline_text()));
+    QVERIFY(w.plan_view()->headline_text().contains(qs(report::plan_summary(s1024, p1024)).toHtmlEscaped()));
+
+    // 1026 is not a multiple of the groups' 4 replicas: nothing to estimate, and the simulation
+    // of 1024 that was about to start (or running) is dropped.
+    QSignalSpy finished(w.jobs(), &JobRunner::finished);
+    w.plan_view()->global_batch_control()->setValue(1026);
+    QVERIFY(!w.run_action()->isEnabled());
+    QVERIFY2(w.plan_view()->headline_text().contains("global_batch is 1026"),
+             qPrintable(w.plan_view()->headline_text()));
+    QTest::qWait(600);
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w), kSearchTimeoutMs);
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(!w.plan_view()->simulation());
+
+    // Back to the scenario's own batch: its own plan, as Run showed it.
+    w.plan_view()->global_batch_control()->setValue(512);
+    QVERIFY(w.run_action()->isEnabled());
+    const analytic::Estimate own = api::estimate(*s, *s->plan);
+    QVERIFY(w.plan_view()->headline_text().contains(qs(report::plan_summary(*s, *s->plan)).toHtmlEscaped()));
+    QVERIFY(w.plan_view()->headline_text().contains("Step " + format_seconds(own.step_time.v)));
   }
 };
 
