@@ -281,7 +281,12 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
 }
 
 void PlanView::clear(const QString& message) {
+  clear_figures();
   headline_->setText(message.toHtmlEscaped());
+  what_if_box_->setEnabled(false);
+}
+
+void PlanView::clear_figures() {
   simulation_->clear();
   breakdown_->set_breakdown({});
   critical_->set_breakdown({});
@@ -290,13 +295,12 @@ void PlanView::clear(const QString& message) {
   timeline_->set_data(nullptr);
   estimate_ = {};
   figures_.reset();
-  what_if_box_->setEnabled(false);
 }
 
 void PlanView::show_what_if_error(const QString& message) {
-  clear({});
+  // The controls keep their state (and the focus of the one being typed in).
+  clear_figures();
   headline_->setText("<p>" + message.toHtmlEscaped().replace('\n', "<br>") + "</p>");
-  what_if_box_->setEnabled(true);
 }
 
 void PlanView::show_page(int page) { pages_->setCurrentIndex(page); }

@@ -86,7 +86,7 @@ class PlanView : public QWidget {
   void set_simulation_note(const QString& note);
   void clear(const QString& message);
   /// The what-if values cannot be evaluated (`message` says why): the figures are cleared, the
-  /// what-if controls stay enabled so that the value can be changed back.
+  /// what-if controls stay as they are so that the value can be changed back.
   void show_what_if_error(const QString& message);
 
   /// The last simulation shown (since the last estimate), if any.
@@ -114,6 +114,8 @@ class PlanView : public QWidget {
 
 
  private:
+  void clear_figures();
+
   QLabel* headline_ = nullptr;
   QLabel* simulation_ = nullptr;
   BreakdownModel* breakdown_ = nullptr;
