@@ -12,12 +12,8 @@
 #include <QApplication>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
-#include <QEventLoop>
-#include <QFile>
 #include <QSpinBox>
-#include <QStandardPaths>
 #include <QTemporaryDir>
-#include <QTimer>
 
 #include <algorithm>
 #include <cstdio>
@@ -30,45 +26,17 @@
 #include "gui/app/main_window.hpp"
 #include "gui/views/plan_view.hpp"
 #include "gui/widgets/timeline_view.hpp"
-
-namespace {
+#include "tests/gui/perftest_support.hpp"
 
 using hetsim::gui::JobRunner;
 using hetsim::gui::MainWindow;
-
-// Runs the event loop until a job (started or still to start) delivers its result; false after
-// `timeout_ms`.
-bool wait_finished(MainWindow& w, int timeout_ms) {
-  QEventLoop loop;
-  bool done = false;
-  QObject::connect(w.jobs(), &JobRunner::finished, &loop, [&] {
-    done = true;
-    loop.quit();
-  });
-  QTimer::singleShot(timeout_ms, &loop, &QEventLoop::quit);
-  loop.exec();
-  return done;
-}
-
-struct Stats {
-  double median = 0, max = 0;
-};
-
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.back()};
-}
-
-}  // namespace
+using hetsim::gui::perf::stats;
+using hetsim::gui::perf::Stats;
+using hetsim::gui::perf::wait_finished;
 
 int main(int argc, char** argv) {
-  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QTemporaryDir runtime;
-  if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR") && runtime.isValid()) {
-    QFile::setPermissions(runtime.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
-    qputenv("XDG_RUNTIME_DIR", runtime.path().toLocal8Bit());
-  }
-  QStandardPaths::setTestModeEnabled(true);  // recent files in Qt's test locations
+  hetsim::gui::perf::headless(runtime);
   QApplication app(argc, argv);
   const std::string file = argc > 1 ? argv[1]
                                     : (std::filesystem::path(HETSIM_SOURCE_DIR) / "tests/gui/data/gpt3-175b-960.toml").string();
