@@ -59,6 +59,7 @@ int as_int(double x) { return static_cast<int>(as_size(x)); }
 // What the op of a compute task runs as (the same op lists the cost model prices).
 struct OpContext {
   Format format = Format::Fp32;
+  Format norm_format = Format::Fp32;  ///< the norms' tensors: fp32 under autocast, else `format`
   AttentionShape attention;  ///< heads: micro-batch × heads per rank
   int hidden = 1;            ///< norm width
   int vocab_rank = 1;        ///< loss width (the rank's vocabulary shard)
@@ -103,7 +104,7 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
     case OpKind::Loss: {
       // The forward pass reads and writes the tensor once: rows × width elements.
       const bool loss = op.kind == OpKind::Loss;
-      const Format f = loss ? Format::Fp32 : c.format;  // the loss works on fp32 logits
+      const Format f = loss ? Format::Fp32 : c.norm_format;  // the loss works on fp32 logits
       const int cols = loss ? c.vocab_rank : c.hidden;
       const std::size_t elems = as_size(op.elems);
       const int rows = as_int(static_cast<double>(elems) / cols);
@@ -202,6 +203,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     head[d] = workload::head_ops(s.model, sh);
     auto& c = ctx[d];
     c.format = format_for(s.training.precision);
+    c.norm_format = s.training.autocast ? Format::Fp32 : c.format;  // the residual stream stays fp32
     c.attention = {p.micro_batch * s.model.heads / sh.tp, s.training.seq_len, s.model.head_dim(),
                    s.training.causal && s.training.flash_attention};
     c.hidden = s.model.hidden;
@@ -521,7 +523,9 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 // blocks (sequence parallel), or an all-reduce after each (not).
                 const bool sp = p.sequence_parallel;
                 const std::size_t shard = wire_act / static_cast<std::size_t>(tp);
-                sc.fit(wire_act * 4, wire_act * 4, wire_act * 4);
+                // Results go to c only (its second part holds the reduce-scatter's shard): a and b
+                // are the compute's 16-bit inputs, and fp32 sums there would read as NaN or Inf.
+                sc.fit(wire_act * 4, wire_act * 4, (wire_act + shard) * 4);
                 if (sc.failed) break;
                 // The collectives after a backward also cover the recomputed forward: both
                 // blocks' under full recompute, one round more per layer under per-op selective
@@ -537,7 +541,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 for (int k = 0; k < rounds && comm_error.empty(); ++k) {
                   if (sp) {
                     note(tpc.all_gather(sc.fa(), sc.fc(), shard), k == 0);
-                    if (comm_error.empty()) note(tpc.reduce_scatter(sc.fc(), sc.fb(), shard), false);
+                    if (comm_error.empty()) note(tpc.reduce_scatter(sc.fc(), sc.fc() + wire_act, shard), false);
                   } else {
                     note(tpc.all_reduce(sc.fc(), wire_act), k == 0);
                   }
@@ -556,7 +560,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 if (sc.failed) break;
                 if (t.kind == TaskKind::ParamGather) note(dpc.all_gather(sc.fa(), sc.fc(), per), true);
                 else if (p.zero == 0) note(dpc.all_reduce(sc.fc(), n), true);
-                else note(dpc.reduce_scatter(sc.fa(), sc.fb(), per), true);
+                else note(dpc.reduce_scatter(sc.fa(), sc.fc(), per), true);  // results in c only
                 break;
               }
               case TaskKind::SendActivation:
@@ -578,9 +582,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 // Adam over the device's parameters, in slices of at most 4 M.
                 const std::size_t count = adam_params[rep];
                 const std::size_t slice = std::min<std::size_t>(count, std::size_t{1} << 22);
-                sc.fit(16 * slice, 1, 1);
+                // The state lives in c, which no compute reads as a 16-bit input (fp32 values there
+                // would read as NaN or Inf in bf16 and fp16 and slow nothing but the GEMMs' power).
+                sc.fit(1, 1, 16 * slice);
                 if (sc.failed) break;
-                for (std::size_t n = 0; n < count; n += slice) dev.adam(std::min(slice, count - n), sc.fa());
+                for (std::size_t n = 0; n < count; n += slice) dev.adam(std::min(slice, count - n), sc.fc());
                 timed(kOptimizerClass);
                 break;
               }

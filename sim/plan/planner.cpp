@@ -751,7 +751,7 @@ class Search {
   // (see compact) and need not be estimated.
   void note_best(const Candidate& c) {
     auto& h = best_[{c.family, c.plan.zero}];
-    const std::size_t k = static_cast<std::size_t>(std::max(o_.verify, o_.top));
+    const std::size_t k = static_cast<std::size_t>(std::max({1, o_.verify, o_.top}));
     const double sc = c.score(o_.objective);
     if (h.size() < k) h.push(sc);
     else if (sc < h.top()) {
@@ -763,8 +763,10 @@ class Search {
   bool out_of_reach(const std::string& family, int zero, double bound) const {
     if (!o_.prune || o_.objective != Objective::Time) return false;
     auto it = best_.find({family, zero});
-    const std::size_t k = static_cast<std::size_t>(std::max(o_.verify, o_.top));
-    return it != best_.end() && it->second.size() >= k && bound > it->second.top();
+    const std::size_t k = static_cast<std::size_t>(std::max({1, o_.verify, o_.top}));
+    // A relative margin: the bound is summed in another order than the estimate, and a plan
+    // whose estimate ties the worst kept score must not be lost to the last bit.
+    return it != best_.end() && it->second.size() >= k && bound * (1 - 1e-12) > it->second.top();
   }
   // What a stage of `pool` at `tp` pays per micro-batch (micro-batch and recompute of `st`),
   // whatever else the plan holds: per layer (compute and exposed TP collectives), and for the
