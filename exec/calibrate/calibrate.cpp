@@ -116,7 +116,6 @@ Profile calibrate(Backend& backend, double seconds) {
   }
   const Format train = p.tensor_cores() ? Format::Bf16 : Format::Fp32;
   const GemmFit& train_fit = p.train_gemm();
-  const double train_peak = p.tensor_cores() ? p.peak_bf16 : p.gemm.peak_flops;
   // Streaming bandwidth: read one float, write one (64 MiB on the host, 1 GiB on a GPU).
   {
     const std::size_t count = gpu ? std::size_t{256} << 20 : std::size_t{16} << 20;
@@ -144,7 +143,7 @@ Profile calibrate(Backend& backend, double seconds) {
       const double flops = 3.5 * 4.0 * s.heads * double(s.seq) * s.seq * s.head_dim / 2;
       // Backward throughput per counted FLOP over the forward's (2.5× the FLOPs).
       bwd_ratio = 2.5 * std::max(1e-9, tf - train_fit.launch_s) / std::max(1e-9, tb - train_fit.launch_s);
-      return std::clamp(flops / (train_peak * std::max(1e-9, tf + tb - 2 * train_fit.launch_s)), 0.01, 1.0);
+      return std::clamp(flops / (train_fit.peak_flops * std::max(1e-9, tf + tb - 2 * train_fit.launch_s)), 0.01, 1.0);
     };
     const double s1 = gpu ? 512 : 256, s2 = gpu ? 2048 : 1024;
     const double e1 = efficiency(static_cast<int>(s1)), e2 = efficiency(static_cast<int>(s2));

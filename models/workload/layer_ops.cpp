@@ -74,9 +74,12 @@ Op autocast_casts(const std::vector<Op>& ops, double activations) {
       tensors += op.count;
     }
   const int n = tensors + (activations > 0 ? 2 : 0);
-  Op cast = streaming("autocast_cast", OpKind::Elementwise, weights + activations, 6, Stream{1, n, 1, n}, 0);
-  return cast;
+  return streaming("autocast_cast", OpKind::Elementwise, weights + activations, 6, Stream{1, n, 1, n}, 0);
 }
+
+// Bytes per element of the residual stream, and so of the norms and residual adds: fp32 under
+// autocast, else the activations' format `e`.
+double residual_bytes(const MicroBatchShape& s, double e) { return s.autocast ? 4.0 : e; }
 
 // Kernel counts and tensor passes of the memory-bound ops of a layer, fused (Megatron-LM +
 // Transformer Engine) or one PyTorch eager kernel per elementary op (docs/cost-models.md#kernels).
@@ -141,8 +144,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double seq_elems = tokens * h / (s.sequence_parallel ? t : 1.0);
   const Stream norm = norm_stream(m, fused);
   const Stream residual = residual_stream(m, fused);
-  // Under autocast the residual stream, and so the norms' and residual adds' tensors, are fp32.
-  const double re = s.autocast ? 4.0 : e;
+  const double re = residual_bytes(s, e);
 
   std::vector<Op> ops;
   ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, re, norm, 5));
@@ -288,7 +290,7 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   const double seq_elems = tokens * m.hidden / (s.sequence_parallel ? t : 1.0);
   std::vector<Op> ops;
-  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, s.autocast ? 4.0 : e, norm_stream(m, s.fused_kernels), 5));
+  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, residual_bytes(s, e), norm_stream(m, s.fused_kernels), 5));
   // The output projection stays in bf16 even in fp8 training (Transformer Engine keeps the
   // first and last layers in higher precision).
   Op output = linear("output", tokens, m.vocab / t, m.hidden, e);

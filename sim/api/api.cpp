@@ -58,7 +58,7 @@ Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const Simulat
   if (!run) return run.errors();
   Simulated out{std::move(*run), std::nullopt};
   if (opts.engine == Engine::Native) return out;
-  if (opts.stop.stop_requested()) return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment};
+  if (opts.stop.stop_requested()) return engine::stopped_error();
 #ifdef HETSIM_HAVE_SIMGRID
   report::Simulation& sim = out.sim;
   // SimGrid runs the unfolded graph: refuse what would take hours, say when it takes a while.
@@ -79,7 +79,7 @@ Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const Simulat
   auto sg = (*module)->run(sim.graph, s.cluster);
   rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!sg) return sg.errors();
-  if (opts.stop.stop_requested()) return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment};
+  if (opts.stop.stop_requested()) return engine::stopped_error();
   sim.trace = std::move(sg->trace);
   sim.summary = engine::summarize(sim.graph, sim.trace);
   report::apply_simulation(sim);

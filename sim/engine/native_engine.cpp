@@ -38,21 +38,18 @@ class Run {
   Result<Trace> go() {
     for (std::uint32_t t = 0; t < g_.tasks.size(); ++t)
       if (pending_[t] == 0) ready(t, 0, kNone);
-    std::uint64_t done = 0;
     const double n = std::max<double>(1.0, static_cast<double>(g_.tasks.size()));
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
-      ++tr_.events;
+      ++tr_.events;  // one per task: its completion
       complete(e.task, e.key.time);
-      ++done;
       if ((tr_.events & 0xffffu) == 0) {
-        if (c_.stop.stop_requested())
-          return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment};
-        if (c_.progress) c_.progress(std::min(1.0, static_cast<double>(done) / n));
+        if (c_.stop.stop_requested()) return stopped_error();
+        if (c_.progress) c_.progress(std::min(1.0, static_cast<double>(tr_.events) / n));
       }
     }
-    if (c_.stop.stop_requested()) return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment};
+    if (c_.stop.stop_requested()) return stopped_error();
     if (c_.progress) c_.progress(1.0);
     for (std::uint32_t t = 0; t < g_.tasks.size(); ++t)
       if (tr_.end[t] < 0) {
@@ -131,7 +128,8 @@ class Run {
 
 }  // namespace
 
-Result<Trace> run_native(const schedule::TaskGraph& g) { return Run(g, {}).go(); }
+Diagnostic stopped_error() { return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment}; }
+
 Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control) { return Run(g, control).go(); }
 
 }  // namespace hetsim::engine

@@ -41,17 +41,19 @@ struct Trace {
   std::uint64_t events = 0;
 };
 
-/// Runs the graph: a task starts when all its predecessors have ended (and, for a collective,
-/// when all its members can start). Fails, naming a task, if some tasks can never run.
-[[nodiscard]] Result<Trace> run_native(const schedule::TaskGraph& g);
-
 /// Progress and cancellation of a run: `progress` gets the fraction of tasks done (every 2¹⁶
-/// events and at the end); when `stop` is asked, the run ends within 2¹⁶ events with an error
-/// saying it was stopped (Environment kind). Both may be empty.
+/// events and at the end); when `stop` is asked, the run ends within 2¹⁶ events with
+/// stopped_error(). Both may be empty.
 struct RunControl {
   std::stop_token stop;
   std::function<void(double)> progress;
 };
-[[nodiscard]] Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control);
+
+/// The error of a run ended by its stop token (Environment kind).
+[[nodiscard]] Diagnostic stopped_error();
+
+/// Runs the graph: a task starts when all its predecessors have ended (and, for a collective,
+/// when all its members can start). Fails, naming a task, if some tasks can never run.
+[[nodiscard]] Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control = {});
 
 }  // namespace hetsim::engine

@@ -399,7 +399,7 @@ class Search {
   // best max(verify, top) of its own kind is never reached, so dropping it changes nothing (the
   // ranking is a total order). Baselines use single-pool candidates only.
   void compact(std::vector<Candidate>& all) const {
-    const std::size_t keep = std::max<std::size_t>(3, static_cast<std::size_t>(std::max({o_.verify, o_.top, 1})));
+    const std::size_t keep = std::max<std::size_t>(3, reach());
     std::map<std::pair<std::string, int>, std::vector<std::size_t>> kinds;
     std::vector<Candidate> kept;
     for (std::size_t i = 0; i < all.size(); ++i) {
@@ -633,19 +633,17 @@ class Search {
               double bound = 0;
               if (stages <= L && o_.prune && o_.objective == Objective::Time) {
                 const Settings least{mb, cost::Schedule::OneFOneB, cost::Recompute::None, 1};
-                double inv = 0, a_over_b = 0, sum_b = 0, min_b = std::numeric_limits<double>::infinity();
+                double inv = 0, sum_b = 0, min_b = std::numeric_limits<double>::infinity();
                 for (std::size_t k = 0; k < order.size(); ++k) {
                   const StageRates& r = stage_rates(order[k], tp[order[k]], least);
                   const int d = depth_opts[k][di[k]];
                   inv += d / r.layer;
                   sum_b += d * r.layer;
                   min_b = std::min(min_b, r.layer);
-                  if (k == 0) a_over_b += r.emb / r.layer;
-                  if (k + 1 == order.size()) a_over_b += r.head / r.layer;
                 }
                 const StageRates& first = stage_rates(order.front(), tp[order.front()], least);
                 const StageRates& last = stage_rates(order.back(), tp[order.back()], least);
-                const double t_star = (L + a_over_b) / inv;
+                const double t_star = (L + first.emb / first.layer + last.head / last.layer) / inv;
                 bound = static_cast<double>(M / R - 1) * t_star + first.emb + last.head + sum_b + (L - stages) * min_b;
               }
               if (stages <= L) {
@@ -751,23 +749,23 @@ class Search {
   // (see compact) and need not be estimated.
   void note_best(const Candidate& c) {
     auto& h = best_[{c.family, c.plan.zero}];
-    const std::size_t k = static_cast<std::size_t>(std::max({1, o_.verify, o_.top}));
     const double sc = c.score(o_.objective);
-    if (h.size() < k) h.push(sc);
+    if (h.size() < reach()) h.push(sc);
     else if (sc < h.top()) {
       h.pop();
       h.push(sc);
     }
   }
-  // Whether every plan of this kind whose step time is at least `bound` is out of reach.
+  // Whether every plan of this kind whose step time is at least `bound` is out of reach (a bound
+  // of 0, none computed, never is).
   bool out_of_reach(const std::string& family, int zero, double bound) const {
-    if (!o_.prune || o_.objective != Objective::Time) return false;
     auto it = best_.find({family, zero});
-    const std::size_t k = static_cast<std::size_t>(std::max({1, o_.verify, o_.top}));
     // A relative margin: the bound is summed in another order than the estimate, and a plan
     // whose estimate ties the worst kept score must not be lost to the last bit.
-    return it != best_.end() && it->second.size() >= k && bound * (1 - 1e-12) > it->second.top();
+    return it != best_.end() && it->second.size() >= reach() && bound * (1 - 1e-12) > it->second.top();
   }
+  // How many candidates verification takes: max(verify, top), at least 1.
+  std::size_t reach() const { return static_cast<std::size_t>(std::max({1, o_.verify, o_.top})); }
   // What a stage of `pool` at `tp` pays per micro-batch (micro-batch and recompute of `st`),
   // whatever else the plan holds: per layer (compute and exposed TP collectives), and for the
   // embedding and the head when it holds them. Cached.
