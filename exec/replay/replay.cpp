@@ -126,6 +126,7 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
       // Read one element, write one: the pass moves the op's bytes.
       const double bytes = (backward ? op.bwd_bytes : op.fwd_bytes).v;
       const std::size_t count = as_size(bytes / (2.0 * static_cast<double>(eb)));
+      if (count == 0) return;  // a pass this op does not run (backward-only casts and reductions)
       sc.fit(count * eb, 1, count * eb);
       if (sc.failed) return;
       dev.elementwise(count, c.format, sc.pa, sc.pc);
@@ -197,7 +198,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     sh.flash_attention = s.training.flash_attention;
     sh.causal = s.training.causal;
     sh.fused_kernels = s.training.fused_kernels;
-    sh.autocast = s.training.autocast;
+      sh.autocast = s.training.autocast;
+    sh.norm_kernel = s.training.norm_kernel;
     layer[d] = workload::layer_ops(s.model, sh);
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);

@@ -19,12 +19,14 @@ BytesPerSec stream_bandwidth(const hw::DeviceSpec& dev) {
   return dev.memory_bandwidth * dev.efficiency.memory;
 }
 
-// The streaming bandwidth of one op class: its own calibrated fraction where there is one.
-BytesPerSec class_bandwidth(const hw::DeviceSpec& dev, workload::OpKind kind) {
+// The streaming bandwidth of one op: its class's own calibrated fraction where there is one,
+// PyTorch's non-vectorized kernel paths at theirs.
+BytesPerSec class_bandwidth(const hw::DeviceSpec& dev, const workload::Op& op) {
   const hw::Efficiency& e = dev.efficiency;
   double f = 0;
-  if (kind == workload::OpKind::Norm) f = e.norm_memory;
-  if (kind == workload::OpKind::Loss) f = e.loss_memory;
+  if (op.kind == workload::OpKind::Norm) f = e.norm_memory;
+  if (op.kind == workload::OpKind::Loss) f = e.loss_memory;
+  if (op.unvectorized && e.unvectorized_memory > 0) f = e.unvectorized_memory;
   return dev.memory_bandwidth * (f > 0 ? f : e.memory);
 }
 
@@ -144,7 +146,7 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       const Flops flops = fwd ? op.fwd_flops : op.bwd_flops;
       const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
       const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
-      kernel(t, dev, flops / peak, bytes, class_bandwidth(dev, op.kind), kernels);
+      kernel(t, dev, flops / peak, bytes, class_bandwidth(dev, op), kernels);
       return t;
     }
   }

@@ -72,6 +72,11 @@ struct Efficiency {
   double norm_memory = 0;       ///< norms (forward and backward)
   double loss_memory = 0;       ///< the cross-entropy
   double optimizer_memory = 0;  ///< the optimizer step
+  /// PyTorch eager kernels that take TensorIterator's non-vectorized paths: dtype-converting
+  /// copies other than fp32→16-bit (autocast's gradient casts back to fp32) and elementwise
+  /// ops on strided or broadcast operands (eager RoPE on transposed heads, GQA's repeated K and
+  /// V); 0: `memory`.
+  double unvectorized_memory = 0;
   Duration launch_overhead{4e-6};  ///< device-side cost per kernel (launch gap)
   /// Host (framework) time to issue one kernel; a layer takes at least its kernels × this.
   /// 0: the host never limits.

@@ -65,7 +65,12 @@ Op streaming(std::string name, OpKind kind, double elems, double eb, Stream s, d
 // for the backward) and `activations` fp32 elements (the norm outputs feeding GEMMs) to 16 bits;
 // backward, each 16-bit weight gradient to fp32 for its fp32 parameter and the activation
 // gradients to fp32 for the norms, again 6 bytes per element. One kernel per tensor.
-Op autocast_casts(const std::vector<Op>& ops, double activations) {
+// Eager (`fused` false) the two directions run different kernels: fp32 → 16 bits has a
+// vectorized copy kernel, 16 bits → fp32 goes through the generic dtype-converting copy, which
+// is not vectorized (Op::unvectorized); and the backward of each fp32 residual add casts the
+// gradient of its 16-bit branch down again (`joins` tensors of `join_elems`).
+std::vector<Op> autocast_casts(const std::vector<Op>& ops, double activations, bool fused, int joins,
+                               double join_elems) {
   double weights = 0;
   int tensors = 0;
   for (const Op& op : ops)
@@ -74,7 +79,12 @@ Op autocast_casts(const std::vector<Op>& ops, double activations) {
       tensors += op.count;
     }
   const int n = tensors + (activations > 0 ? 2 : 0);
-  return streaming("autocast_cast", OpKind::Elementwise, weights + activations, 6, Stream{1, n, 1, n}, 0);
+  if (fused) return {streaming("autocast_cast", OpKind::Elementwise, weights + activations, 6, Stream{1, n, 1, n}, 0)};
+  Op down = streaming("autocast_cast", OpKind::Elementwise, weights + activations, 6, Stream{1, n, 0, joins}, 0);
+  down.bwd_bytes = Bytes{joins * join_elems * 6};
+  Op up = streaming("autocast_grad_cast", OpKind::Elementwise, weights + activations, 6, Stream{0, 0, 1, n}, 0);
+  up.unvectorized = true;
+  return {down, up};
 }
 
 // Bytes per element of the residual stream, and so of the norms and residual adds: fp32 under
@@ -83,11 +93,20 @@ double residual_bytes(const MicroBatchShape& s, double e) { return s.autocast ? 
 
 // Kernel counts and tensor passes of the memory-bound ops of a layer, fused (Megatron-LM +
 // Transformer Engine) or one PyTorch eager kernel per elementary op (docs/cost-models.md#kernels).
-Stream norm_stream(const ModelSpec& m, bool fused) {
-  // Forward: read x, write y (+ fp32 statistics, negligible). Backward: read dy and x, write
-  // dx, and reduce dgamma (dbeta) in a second kernel.
-  if (fused || m.norm == Norm::LayerNorm) return {2, 1, 3, 2};
-  // Eager RMSNorm: pow, mean, x·rsqrt, ·weight; autograd runs each backward.
+NormKernel norm_kernel(const ModelSpec& m, const MicroBatchShape& s) {
+  if (s.norm_kernel != NormKernel::Auto) return s.norm_kernel;
+  if (s.fused_kernels) return NormKernel::Fused;
+  return m.norm == Norm::LayerNorm ? NormKernel::Native : NormKernel::Eager;
+}
+Stream norm_stream(const ModelSpec& m, const MicroBatchShape& s) {
+  const NormKernel k = norm_kernel(m, s);
+  // Fused: forward reads x, writes y (+ fp32 statistics, negligible); backward reads dy and x,
+  // writes dx, and reduces dgamma (dbeta) from per-block partial sums in a second, small kernel.
+  if (k == NormKernel::Fused) return {2, 1, 3, 2};
+  // PyTorch's native layer_norm / rms_norm: the backward's second kernel
+  // (GammaBetaBackward) reads dy and x again for the weight gradient.
+  if (k == NormKernel::Native || m.norm == Norm::LayerNorm) return {2, 1, 5, 2};
+  // RMSNorm in elementary ops: pow, mean, x·rsqrt, ·weight; autograd runs each backward.
   return {7, 4, 14, 8};
 }
 
@@ -106,10 +125,12 @@ Stream residual_stream(const ModelSpec& m, bool fused) {
     s.bwd_kernels = drop || bias ? 2 : 1;
     return s;
   }
-  s.fwd_tensors = 3 + (bias ? 2 : 0) + (drop ? 2 : 0);
-  s.fwd_kernels = 1 + (bias ? 1 : 0) + (drop ? 1 : 0);
-  s.bwd_tensors = 3 + (bias ? 1 : 0) + (drop ? 2 : 0);
-  s.bwd_kernels = 1 + (bias ? 1 : 0) + (drop ? 1 : 0);
+  // Eager PyTorch adds a Linear's bias in its GEMM's epilogue (addmm) and reduces the bias
+  // gradient in a kernel of its own (the "bias_grad" op); dropout and the add are kernels.
+  s.fwd_tensors = 3 + (drop ? 2 : 0);
+  s.fwd_kernels = 1 + (drop ? 1 : 0);
+  s.bwd_tensors = 3 + (drop ? 2 : 0);
+  s.bwd_kernels = 1 + (drop ? 1 : 0);
   return s;
 }
 
@@ -142,7 +163,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double f = m.ffn_hidden;
   // Norms, residuals and dropouts work on a sequence shard under sequence parallelism.
   const double seq_elems = tokens * h / (s.sequence_parallel ? t : 1.0);
-  const Stream norm = norm_stream(m, fused);
+  const Stream norm = norm_stream(m, s);
   const Stream residual = residual_stream(m, fused);
   const double re = residual_bytes(s, e);
 
@@ -150,10 +171,25 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, re, norm, 5));
   ops.push_back(linear("qkv", tokens, h / t + 2 * kv_rank, h, ge));
   if (m.positions == Positions::Rope) {
-    // Rotary embedding of Q and K: one fused kernel each; eager: slice, negate, concatenate,
-    // two products and a sum per tensor.
-    const Stream rope = fused ? Stream{2, 2, 2, 2} : Stream{8, 10, 8, 10};
-    ops.push_back(streaming("rope", OpKind::Elementwise, tokens * (h / t + kv_rank), e, rope, 3));
+    // Rotary embedding of Q and K: one fused kernel each. Eager, per tensor, about ten passes
+    // each way over strided, broadcast operands (the heads are transposed views, cos and sin
+    // broadcast): rotate-half (negate, concatenate, two products, a sum; backward the two
+    // products, the slices' zero-fill and copies, the sum) or the complex form (cast to fp32,
+    // complex product, cast back) alike; not vectorized (docs/cost-models.md#kernels).
+    const Stream rope = fused ? Stream{2, 2, 2, 2} : Stream{10, 10, 10, 16};
+    Op r = streaming("rope", OpKind::Elementwise, tokens * (h / t + kv_rank), e, rope, 3);
+    r.unvectorized = !fused;
+    ops.push_back(r);
+  }
+
+  // Eager grouped-query attention repeats K and V to every query head before
+  // scaled_dot_product_attention (repeat_kv: expand, then a copy) and sums the repeats' gradients
+  // back; fused kernels read the shared heads in place.
+  if (!fused && kv_rank < h / t) {
+    Op rep = streaming("gqa_repeat", OpKind::Elementwise, tokens * 2 * h / t, e, Stream{1, 2, 1, 2}, 0);
+    rep.fwd_bytes = rep.bwd_bytes = Bytes{tokens * 2 * (h / t + kv_rank) * e};
+    rep.unvectorized = true;
+    ops.push_back(rep);
   }
 
   // Attention core, per rank: heads/t heads. The full score and value products cost
@@ -209,9 +245,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double up_cols = (swiglu ? 2 : 1) * f / t;  // gate and up fused into one GEMM
   // Activation over tokens·f/t: GeLU reads one tensor and writes one (backward: reads the
   // gradient and the input); SwiGLU reads gate and up (backward writes both gradients).
-  // Eager adds the bias add (GeLU) or a separate SiLU and product (SwiGLU).
+  // Eager runs SiLU and the product as kernels of their own (SwiGLU); a bias is added in the
+  // GEMM's epilogue, fused or eager.
   const Stream act = swiglu ? (fused ? Stream{3, 1, 5, 1} : Stream{5, 2, 8, 3})
-                            : (fused || !m.linear_bias ? Stream{2, 1, 3, 1} : Stream{4, 2, 4, 2});
+                            : Stream{2, 1, 3, 1};
   if (!m.moe()) {
     ops.push_back(linear("mlp_up", tokens, up_cols, h, ge));
     ops.push_back(streaming(swiglu ? "swiglu" : "gelu", OpKind::Elementwise, tokens * f / t, e,
@@ -237,7 +274,23 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
   }
   ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, re, residual, 2));
-  if (s.autocast) ops.push_back(autocast_casts(ops, 2 * seq_elems));
+  if (!fused && m.linear_bias) {
+    // Eager: each Linear's bias gradient is a column sum of its output gradient, one reduction
+    // kernel per Linear (fused kernels fold it into the bias-GeLU and bias-dropout-add
+    // backwards and the GEMM epilogues).
+    double cols = 0;
+    int linears = 0;
+    for (const Op& op : ops)
+      if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0) {
+        cols += op.n * op.count;
+        linears += op.count;
+      }
+    Op bg = streaming("bias_grad", OpKind::Elementwise, tokens * cols, e, Stream{0, 0, 1, linears}, 1);
+    bg.fwd_flops = Flops{0};
+    ops.push_back(bg);
+  }
+  if (s.autocast)
+    for (Op& c : autocast_casts(ops, 2 * seq_elems, fused, 2, seq_elems)) ops.push_back(std::move(c));
   // Per-op selective checkpointing (torchtitan's policy): the layer's matmuls counted in forward
   // order, q (1), k (2), v (3), out (4), then gate (5), up (6), down (7) for SwiGLU or up (5),
   // down (6) for GeLU; the even ones are recomputed. The fused qkv GEMM re-runs its K columns,
@@ -290,7 +343,7 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   const double seq_elems = tokens * m.hidden / (s.sequence_parallel ? t : 1.0);
   std::vector<Op> ops;
-  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, residual_bytes(s, e), norm_stream(m, s.fused_kernels), 5));
+  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, residual_bytes(s, e), norm_stream(m, s), 5));
   // The output projection stays in bf16 even in fp8 training (Transformer Engine keeps the
   // first and last layers in higher precision).
   Op output = linear("output", tokens, m.vocab / t, m.hidden, e);
@@ -302,7 +355,8 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   // cast the gradient to 16 bits (4 + 2) = 14 bytes in 2 kernels.
   Op loss = streaming("loss", OpKind::Loss, tokens * m.vocab / t, 1, Stream{38, 6, 14, 2}, 5);
   ops.push_back(loss);
-  if (s.autocast) ops.push_back(autocast_casts(ops, seq_elems));
+  if (s.autocast)
+    for (Op& c : autocast_casts(ops, seq_elems, s.fused_kernels, 0, 0)) ops.push_back(std::move(c));
   return ops;
 }
 

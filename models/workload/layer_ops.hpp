@@ -45,6 +45,9 @@ struct Op {
   /// other matmuls' and fused attention's outputs are kept). 0..1.
   double op_recompute = 0;
   bool keep_16bit = false;  ///< runs in bf16 even in fp8 training (output layer, attention)
+  /// Memory-bound op whose kernels take PyTorch's non-vectorized paths (strided or broadcast
+  /// operands, dtype-converting copies): priced at hw::Efficiency::unvectorized_memory.
+  bool unvectorized = false;
 };
 
 /// The shape of the work one TP rank does for one micro-batch.
@@ -61,6 +64,9 @@ struct MicroBatchShape {
   bool fused_kernels = true;
   /// Fused attention runs FlashAttention-2's kernels (PyTorch SDPA), not the vendor's newest.
   bool fa2_attention = false;
+  /// Which kernels run the norms (TrainingSpec::norm_kernel; auto resolves by fused_kernels
+  /// and the model's norm).
+  NormKernel norm_kernel = NormKernel::Auto;
   /// torch.autocast over fp32 parameters (TrainingSpec::autocast): per micro-batch, each weight
   /// is cast to 16 bits in the forward and its gradient back to fp32 in the backward (6 bytes
   /// per parameter each way); norms and residual adds read and write fp32; the norm outputs

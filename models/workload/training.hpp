@@ -11,6 +11,13 @@ enum class Optimizer { Adam, Sgd };
 /// flash backend), or auto: FlashAttention-2 when the kernels are PyTorch eager ones
 /// (fused_kernels = false), else the vendor's.
 enum class AttentionKernel { Auto, Vendor, Fa2 };
+/// Which kernels run the norms: fused ones (Transformer Engine, Apex: one kernel each way, the
+/// weight gradient reduced in the same pass), PyTorch's native layer_norm / rms_norm kernels (a
+/// second backward kernel re-reads the input and its gradient for the weight gradient), or the
+/// norm written out in elementary ops (RMSNorm as pow, mean, rsqrt, products: torchtitan's 2024
+/// RMSNorm, Hugging Face's LlamaRMSNorm). Auto: fused with fused_kernels, else native for
+/// LayerNorm (nn.LayerNorm) and eager for RMSNorm.
+enum class NormKernel { Auto, Fused, Native, Eager };
 
 struct TrainingSpec {
   int global_batch = 0;  ///< sequences per optimizer step
@@ -24,6 +31,7 @@ struct TrainingSpec {
   /// PyTorch eager kernel per elementary op (workload::MicroBatchShape::fused_kernels).
   bool fused_kernels = true;
   AttentionKernel attention_kernel = AttentionKernel::Auto;
+  NormKernel norm_kernel = NormKernel::Auto;
   /// Mixed precision by torch.autocast over fp32 parameters (HF Trainer, Lightning's
   /// "bf16-mixed", nanoGPT) instead of 16-bit parameters with fp32 master copies (Megatron-LM,
   /// FSDP's param_dtype): every forward casts the weights, the norms and the residual stream run

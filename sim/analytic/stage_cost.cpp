@@ -60,6 +60,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.causal = s.training.causal;
   shape.fused_kernels = s.training.fused_kernels;
   shape.autocast = s.training.autocast;
+  shape.norm_kernel = s.training.norm_kernel;
   shape.fa2_attention = s.training.fa2_attention();
   return shape;
 }
@@ -101,6 +102,17 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     }
     lc.fwd = max(sf, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Forward));
     lc.bwd = max(sb_, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Backward));
+    if (p.zero >= 3 && replicas > 1 && dev.vendor != "google") {
+      // ZeRO-3 in PyTorch gathers a layer's weights into one flat buffer and copies them out
+      // into the parameters' own tensors before its forward and again before its backward
+      // (FSDP2's all-gather copy-out, DeepSpeed's partitioned-parameter copy): the layer's
+      // weights read and written, on the compute stream (docs/cost-models.md#data-parallel-sync).
+      // TPUs run JAX/XLA, whose sharded all-gather writes the weights where they are read.
+      const Duration copy_out = Bytes{2 * pc.per_layer / tp * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
+                                dev.efficiency.launch_overhead;
+      lc.fwd += copy_out;
+      lc.bwd += copy_out;
+    }
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;
     } else {

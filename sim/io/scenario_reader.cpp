@@ -114,7 +114,8 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
     return;
   }
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
-                    "flash_attention", "causal", "fused_kernels", "attention_kernel", "autocast"});
+                    "flash_attention", "causal", "fused_kernels", "attention_kernel", "norm_kernel",
+                    "autocast"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -137,6 +138,12 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
                                                 {"vendor", workload::AttentionKernel::Vendor},
                                                 {"fa2", workload::AttentionKernel::Fa2}}))
     tr.attention_kernel = *k;
+  if (auto k = pick<workload::NormKernel>(r, *t, "norm_kernel",
+                                          {{"auto", workload::NormKernel::Auto},
+                                           {"fused", workload::NormKernel::Fused},
+                                           {"native", workload::NormKernel::Native},
+                                           {"eager", workload::NormKernel::Eager}}))
+    tr.norm_kernel = *k;
   if (auto a = r.boolean(*t, "autocast")) {
     tr.autocast = *a;
     if (*a && tr.precision != hw::Dtype::Bf16 && tr.precision != hw::Dtype::Fp16)

@@ -122,6 +122,9 @@ def kernel_class(name):
     return "other"
 
 
+NATIVE_NORMS = 'norm_kernel = "native"  # nn.LayerNorm / nn.RMSNorm: PyTorch\'s own norm kernels'
+
+
 def scenario(name, c, compiled=False):
     return f"""# {name}: written by tests/gpu/torch_step.py, the step it measured on one GPU in plain PyTorch
 # (fp32 parameters, bf16 autocast, fused AdamW, SDPA FlashAttention-2, {'torch.compile: fused memory-bound kernels' if compiled else 'eager: one kernel per op'}).
@@ -145,6 +148,7 @@ seq_len = {c['seq']}
 precision = "bf16"
 fused_kernels = {'true' if compiled else 'false'}
 attention_kernel = "fa2"
+{'' if compiled else NATIVE_NORMS}
 autocast = true
 [[cluster.pool]]
 device = "h200-sxm"

@@ -155,6 +155,21 @@ TEST(OpTime, ElementwiseIsMemoryBound) {
   EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
 }
 
+// PyTorch's non-vectorized kernels (strided operands, dtype-converting copies) stream at the
+// device's unvectorized_memory fraction where it has one, else at `memory`.
+TEST(OpTime, UnvectorizedKernelsStreamAtTheirOwnFraction) {
+  workload::Op op;
+  op.kind = workload::OpKind::Elementwise;
+  op.fwd_bytes = Bytes{1e9};
+  op.unvectorized = true;
+  auto d = device();
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
+  d.efficiency.unvectorized_memory = 0.4;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 1e9 / 0.8e12 + 5e-6, 1e-12);
+  op.unvectorized = false;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
+}
+
 TEST(OpTime, AttentionUsesAttentionEfficiency) {
   workload::Op op;
   op.kind = workload::OpKind::Attention;

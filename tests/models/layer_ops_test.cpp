@@ -1,5 +1,7 @@
 #include "models/workload/layer_ops.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace hetsim::workload {
@@ -116,29 +118,124 @@ TEST(LayerOps, EagerKernelsLaunchMoreAndMoveMoreThanFusedOnes) {
 
 // torch.autocast over fp32 parameters: per micro-batch, every weight cast to 16 bits forward and
 // its gradient back backward (6 bytes a parameter each way), the two norm outputs that feed GEMMs
-// cast likewise, and the norms and residual adds on fp32 tensors.
+// cast likewise, and the norms and residual adds on fp32 tensors. Eager, the casts back to fp32
+// are an op of their own on PyTorch's non-vectorized copy path, and each residual add's backward
+// casts its branch's gradient down to 16 bits.
 TEST(LayerOps, AutocastCastsWeightsAndNormOutputsAndKeepsAnFp32ResidualStream) {
   ModelSpec m = gpt(4, 1024, 16, 1000);
   MicroBatchShape plain{2, 512, 1, false, hw::Dtype::Bf16, true, true, false};
   MicroBatchShape ac = plain;
   ac.autocast = true;
   const auto p = layer_ops(m, plain), a = layer_ops(m, ac);
-  EXPECT_EQ(a.size(), p.size() + 1);
-  const Op& cast = find(a, "autocast_cast");
+  EXPECT_EQ(a.size(), p.size() + 2);
+  const Op& down = find(a, "autocast_cast");
+  const Op& up = find(a, "autocast_grad_cast");
   double weights = 0;
   for (const auto& op : p)
     if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0) weights += op.k * op.n * op.count;
   EXPECT_DOUBLE_EQ(weights, 1024.0 * 3072 + 1024.0 * 1024 + 1024.0 * 4096 * 2);  // qkv, out, up, down
   const double tokens = 2 * 512.0;
-  EXPECT_DOUBLE_EQ(cast.fwd_bytes.v, 6 * (weights + 2 * tokens * 1024));
-  EXPECT_DOUBLE_EQ(cast.bwd_bytes.v, cast.fwd_bytes.v);
-  EXPECT_EQ(cast.fwd_kernels, 4 + 2);
+  EXPECT_DOUBLE_EQ(down.fwd_bytes.v, 6 * (weights + 2 * tokens * 1024));
+  EXPECT_DOUBLE_EQ(down.bwd_bytes.v, 6 * 2 * tokens * 1024);  // the two residual joins
+  EXPECT_EQ(down.fwd_kernels, 4 + 2);
+  EXPECT_EQ(down.bwd_kernels, 2);
+  EXPECT_FALSE(down.unvectorized);
+  EXPECT_DOUBLE_EQ(up.fwd_bytes.v, 0);
+  EXPECT_EQ(up.fwd_kernels, 0);
+  EXPECT_DOUBLE_EQ(up.bwd_bytes.v, down.fwd_bytes.v);
+  EXPECT_EQ(up.bwd_kernels, 4 + 2);
+  EXPECT_TRUE(up.unvectorized);
   EXPECT_DOUBLE_EQ(find(a, "attn_norm").fwd_bytes.v, 2 * find(p, "attn_norm").fwd_bytes.v);  // fp32, not bf16
   EXPECT_DOUBLE_EQ(find(a, "mlp_residual").bwd_bytes.v, 2 * find(p, "mlp_residual").bwd_bytes.v);
   EXPECT_DOUBLE_EQ(find(a, "qkv").fwd_bytes.v, find(p, "qkv").fwd_bytes.v);  // GEMMs unchanged
-  // The head: its weight and the final norm's output.
+  // Fused (torch.compile): one op, both directions alike.
+  MicroBatchShape fac = ac;
+  fac.fused_kernels = true;
+  const auto f = layer_ops(m, fac);
+  const Op& fc = find(f, "autocast_cast");
+  EXPECT_DOUBLE_EQ(fc.fwd_bytes.v, down.fwd_bytes.v);
+  EXPECT_DOUBLE_EQ(fc.bwd_bytes.v, fc.fwd_bytes.v);
+  EXPECT_EQ(std::count_if(f.begin(), f.end(), [](const Op& o) { return o.name == "autocast_grad_cast"; }), 0);
+  // The head: its weight and the final norm's output; no residual join.
   const auto ha = head_ops(m, ac);
   EXPECT_DOUBLE_EQ(find(ha, "autocast_cast").fwd_bytes.v, 6 * (1000.0 * 1024 + tokens * 1024));
+  EXPECT_DOUBLE_EQ(find(ha, "autocast_cast").bwd_bytes.v, 0);
+  EXPECT_DOUBLE_EQ(find(ha, "autocast_grad_cast").bwd_bytes.v, 6 * (1000.0 * 1024 + tokens * 1024));
+}
+
+// Eager PyTorch: a Linear's bias rides in its GEMM's epilogue forward, and its gradient is a
+// column sum of the output gradient, one reduction kernel per Linear, backward only.
+TEST(LayerOps, EagerBiasGradientsAreReductionsOfTheOutputGradients) {
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  m.linear_bias = true;
+  MicroBatchShape eager{2, 512, 2, false, hw::Dtype::Bf16, true, true, false};
+  const auto ops = layer_ops(m, eager);
+  const Op& bg = find(ops, "bias_grad");
+  const double tokens = 2 * 512.0;
+  const double cols = 3072 / 2.0 + 1024 + 4096 / 2.0 + 1024;  // qkv, out, up (column-split), down
+  EXPECT_DOUBLE_EQ(bg.bwd_bytes.v, tokens * cols * 2);
+  EXPECT_DOUBLE_EQ(bg.fwd_bytes.v, 0);
+  EXPECT_EQ(bg.bwd_kernels, 4);
+  EXPECT_EQ(bg.fwd_kernels, 0);
+  // No bias kernel in the residual join or the GeLU forward: branch + residual → sum.
+  const Op& res = find(ops, "attn_residual");
+  EXPECT_DOUBLE_EQ(res.fwd_bytes.v, res.elems * 3 * 2);
+  EXPECT_EQ(find(ops, "gelu").fwd_kernels, 1);
+  // Without biases, or with fused kernels, there is none.
+  m.linear_bias = false;
+  const auto nb = layer_ops(m, eager);
+  EXPECT_EQ(std::count_if(nb.begin(), nb.end(), [](const Op& o) { return o.name == "bias_grad"; }), 0);
+  m.linear_bias = true;
+  eager.fused_kernels = true;
+  const auto fu = layer_ops(m, eager);
+  EXPECT_EQ(std::count_if(fu.begin(), fu.end(), [](const Op& o) { return o.name == "bias_grad"; }), 0);
+}
+
+// Eager grouped-query attention copies K and V out to every query head (repeat_kv) and sums
+// the gradients back; fused kernels and plain multi-head attention do not.
+TEST(LayerOps, EagerGqaRepeatsKeysAndValues) {
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  m.kv_heads = 4;  // head dim 64: K and V are 256 wide, Q 1024
+  MicroBatchShape eager{2, 512, 1, false, hw::Dtype::Bf16, true, true, false};
+  const auto ops = layer_ops(m, eager);
+  const Op& rep = find(ops, "gqa_repeat");
+  const double tokens = 2 * 512.0;
+  EXPECT_DOUBLE_EQ(rep.fwd_bytes.v, tokens * 2 * (1024 + 256) * 2);
+  EXPECT_DOUBLE_EQ(rep.bwd_bytes.v, rep.fwd_bytes.v);
+  EXPECT_TRUE(rep.unvectorized);
+  EXPECT_TRUE(find(ops, "rope").unvectorized);
+  eager.fused_kernels = true;
+  const auto fu = layer_ops(m, eager);
+  EXPECT_EQ(std::count_if(fu.begin(), fu.end(), [](const Op& o) { return o.name == "gqa_repeat"; }), 0);
+  EXPECT_FALSE(find(fu, "rope").unvectorized);
+  m.kv_heads = 16;
+  eager.fused_kernels = false;
+  const auto mha = layer_ops(m, eager);
+  EXPECT_EQ(std::count_if(mha.begin(), mha.end(), [](const Op& o) { return o.name == "gqa_repeat"; }), 0);
+}
+
+// Norm kernels: fused (one pass back), PyTorch's native kernels (the weight gradient's second
+// backward kernel re-reads x and dy: 5 tensors), RMSNorm in elementary ops; auto picks by
+// fused_kernels and the norm.
+TEST(LayerOps, NormKernelsMoveWhatTheirBackwardsRead) {
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  m.norm = Norm::RmsNorm;
+  MicroBatchShape s{2, 512, 1, false, hw::Dtype::Bf16, true, true, false};
+  auto norm_bwd = [&](NormKernel k, bool fused) {
+    MicroBatchShape x = s;
+    x.norm_kernel = k;
+    x.fused_kernels = fused;
+    const Op& n = find(layer_ops(m, x), "attn_norm");
+    return n.bwd_bytes.v / (n.elems * 2);
+  };
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Fused, false), 3);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Native, false), 5);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Eager, false), 14);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, false), 14);  // eager RMSNorm
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, true), 3);
+  m.norm = Norm::LayerNorm;
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, false), 5);  // nn.LayerNorm's native kernels
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Eager, false), 5);
 }
 
 TEST(HeadOps, CrossEntropyStreamsItsFp32LogitsAsMegatronDoes) {

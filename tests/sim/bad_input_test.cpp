@@ -89,6 +89,8 @@ std::vector<BadCase> cases() {
        "bad.toml:10:15", "nic_latency applies to a custom NIC only", "nic_bandwidth"},
       {"unknown_attention_kernel", base_with(kModel, kTraining + "attention_kernel = \"fa3\"\n", kCluster, kParallel),
        "bad.toml:6:20", "attention_kernel", ""},
+      {"unknown_norm_kernel", base_with(kModel, kTraining + "norm_kernel = \"apex\"\n", kCluster, kParallel),
+       "bad.toml:6:15", "norm_kernel", ""},
       {"autocast_in_fp32", base_with(kModel, kTraining + "precision = \"fp32\"\nautocast = true\n", kCluster, kParallel),
        "bad.toml:7:12", "autocast casts fp32 parameters to 16 bits", "precision = \"bf16\""},
       {"selective_op_for_moe", base_with(kModel + "experts = 4\ntop_k = 2\n", kTraining, kCluster, kParallel + "recompute = \"selective_op\"\n"),

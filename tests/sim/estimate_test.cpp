@@ -240,6 +240,26 @@ TEST(Estimate, AttentionKernelFollowsTheFrameworkUnlessForced) {
   EXPECT_NEAR(attention_fwd("attention_kernel = \"auto\"\n"), vendor, 1e-12);
 }
 
+// ZeRO-3 copies each layer's gathered weights out of the flat all-gather buffer before its
+// forward and again before its backward: 2 bytes read and written per bf16 weight, at the
+// streaming bandwidth, one kernel.
+TEST(Estimate, ZeroThreeCopiesEachGatheredLayerOut) {
+  auto stage = [](int zero) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 1\npp = 1\ndp = 8\nzero = " +
+                            std::to_string(zero) + "\n");
+    EXPECT_TRUE(s.plan);
+    return std::make_pair(analytic::estimate(s, *s.plan).stages.at(0), s);
+  };
+  const auto [z1, s1] = stage(1);
+  const auto [z3, s3] = stage(3);
+  const hw::DeviceSpec& d = s3.cluster.pools[0].device;
+  const double per_layer = workload::count_params(s3.model).per_layer;
+  const double copy = 2 * per_layer * 2 / (d.memory_bandwidth.v * d.efficiency.memory) + d.efficiency.launch_overhead.v;
+  EXPECT_NEAR(z3.per_micro_batch.get("forward").v - z1.per_micro_batch.get("forward").v, 2 * copy, 1e-9);
+  EXPECT_NEAR(z3.per_micro_batch.get("backward").v - z1.per_micro_batch.get("backward").v, 2 * copy, 1e-9);
+}
+
 TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
   const std::string text =
       "[model]\nname = \"m\"\nlayers = 4\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn_hidden = 2816\n"
