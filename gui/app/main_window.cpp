@@ -115,6 +115,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), prompts_(default_
     start_simulate(s, p);
   });
   connect(plan_view_, &PlanView::what_if_changed, this, &MainWindow::what_if_changed);
+  connect(purchase_view_, &PurchaseView::what_if_changed, this, &MainWindow::purchase_what_if_changed);
   update_title();
   update_actions();
   resize(1280, 860);
@@ -206,9 +207,11 @@ void MainWindow::update_actions() {
   cancel_->setEnabled(jobs_->busy());
   const bool point = purchase_view_->outcome() && !purchase_view_->outcome()->partial &&
                      purchase_view_->selected_point().has_value();
-  export_plan_->setEnabled(point);
-  export_point_->setEnabled(point);
-  export_csv_->setEnabled(purchase_view_->outcome() && !purchase_view_->outcome()->partial &&
+  // A what-if re-pricing is not the scenario's answer: its files would carry the file's prices.
+  const bool exportable = purchase_view_->outcome() && !purchase_view_->outcome()->what_if;
+  export_plan_->setEnabled(point && exportable);
+  export_point_->setEnabled(point && exportable);
+  export_csv_->setEnabled(exportable && !purchase_view_->outcome()->partial &&
                           !purchase_view_->outcome()->result.front.empty());
   export_trace_->setEnabled(plan_view_->simulation() && !plan_view_->simulation()->chrome_trace.empty());
   purchase_view_->show_plan_button()->setEnabled(point && !jobs_->busy());
@@ -300,6 +303,11 @@ bool MainWindow::export_plan(const QString& path) {
     tell(tr("Nothing to export"), tr("Run the search and pick a point of the front first"));
     return false;
   }
+  if (o->what_if) {
+    tell(tr("Nothing to export"), tr("The front shown is a what-if re-pricing: set the what-if values back to "
+                                     "the scenario's to export the search's answer"));
+    return false;
+  }
   auto f = point_plan(o->scenario, o->source_text, o->result, *i);
   QString error;
   if (!f) error = errors_text(f.errors());
@@ -317,6 +325,11 @@ bool MainWindow::export_point(const QString& dir) {
   const auto i = purchase_view_->selected_point();
   if (!o || o->partial || !i) {
     tell(tr("Nothing to export"), tr("Run the search and pick a point of the front first"));
+    return false;
+  }
+  if (o->what_if) {
+    tell(tr("Nothing to export"), tr("The front shown is a what-if re-pricing: set the what-if values back to "
+                                     "the scenario's to export the search's answer"));
     return false;
   }
   auto files = point_files(o->scenario, o->source_text, o->result, *i, dir);
@@ -339,6 +352,11 @@ bool MainWindow::export_csv(const QString& path) {
   const auto& o = purchase_view_->outcome();
   if (!o || o->partial || o->result.front.empty()) {
     tell(tr("Nothing to export"), tr("Run the search first"));
+    return false;
+  }
+  if (o->what_if) {
+    tell(tr("Nothing to export"), tr("The front shown is a what-if re-pricing: set the what-if values back to "
+                                     "the scenario's to export the search's answer"));
     return false;
   }
   auto f = front_csv(o->scenario, o->source_text, o->result);

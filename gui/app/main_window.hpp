@@ -99,6 +99,8 @@ class MainWindow : public QMainWindow {
   /// The plan view now shows `p` on `s`: the what-if controls start from `s`'s values.
   void set_what_if_base(const Scenario& s, const plan::Plan& p, const QString& origin);
   void what_if_changed();
+  /// The purchase view's what-if values changed: the search shown is priced again (api::reprice).
+  void purchase_what_if_changed();
   void job_ended();
 
   Document* doc_ = nullptr;

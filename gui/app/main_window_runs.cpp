@@ -242,4 +242,36 @@ void MainWindow::what_if_changed() {
   update_actions();
 }
 
+void MainWindow::purchase_what_if_changed() {
+  const std::shared_ptr<const BuyOutcome> searched = purchase_view_->searched();
+  if (!searched) return;
+  WhatIf w = what_if_of(searched->scenario);
+  w.price_factor = purchase_view_->price_factor();
+  w.electricity_usd_per_kwh = purchase_view_->electricity_usd_per_kwh();
+  if (w.price_factor == 1 && w.electricity_usd_per_kwh == searched->scenario.cost.electricity_usd_per_kwh) {
+    purchase_view_->show_outcome(searched);  // the search's own answer, exports included
+    update_actions();
+    return;
+  }
+  // Pricing only, no planning: on this thread, at once (gui_whatif_perftest measures it).
+  const Scenario changed = apply_what_if(searched->scenario, w);
+  auto x = api::reprice(searched->scenario, changed, searched->result);
+  if (!x) {
+    status(errors_text(x.errors()));
+    return;
+  }
+  auto o = std::make_shared<BuyOutcome>();
+  o->scenario = changed;
+  o->source_text = searched->source_text;
+  o->result = std::move(x->result);
+  o->seconds = searched->seconds;
+  o->what_if = true;
+  o->refused = x->refused;
+  o->may_join = x->may_join;
+  const std::size_t n = o->result.front.size();
+  purchase_view_->show_outcome(std::move(o));
+  status(tr("What if: %n point(s) on the re-priced front", "", static_cast<int>(n)));
+  update_actions();
+}
+
 }  // namespace hetsim::gui

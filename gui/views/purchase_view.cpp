@@ -1,6 +1,10 @@
 #include "gui/views/purchase_view.hpp"
 
+#include <QDoubleSpinBox>
+#include <QGroupBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QSignalBlocker>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QPushButton>
@@ -168,8 +172,40 @@ PurchaseView::PurchaseView(QWidget* parent) : QWidget(parent) {
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   split->setSizes({470, 300});
+  // What-if: the search's planned compositions priced again at once (api::reprice).
+  what_if_box_ = new QGroupBox(tr("What if"), this);
+  auto* form = new QHBoxLayout(what_if_box_);
+  price_ = new QDoubleSpinBox(what_if_box_);
+  price_->setRange(0.1, 10);
+  price_->setSingleStep(0.1);
+  price_->setDecimals(2);
+  price_->setValue(1);
+  electricity_ = new QDoubleSpinBox(what_if_box_);
+  electricity_->setRange(0, 2);
+  electricity_->setSingleStep(0.01);
+  electricity_->setDecimals(3);
+  const QString price_tip = tr("Every device's rental and purchase price times this, owned and candidates");
+  const QString power_tip = tr("[cost] electricity_usd_per_kwh");
+  for (auto [box, label, tip] : {std::tuple{price_, tr("Device prices ×"), price_tip},
+                                 std::tuple{electricity_, tr("Electricity $/kWh"), power_tip}}) {
+    box->setKeyboardTracking(false);
+    box->setToolTip(tip);
+    auto* l = new QLabel(label, what_if_box_);
+    l->setToolTip(tip);
+    form->addWidget(l);
+    form->addWidget(box);
+    connect(box, &QDoubleSpinBox::valueChanged, this, [this] { emit what_if_changed(); });
+  }
+  auto* note = new QLabel(tr("The compositions the search planned, priced again without planning again"),
+                          what_if_box_);
+  note->setEnabled(false);
+  form->addWidget(note);
+  form->addStretch(1);
+  what_if_box_->setEnabled(false);
+
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(summary_);
+  layout->addWidget(what_if_box_);
   layout->addWidget(split, 1);
 
   connect(chart_, &FrontChart::point_clicked, this, [this](int i) { select_point(static_cast<std::size_t>(i)); });
@@ -188,6 +224,8 @@ PurchaseView::~PurchaseView() = default;
 
 void PurchaseView::clear(const QString& message) {
   outcome_.reset();
+  searched_.reset();
+  what_if_box_->setEnabled(false);
   selected_.reset();
   model_->clear();
   chart_->set_points({});
@@ -205,6 +243,14 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
   selected_.reset();
   const Scenario& s = outcome_->scenario;
   const buy::Result& r = outcome_->result;
+  if (!outcome_->what_if) {
+    // A search (finished or growing): the what-if values start from its scenario's.
+    searched_ = outcome_->partial ? nullptr : outcome_;
+    const QSignalBlocker q1(price_), q2(electricity_);
+    price_->setValue(1);
+    electricity_->setValue(s.cost.electricity_usd_per_kwh);
+    what_if_box_->setEnabled(searched_ != nullptr);
+  }
   model_->set_rows(front_rows(s, r));
   table_->resizeColumnsToContents();
   table_->setColumnWidth(FrontModel::kBuy, std::min(table_->columnWidth(FrontModel::kBuy), 320));
@@ -240,10 +286,26 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
                                                                                  : tr("budget (rent)"));
   else
     chart_->set_y_limit(std::nullopt, {});
-  summary_->setText(outcome_->partial ? tr("Searching… %n point(s) on the front so far, after %1 s (the "
-                                          "recommendation comes at the end)", "", static_cast<int>(r.front.size()))
-                                           .arg(outcome_->seconds, 0, 'f', 1)
-                                     : search_summary(s, r, outcome_->seconds));
+  const QString summary = outcome_->partial
+                              ? tr("Searching… %n point(s) on the front so far, after %1 s (the recommendation "
+                                   "comes at the end)", "", static_cast<int>(r.front.size()))
+                                    .arg(outcome_->seconds, 0, 'f', 1)
+                              : search_summary(s, r, outcome_->seconds);
+  if (outcome_->what_if)
+    summary_->setText(tr("<b>What if</b> device prices × %1 and electricity at $%2/kWh: the %3 compositions the "
+                         "search planned, priced again without planning again (%4 over the limits now). ")
+                          .arg(price_->value())
+                          .arg(electricity_->value())
+                          .arg(r.planned_points.size())
+                          .arg(outcome_->refused) +
+                      (outcome_->may_join > 0
+                           ? tr("<b>%n composition(s) never planned could join the front</b>: put these values in "
+                                "the scenario and run the search again. ",
+                                "", static_cast<int>(outcome_->may_join))
+                           : QString()) +
+                      "<br>" + summary.toHtmlEscaped());
+  else
+    summary_->setText(summary);
   sensitivity_->set_rows(sensitivity_rows(s, r));
   sensitivity_table_->setVisible(sensitivity_->rowCount() > 0);
   sensitivity_table_->resizeColumnsToContents();
@@ -289,6 +351,8 @@ void PurchaseView::on_table_selection() {
 }
 
 QString PurchaseView::details_text() const { return details_->text(); }
+double PurchaseView::price_factor() const { return price_->value(); }
+double PurchaseView::electricity_usd_per_kwh() const { return electricity_->value(); }
 QString PurchaseView::summary_text() const { return summary_->text(); }
 
 }  // namespace hetsim::gui

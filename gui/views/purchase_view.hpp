@@ -12,6 +12,8 @@
 
 #include "sim/plan/buy.hpp"
 
+class QDoubleSpinBox;
+class QGroupBox;
 class QLabel;
 class QPushButton;
 class QSortFilterProxyModel;
@@ -33,6 +35,11 @@ struct BuyOutcome {
   /// The front so far of a search still running (buy::Options::on_front): no recommendation
   /// yet, nothing to export.
   bool partial = false;
+  /// The search's result priced again under the what-if values (api::reprice): `scenario` has
+  /// them; nothing to export (the files would be the scenario's, at its own prices).
+  bool what_if = false;
+  std::size_t refused = 0;   ///< api::reprice: planned compositions the limits now refuse
+  std::size_t may_join = 0;  ///< api::reprice: compositions never planned that could now join
 };
 
 /// The chosen point in words (HTML): what to buy, capex/run/total, time to train, lead time,
@@ -55,6 +62,13 @@ class PurchaseView : public QWidget {
   void show_partial(const Scenario& s, const std::vector<buy::Point>& front, double seconds);
   /// Empties the view with a message ("searching…", "cancelled").
   void clear(const QString& message);
+  /// The search last shown (not a what-if re-pricing of it): what the what-if values re-price.
+  [[nodiscard]] const std::shared_ptr<const BuyOutcome>& searched() const { return searched_; }
+  /// The what-if values: × every device's price, electricity $/kWh.
+  [[nodiscard]] double price_factor() const;
+  [[nodiscard]] double electricity_usd_per_kwh() const;
+  [[nodiscard]] QDoubleSpinBox* price_control() const { return price_; }
+  [[nodiscard]] QDoubleSpinBox* electricity_control() const { return electricity_; }
   /// Selects front point `i` (in api::buy's order) in the chart, the table and the details.
   void select_point(std::size_t i);
 
@@ -73,11 +87,17 @@ class PurchaseView : public QWidget {
   void point_selected(std::size_t i);
   /// "Show this point's plan" (the button, or a double click on a row).
   void plan_requested(std::size_t i);
+  /// A what-if value changed (by the user).
+  void what_if_changed();
 
  private:
   void on_table_selection();
 
   std::shared_ptr<const BuyOutcome> outcome_;
+  std::shared_ptr<const BuyOutcome> searched_;
+  QGroupBox* what_if_box_ = nullptr;
+  QDoubleSpinBox* price_ = nullptr;
+  QDoubleSpinBox* electricity_ = nullptr;
   std::optional<std::size_t> selected_;
   bool selecting_ = false;
   QLabel* summary_ = nullptr;

@@ -111,6 +111,54 @@ Result<buy::Result> buy(const Scenario& s, const buy::Options& opts) {
   return buy::search(s, opts);
 }
 
+namespace {
+
+// The first key whose value the planned times depend on and that differs between a and b ("" when none does).
+std::string times_differ(const Scenario& a, const Scenario& b) {
+  const auto& ma = a.model;
+  const auto& mb = b.model;
+  if (ma.name != mb.name || ma.layers != mb.layers || ma.hidden != mb.hidden || ma.heads != mb.heads ||
+      ma.kv_heads != mb.kv_heads || ma.ffn_hidden != mb.ffn_hidden || ma.vocab != mb.vocab)
+    return "model";
+  const auto& ta = a.training;
+  const auto& tb = b.training;
+  if (ta.global_batch != tb.global_batch) return "training.global_batch";
+  if (ta.seq_len != tb.seq_len) return "training.seq_len";
+  if (ta.precision != tb.precision) return "training.precision";
+  if (ta.tokens != tb.tokens) return "training.tokens";
+  if (a.reliability.mtbf_hours != b.reliability.mtbf_hours) return "reliability.mtbf_hours";
+  if (a.cluster.network.oversubscription != b.cluster.network.oversubscription)
+    return "cluster.network.oversubscription";
+  auto same_pool = [](const hw::PoolSpec& x, const hw::PoolSpec& y) {
+    return x.device.name == y.device.name && x.nodes == y.nodes && x.devices_per_node == y.devices_per_node &&
+           x.nic.bandwidth.v == y.nic.bandwidth.v && x.nics_per_node == y.nics_per_node;
+  };
+  if (a.cluster.pools.size() != b.cluster.pools.size()) return "cluster.pool";
+  for (std::size_t i = 0; i < a.cluster.pools.size(); ++i)
+    if (!same_pool(a.cluster.pools[i], b.cluster.pools[i])) return fmt::format("cluster.pool[{}]", i);
+  if (!a.purchase || !b.purchase || a.purchase->candidates.size() != b.purchase->candidates.size())
+    return "purchase.candidate";
+  for (std::size_t k = 0; k < a.purchase->candidates.size(); ++k) {
+    const auto& x = a.purchase->candidates[k];
+    const auto& y = b.purchase->candidates[k];
+    if (!same_pool(x.pool, y.pool) || x.max_nodes != y.max_nodes || x.node_step != y.node_step)
+      return fmt::format("purchase.candidate[{}]", k);
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<buy::Repriced> reprice(const Scenario& searched, const Scenario& changed, const buy::Result& r) {
+  if (!changed.purchase)
+    return about(changed.file, "purchase", "re-pricing a purchase search needs a [purchase] table", "");
+  if (const std::string key = times_differ(searched, changed); !key.empty())
+    return about(changed.file, key,
+                 fmt::format("`{}` differs from the scenario searched: re-pricing keeps the planned times", key),
+                 "run the search again (`hetsim buy`)");
+  return buy::reprice(changed, r);
+}
+
 Result<std::vector<io::OutputFile>> buy_files(const Scenario& s, std::string_view source_text, const buy::Result& r,
                                               const std::filesystem::path& dir) {
   if (!s.purchase) return about(s.file, "purchase", "no [purchase] to write the points of", "", ErrorKind::Internal);

@@ -19,6 +19,7 @@
 #include "sim/io/output_file.hpp"
 #include "sim/io/scenario_reader.hpp"
 #include "sim/plan/buy.hpp"
+#include "sim/plan/buy_pricing.hpp"
 #include "sim/plan/planner.hpp"
 #include "sim/report/simulation_report.hpp"
 
@@ -84,6 +85,16 @@ struct Planned {
 /// Purchase planning (sim/plan/buy.hpp): bad input when the scenario has no [purchase], no
 /// token target (training.tokens), or more compositions than the search takes on.
 [[nodiscard]] Result<buy::Result> buy(const Scenario& s, const buy::Options& opts);
+
+/// `r`, api::buy's result for `searched`, priced again under `changed` without planning again
+/// (buy::reprice, for what-if on a purchase): prices, electricity, PUE, amortisation, rent or
+/// own, lead times, budget, power limit and deadline may differ. Each planned composition keeps
+/// its plan and time, so bad input (naming the first key that differs) when `changed` differs in
+/// what they depend on: the model, the training, the owned pools, the candidates' devices and
+/// node counts, the network, the reliability. Limits (docs/gui.md, "Gaps in sim/api"): only
+/// compositions planned by the search are priced; Repriced::may_join counts the others a new
+/// search could bring in.
+[[nodiscard]] Result<buy::Repriced> reprice(const Scenario& searched, const Scenario& changed, const buy::Result& r);
 
 /// What `hetsim buy --out DIR` writes for a search's front (docs/formats.md#buy-out):
 /// point-N.toml (the scenario of what point N owns and buys, from `source_text`, the text `s`

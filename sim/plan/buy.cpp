@@ -1,5 +1,7 @@
 #include "sim/plan/buy.hpp"
 
+#include "sim/plan/buy_pricing.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,8 +14,6 @@
 
 namespace hetsim::buy {
 namespace {
-
-constexpr double kHoursPerYear = 365.25 * 24;
 
 // Matmul FLOPs per token of forward + backward (6 per weight): the layers' projections (the
 // experts a token visits) and the output head. Attention scores, norms and element-wise work
@@ -50,110 +50,6 @@ std::vector<Island> islands(const hw::ClusterSpec& c, hw::Dtype dt, bool same_ve
   return out;
 }
 
-double hourly_amortisation(const hw::PoolSpec& p, const CostSpec& c) {
-  return p.devices() * p.device.purchase_usd / (c.amortisation_years * kHoursPerYear);
-}
-
-bool dominates(double t1, double c1, double t2, double c2) { return t1 <= t2 && c1 <= c2 && (t1 < t2 || c1 < c2); }
-
-// What the bought devices cost: their capex (own) or their rent per hour (rent), with candidate
-// `scaled`'s price times `factor` (-1: none scaled).
-struct Bought {
-  double capex = 0, rent_per_h = 0;
-};
-Bought bought_cost(const PurchaseSpec& ps, bool rent, const std::vector<int>& nodes, int scaled = -1, double factor = 1) {
-  Bought b;
-  for (std::size_t k = 0; k < nodes.size(); ++k) {
-    const auto& pool = ps.candidates[k].pool;
-    const double devices = static_cast<double>(nodes[k]) * pool.devices_per_node;
-    const double f = static_cast<int>(k) == scaled ? factor : 1.0;
-    if (rent) b.rent_per_h += devices * pool.device.price_usd_per_hour * f;
-    else b.capex += devices * pool.device.purchase_usd * f;
-  }
-  return b;
-}
-
-// What the run costs over `hours`: the power paid for, the rent, the owned devices' amortisation.
-double run_cost(double hours, double kw_powered, double usd_per_kwh, double rent_per_h, double amort_owned_per_h) {
-  return hours * (kw_powered * usd_per_kwh + rent_per_h + amort_owned_per_h);
-}
-
-struct Choice {
-  double time = 0, cost = 0;  ///< time until trained (lead + effective), total cost
-  bool meets = true;
-};
-
-// The recommendation among front points: the fastest (time); the cheapest (cost); for the
-// front, the cheapest that meets the deadline, or without one the knee (least cost × time).
-// Cost and the front keep to the deadline where any point meets it.
-std::size_t recommend(const std::vector<Choice>& f, const PurchaseSpec& ps) {
-  const bool any_meets = std::any_of(f.begin(), f.end(), [](const Choice& c) { return c.meets; });
-  double best = std::numeric_limits<double>::infinity();
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    if (any_meets && !f[i].meets && ps.objective != PurchaseSpec::Objective::Time) continue;
-    double v = f[i].time;
-    if (ps.objective == PurchaseSpec::Objective::Cost) v = f[i].cost;
-    if (ps.objective == PurchaseSpec::Objective::Pareto)
-      v = ps.deadline_days > 0 && any_meets ? f[i].cost : f[i].cost * f[i].time;
-    if (v < best) {
-      best = v;
-      at = i;
-    }
-  }
-  return at;
-}
-
-// Prices every planned point again with one price scaled, keeps the points within the budget,
-// takes their front and its recommendation. Over the planned compositions only: one pruned under
-// the real prices is not planned again.
-std::vector<int> recommendation_under(const Scenario& s, const Result& r, int candidate, double price_factor,
-                                      double electricity_factor) {
-  const PurchaseSpec& ps = *s.purchase;
-  const bool rent = s.cost.mode == CostSpec::Mode::Rent;
-  struct P {
-    Choice c;
-    const std::vector<int>* nodes;
-  };
-  std::vector<P> all;
-  for (const auto& q : r.planned_points) {
-    const Bought b = bought_cost(ps, rent, q.nodes, candidate, price_factor);
-    const double total = b.capex + run_cost(q.time_s / 3600.0, q.kw_powered,
-                                            s.cost.electricity_usd_per_kwh * electricity_factor, b.rent_per_h,
-                                            q.amort_owned_per_h);
-    if (ps.budget_usd > 0 && (rent ? total : b.capex) > ps.budget_usd) continue;
-    all.push_back({{q.lead_s + q.time_s, total, q.meets_deadline}, &q.nodes});
-  }
-  std::vector<P> front;
-  for (const auto& a : all)
-    if (std::none_of(all.begin(), all.end(), [&](const P& b) { return dominates(b.c.time, b.c.cost, a.c.time, a.c.cost); }))
-      front.push_back(a);
-  if (front.empty()) return {};
-  std::sort(front.begin(), front.end(), [](const P& a, const P& b) { return a.c.time < b.c.time; });
-  std::vector<Choice> f;
-  for (const auto& p : front) f.push_back(p.c);
-  return *front[recommend(f, ps)].nodes;
-}
-
-std::vector<Sensitivity> sensitivity(const Scenario& s, const Result& r) {
-  std::vector<Sensitivity> out;
-  if (r.front.empty()) return out;
-  const std::vector<int>& now = r.front[r.recommended].nodes;
-  const PurchaseSpec& ps = *s.purchase;
-  for (std::size_t k = 0; k < ps.candidates.size(); ++k)
-    for (double f : {0.8, 1.2}) {
-      Sensitivity x{ps.candidates[k].pool.name + " price", f, false, recommendation_under(s, r, static_cast<int>(k), f, 1.0)};
-      x.changes = x.nodes != now;
-      out.push_back(std::move(x));
-    }
-  for (double f : {0.5, 1.5}) {
-    Sensitivity x{"electricity", f, false, recommendation_under(s, r, -1, 1.0, f)};
-    x.changes = x.nodes != now;
-    out.push_back(std::move(x));
-  }
-  return out;
-}
-
 }  // namespace
 
 double lead_time_s(const PurchaseSpec& ps, const std::vector<int>& nodes) {
@@ -174,13 +70,6 @@ double time_lower_bound_s(const Scenario& s, bool same_vendor) {
   for (const auto& i : islands(s.cluster, s.training.precision, same_vendor)) peak = std::max(peak, i.peak);
   if (peak <= 0) return std::numeric_limits<double>::infinity();
   return s.training.tokens * matmul_flops_per_token(s.model) / peak;
-}
-
-// Fastest first; equal times, cheapest first.
-void sort_front(std::vector<Point>& front) {
-  std::sort(front.begin(), front.end(), [](const Point& a, const Point& b) {
-    return a.trained_in_s < b.trained_in_s || (a.trained_in_s == b.trained_in_s && a.total_usd < b.total_usd);
-  });
 }
 
 Result search(const Scenario& s, const Options& o) {
@@ -213,54 +102,45 @@ Result search(const Scenario& s, const Options& o) {
   struct Screened {
     std::vector<int> nodes;
     Scenario scenario;
-    double t_lb = 0, c_lb = 0, capex = 0, rent_per_h = 0, amort_owned_per_h = 0, power_kw = 0;
+    double t_lb = 0, c_lb = 0, capex = 0, power_kw = 0;
     double lead = 0;  ///< lead time, s: the time axis bound is lead + t_lb
   };
   const cost::StateBytes sb = cost::state_bytes(s.training.precision, s.training.optimizer, s.training.autocast);
   const double state = workload::count_params(s.model).total(s.model.layers) *
                        (sb.weights + s.memory.gradient_bytes + sb.optimizer);
-  double amort_owned_per_h = 0, owned_kw = 0;
-  for (const auto& p : s.cluster.pools) {
-    amort_owned_per_h += hourly_amortisation(p, s.cost);
-    owned_kw += p.devices() * p.device.tdp.v * s.cost.pue / 1000.0;
-  }
   std::vector<Screened> todo, refused;  // refused: by the budget or the power limit alone
   auto big_enough = [&](const Screened& c) {
     double memory = 0;
     for (const auto& i : islands(c.scenario.cluster, s.training.precision, o.same_vendor)) memory = std::max(memory, i.memory);
     return std::isfinite(c.t_lb) && memory >= state;
   };
+  // Compositions left out for their prices or bounds, which other prices could bring in.
+  auto unplanned = [&](const Screened& c) { r.unplanned.push_back({c.nodes, c.t_lb}); };
   for (const auto& nodes : all) {
     Screened c;
     c.nodes = nodes;
-    c.scenario = s;
-    c.scenario.purchase.reset();
-    c.scenario.plan.reset();
-    c.power_kw = owned_kw;
-    for (std::size_t k = 0; k < K; ++k) {
-      if (nodes[k] == 0) continue;
-      hw::PoolSpec pool = ps.candidates[k].pool;
-      pool.nodes = nodes[k];
-      c.power_kw += pool.devices() * pool.device.tdp.v * s.cost.pue / 1000.0;
-      c.scenario.cluster.pools.push_back(std::move(pool));
-    }
-    const Bought b = bought_cost(ps, rent, nodes);
-    c.capex = b.capex;
-    c.rent_per_h = b.rent_per_h;
-    c.amort_owned_per_h = amort_owned_per_h;
+    c.scenario = composition_scenario(s, nodes);
+    c.power_kw = installed_kw(s, nodes);
+    c.capex = bought_cost(s, nodes).capex;
     c.t_lb = time_lower_bound_s(c.scenario, o.same_vendor);
     c.lead = lead_time_s(ps, nodes);
-    c.c_lb = c.capex + (std::isfinite(c.t_lb) ? run_cost(c.t_lb / 3600.0, 0, 0, c.rent_per_h, c.amort_owned_per_h) : 0);
+    c.c_lb = std::isfinite(c.t_lb) ? cost_lower_bound(s, nodes, c.t_lb) : c.capex;
     if (ps.power_kw > 0 && c.power_kw > ps.power_kw) {
       ++r.over_power;
-      if (big_enough(c)) refused.push_back(std::move(c));
+      if (big_enough(c)) {
+        unplanned(c);
+        refused.push_back(std::move(c));
+      }
       continue;
     }
     // The budget: the capex when buying; the rent over the run (at least the lower bound's)
     // when renting.
     if (ps.budget_usd > 0 && (rent ? c.c_lb : c.capex) > ps.budget_usd) {
       ++r.over_budget;
-      if (big_enough(c)) refused.push_back(std::move(c));
+      if (big_enough(c)) {
+        unplanned(c);
+        refused.push_back(std::move(c));
+      }
       continue;
     }
     if (!big_enough(c)) {
@@ -281,43 +161,33 @@ Result search(const Scenario& s, const Options& o) {
   po.verify = o.verify;
   po.same_vendor = o.same_vendor;
   po.stop = o.stop;
-  auto make_point = [&](Screened& c, planner::Candidate best, Priced& priced) {
-    Point p;
-    p.nodes = c.nodes;
-    p.best = std::move(best);
-    const analytic::Estimate& e = p.best.estimate;
+  // What re-pricing needs of a planned composition: its plan, time and power (buy_pricing.hpp
+  // prices it, for the search as for the sensitivity and the what-if).
+  auto planned = [&](const Screened& c, planner::Candidate best) {
+    Priced q;
+    q.nodes = c.nodes;
+    q.best = std::move(best);
+    const analytic::Estimate& e = q.best.estimate;
     // The verified step when the engine ran: the estimate's figures scale with it.
-    const double scale = p.best.verified() ? p.best.simulated_step_s / e.step_time.v : 1.0;
-    p.effective_time_s = e.time_to_train.v * scale / e.goodput.fraction;
-    p.lead_time_s = c.lead;
-    p.trained_in_s = c.lead + p.effective_time_s;
-    const double hours = p.effective_time_s / 3600.0;
-    double kw_used = 0, kw_rented = 0;
+    const double scale = q.best.verified() ? q.best.simulated_step_s / e.step_time.v : 1.0;
+    q.time_s = e.time_to_train.v * scale / e.goodput.fraction;
     for (std::size_t pi = 0; pi < e.device_types.size(); ++pi) {
-      const double kw = e.device_types[pi].count * c.scenario.cluster.pools[pi].device.tdp.v * s.cost.pue / 1000.0;
-      kw_used += kw;
-      if (pi >= owned && rent) kw_rented += kw;  // rent includes the power
-      if (pi < owned) p.idle_owned_devices += e.device_types[pi].idle;
+      const double kw = e.device_types[pi].count * c.scenario.cluster.pools[pi].device.tdp.v / 1000.0;
+      q.kw_used += kw;
+      if (pi >= owned) q.kw_bought += kw;
+      if (pi < owned) q.idle_owned_devices += e.device_types[pi].idle;
     }
-    p.capex_usd = c.capex;
-    p.run_usd = run_cost(hours, kw_used - kw_rented, s.cost.electricity_usd_per_kwh, c.rent_per_h, c.amort_owned_per_h);
-    priced.nodes = c.nodes;
-    priced.time_s = p.effective_time_s;
-    priced.lead_s = p.lead_time_s;
-    priced.kw_powered = kw_used - kw_rented;
-    priced.amort_owned_per_h = c.amort_owned_per_h;
-    p.total_usd = p.capex_usd + p.run_usd;
-    p.power_kw = c.power_kw;
-    p.usd_per_million_tokens = p.total_usd / s.training.tokens * 1e6;
-    p.meets_deadline = ps.deadline_days <= 0 || p.trained_in_s <= ps.deadline_days * 86400.0;
-    p.scenario = std::move(c.scenario);
-    return p;
+    return q;
   };
   std::vector<Point> front;
   auto pruned = [&](const Screened& c) {
     return !o.exhaustive && std::any_of(front.begin(), front.end(), [&](const Point& p) {
       return p.trained_in_s <= c.lead + c.t_lb && p.total_usd <= c.c_lb;
     });
+  };
+  auto dominates = [](const Point& a, const Point& b) {
+    return a.trained_in_s <= b.trained_in_s && a.total_usd <= b.total_usd &&
+           (a.trained_in_s < b.trained_in_s || a.total_usd < b.total_usd);
   };
   // The planner runs on two compositions at a time (it shares nothing); the front they join
   // is updated in composition order, so the result does not depend on the timing.
@@ -326,13 +196,18 @@ Result search(const Scenario& s, const Options& o) {
   while (next < todo.size()) {
     if (o.stop.stop_requested()) {
       r.stopped = true;
+      for (std::size_t i = next; i < todo.size(); ++i) unplanned(todo[i]);
       break;
     }
     if (o.progress) o.progress(static_cast<double>(next) / static_cast<double>(todo.size()));
     std::vector<std::size_t> batch;
     while (next < todo.size() && batch.size() < kWorkers) {
-      if (pruned(todo[next])) ++r.pruned;
-      else batch.push_back(next);
+      if (pruned(todo[next])) {
+        ++r.pruned;
+        unplanned(todo[next]);
+      } else {
+        batch.push_back(next);
+      }
       ++next;
     }
     std::vector<std::future<planner::Result>> runs;
@@ -347,22 +222,17 @@ Result search(const Scenario& s, const Options& o) {
         ++r.none_fits;
         continue;
       }
-      Priced priced;
-      Point p = make_point(c, std::move(pr.top.front()), priced);
-      if (ps.budget_usd > 0 && p.total_usd > ps.budget_usd && rent) {
+      r.planned_points.push_back(planned(c, std::move(pr.top.front())));
+      Point p = price(s, r.planned_points.back(), std::move(c.scenario));
+      if (!within_limits(s, p)) {  // renting: the rent over the planned time is over the budget
         ++r.over_budget;
         continue;
       }
-      priced.meets_deadline = p.meets_deadline;
-      r.planned_points.push_back(std::move(priced));
       if (std::any_of(front.begin(), front.end(), [&](const Point& q) {
-            return dominates(q.trained_in_s, q.total_usd, p.trained_in_s, p.total_usd) ||
-                   (q.trained_in_s == p.trained_in_s && q.total_usd == p.total_usd);
+            return dominates(q, p) || (q.trained_in_s == p.trained_in_s && q.total_usd == p.total_usd);
           }))
         continue;
-      std::erase_if(front, [&](const Point& q) {
-        return dominates(p.trained_in_s, p.total_usd, q.trained_in_s, q.total_usd);
-      });
+      std::erase_if(front, [&](const Point& q) { return dominates(p, q); });
       front.push_back(std::move(p));
       changed = true;
       if (r.first_point_s < 0)
@@ -392,15 +262,15 @@ Result search(const Scenario& s, const Options& o) {
       }
       planner::Result pr = planner::search(refused[i].scenario, po);
       if (pr.top.empty()) continue;
-      Priced priced;
-      r.smallest_fit = make_point(refused[i], std::move(pr.top.front()), priced);
+      const Priced q = planned(refused[i], std::move(pr.top.front()));
+      r.smallest_fit = price(s, q, std::move(refused[i].scenario));
       break;
     }
     return r;
   }
-  std::vector<Choice> choices;
-  for (const auto& p : r.front) choices.push_back({p.trained_in_s, p.total_usd, p.meets_deadline});
-  r.recommended = recommend(choices, ps);
+  const std::vector<std::size_t> order = ranking(r.front, ps);
+  r.recommended = order[0];
+  r.runner_up = order.size() > 1 ? order[1] : order[0];
   r.sensitivity = sensitivity(s, r);
   return r;
 }

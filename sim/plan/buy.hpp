@@ -56,17 +56,28 @@ struct Point {
   double usd_per_million_tokens = 0;
   bool meets_deadline = true;
   int idle_owned_devices = 0;   ///< owned devices the plan leaves unused
+  /// run_usd by part: the power paid for (not rented), the rent, the owned devices' amortisation.
+  double energy_usd = 0, rent_usd = 0, amortisation_usd = 0;
 };
 
-/// What a point's cost is made of, to price it again (sensitivity): every planned composition
-/// that found a plan within the limits, on the front or not.
+/// What a point's cost is made of, to price it again (sensitivity, what-if: buy_pricing.hpp):
+/// every planned composition with a plan that fits, on the front or not, within the budget or
+/// not (the budget is applied when it is priced).
 struct Priced {
-  std::vector<int> nodes;        ///< per candidate
-  double time_s = 0;             ///< effective time to train
-  double lead_s = 0;             ///< lead time before it
-  double kw_powered = 0;         ///< used devices whose power is paid for (not rented)
-  double amort_owned_per_h = 0;
-  bool meets_deadline = true;
+  std::vector<int> nodes;       ///< per candidate
+  planner::Candidate best;      ///< its plan, to show or export it should it join a front
+  double time_s = 0;            ///< effective time to train (goodput included)
+  double kw_used = 0;           ///< TDP of the devices its plan uses, kW, PUE not included
+  double kw_bought = 0;         ///< of kw_used, the bought devices' (rent includes their power)
+  int idle_owned_devices = 0;   ///< owned devices the plan leaves unused
+};
+
+/// A composition the search did not plan because of a price-dependent limit (the budget, the
+/// power limit) or because its bounds were dominated (pruned), or one a stopped search never
+/// reached: with its time bound, to tell whether other prices could bring it to the front.
+struct Unplanned {
+  std::vector<int> nodes;
+  double time_lb_s = 0;  ///< lower bound of its effective time to train (lead time not included)
 };
 
 /// Whether the recommendation survives a change of one price.
@@ -74,14 +85,22 @@ struct Sensitivity {
   std::string what;          ///< "h100-sxm5 price", "electricity"
   double factor = 1;         ///< 0.8, 1.2 (prices); 0.5, 1.5 (electricity)
   bool changes = false;
-  std::vector<int> nodes;    ///< the recommendation under that price
+  std::vector<int> nodes;    ///< the recommendation under that price (empty: nothing in the budget)
+  /// By how much: the recommendation's total cost and time until trained under that price, and
+  /// their change from the recommended point's at the searched prices (0 when nodes is empty).
+  double total_usd = 0, trained_in_s = 0;
+  double total_change_usd = 0, time_change_s = 0;
 };
 
 struct Result {
   std::vector<Point> front;  ///< Pareto front, fastest first (so the dearest first)
   std::vector<Priced> planned_points;
+  std::vector<Unplanned> unplanned;
   std::vector<Sensitivity> sensitivity;  ///< each candidate's price ±20 %, electricity ±50 %
   std::size_t recommended = 0;  ///< index into front for the objective (front not empty)
+  /// The objective's second choice (the point "why this one" is compared with); equal to
+  /// recommended when the front has one point.
+  std::size_t runner_up = 0;
   std::size_t compositions = 0;   ///< enumerated
   std::size_t over_budget = 0;    ///< refused by the budget (capex, or rent at the lower bound)
   std::size_t over_power = 0;     ///< refused by the power limit

@@ -46,36 +46,10 @@
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "tests/gui/gui_test.hpp"
+#include "tests/gui/window_support.hpp"
 
 namespace hetsim::gui {
 namespace {
-
-constexpr int kSearchTimeoutMs = 300000;  // sanitizer builds are slow; the search takes < 1 s in release
-#if defined(__SANITIZE_ADDRESS__)
-constexpr qint64 kMaxUiGapMs = 500;  // everything is several times slower under the sanitizers
-#else
-constexpr qint64 kMaxUiGapMs = 100;  // the 50 ms, with room for a loaded 2-core machine
-#endif
-
-QString read_all(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QString::fromUtf8(f.readAll());
-}
-
-// No dialog may block a test: unsaved changes are discarded unless a test says otherwise; errors
-// are collected.
-struct Quiet {
-  QStringList errors;
-  Prompts prompts(QMessageBox::StandardButton unsaved = QMessageBox::Discard) {
-    Prompts p;
-    p.unsaved = [unsaved](QWidget*, const QString&) { return unsaved; };
-    p.error = [this](QWidget*, const QString&, const QString& m) { errors.push_back(m); };
-    return p;
-  }
-};
-
-bool idle(const MainWindow& w) { return !w.jobs()->busy() && w.jobs()->running() == 0; }
 
 class WalkthroughTest : public QObject {
   Q_OBJECT

@@ -368,5 +368,193 @@ TEST(Buy, TopShortensTheTableOnly) {
   EXPECT_EQ(report::buy_text(s, *r, 0, 0).find("more point"), std::string::npos);
 }
 
+// Re-pricing (buy_pricing.hpp, api::reprice): the search's figures come out of the same
+// pricing, so re-pricing under the searched scenario must give them back exactly.
+TEST(Reprice, UnchangedInputsGiveIdenticalFigures) {
+  for (const std::string& cost : {std::string("[cost]\nmode = \"own\"\n"), std::string("[cost]\nmode = \"rent\"\n")}) {
+    for (const std::string& limits : {std::string(""), std::string("budget_usd = 400000\n"), std::string("deadline_days = 2\n")}) {
+      SCOPED_TRACE(cost + limits);
+      const Scenario s = load(purchase(cost, limits, kTwo));
+      auto r = api::buy(s, {});
+      ASSERT_TRUE(r.ok());
+      ASSERT_FALSE(r->front.empty());
+      auto x = api::reprice(s, s, *r);
+      ASSERT_TRUE(x.ok()) << test::all_errors(x.errors());
+      const buy::Result& n = x->result;
+      ASSERT_EQ(n.front.size(), r->front.size());
+      for (std::size_t i = 0; i < n.front.size(); ++i) {
+        const buy::Point& a = r->front[i];
+        const buy::Point& b = n.front[i];
+        EXPECT_EQ(a.nodes, b.nodes);
+        EXPECT_EQ(a.capex_usd, b.capex_usd);
+        EXPECT_EQ(a.run_usd, b.run_usd);
+        EXPECT_EQ(a.total_usd, b.total_usd);
+        EXPECT_EQ(a.effective_time_s, b.effective_time_s);
+        EXPECT_EQ(a.trained_in_s, b.trained_in_s);
+        EXPECT_EQ(a.power_kw, b.power_kw);
+        EXPECT_EQ(a.usd_per_million_tokens, b.usd_per_million_tokens);
+        EXPECT_EQ(a.meets_deadline, b.meets_deadline);
+        EXPECT_EQ(io::plan_to_json(a.scenario, a.best.plan), io::plan_to_json(b.scenario, b.best.plan));
+      }
+      EXPECT_EQ(n.recommended, r->recommended);
+      EXPECT_EQ(n.runner_up, r->runner_up);
+      ASSERT_EQ(n.sensitivity.size(), r->sensitivity.size());
+      for (std::size_t i = 0; i < n.sensitivity.size(); ++i) {
+        EXPECT_EQ(n.sensitivity[i].nodes, r->sensitivity[i].nodes);
+        EXPECT_EQ(n.sensitivity[i].total_usd, r->sensitivity[i].total_usd);
+      }
+      EXPECT_EQ(x->may_join, 0u);  // nothing the search left out can join at its own prices
+      EXPECT_EQ(report::buy_csv(s, n), report::buy_csv(s, *r));
+    }
+  }
+}
+
+// Doubling candidate 0's price d (h100-sxm5): a point buying n of its nodes of 8 devices pays
+// n·8·d more capex when owning, n·8·(d $/h)·hours more rent when renting; the others pay the
+// same, and the points of the front that buy none of it stay on the front.
+TEST(Reprice, DoublingADevicePriceMovesThePointsThatBuyItAsTheClosedFormSays) {
+  for (bool own : {true, false}) {
+    SCOPED_TRACE(own ? "own" : "rent");
+    const Scenario s = load(purchase(own ? "[cost]\nmode = \"own\"\n" : "[cost]\nmode = \"rent\"\n", "", kTwo));
+    auto r = api::buy(s, {});
+    ASSERT_TRUE(r.ok());
+    Scenario dear = s;
+    auto& device = dear.purchase->candidates[0].pool.device;
+    device.purchase_usd *= 2;
+    device.price_usd_per_hour *= 2;
+    const hw::DeviceSpec& d0 = s.purchase->candidates[0].pool.device;
+    const int per_node = s.purchase->candidates[0].pool.devices_per_node;
+    int moved = 0;
+    for (const buy::Priced& q : r->planned_points) {
+      const buy::Point before = buy::price(s, q);
+      const buy::Point after = buy::price(dear, q);
+      const double n = q.nodes[0] * per_node;
+      const double delta = own ? n * d0.purchase_usd : n * d0.price_usd_per_hour * q.time_s / 3600.0;
+      EXPECT_NEAR(after.total_usd - before.total_usd, delta, 1e-9 * before.total_usd);
+      EXPECT_NEAR(after.capex_usd - before.capex_usd, own ? delta : 0.0, 1e-9 * before.total_usd);
+      EXPECT_EQ(after.trained_in_s, before.trained_in_s);
+      if (q.nodes[0] > 0) ++moved;
+    }
+    EXPECT_GT(moved, 0);
+    auto x = api::reprice(s, dear, *r);
+    ASSERT_TRUE(x.ok());
+    for (const buy::Point& p : r->front) {
+      if (p.nodes[0] > 0) continue;
+      const auto& f = x->result.front;
+      EXPECT_TRUE(std::any_of(f.begin(), f.end(), [&](const buy::Point& q) {
+        return q.nodes == p.nodes && q.total_usd == p.total_usd;
+      })) << "a point buying no " << d0.name << " left the front";
+    }
+    // Every point of the new front has its plan and its scenario at the new prices.
+    for (const buy::Point& p : x->result.front) {
+      EXPECT_FALSE(p.best.plan.groups.empty());
+      if (p.nodes[0] > 0) {
+        EXPECT_EQ(p.scenario.cluster.pools[1].device.purchase_usd, device.purchase_usd);  // [0] is owned
+      }
+    }
+  }
+}
+
+// Electricity: only the energy moves, in proportion.
+TEST(Reprice, ElectricityScalesTheEnergyOnly) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  Scenario dear = s;
+  dear.cost.electricity_usd_per_kwh *= 3;
+  for (const buy::Priced& q : r->planned_points) {
+    const buy::Point a = buy::price(s, q);
+    const buy::Point b = buy::price(dear, q);
+    EXPECT_GT(a.energy_usd, 0);
+    EXPECT_NEAR(b.energy_usd, 3 * a.energy_usd, 1e-9 * a.energy_usd);
+    EXPECT_NEAR(b.total_usd - a.total_usd, 2 * a.energy_usd, 1e-9 * a.total_usd);
+    EXPECT_EQ(b.capex_usd, a.capex_usd);
+    EXPECT_EQ(b.amortisation_usd, a.amortisation_usd);
+  }
+}
+
+// A budget raised after the search: the compositions it refused are not planned, and
+// may_join says how many a new search could add; the front stays within the new limits.
+TEST(Reprice, ALargerBudgetCountsWhatANewSearchCouldAdd) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "budget_usd = 300000\n", kTwo));
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_GT(r->over_budget, 0u);
+  Scenario rich = s;
+  rich.purchase->budget_usd = 1e9;
+  auto x = api::reprice(s, rich, *r);
+  ASSERT_TRUE(x.ok());
+  EXPECT_GT(x->may_join, 0u);
+  Scenario poor = s;
+  poor.purchase->budget_usd = 1;  // only "buy nothing" is within it
+  auto y = api::reprice(s, poor, *r);
+  ASSERT_TRUE(y.ok());
+  for (const buy::Point& p : y->result.front) EXPECT_LE(p.capex_usd, 1.0);
+  EXPECT_GT(y->refused, 0u);
+  EXPECT_EQ(y->may_join, 0u);
+}
+
+TEST(Reprice, RefusesWhatChangesThePlannedTimes) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  Scenario other = s;
+  other.training.tokens *= 2;
+  auto x = api::reprice(s, other, *r);
+  ASSERT_FALSE(x.ok());
+  EXPECT_EQ(x.errors().front().key, "training.tokens");
+  other = s;
+  other.purchase->candidates[1].max_nodes = 5;
+  x = api::reprice(s, other, *r);
+  ASSERT_FALSE(x.ok());
+  EXPECT_EQ(x.errors().front().key, "purchase.candidate[1]");
+}
+
+// The sensitivity says by how much: where the recommendation stays, its cost moves as the
+// closed form says (electricity ×1.5: half its energy more; a price it does not buy: nothing).
+TEST(Reprice, SensitivitySaysByHowMuch) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  const buy::Point& now = r->front[r->recommended];
+  ASSERT_EQ(now.nodes, (std::vector<int>{0, 0}));
+  for (const buy::Sensitivity& x : r->sensitivity) {
+    ASSERT_FALSE(x.changes);
+    const double expect = x.what == "electricity" ? (x.factor - 1) * now.energy_usd : 0.0;
+    EXPECT_NEAR(x.total_change_usd, expect, 1e-9 * now.total_usd) << x.what << " " << x.factor;
+    EXPECT_NEAR(x.total_usd, now.total_usd + expect, 1e-9 * now.total_usd);
+    EXPECT_EQ(x.time_change_s, 0);
+  }
+}
+
+// "Why this one": the parts add up to each point's time and cost, and the differences to theirs.
+TEST(Reprice, WhyThisOnesPartsAddUp) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "deadline_days = 1000\n", kTwo));
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_GE(r->front.size(), 2u);
+  EXPECT_NE(r->runner_up, r->recommended);
+  const buy::Point& a = r->front[r->recommended];
+  const buy::Point& b = r->front[r->runner_up];
+  const buy::Versus v = buy::versus(a, b);
+  auto sum = [](const std::vector<buy::Part>& parts) {
+    double t = 0;
+    for (const auto& p : parts) t += p.value;
+    return t;
+  };
+  EXPECT_NEAR(sum(v.chosen_time), a.trained_in_s, 1e-9 * a.trained_in_s);
+  EXPECT_NEAR(sum(v.other_time), b.trained_in_s, 1e-9 * b.trained_in_s);
+  EXPECT_NEAR(sum(v.time_s), a.trained_in_s - b.trained_in_s, 1e-9 * b.trained_in_s);
+  EXPECT_NEAR(sum(v.chosen_cost), a.total_usd, 1e-9 * a.total_usd);
+  EXPECT_NEAR(sum(v.cost_usd), a.total_usd - b.total_usd, 1e-9 * b.total_usd);
+  ASSERT_EQ(v.time_s.size(), 7u);
+  EXPECT_EQ(v.time_s[0].name, "compute");
+  EXPECT_GT(v.chosen_time[0].value, 0);
+  // Failures: what goodput adds, (1/goodput - 1) of the time without them.
+  const double ideal = a.effective_time_s * a.best.estimate.goodput.fraction;
+  EXPECT_NEAR(v.chosen_time[5].value, ideal * (1 / a.best.estimate.goodput.fraction - 1), 1e-6 * ideal);
+  EXPECT_EQ(v.chosen_time[5].name, "failures and restarts");
+}
+
 }  // namespace
 }  // namespace hetsim
