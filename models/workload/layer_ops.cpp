@@ -278,14 +278,14 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     // Eager: each Linear's bias gradient is a column sum of its output gradient, one reduction
     // kernel per Linear (fused kernels fold it into the bias-GeLU and bias-dropout-add
     // backwards and the GEMM epilogues).
-    double cols = 0;
+    double grads = 0;  // output-gradient elements of the biased Linears (rows × columns)
     int linears = 0;
     for (const Op& op : ops)
       if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0) {
-        cols += op.n * op.count;
+        grads += op.m * op.n * op.count;
         linears += op.count;
       }
-    Op bg = streaming("bias_grad", OpKind::Elementwise, tokens * cols, e, Stream{0, 0, 1, linears}, 1);
+    Op bg = streaming("bias_grad", OpKind::Elementwise, grads, e, Stream{0, 0, 1, linears}, 1);
     bg.fwd_flops = Flops{0};
     ops.push_back(bg);
   }
