@@ -11,15 +11,18 @@
 #include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 #include "gui/qt_models/format.hpp"
 #include "gui/qt_models/front_model.hpp"
 #include "gui/qt_models/sensitivity_model.hpp"
-#include "gui/views/front_chart.hpp"
+#include "gui/qt_models/why_model.hpp"
+#include "gui/views/charts.hpp"
 #include "sim/report/buy_report.hpp"
 #include "sim/report/estimate_report.hpp"
 
@@ -150,16 +153,46 @@ PurchaseView::PurchaseView(QWidget* parent) : QWidget(parent) {
   show_plan_ = new QPushButton(tr("Show this point's plan"), this);
   show_plan_->setToolTip(tr("Its estimate, memory bars and simulated step in the Plan tab"));
   show_plan_->setEnabled(false);
-  auto* side = new QWidget(this);
-  auto* side_layout = new QVBoxLayout(side);
-  side_layout->setContentsMargins(0, 0, 0, 0);
+  // Beside the chart: the chosen point, the sensitivity, and why the recommended point.
+  side_ = new QTabWidget(this);
+  auto* point_page = new QWidget(this);
+  auto* point_layout = new QVBoxLayout(point_page);
   auto* scroll = new QScrollArea(this);
   scroll->setWidget(details_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  side_layout->addWidget(scroll, 1);
-  side_layout->addWidget(show_plan_, 0, Qt::AlignLeft);
-  side_layout->addWidget(sensitivity_table_, 0);
+  point_layout->addWidget(scroll, 1);
+  point_layout->addWidget(show_plan_, 0, Qt::AlignLeft);
+  side_->addTab(point_page, tr("Point"));
+
+  tornado_model_ = new TornadoModel(this);
+  tornado_ = new TornadoChart(this);
+  tornado_->setMinimumHeight(220);
+  auto* sensitivity_page = new QWidget(this);
+  auto* sensitivity_layout = new QVBoxLayout(sensitivity_page);
+  sensitivity_layout->addWidget(tornado_, 1);
+  sensitivity_layout->addWidget(sensitivity_table_, 0);
+  side_->addTab(sensitivity_page, tr("Sensitivity"));
+
+  why_ = new QLabel(this);
+  why_->setWordWrap(true);
+  time_parts_ = new PartsModel(PartUnit::Seconds, this);
+  cost_parts_ = new PartsModel(PartUnit::Usd, this);
+  time_waterfall_ = new WaterfallChart(this);
+  cost_waterfall_ = new WaterfallChart(this);
+  time_waterfall_->setMinimumHeight(250);  // up to 9 bars
+  cost_waterfall_->setMinimumHeight(190);  // up to 6
+  auto* why_page = new QWidget(this);
+  auto* why_layout = new QVBoxLayout(why_page);
+  why_layout->addWidget(why_, 0);
+  why_layout->addWidget(time_waterfall_, 3);
+  why_layout->addWidget(cost_waterfall_, 2);
+  auto* why_scroll = new QScrollArea(this);
+  why_scroll->setWidget(why_page);
+  why_scroll->setWidgetResizable(true);
+  why_scroll->setFrameShape(QFrame::NoFrame);
+  side_->addTab(why_scroll, tr("Why this one"));
+  QWidget* side = side_;
   auto* top = new QSplitter(Qt::Horizontal, this);
   top->addWidget(chart_);
   top->addWidget(side);
@@ -235,6 +268,7 @@ void PurchaseView::clear(const QString& message) {
   show_plan_->setEnabled(false);
   sensitivity_->set_rows({});
   sensitivity_table_->hide();
+  show_why(nullptr);
   summary_->setText(message);
 }
 
@@ -311,7 +345,63 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
   sensitivity_table_->resizeColumnsToContents();
   sensitivity_table_->setFixedHeight(sensitivity_table_->horizontalHeader()->height() +
                                      sensitivity_table_->verticalHeader()->length() + 4);
+  show_why(outcome_->partial ? nullptr : outcome_.get());
   if (!outcome_->partial && !r.front.empty()) select_point(r.recommended);
+}
+
+void PurchaseView::show_why(const BuyOutcome* o) {
+  const buy::Result* r = o ? &o->result : nullptr;
+  // The sensitivity as a tornado: by how much the recommendation's total cost moves with each
+  // price (api::buy's or api::reprice's figures; scaled to the axis' unit only).
+  tornado_model_->set_rows(r ? tornado_rows(*r) : std::vector<TornadoModelRow>{});
+  double swing = 0;
+  for (const TornadoModelRow& t : tornado_model_->rows())
+    swing = std::max({swing, std::abs(t.low_change_usd), std::abs(t.high_change_usd)});
+  const bool millions = swing >= 1e6;
+  const double unit = millions ? 1e6 : 1e3;
+  std::vector<TornadoRow> bars;
+  for (const TornadoModelRow& t : tornado_model_->rows())
+    bars.push_back({t.what, t.low_change_usd / unit, t.high_change_usd / unit});
+  tornado_->set_titles(tr("The recommendation's total cost, each price alone"),
+                       millions ? tr("change (M$)") : tr("change (k$)"), tr("lower price"), tr("higher price"));
+  tornado_->set_rows(std::move(bars));
+
+  // Why the recommended point rather than the runner-up: their difference by part (buy::versus).
+  const bool two = r && r->front.size() > 1 && r->runner_up != r->recommended;
+  if (!two) {
+    time_parts_->set_rows({});
+    cost_parts_->set_rows({});
+    time_waterfall_->set_bars({});
+    cost_waterfall_->set_bars({});
+    why_->setText(r && !r->front.empty() ? tr("The front has one point: nothing to compare it with.") : QString());
+    return;
+  }
+  const buy::Point& chosen = r->front[r->recommended];
+  const buy::Point& other = r->front[r->runner_up];
+  const buy::Versus v = buy::versus(chosen, other);
+  time_parts_->set_rows(part_rows(v, PartUnit::Seconds));
+  cost_parts_->set_rows(part_rows(v, PartUnit::Usd));
+  why_->setText(tr("Recommended #%1 against the runner-up #%2 (the objective's second choice): %3 until trained "
+                   "instead of %4, %5 instead of %6.")
+                    .arg(r->recommended + 1)
+                    .arg(r->runner_up + 1)
+                    .arg(format_seconds(chosen.trained_in_s), format_seconds(other.trained_in_s),
+                         format_usd(chosen.total_usd), format_usd(other.total_usd)));
+  // Parts that are nothing in both points (rent when owning, a lead time of 0) are left out.
+  auto bars_of = [](const PartsModel& m, double scale) {
+    std::vector<std::pair<QString, double>> parts;
+    for (const PartRow& p : m.rows())
+      if (p.other != 0 || p.chosen != 0) parts.emplace_back(p.part, p.difference / scale);
+    return parts;
+  };
+  const QString first = tr("runner-up #%1").arg(r->runner_up + 1);
+  const QString last = tr("recommended #%1").arg(r->recommended + 1);
+  time_waterfall_->set_titles(tr("Time until trained: red adds, green saves"), tr("days"));
+  time_waterfall_->set_bars(
+      waterfall(first, other.trained_in_s / 86400, bars_of(*time_parts_, 86400), last, chosen.trained_in_s / 86400));
+  cost_waterfall_->set_titles(tr("Total cost: red adds, green saves"), tr("M$"));
+  cost_waterfall_->set_bars(
+      waterfall(first, other.total_usd / 1e6, bars_of(*cost_parts_, 1e6), last, chosen.total_usd / 1e6));
 }
 
 void PurchaseView::show_partial(const Scenario& s, const std::vector<buy::Point>& front, double seconds) {
@@ -354,5 +444,6 @@ QString PurchaseView::details_text() const { return details_->text(); }
 double PurchaseView::price_factor() const { return price_->value(); }
 double PurchaseView::electricity_usd_per_kwh() const { return electricity_->value(); }
 QString PurchaseView::summary_text() const { return summary_->text(); }
+QString PurchaseView::why_text() const { return why_->text(); }
 
 }  // namespace hetsim::gui

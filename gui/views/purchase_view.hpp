@@ -17,13 +17,18 @@ class QGroupBox;
 class QLabel;
 class QPushButton;
 class QSortFilterProxyModel;
+class QTabWidget;
 class QTableView;
 
 namespace hetsim::gui {
 
 class FrontChart;
 class FrontModel;
+class PartsModel;
 class SensitivityModel;
+class TornadoChart;
+class TornadoModel;
+class WaterfallChart;
 
 /// A finished search, as a value: the scenario searched, the text it was read from (for the
 /// exports) and api::buy's result.
@@ -82,6 +87,16 @@ class PurchaseView : public QWidget {
   [[nodiscard]] QPushButton* show_plan_button() const { return show_plan_; }
   [[nodiscard]] SensitivityModel* sensitivity_model() const { return sensitivity_; }
   [[nodiscard]] FrontChart* chart() const { return chart_; }
+  /// The sensitivity as a tornado, and the recommended point against the runner-up by part.
+  [[nodiscard]] TornadoModel* tornado_model() const { return tornado_model_; }
+  [[nodiscard]] TornadoChart* tornado() const { return tornado_; }
+  [[nodiscard]] PartsModel* time_parts_model() const { return time_parts_; }
+  [[nodiscard]] PartsModel* cost_parts_model() const { return cost_parts_; }
+  [[nodiscard]] WaterfallChart* time_waterfall() const { return time_waterfall_; }
+  [[nodiscard]] WaterfallChart* cost_waterfall() const { return cost_waterfall_; }
+  [[nodiscard]] QString why_text() const;
+  /// The side pages: the point (0), the sensitivity (1), why this one (2).
+  [[nodiscard]] QTabWidget* side_pages() const { return side_; }
 
  signals:
   void point_selected(std::size_t i);
@@ -92,6 +107,8 @@ class PurchaseView : public QWidget {
 
  private:
   void on_table_selection();
+  /// The tornado and the waterfalls of `o` (null: empty).
+  void show_why(const BuyOutcome* o);
 
   std::shared_ptr<const BuyOutcome> outcome_;
   std::shared_ptr<const BuyOutcome> searched_;
@@ -106,6 +123,14 @@ class PurchaseView : public QWidget {
   QPushButton* show_plan_ = nullptr;
   SensitivityModel* sensitivity_ = nullptr;
   QTableView* sensitivity_table_ = nullptr;
+  QTabWidget* side_ = nullptr;
+  TornadoModel* tornado_model_ = nullptr;
+  TornadoChart* tornado_ = nullptr;
+  QLabel* why_ = nullptr;
+  PartsModel* time_parts_ = nullptr;
+  PartsModel* cost_parts_ = nullptr;
+  WaterfallChart* time_waterfall_ = nullptr;
+  WaterfallChart* cost_waterfall_ = nullptr;
   FrontModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;

@@ -4,6 +4,9 @@
 #include <QSortFilterProxyModel>
 #include <QTest>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 #include "gui/qt_models/breakdown_model.hpp"
@@ -12,6 +15,7 @@
 #include "gui/qt_models/front_model.hpp"
 #include "gui/qt_models/memory_model.hpp"
 #include "gui/qt_models/sensitivity_model.hpp"
+#include "gui/qt_models/why_model.hpp"
 #include "sim/api/api.hpp"
 #include "sim/report/buy_report.hpp"
 #include "tests/gui/gui_test.hpp"
@@ -122,6 +126,70 @@ class ModelsTest : public QObject {
              r.sensitivity[0].factor < 1 ? QString("-20 %") : QString("+20 %"));
     m.set_rows({});
     QCOMPARE(m.rowCount(), 0);
+  }
+
+  // The tornado: a row per price, both settings' cost changes as buy::Sensitivity gives them,
+  // the largest swing first.
+  void tornado_model_holds_the_sensitivitys_cost_changes() {
+    TornadoModel m;
+    Tester tester(&m, Tester::FailureReportingMode::QtTest);
+    const buy::Result& r = *bought_;
+    m.set_rows(tornado_rows(r));
+    QCOMPARE(m.rowCount(), 3);  // two candidates' prices, electricity
+    double last = std::numeric_limits<double>::infinity();
+    int seen = 0;
+    for (int row = 0; row < m.rowCount(); ++row) {
+      const QString what = m.index(row, TornadoModel::kWhat).data().toString();
+      const double low = m.index(row, TornadoModel::kLow).data(TornadoModel::kValueRole).toDouble();
+      const double high = m.index(row, TornadoModel::kHigh).data(TornadoModel::kValueRole).toDouble();
+      for (const buy::Sensitivity& x : r.sensitivity) {
+        if (QString::fromStdString(x.what) != what) continue;
+        QCOMPARE(x.factor < 1 ? low : high, x.total_change_usd);
+        ++seen;
+      }
+      const double swing = std::max(std::abs(low), std::abs(high));
+      QVERIFY(swing <= last);
+      last = swing;
+    }
+    QCOMPARE(seen, static_cast<int>(r.sensitivity.size()));
+    // The electricity row at +50 % changes the cost by half the recommended point's energy when
+    // the recommendation stays.
+    for (const buy::Sensitivity& x : r.sensitivity)
+      if (x.what == "electricity" && x.factor > 1 && !x.changes)
+        QVERIFY(std::abs(x.total_change_usd - 0.5 * r.front[r.recommended].energy_usd) <=
+                1e-9 * r.front[r.recommended].total_usd);
+    m.set_rows({});
+    QCOMPARE(m.rowCount(), 0);
+  }
+
+  // Why this one: the recommended point against the runner-up by part, as buy::versus splits
+  // them; the parts add up to each point's time and cost.
+  void parts_models_hold_the_recommended_against_the_runner_up() {
+    const buy::Result& r = *bought_;
+    QVERIFY(r.runner_up != r.recommended);
+    const buy::Point& a = r.front[r.recommended];
+    const buy::Point& b = r.front[r.runner_up];
+    const buy::Versus v = buy::versus(a, b);
+    for (PartUnit unit : {PartUnit::Seconds, PartUnit::Usd}) {
+      PartsModel m(unit);
+      Tester tester(&m, Tester::FailureReportingMode::QtTest);
+      m.set_rows(part_rows(v, unit));
+      const bool time = unit == PartUnit::Seconds;
+      QCOMPARE(m.rowCount(), static_cast<int>(time ? v.time_s.size() : v.cost_usd.size()));
+      double chosen = 0, other = 0, difference = 0;
+      for (int row = 0; row < m.rowCount(); ++row) {
+        chosen += m.index(row, PartsModel::kChosen).data(PartsModel::kValueRole).toDouble();
+        other += m.index(row, PartsModel::kOther).data(PartsModel::kValueRole).toDouble();
+        difference += m.index(row, PartsModel::kDifference).data(PartsModel::kValueRole).toDouble();
+      }
+      const double ta = time ? a.trained_in_s : a.total_usd, tb = time ? b.trained_in_s : b.total_usd;
+      QVERIFY(std::abs(chosen - ta) <= 1e-9 * ta);
+      QVERIFY(std::abs(other - tb) <= 1e-9 * tb);
+      QVERIFY(std::abs(difference - (ta - tb)) <= 1e-9 * std::max(ta, tb));
+      QCOMPARE(m.index(0, PartsModel::kPart).data().toString(), time ? QString("compute") : QString("capex"));
+      if (!time)
+        QCOMPARE(m.index(0, PartsModel::kChosen).data().toString(), format_usd(a.capex_usd));
+    }
   }
 
   void diagnostics_model_lists_the_readers_messages() {

@@ -7,10 +7,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+
 #include "gui/app/main_window.hpp"
 #include "gui/qt_models/front_model.hpp"
 #include "gui/qt_models/sensitivity_model.hpp"
-#include "gui/views/front_chart.hpp"
+#include "gui/qt_models/why_model.hpp"
+#include "gui/views/charts.hpp"
 #include "gui/views/plan_view.hpp"
 #include "gui/views/purchase_view.hpp"
 #include "sim/api/api.hpp"
@@ -35,6 +38,28 @@ void expect_shown(const PurchaseView& pv, const buy::Result& x) {
   }
   QCOMPARE(pv.selected_point(), std::optional<std::size_t>(x.recommended));
   QCOMPARE(pv.sensitivity_model()->rowCount(), static_cast<int>(x.sensitivity.size()));
+  // The tornado: a bar pair per price, the cost changes of x's sensitivity in k$ or M$.
+  const auto tornado = tornado_rows(x);
+  QCOMPARE(pv.tornado()->rows().size(), tornado.size());
+  for (std::size_t i = 0; i < tornado.size(); ++i) {
+    QCOMPARE(pv.tornado()->rows()[i].label, tornado[i].what);
+    const double ratio = tornado[i].high_change_usd != 0 ? pv.tornado()->rows()[i].high / tornado[i].high_change_usd : 0;
+    QVERIFY(ratio == 0 || ratio == 1e-3 || ratio == 1e-6);
+  }
+  // The waterfalls: from the runner-up's total to the recommended's, through the parts that
+  // buy::versus gives.
+  QVERIFY(x.runner_up != x.recommended);
+  const auto& time = pv.time_waterfall()->bars();
+  QVERIFY(time.size() >= 3);
+  QCOMPARE(time.front().to, x.front[x.runner_up].trained_in_s / 86400);
+  QCOMPARE(time.back().to, x.front[x.recommended].trained_in_s / 86400);
+  QVERIFY(std::abs(time[time.size() - 2].to - time.back().to) <= 1e-9 * time.back().to);
+  const auto& cost = pv.cost_waterfall()->bars();
+  QCOMPARE(cost.front().to, x.front[x.runner_up].total_usd / 1e6);
+  QCOMPARE(cost.back().to, x.front[x.recommended].total_usd / 1e6);
+  QVERIFY(std::abs(cost[cost.size() - 2].to - cost.back().to) <= 1e-9 * cost.back().to);
+  QCOMPARE(pv.cost_parts_model()->rowCount(), 4);
+  QVERIFY(pv.why_text().contains(QString("runner-up #%1").arg(x.runner_up + 1)));
 }
 
 class PurchaseWhatIfTest : public QObject {

@@ -63,6 +63,10 @@ class ScreenshotsTest : public QObject {
     QVERIFY(w.purchase_view()->outcome());
     QCOMPARE(w.tabs()->currentWidget(), w.purchase_view());
     shoot(w, "gui-purchase.png");
+    w.purchase_view()->side_pages()->setCurrentIndex(1);
+    shoot(w, "gui-purchase-sensitivity.png");
+    w.purchase_view()->side_pages()->setCurrentIndex(2);
+    shoot(w, "gui-purchase-why.png");
   }
 
   void plan_view() {

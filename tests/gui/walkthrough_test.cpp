@@ -33,7 +33,7 @@
 #include "gui/qt_models/format.hpp"
 #include "gui/qt_models/front_model.hpp"
 #include "gui/qt_models/sensitivity_model.hpp"
-#include "gui/views/front_chart.hpp"
+#include "gui/views/charts.hpp"
 #include "gui/views/plan_view.hpp"
 #include "gui/views/purchase_view.hpp"
 #include "gui/views/scenario_view.hpp"

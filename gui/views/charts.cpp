@@ -1,10 +1,14 @@
-#include "gui/views/front_chart.hpp"
+#include "gui/views/charts.hpp"
 
 #include <QCursor>
 #include <QMouseEvent>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
+#include <QtCharts/QHorizontalBarSeries>
+#include <QtCharts/QHorizontalStackedBarSeries>
 #include <QtCharts/QChartView>
 #include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
@@ -31,6 +35,17 @@ struct FrontChart::Impl {
 };
 
 namespace {
+
+// The small charts beside the front: labels a point smaller than the window's.
+void compact(QChart* chart, QAbstractAxis* categories) {
+  QFont f = categories->labelsFont();
+  f.setPointSizeF(std::max(6.0, f.pointSizeF() - 1));
+  categories->setLabelsFont(f);
+  QFont t = chart->titleFont();
+  t.setPointSizeF(std::max(6.0, f.pointSizeF()));
+  t.setBold(true);
+  chart->setTitleFont(t);
+}
 
 void hide_from_legend(QChart* chart, QAbstractSeries* s) {
   for (QLegendMarker* m : chart->legend()->markers(s)) m->setVisible(false);
@@ -233,6 +248,176 @@ int FrontChart::point_at(QPoint pos, double radius) const {
     }
   }
   return best;
+}
+
+struct TornadoChart::Impl {
+  QChart* chart = nullptr;
+  QChartView* view = nullptr;
+  QHorizontalBarSeries* series = nullptr;
+  QBarSet* low = nullptr;
+  QBarSet* high = nullptr;
+  QBarCategoryAxis* rows = nullptr;
+  QValueAxis* values = nullptr;
+};
+
+TornadoChart::TornadoChart(QWidget* parent) : QWidget(parent), impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.chart = new QChart();
+  d.chart->setAnimationOptions(QChart::NoAnimation);
+  d.chart->legend()->setAlignment(Qt::AlignBottom);
+  d.chart->setMargins(QMargins(4, 4, 4, 4));
+  d.series = new QHorizontalBarSeries();
+  d.low = new QBarSet(QString());
+  d.high = new QBarSet(QString());
+  d.low->setColor(QColor(0x3a, 0x8f, 0x5a));
+  d.high->setColor(QColor(0xc0, 0x5a, 0x30));
+  d.series->append(d.low);
+  d.series->append(d.high);
+  d.chart->addSeries(d.series);
+  d.rows = new QBarCategoryAxis();
+  d.values = new QValueAxis();
+  d.values->setLabelFormat("%.3g");
+  d.chart->addAxis(d.rows, Qt::AlignLeft);
+  d.chart->addAxis(d.values, Qt::AlignBottom);
+  compact(d.chart, d.rows);
+  d.series->attachAxis(d.rows);
+  d.series->attachAxis(d.values);
+  d.view = new QChartView(d.chart, this);
+  d.view->setRenderHint(QPainter::Antialiasing);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(d.view);
+}
+
+TornadoChart::~TornadoChart() = default;
+
+void TornadoChart::set_titles(const QString& title, const QString& value_axis, const QString& low_name,
+                              const QString& high_name) {
+  impl_->chart->setTitle(title);
+  impl_->values->setTitleText(value_axis);
+  impl_->low->setLabel(low_name);
+  impl_->high->setLabel(high_name);
+}
+
+void TornadoChart::set_rows(std::vector<TornadoRow> rows) {
+  rows_ = std::move(rows);
+  Impl& d = *impl_;
+  d.low->remove(0, d.low->count());
+  d.high->remove(0, d.high->count());
+  QStringList labels;
+  double lo = 0, hi = 0;
+  // A horizontal bar chart draws its first category at the bottom: the rows go in reversed.
+  for (auto it = rows_.rbegin(); it != rows_.rend(); ++it) {
+    labels << it->label;
+    d.low->append(it->low);
+    d.high->append(it->high);
+    lo = std::min({lo, it->low, it->high});
+    hi = std::max({hi, it->low, it->high});
+  }
+  d.rows->clear();
+  d.rows->append(labels);
+  // Symmetric about the baseline, so that the two sides compare by eye.
+  const double span = nice_ceiling(1.05 * std::max(-lo, hi));
+  d.values->setRange(-span, span);
+  d.values->setTickCount(5);
+}
+
+std::pair<double, double> TornadoChart::value_range() const { return {impl_->values->min(), impl_->values->max()}; }
+
+std::vector<WaterfallBar> waterfall(const QString& first_label, double first,
+                                    const std::vector<std::pair<QString, double>>& parts, const QString& last_label,
+                                    double last) {
+  std::vector<WaterfallBar> bars;
+  bars.push_back({first_label, 0, first, true, {}});
+  double level = first;
+  for (const auto& [label, change] : parts) {
+    bars.push_back({label, level, level + change, false, {}});
+    level += change;
+  }
+  bars.push_back({last_label, 0, last, true, {}});
+  return bars;
+}
+
+struct WaterfallChart::Impl {
+  QChart* chart = nullptr;
+  QChartView* view = nullptr;
+  QHorizontalStackedBarSeries* series = nullptr;
+  QBarSet* base = nullptr;  ///< transparent: where each floating bar starts
+  QBarSet* total = nullptr;
+  QBarSet* rise = nullptr;
+  QBarSet* fall = nullptr;
+  QBarCategoryAxis* labels = nullptr;
+  QValueAxis* values = nullptr;
+};
+
+WaterfallChart::WaterfallChart(QWidget* parent) : QWidget(parent), impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.chart = new QChart();
+  d.chart->setAnimationOptions(QChart::NoAnimation);
+  d.chart->setMargins(QMargins(4, 4, 4, 4));
+  d.chart->legend()->hide();  // the title says what the colours mean
+  d.series = new QHorizontalStackedBarSeries();
+  d.series->setBarWidth(0.7);
+  d.base = new QBarSet(QString());
+  d.base->setColor(Qt::transparent);
+  d.base->setBorderColor(Qt::transparent);
+  d.total = new QBarSet(tr("total"));
+  d.total->setColor(QColor(0x30, 0x70, 0xb0));
+  d.rise = new QBarSet(tr("more"));
+  d.rise->setColor(QColor(0xc0, 0x5a, 0x30));
+  d.fall = new QBarSet(tr("less"));
+  d.fall->setColor(QColor(0x3a, 0x8f, 0x5a));
+  for (QBarSet* set : {d.base, d.total, d.rise, d.fall}) d.series->append(set);
+  d.chart->addSeries(d.series);
+  d.labels = new QBarCategoryAxis();
+  d.values = new QValueAxis();
+  d.values->setLabelFormat("%.4g");
+  d.chart->addAxis(d.labels, Qt::AlignLeft);
+  d.chart->addAxis(d.values, Qt::AlignBottom);
+  compact(d.chart, d.labels);
+  d.series->attachAxis(d.labels);
+  d.series->attachAxis(d.values);
+  d.view = new QChartView(d.chart, this);
+  d.view->setRenderHint(QPainter::Antialiasing);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(d.view);
+}
+
+WaterfallChart::~WaterfallChart() = default;
+
+void WaterfallChart::set_titles(const QString& title, const QString& value_axis) {
+  impl_->chart->setTitle(title);
+  impl_->values->setTitleText(value_axis);
+}
+
+void WaterfallChart::set_bars(std::vector<WaterfallBar> bars) {
+  bars_ = std::move(bars);
+  Impl& d = *impl_;
+  for (QBarSet* set : {d.base, d.total, d.rise, d.fall}) set->remove(0, set->count());
+  QStringList labels;
+  double low = std::numeric_limits<double>::infinity(), top = 0;
+  // A horizontal bar chart draws its first category at the bottom: the bars go in reversed, so
+  // that the first total is at the top.
+  for (auto it = bars_.rbegin(); it != bars_.rend(); ++it) {
+    const WaterfallBar& b = *it;
+    labels << b.label;
+    const double lo = std::min(b.from, b.to), hi = std::max(b.from, b.to);
+    d.base->append(b.total ? 0 : lo);
+    d.total->append(b.total ? hi : 0);
+    d.rise->append(!b.total && b.to > b.from ? hi - lo : 0);
+    d.fall->append(!b.total && b.to < b.from ? hi - lo : 0);
+    low = std::min({low, b.total ? b.to : lo});
+    top = std::max(top, hi);
+  }
+  d.labels->clear();
+  d.labels->append(labels);
+  // The axis starts near the lowest level, not at 0, so that changes of a few per cent show;
+  // the totals are cut at its start (its labels say where it starts).
+  if (bars_.empty()) low = 0;
+  const double pad = std::max(0.25 * (top - low), 1e-3 * top);
+  d.values->setRange(std::max(0.0, low - pad), top + pad);
+  d.values->setTickCount(5);
 }
 
 }  // namespace hetsim::gui
