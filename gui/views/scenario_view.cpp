@@ -15,6 +15,7 @@
 #include "gui/qt_models/diagnostics_model.hpp"
 #include "gui/qt_models/format.hpp"
 #include "gui/views/purchase_form.hpp"
+#include "gui/views/workload_form.hpp"
 
 namespace hetsim::gui {
 
@@ -38,9 +39,17 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   pause_->setSingleShot(true);
   pause_->setInterval(400);
 
-  form_ = new PurchaseForm(doc_, this);
+  // Beside the text: the workload and owned cluster, then the purchase, as forms.
+  auto* forms = new QWidget(this);
+  auto* forms_layout = new QVBoxLayout(forms);
+  forms_layout->setContentsMargins(0, 0, 0, 0);
+  workload_form_ = new WorkloadForm(doc_, forms);
+  form_ = new PurchaseForm(doc_, forms);
+  forms_layout->addWidget(workload_form_);
+  forms_layout->addWidget(form_);
+  forms_layout->addStretch(1);
   auto* form_scroll = new QScrollArea(this);
-  form_scroll->setWidget(form_);
+  form_scroll->setWidget(forms);
   form_scroll->setWidgetResizable(true);
   form_scroll->setMinimumWidth(300);
   auto* top = new QSplitter(Qt::Horizontal, this);
@@ -49,8 +58,9 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   top->setStretchFactor(0, 3);
   top->setStretchFactor(1, 1);
   top->setSizes({880, 360});
-  connect(doc_, &Document::reread, form_scroll,
-          [this, form_scroll] { form_scroll->setVisible(form_->isVisibleTo(form_scroll)); });
+  connect(doc_, &Document::reread, form_scroll, [this, form_scroll] {
+    form_scroll->setVisible(form_->isVisibleTo(form_scroll) || workload_form_->isVisibleTo(form_scroll));
+  });
   form_scroll->setVisible(false);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(top);
@@ -76,9 +86,10 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
     all.insertText(doc_->text());
     loading_ = false;
   });
-  connect(form_, &PurchaseForm::about_to_edit, this, [this] {
-    if (pause_->isActive()) apply_edit();
-  });
+  for (TomlForm* f : std::initializer_list<TomlForm*>{form_, workload_form_})
+    connect(f, &TomlForm::about_to_edit, this, [this] {
+      if (pause_->isActive()) apply_edit();
+    });
   connect(doc_, &Document::reread, this, &ScenarioView::show_verdict);
   connect(table_, &QTableView::activated, this, [this](const QModelIndex& at) {
     jump_to(at.data(DiagnosticsModel::kLineRole).toInt(), at.data(DiagnosticsModel::kColumnRole).toInt());

@@ -2,7 +2,8 @@
 // The scenario as text (the TOML the CLI reads) with the reader's verdict under it: a line that
 // says what the scenario asks (a purchase search, a fixed plan, a plan search), or the reader's
 // diagnostics listed by file:line:col and key; clicking one puts the cursor on the field. Beside
-// the text of a purchase scenario, its fields as a form (views/purchase_form).
+// the text, its workload and owned cluster as a form (views/workload_form) and, for a purchase
+// scenario, its purchase fields (views/purchase_form).
 
 #include <QWidget>
 
@@ -16,6 +17,7 @@ namespace hetsim::gui {
 class Document;
 class DiagnosticsModel;
 class PurchaseForm;
+class WorkloadForm;
 
 class ScenarioView : public QWidget {
   Q_OBJECT
@@ -33,6 +35,8 @@ class ScenarioView : public QWidget {
   [[nodiscard]] DiagnosticsModel* diagnostics_model() const { return diagnostics_; }
   [[nodiscard]] QString verdict_text() const;
   [[nodiscard]] PurchaseForm* form() const { return form_; }
+  /// The workload and owned cluster's form (every scenario).
+  [[nodiscard]] WorkloadForm* workload_form() const { return workload_form_; }
 
  private:
   void load_text();
@@ -45,6 +49,7 @@ class ScenarioView : public QWidget {
   QTableView* table_ = nullptr;
   QTimer* pause_ = nullptr;
   PurchaseForm* form_ = nullptr;
+  WorkloadForm* workload_form_ = nullptr;
   bool loading_ = false;
 };
 

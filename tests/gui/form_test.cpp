@@ -1,5 +1,6 @@
-// The purchase form: its TOML edits (app/toml_patch) keep the file the user's, and each field
-// typed is written into the text, read by the scenario reader, and its messages shown.
+// The forms (purchase; workload and owned cluster): their TOML edits (app/toml_patch) keep the
+// file the user's, and each field typed is written into the text, read by the scenario reader,
+// and its messages shown; a bad value disables Run.
 #include <QAction>
 #include <QComboBox>
 #include <QLineEdit>
@@ -11,6 +12,8 @@
 #include "gui/app/toml_patch.hpp"
 #include "gui/views/purchase_form.hpp"
 #include "gui/views/scenario_view.hpp"
+#include "gui/views/workload_form.hpp"
+#include "sim/api/api.hpp"
 #include "tests/gui/gui_test.hpp"
 
 namespace hetsim::gui {
@@ -32,6 +35,17 @@ const QString kText =
 
 class FormTest : public QObject {
   Q_OBJECT
+
+  // Shows `w` with no dialog and the small purchase scenario open.
+  static void open_small(MainWindow& w) {
+    Prompts p;
+    p.unsaved = [](QWidget*, const QString&) { return QMessageBox::Discard; };
+    p.error = [](QWidget*, const QString&, const QString& m) { QFAIL(qPrintable(m)); };
+    w.set_prompts(p);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+  }
 
  private slots:
   void toml_values_are_read_and_set_in_place() {
@@ -67,13 +81,8 @@ class FormTest : public QObject {
 
   void a_field_typed_is_written_read_and_checked() {
     MainWindow w;
-    Prompts p;
-    p.unsaved = [](QWidget*, const QString&) { return QMessageBox::Discard; };
-    p.error = [](QWidget*, const QString&, const QString& m) { QFAIL(qPrintable(m)); };
-    w.set_prompts(p);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    open_small(w);
+    if (QTest::currentTestFailed()) return;
     PurchaseForm* form = w.scenario_view()->form();
     QVERIFY(form->isVisibleTo(&w));
     auto* budget = qobject_cast<QLineEdit*>(form->field("purchase.budget_usd"));
@@ -136,6 +145,96 @@ class FormTest : public QObject {
     // Not a purchase scenario: no form.
     QVERIFY(w.open_file(test::source_file("scenarios/mixed-h100-a100.toml")));
     QVERIFY(!form->isVisibleTo(&w));
+  }
+
+  void the_workload_and_cluster_form_writes_and_checks_as_typed() {
+    MainWindow w;
+    open_small(w);
+    if (QTest::currentTestFailed()) return;
+    WorkloadForm* form = w.scenario_view()->workload_form();
+    QVERIFY(form->isVisibleTo(&w));
+    auto* preset = qobject_cast<QComboBox*>(form->field("model.preset"));
+    auto* layers = qobject_cast<QLineEdit*>(form->field("model.layers"));
+    auto* seq = qobject_cast<QLineEdit*>(form->field("training.seq_len"));
+    auto* precision = qobject_cast<QComboBox*>(form->field("training.precision"));
+    auto* device = qobject_cast<QComboBox*>(form->field("cluster.pool.0.device"));
+    auto* nodes = qobject_cast<QLineEdit*>(form->field("cluster.pool.0.nodes"));
+    QVERIFY(preset && layers && seq && precision && device && nodes);
+    QCOMPARE(preset->currentText(), QString("llama3-8b"));
+    QCOMPARE(layers->text(), QString());  // from the preset: its value is the placeholder
+    QCOMPARE(layers->placeholderText(), QString::number(w.document()->scenario()->model.layers));
+    QCOMPARE(seq->text(), QString("4096"));
+    QCOMPARE(device->currentText(), QString("a100-sxm4-80gb"));
+    QCOMPARE(nodes->text(), QString("1"));
+    // The device with its catalogue figures and sources.
+    auto cat = api::catalog();
+    QVERIFY(cat.ok());
+    const hw::DeviceSpec* a100 = cat->find_device("a100-sxm4-80gb");
+    QVERIFY(a100 && !a100->sources.empty());
+    QVERIFY2(form->device_text(0).contains(QString::fromStdString(a100->display).toHtmlEscaped()),
+             qPrintable(form->device_text(0)));
+    const QString source = QString::fromStdString(a100->sources.begin()->second);
+    QVERIFY(form->device_text(0).contains(source.left(40).toHtmlEscaped()));
+    QVERIFY(device_sources(*a100).contains(source));
+
+    // A bad sequence length: the reader's message (file:line:col, key) under the form; no Run.
+    seq->setFocus();
+    seq->selectAll();
+    QTest::keyClicks(seq, "-5");
+    QTest::keyClick(seq, Qt::Key_Return);
+    QVERIFY(w.document()->text().contains("seq_len = -5\n"));
+    QVERIFY(!w.document()->scenario());
+    QVERIFY(!w.run_action()->isEnabled());
+    const Diagnostic d = w.document()->diagnostics().front();
+    QCOMPARE(QString::fromStdString(d.key), QString("training.seq_len"));
+    QVERIFY2(form->messages_text().contains(QString::fromStdString(d.message)), qPrintable(form->messages_text()));
+    QVERIFY(form->messages_text().contains(QString("small-purchase.toml:%1:").arg(d.where.line)));
+    QVERIFY(form->messages_text().contains("[training.seq_len]"));
+    QVERIFY(!w.run());
+    // Fixed: read again, Run back.
+    seq->selectAll();
+    QTest::keyClicks(seq, "2048");
+    QTest::keyClick(seq, Qt::Key_Return);
+    QVERIFY(w.document()->scenario());
+    QCOMPARE(w.document()->scenario()->training.seq_len, 2048);
+    QVERIFY(form->messages_text().isEmpty());
+    QVERIFY(w.run_action()->isEnabled());
+
+    // Another device from the catalogue: written as a quoted name, its figures shown.
+    device->setCurrentIndex(device->findText("h100-sxm5"));
+    emit device->activated(device->currentIndex());
+    QVERIFY(w.document()->text().contains("device = \"h100-sxm5\"\nnodes = 1"));
+    QCOMPARE(w.document()->scenario()->cluster.pools[0].device.name, std::string("h100-sxm5"));
+    QVERIFY(form->device_text(0).contains(QString::fromStdString(cat->find_device("h100-sxm5")->display)));
+    // Nodes that are not a count: the reader's message, no Run.
+    nodes->setFocus();
+    nodes->selectAll();
+    QTest::keyClicks(nodes, "two");
+    QTest::keyClick(nodes, Qt::Key_Return);
+    QVERIFY(!w.document()->scenario());
+    QVERIFY(!w.run_action()->isEnabled());
+    // Not TOML: the reader's syntax message, with its line, shows under the form too.
+    const Diagnostic bad = w.document()->diagnostics().front();
+    QVERIFY2(form->messages_text().contains(QString::fromStdString(bad.message)), qPrintable(form->messages_text()));
+    QVERIFY(form->messages_text().contains(QString("small-purchase.toml:%1:").arg(bad.where.line)));
+    nodes->selectAll();
+    QTest::keyClicks(nodes, "2");
+    QTest::keyClick(nodes, Qt::Key_Return);
+    QCOMPARE(w.document()->scenario()->cluster.pools[0].nodes, 2);
+
+    // A shape over the preset, and a precision.
+    layers->setFocus();
+    QTest::keyClicks(layers, "12");
+    QTest::keyClick(layers, Qt::Key_Return);
+    QCOMPARE(w.document()->scenario()->model.layers, 12);
+    precision->setCurrentIndex(precision->findText("fp16"));
+    emit precision->activated(precision->currentIndex());
+    QCOMPARE(w.document()->scenario()->training.precision, hw::Dtype::Fp16);
+    // The document is still the scenario TOML the CLI reads.
+    auto back = api::load_text(w.document()->text().toStdString(), "back.toml", {.plan = false});
+    QVERIFY(back.ok());
+    QCOMPARE(back->model.layers, 12);
+    QCOMPARE(back->cluster.pools[0].nodes, 2);
   }
 };
 
