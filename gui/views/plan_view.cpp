@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QSignalBlocker>
@@ -224,7 +227,34 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
                              "whole step; hover a task for its kind and duration."),
                           timeline_page);
   hint->setWordWrap(true);
+  // Filter by kind, find by name.
+  auto* find_row = new QHBoxLayout();
+  kind_filter_ = new QComboBox(timeline_page);
+  kind_filter_->setToolTip(tr("Show one kind of task in its colour; the others fade"));
+  find_ = new QLineEdit(timeline_page);
+  find_->setPlaceholderText(tr("Find tasks by name (F L12-23 mb5, AR, …)"));
+  find_->setClearButtonEnabled(true);
+  auto* next = new QPushButton(tr("Next"), timeline_page);
+  next->setToolTip(tr("Show the next task found (Enter in the search field)"));
+  found_ = new QLabel(timeline_page);
+  find_row->addWidget(new QLabel(tr("Kind"), timeline_page));
+  find_row->addWidget(kind_filter_);
+  find_row->addWidget(new QLabel(tr("Find"), timeline_page));
+  find_row->addWidget(find_, 1);
+  find_row->addWidget(next);
+  find_row->addWidget(found_);
+  connect(kind_filter_, &QComboBox::activated, this, [this](int i) {
+    timeline_->set_kind_filter(i - 1);  // item 0: every kind
+    show_found();
+  });
+  connect(find_, &QLineEdit::textChanged, this, [this](const QString& t) {
+    timeline_->set_search(t);
+    show_found();
+  });
+  connect(find_, &QLineEdit::returnPressed, this, [this] { timeline_->next_match(); });
+  connect(next, &QPushButton::clicked, this, [this] { timeline_->next_match(); });
   tl->addWidget(hint);
+  tl->addLayout(find_row);
   tl->addWidget(timeline_scroll, 1);
   pages_ = new QTabWidget(this);
   pages_->addTab(split, tr("Step and memory"));
@@ -293,6 +323,7 @@ void PlanView::clear_figures() {
   memory_->set_devices({});
   bars_->set_bars({});
   timeline_->set_data(nullptr);
+  fill_kinds();
   estimate_ = {};
   figures_.reset();
 }
@@ -304,6 +335,24 @@ void PlanView::show_what_if_error(const QString& message) {
 }
 
 void PlanView::show_page(int page) { pages_->setCurrentIndex(page); }
+
+void PlanView::fill_kinds() {
+  // A new step: every kind, and the search kept.
+  kind_filter_->clear();
+  kind_filter_->addItem(tr("every kind"));
+  if (const auto& d = timeline_->data())
+    for (const QString& k : d->kinds) kind_filter_->addItem(k);
+  timeline_->set_search(find_->text());
+  show_found();
+}
+
+void PlanView::show_found() {
+  if (find_->text().isEmpty()) {
+    found_->clear();
+    return;
+  }
+  found_->setText(tr("%n task(s)", "", static_cast<int>(timeline_->matches().size())));
+}
 
 void PlanView::set_what_if(const WhatIf& w) {
   const double values[] = {w.nic_factor, w.oversubscription, w.price_factor, w.electricity_usd_per_kwh,
@@ -333,6 +382,7 @@ void PlanView::show_estimate(const Scenario& s, const plan::Plan& p, const analy
   estimate_ = e;
   figures_.reset();
   timeline_->set_data(nullptr);
+  fill_kinds();
   QString h = tr("<p><b>%1</b> — %2: <code>%3</code></p>")
                   .arg(qs(s.name).toHtmlEscaped(), origin.toHtmlEscaped(),
                        qs(report::plan_summary(s, p)).toHtmlEscaped());
@@ -369,6 +419,7 @@ void PlanView::show_simulation(const SimFigures& f) {
                            .arg(100 * f.simulated.mfu, 0, 'f', 1));
   figures_ = f;
   timeline_->set_data(f.timeline);
+  fill_kinds();
   timeline_->setMinimumHeight(timeline_->sizeHint().height());
   critical_->set_breakdown(f.critical_by_kind);
   memory_->set_devices(f.simulated.device_types);
@@ -380,5 +431,7 @@ void PlanView::set_simulation_note(const QString& note) { simulation_->setText(n
 
 QString PlanView::headline_text() const { return headline_->text(); }
 QString PlanView::simulation_text() const { return simulation_->text(); }
+
+QString PlanView::found_text() const { return found_->text(); }
 
 }  // namespace hetsim::gui

@@ -14,7 +14,9 @@
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
 
+class QComboBox;
 class QDoubleSpinBox;
+class QLineEdit;
 class QGroupBox;
 class QSpinBox;
 class QLabel;
@@ -107,6 +109,10 @@ class PlanView : public QWidget {
   [[nodiscard]] QDoubleSpinBox* what_if_control(int i) const { return controls_[static_cast<std::size_t>(i)]; }
   /// The global batch's control (sequences per step).
   [[nodiscard]] QSpinBox* global_batch_control() const { return batch_; }
+  /// The timeline's kind filter (item 0: every kind, then TimelineData::kinds) and search field.
+  [[nodiscard]] QComboBox* kind_filter_control() const { return kind_filter_; }
+  [[nodiscard]] QLineEdit* find_control() const { return find_; }
+  [[nodiscard]] QString found_text() const;
 
  signals:
   /// A what-if control changed (by the user).
@@ -115,6 +121,8 @@ class PlanView : public QWidget {
 
  private:
   void clear_figures();
+  void fill_kinds();
+  void show_found();
 
   QLabel* headline_ = nullptr;
   QLabel* simulation_ = nullptr;
@@ -126,6 +134,9 @@ class PlanView : public QWidget {
   QTabWidget* pages_ = nullptr;
   std::array<QDoubleSpinBox*, 5> controls_{};
   QSpinBox* batch_ = nullptr;
+  QComboBox* kind_filter_ = nullptr;
+  QLineEdit* find_ = nullptr;
+  QLabel* found_ = nullptr;
   QGroupBox* what_if_box_ = nullptr;
   QTableView* breakdown_table_ = nullptr;
   QTableView* critical_table_ = nullptr;

@@ -38,6 +38,9 @@ QColor TimelineView::kind_color(int kind) {
   return palette[((kind % n) + n) % n];
 }
 
+QColor TimelineView::faded_color() { return QColor(0xdc, 0xdc, 0xdc); }
+QColor TimelineView::critical_color() { return QColor(0xc0, 0x10, 0x10); }
+
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
@@ -52,6 +55,17 @@ void TimelineView::set_data(std::shared_ptr<const TimelineData> data) {
     // Lanes without tasks start where the next one does.
     for (std::size_t l = data_->lanes.size(); l-- > 0;) lane_begin_[l] = std::min(lane_begin_[l], lane_begin_[l + 1]);
   }
+  critical_.clear();
+  if (data_)
+    for (std::size_t i = 0; i < data_->tasks.size(); ++i)
+      if (data_->tasks[i].critical) critical_.push_back(i);
+  std::stable_sort(critical_.begin(), critical_.end(), [this](std::size_t a, std::size_t b) {
+    const TimelineTask& x = data_->tasks[a];
+    const TimelineTask& y = data_->tasks[b];
+    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
+  });
+  kind_filter_ = -1;
+  set_search(search_);
   reset_view();
   updateGeometry();
 }
@@ -121,6 +135,93 @@ QPoint TimelineView::task_position(int i) const {
   return {static_cast<int>(std::lround(x_of(mid))), kAxisHeight + static_cast<int>(t.lane) * kLaneHeight + kLaneHeight / 2};
 }
 
+void TimelineView::set_kind_filter(int kind) {
+  kind_filter_ = data_ && kind >= 0 && kind < static_cast<int>(data_->kinds.size()) ? kind : -1;
+  set_search(search_);  // the matches keep to the kind shown
+  update();
+}
+
+int TimelineView::set_search(const QString& text) {
+  search_ = text;
+  matches_.clear();
+  matched_.clear();
+  match_at_ = -1;
+  if (data_ && !text.isEmpty()) {
+    matched_.assign(data_->tasks.size(), 0);
+    for (std::size_t i = 0; i < data_->tasks.size(); ++i) {
+      const TimelineTask& t = data_->tasks[i];
+      if (kind_filter_ >= 0 && t.kind != kind_filter_) continue;
+      if (!t.name.contains(text, Qt::CaseInsensitive)) continue;
+      matched_[i] = 1;
+      matches_.push_back(i);
+    }
+  }
+  update();
+  return static_cast<int>(matches_.size());
+}
+
+bool TimelineView::task_shown(std::size_t i) const {
+  if (!data_ || i >= data_->tasks.size()) return false;
+  if (!matched_.empty()) return matched_[i] != 0;
+  return kind_filter_ < 0 || data_->tasks[i].kind == kind_filter_;
+}
+
+int TimelineView::next_match() {
+  if (matches_.empty()) return -1;
+  match_at_ = (match_at_ + 1) % static_cast<int>(matches_.size());
+  const TimelineTask& t = data_->tasks[matches_[static_cast<std::size_t>(match_at_)]];
+  const double length = static_cast<double>(t.end_ns - t.start_ns);
+  double span = t1_ - t0_;
+  if (length < span / plot_width()) span = std::max(100 * length, kMinSpanNs);
+  const double mid = (static_cast<double>(t.start_ns) + static_cast<double>(t.end_ns)) / 2;
+  t0_ = mid - span / 2;
+  t1_ = mid + span / 2;
+  clamp();
+  update();
+  return static_cast<int>(matches_[static_cast<std::size_t>(match_at_)]);
+}
+
+double TimelineView::lane_middle(std::uint32_t lane) const {
+  return kAxisHeight + static_cast<double>(lane) * kLaneHeight + kLaneHeight / 2.0;
+}
+
+// The critical path across lanes: from the end of each of its tasks to the start of the next,
+// for the pairs that touch the time in view; several in one pixel column are drawn once.
+void TimelineView::paint_critical_line(QPainter& p, int bottom) const {
+  if (critical_.size() < 2) return;
+  p.save();
+  p.setClipRect(plot_left(), kAxisHeight, plot_width(), bottom - kAxisHeight);
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setPen(QPen(critical_color(), 1.5));
+  const auto& tasks = data_->tasks;
+  // The first link k (from critical_[k] to critical_[k + 1]) that does not end before the view
+  // (links are in time order).
+  std::size_t lo = 0, hi = critical_.size() - 1;
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (static_cast<double>(tasks[critical_[mid + 1]].start_ns) < t0_) lo = mid + 1;
+    else hi = mid;
+  }
+  auto it = critical_.begin() + static_cast<std::ptrdiff_t>(lo);
+  int last_x = -1;
+  std::uint32_t last_lanes = ~0u;
+  for (; it + 1 != critical_.end(); ++it) {
+    const TimelineTask& a = tasks[*it];
+    const TimelineTask& b = tasks[*(it + 1)];
+    if (static_cast<double>(a.end_ns) > t1_) break;
+    if (a.lane == b.lane) continue;  // the underline already joins them
+    const QPointF from(x_of(static_cast<double>(a.end_ns)), lane_middle(a.lane));
+    const QPointF to(x_of(static_cast<double>(b.start_ns)), lane_middle(b.lane));
+    const int x = static_cast<int>(from.x());
+    const std::uint32_t lanes = a.lane * 65536u + b.lane;
+    if (x == last_x && lanes == last_lanes) continue;
+    last_x = x;
+    last_lanes = lanes;
+    p.drawLine(from, to);
+  }
+  p.restore();
+}
+
 void TimelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().color(QPalette::Base));
@@ -164,14 +265,21 @@ void TimelineView::paintEvent(QPaintEvent*) {
       if (px == last_px && x1 - x0 < 1 && !it->critical) continue;  // one bar per pixel column
       last_px = px;
       const QRectF bar(x0, y + 2, std::max(1.0, x1 - x0), kLaneHeight - 4);
-      p.fillRect(bar, kind_color(it->kind));
+      const auto index = static_cast<std::size_t>(it - data_->tasks.begin());
+      const bool shown = task_shown(index);
+      p.fillRect(bar, shown ? kind_color(it->kind) : faded_color());
+      if (shown && !matched_.empty()) {
+        p.setPen(QPen(palette().color(QPalette::Text), 1));
+        p.drawRect(bar);
+      }
       if (it->critical) {
-        p.setPen(QPen(QColor(0xc0, 0x10, 0x10), 2));
+        p.setPen(QPen(critical_color(), 2));
         p.drawLine(bar.bottomLeft(), bar.bottomRight());
       }
     }
   }
   p.setClipping(false);
+  paint_critical_line(p, bottom);
   p.setPen(palette().color(QPalette::Mid));
   p.drawLine(plot_left(), kAxisHeight, plot_left(), bottom);
   // Legend: the kinds, then the critical path.
@@ -183,7 +291,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
     p.drawText(lx + 16, ly + fm.ascent(), data_->kinds[k]);
     lx += 16 + fm.horizontalAdvance(data_->kinds[k]) + 12;
   }
-  p.setPen(QPen(QColor(0xc0, 0x10, 0x10), 2));
+  p.setPen(QPen(critical_color(), 2));
   p.drawLine(lx, ly + 12, lx + 12, ly + 12);
   p.setPen(palette().color(QPalette::Text));
   p.drawText(lx + 16, ly + fm.ascent(), tr("critical path"));

@@ -1,16 +1,21 @@
 #pragma once
 // The simulated step as a Gantt chart: one lane per simulated device and stream, one bar per
-// task coloured by its kind, the critical path outlined. Wheel zooms around the pointer, a drag
-// pans, a double click shows the whole step; hovering a bar names the task, its kind and its
-// duration. Drawing visits only the bars in view (binary search per lane) and at most one bar
-// per pixel column, so 10⁵ tasks pan smoothly.
+// task coloured by its kind, the critical path underlined and drawn across lanes (a line from
+// each of its tasks to the next). Wheel zooms around the pointer, a drag pans, a double click
+// shows the whole step; hovering a bar names the task, its kind and its duration. One kind can be
+// picked (the others fade), and tasks found by name (matches outlined, the others fade; the view
+// moves from match to match). Drawing visits only the bars in view (binary search per lane) and
+// at most one bar per pixel column, so 10⁵ tasks pan smoothly.
 
+#include <QColor>
 #include <QString>
 #include <QWidget>
 
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+class QPainter;
 
 namespace hetsim::gui {
 
@@ -53,6 +58,28 @@ class TimelineView : public QWidget {
   [[nodiscard]] QPoint task_position(int i) const;
   /// The colour of a kind (the same kind, the same colour).
   [[nodiscard]] static QColor kind_color(int kind);
+  /// The colour of a task faded by the kind filter or the search.
+  [[nodiscard]] static QColor faded_color();
+  /// The critical path's colour (underlines and the line across lanes).
+  [[nodiscard]] static QColor critical_color();
+
+  /// The critical path's tasks in time order (indices into data()->tasks): the chain the line
+  /// across lanes joins.
+  [[nodiscard]] const std::vector<std::size_t>& critical_chain() const { return critical_; }
+  /// Shows kind `kind` (index into data()->kinds) in its colour and fades the others; -1: all.
+  void set_kind_filter(int kind);
+  [[nodiscard]] int kind_filter() const { return kind_filter_; }
+  /// Finds the tasks whose name contains `text` (case-insensitive; empty: no search) among those
+  /// the kind filter shows; returns how many.
+  int set_search(const QString& text);
+  /// The matches of the search, in lane then time order.
+  [[nodiscard]] const std::vector<std::size_t>& matches() const { return matches_; }
+  /// Centres the view on the next match (after the last one shown; wraps), keeping the zoom, or
+  /// zooming in to 100 times the task's length when the task is shorter than a pixel. Returns its
+  /// index into data()->tasks, or -1 without matches.
+  int next_match();
+  /// Whether task `i` is drawn in its colour (not faded by the kind filter or the search).
+  [[nodiscard]] bool task_shown(std::size_t i) const;
 
   [[nodiscard]] QSize sizeHint() const override;
   [[nodiscard]] QSize minimumSizeHint() const override;
@@ -71,9 +98,17 @@ class TimelineView : public QWidget {
   [[nodiscard]] int plot_left() const;
   [[nodiscard]] int plot_width() const;
   void clamp();
+  [[nodiscard]] double lane_middle(std::uint32_t lane) const;
+  void paint_critical_line(QPainter& p, int bottom) const;
 
   std::shared_ptr<const TimelineData> data_;
   std::vector<std::size_t> lane_begin_;  ///< first task of each lane, plus the end
+  std::vector<std::size_t> critical_;    ///< the critical path's tasks by start time
+  int kind_filter_ = -1;
+  QString search_;
+  std::vector<std::size_t> matches_;
+  std::vector<char> matched_;            ///< per task, with a search
+  int match_at_ = -1;                    ///< the match last shown
   double t0_ = 0, t1_ = 1;
   bool dragging_ = false;
   int drag_x_ = 0;

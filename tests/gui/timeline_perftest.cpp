@@ -6,7 +6,8 @@
 // into the window's backing store, clipped to the part of the timeline its scroll area shows.
 // It times pan + repaint per frame, at the whole step and zoomed 2×, 8× and 64× about its middle
 // (target ≥ 30 frames/s, i.e. ≤ 33 ms a frame). It then times TimelineView::grab() the same
-// way: every lane painted into an image, as on a screen tall enough for all of them.
+// way: every lane painted into an image, as on a screen tall enough for all of them. Both again
+// with a kind picked and a search on.
 // Usage: gui_timeline_perftest [SCENARIO] [GLOBAL_BATCH] [FRAMES]; by default
 // tests/gui/data/gpt3-175b-960.toml with its global batch set to 11520 through the what-if
 // control (125,544 tasks), and 120 frames a zoom. GLOBAL_BATCH 0 keeps the scenario's.
@@ -123,7 +124,18 @@ int main(int argc, char** argv) {
                {"grab (every lane)", [&] {
                   if (tl.grab().isNull()) std::fprintf(stderr, "gui_timeline_perftest: grab failed\n");
                 }}};
+  // Plain, then with a kind picked and a search on (faded bars, outlines): the critical path's
+  // line across lanes is drawn in both.
+  const auto& kinds = tl.data()->kinds;
+  const int forward = static_cast<int>(std::find(kinds.begin(), kinds.end(), QString("forward")) - kinds.begin());
+  for (const bool filtered : {false, true})
   for (const auto& mode : modes) {
+    if (filtered && &mode == &modes[0]) {
+      tl.set_kind_filter(forward < static_cast<int>(kinds.size()) ? forward : 0);
+      const int found = tl.set_search("mb1");
+      std::printf("with kind '%s' picked and %d of its tasks found by \"mb1\":\n",
+                  qPrintable(kinds[static_cast<std::size_t>(tl.kind_filter())]), found);
+    }
     for (double zoom : {1.0, 2.0, 8.0, 64.0}) {
       set_zoom(tl, zoom);
       const std::size_t in_view = tasks_in_view(tl);

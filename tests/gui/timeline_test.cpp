@@ -1,11 +1,16 @@
 // The timeline of a simulated step: one lane per device and stream with tasks, every task of the
 // engine's trace drawn where the trace puts it, zoom and pan keep to the step, hovering finds the
-// task under the pointer; a 100,000-task step pans (the frame time is printed, not asserted:
+// task under the pointer; the critical path is drawn across lanes; a kind can be picked and
+// tasks found by name; a 100,000-task step pans (the frame time is printed, not asserted:
 // timings belong to benchmarks).
+#include <QComboBox>
 #include <QElapsedTimer>
+#include <QImage>
+#include <QLineEdit>
 #include <QScrollArea>
 #include <QTest>
 
+#include <optional>
 #include <set>
 
 #include "gui/views/plan_view.hpp"
@@ -16,16 +21,35 @@
 namespace hetsim::gui {
 namespace {
 
+// Shows `span` ns of the step centred on `at_ns` (as far as the step's ends allow).
+void show_around(TimelineView& v, double at_ns, double span) {
+  v.reset_view();
+  v.zoom((v.visible_range().second - v.visible_range().first) / span, at_ns);
+  v.pan(at_ns - (v.visible_range().first + v.visible_range().second) / 2);
+}
+
 class TimelineTest : public QObject {
   Q_OBJECT
 
+  // scenarios/mixed-h100-a100.toml, its simulated step and the figures the plan view keeps.
+  std::optional<Scenario> scenario_;
+  std::optional<api::Simulated> simulated_;
+  std::optional<SimFigures> figures_;
+
  private slots:
-  void the_timeline_holds_the_engines_trace() {
+  void initTestCase() {
     auto s = api::load(test::source_file("scenarios/mixed-h100-a100.toml").toStdString());
     QVERIFY(s.ok());
     auto sim = api::simulate(*s, *s->plan);
     QVERIFY(sim.ok());
-    const SimFigures f = sim_figures(*s, *sim);
+    figures_ = sim_figures(*s, *sim);
+    scenario_ = std::move(*s);
+    simulated_ = std::move(*sim);
+  }
+
+  void the_timeline_holds_the_engines_trace() {
+    const api::Simulated* sim = &*simulated_;
+    const SimFigures& f = *figures_;
     QVERIFY(f.timeline);
     const TimelineData& d = *f.timeline;
     const auto& g = sim->sim.graph;
@@ -48,11 +72,7 @@ class TimelineTest : public QObject {
   }
 
   void zoom_pan_and_hover() {
-    auto s = api::load(test::source_file("scenarios/mixed-h100-a100.toml").toStdString());
-    QVERIFY(s.ok());
-    auto sim = api::simulate(*s, *s->plan);
-    QVERIFY(sim.ok());
-    const SimFigures f = sim_figures(*s, *sim);
+    const SimFigures& f = *figures_;
     TimelineView v;
     v.resize(1000, v.sizeHint().height());
     v.show();
@@ -92,6 +112,125 @@ class TimelineTest : public QObject {
     QCOMPARE(v.visible_range().second, full);
   }
 
+  // The critical path, drawn across lanes: its tasks in time order, and the line from one to the
+  // next in another lane painted in the critical colour.
+  void the_critical_path_is_drawn_across_lanes() {
+    const api::Simulated* sim = &*simulated_;
+    const SimFigures& f = *figures_;
+    TimelineView v;
+    v.set_data(f.timeline);
+    v.resize(1400, v.sizeHint().height());  // every lane
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    const auto& tasks = f.timeline->tasks;
+    const auto& chain = v.critical_chain();
+    QCOMPARE(chain.size(), sim->sim.trace.critical_path.size());
+    int across = -1;
+    for (std::size_t k = 1; k < chain.size(); ++k) {
+      QVERIFY(tasks[chain[k - 1]].start_ns <= tasks[chain[k]].start_ns);
+      QVERIFY(tasks[chain[k]].critical);
+      if (across < 0 && tasks[chain[k - 1]].lane != tasks[chain[k]].lane) across = static_cast<int>(k);
+    }
+    QVERIFY2(across > 0, "the critical path never changes lanes");
+    // Zoomed on that link, the middle of the line between the two tasks is red.
+    const TimelineTask& a = tasks[chain[static_cast<std::size_t>(across) - 1]];
+    const TimelineTask& b = tasks[chain[static_cast<std::size_t>(across)]];
+    const double mid_ns = (static_cast<double>(a.end_ns) + static_cast<double>(b.start_ns)) / 2;
+    show_around(v, mid_ns, std::max(4.0 * static_cast<double>(b.end_ns - a.start_ns), 2000.0));
+    const QImage img = v.grab().toImage();
+    const QPoint pa = v.task_position(static_cast<int>(chain[static_cast<std::size_t>(across) - 1]));
+    const QPoint pb = v.task_position(static_cast<int>(chain[static_cast<std::size_t>(across)]));
+    QVERIFY(!pa.isNull() && !pb.isNull());
+    // The line runs from a's end to b's start; its middle lies halfway between the two lanes.
+    const auto [t0, t1] = v.visible_range();
+    const double x_end = 230 + (static_cast<double>(a.end_ns) - t0) / (t1 - t0) * (v.width() - 238);
+    const double x_start = 230 + (static_cast<double>(b.start_ns) - t0) / (t1 - t0) * (v.width() - 238);
+    const QPoint mid(static_cast<int>((x_end + x_start) / 2), (pa.y() + pb.y()) / 2);
+    bool red = false;
+    for (int dx = -2; dx <= 2 && !red; ++dx)
+      for (int dy = -2; dy <= 2 && !red; ++dy) {
+        const QColor c = img.pixelColor(mid.x() + dx, mid.y() + dy);
+        red = c.red() > 150 && c.green() < 110 && c.blue() < 110;
+      }
+    QVERIFY2(red, qPrintable(QString("no critical line at %1,%2").arg(mid.x()).arg(mid.y())));
+  }
+
+  // One kind shown, the others faded; tasks found by name, outlined, and visited in turn.
+  void a_kind_filter_and_a_search() {
+    const Scenario* s = &*scenario_;
+    const SimFigures& f = *figures_;
+    const auto& tasks = f.timeline->tasks;
+    TimelineView v;
+    v.set_data(f.timeline);
+    v.resize(1400, v.sizeHint().height());  // every lane
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    const double full = static_cast<double>(f.timeline->makespan_ns);
+    // The longest task, and the longest of another kind.
+    std::size_t big = 0;
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+      if (tasks[i].end_ns - tasks[i].start_ns > tasks[big].end_ns - tasks[big].start_ns) big = i;
+    std::size_t other = tasks.size();
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+      if (tasks[i].kind != tasks[big].kind &&
+          (other == tasks.size() || tasks[i].end_ns - tasks[i].start_ns > tasks[other].end_ns - tasks[other].start_ns))
+        other = i;
+    QVERIFY(other < tasks.size());
+    QVERIFY(static_cast<double>(tasks[other].end_ns - tasks[other].start_ns) > full / 100000);
+    v.set_kind_filter(tasks[big].kind);
+    for (std::size_t i = 0; i < tasks.size(); ++i) QCOMPARE(v.task_shown(i), tasks[i].kind == tasks[big].kind);
+    // Drawn so: zoomed on `other`, its bar is faded; zoomed on `big`, in its kind's colour.
+    auto colour_at = [&](std::size_t i) {
+      show_around(v, (static_cast<double>(tasks[i].start_ns) + static_cast<double>(tasks[i].end_ns)) / 2,
+                  4.0 * static_cast<double>(tasks[i].end_ns - tasks[i].start_ns));
+      const QPoint at = v.task_position(static_cast<int>(i));
+      const QColor c = v.grab().toImage().pixelColor(at);
+      v.reset_view();
+      return c;
+    };
+    QCOMPARE(colour_at(other), TimelineView::faded_color());
+    QCOMPARE(colour_at(big), TimelineView::kind_color(tasks[big].kind));
+    v.set_kind_filter(-1);
+    QVERIFY(v.task_shown(other));
+
+    // Found by name, case-insensitive: every task whose name holds it, and no other.
+    const QString name = tasks[big].name;
+    const QString needle = name.left(std::min<qsizetype>(name.size(), 4)).toLower();
+    const int n = v.set_search(needle);
+    int expected = 0;
+    for (const TimelineTask& t : tasks) expected += t.name.contains(needle, Qt::CaseInsensitive) ? 1 : 0;
+    QCOMPARE(n, expected);
+    QVERIFY(n >= 1);
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+      QCOMPARE(v.task_shown(i), tasks[i].name.contains(needle, Qt::CaseInsensitive));
+    // Next: each match in turn comes into view, then the first again.
+    for (int k = 0; k < std::min(n, 3) + 1; ++k) {
+      const int i = v.next_match();
+      QCOMPARE(static_cast<std::size_t>(i), v.matches()[static_cast<std::size_t>(k % n)]);
+      const double mid = (static_cast<double>(tasks[static_cast<std::size_t>(i)].start_ns) +
+                          static_cast<double>(tasks[static_cast<std::size_t>(i)].end_ns)) / 2;
+      QVERIFY(v.visible_range().first <= mid && mid <= v.visible_range().second);
+      if (k == n) break;
+    }
+    // With a kind picked, only that kind's matches.
+    v.set_kind_filter(tasks[big].kind);
+    for (std::size_t i : v.matches()) QCOMPARE(tasks[i].kind, tasks[big].kind);
+    QCOMPARE(v.set_search(QString()), 0);
+    QVERIFY(!v.task_shown(other));  // the kind filter alone again
+
+    // In the plan view: the kinds listed, the count of tasks found.
+    PlanView view;
+    view.show_estimate(*s, *s->plan, api::estimate(*s, *s->plan), "the scenario's plan");
+    view.show_simulation(f);
+    QCOMPARE(view.kind_filter_control()->count(), static_cast<int>(f.timeline->kinds.size()) + 1);
+    view.find_control()->setText(needle);
+    QCOMPARE(view.timeline()->matches().size(), static_cast<std::size_t>(n));
+    QVERIFY2(view.found_text().startsWith(QString::number(n) + " task"), qPrintable(view.found_text()));
+    view.kind_filter_control()->setCurrentIndex(1 + tasks[big].kind);
+    emit view.kind_filter_control()->activated(1 + tasks[big].kind);
+    QCOMPARE(view.timeline()->kind_filter(), static_cast<int>(tasks[big].kind));
+  }
+
   void a_hundred_thousand_tasks_pan() {
     auto d = std::make_shared<TimelineData>();
     d->kinds = {"forward", "backward"};
@@ -126,10 +265,8 @@ class TimelineTest : public QObject {
   }
 
   void the_plan_view_shows_the_timeline_page() {
-    auto s = api::load(test::source_file("scenarios/mixed-h100-a100.toml").toStdString());
-    QVERIFY(s.ok());
-    auto sim = api::simulate(*s, *s->plan);
-    QVERIFY(sim.ok());
+    const Scenario* s = &*scenario_;
+    const api::Simulated* sim = &*simulated_;
     PlanView view;
     view.show_estimate(*s, *s->plan, api::estimate(*s, *s->plan), "the scenario's plan");
     QVERIFY(!view.timeline()->data());
