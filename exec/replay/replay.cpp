@@ -200,6 +200,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     sh.fused_kernels = s.training.fused_kernels;
       sh.autocast = s.training.autocast;
     sh.norm_kernel = s.training.norm_kernel;
+    sh.loss_kernel = s.training.loss_kernel;
     layer[d] = workload::layer_ops(s.model, sh);
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);

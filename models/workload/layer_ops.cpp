@@ -353,7 +353,12 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   // forward cast to fp32 (2 + 4 bytes), max (4), subtract (4 + 4), exp (4 + 4), sum (4),
   // normalise (4 + 4) = 38 bytes in 6 kernels; backward scale the saved softmax (4 + 4) and
   // cast the gradient to 16 bits (4 + 2) = 14 bytes in 2 kernels.
-  Op loss = streaming("loss", OpKind::Loss, tokens * m.vocab / t, 1, Stream{38, 6, 14, 2}, 5);
+  // Fused (loss_kernel = "fused"): the forward's online softmax reads the 16-bit logits in two
+  // passes (max and sum of exponentials, then the picked logit), 4 bytes; the backward reads
+  // them once more and writes the 16-bit gradient in place, 4 bytes; one kernel each way.
+  const bool fused_loss = s.loss_kernel == LossKernel::Fused;
+  Op loss = streaming("loss", OpKind::Loss, tokens * m.vocab / t, 1,
+                      fused_loss ? Stream{4, 1, 4, 1} : Stream{38, 6, 14, 2}, 5);
   ops.push_back(loss);
   if (s.autocast)
     for (Op& c : autocast_casts(ops, seq_elems, s.fused_kernels, 0, 0)) ops.push_back(std::move(c));

@@ -67,6 +67,7 @@ struct MicroBatchShape {
   /// Which kernels run the norms (TrainingSpec::norm_kernel; auto resolves by fused_kernels
   /// and the model's norm).
   NormKernel norm_kernel = NormKernel::Auto;
+  LossKernel loss_kernel = LossKernel::Fp32;  ///< TrainingSpec::loss_kernel
   /// torch.autocast over fp32 parameters (TrainingSpec::autocast): per micro-batch, each weight
   /// is cast to 16 bits in the forward and its gradient back to fp32 in the backward (6 bytes
   /// per parameter each way); norms and residual adds read and write fp32; the norm outputs

@@ -18,6 +18,10 @@ enum class AttentionKernel { Auto, Vendor, Fa2 };
 /// RMSNorm, Hugging Face's LlamaRMSNorm). Auto: fused with fused_kernels, else native for
 /// LayerNorm (nn.LayerNorm) and eager for RMSNorm.
 enum class NormKernel { Auto, Fused, Native, Eager };
+/// Which kernels run the cross-entropy: on fp32 logits (Megatron-LM's vocabulary-parallel loss,
+/// PyTorch's cross_entropy on .float() logits: 38 + 14 bytes per logit), or one fused kernel
+/// each way over the 16-bit logits (torch.compile's Inductor, FlashAttention's xentropy, Liger).
+enum class LossKernel { Fp32, Fused };
 
 struct TrainingSpec {
   int global_batch = 0;  ///< sequences per optimizer step
@@ -32,6 +36,11 @@ struct TrainingSpec {
   bool fused_kernels = true;
   AttentionKernel attention_kernel = AttentionKernel::Auto;
   NormKernel norm_kernel = NormKernel::Auto;
+  LossKernel loss_kernel = LossKernel::Fp32;
+  /// ZeRO-3 copies each gathered layer out of the all-gather buffer into the parameters' own
+  /// tensors (FSDP2's copy-out); false where the parameters are views into the gathered buffer
+  /// (FSDP1's flat parameters). Ignored on TPUs (XLA gathers in place).
+  bool zero3_copy_out = true;
   /// Mixed precision by torch.autocast over fp32 parameters (HF Trainer, Lightning's
   /// "bf16-mixed", nanoGPT) instead of 16-bit parameters with fp32 master copies (Megatron-LM,
   /// FSDP's param_dtype): every forward casts the weights, the norms and the residual stream run

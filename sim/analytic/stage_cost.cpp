@@ -61,6 +61,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.fused_kernels = s.training.fused_kernels;
   shape.autocast = s.training.autocast;
   shape.norm_kernel = s.training.norm_kernel;
+  shape.loss_kernel = s.training.loss_kernel;
   shape.fa2_attention = s.training.fa2_attention();
   return shape;
 }
@@ -102,11 +103,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     }
     lc.fwd = max(sf, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Forward));
     lc.bwd = max(sb_, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Backward));
-    if (p.zero >= 3 && replicas > 1 && dev.vendor != "google") {
-      // ZeRO-3 in PyTorch gathers a layer's weights into one flat buffer and copies them out
-      // into the parameters' own tensors before its forward and again before its backward
-      // (FSDP2's all-gather copy-out, DeepSpeed's partitioned-parameter copy): the layer's
+    if (p.zero >= 3 && replicas > 1 && tr.zero3_copy_out && dev.vendor != "google") {
+      // FSDP2 gathers a layer's weights into one flat buffer and copies them out into the
+      // parameters' own tensors before its forward and again before its backward: the layer's
       // weights read and written, on the compute stream (docs/cost-models.md#data-parallel-sync).
+      // FSDP1's flat parameters are views into the gathered buffer (zero3_copy_out = false);
       // TPUs run JAX/XLA, whose sharded all-gather writes the weights where they are read.
       const Duration copy_out = Bytes{2 * pc.per_layer / tp * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
                                 dev.efficiency.launch_overhead;
@@ -287,7 +288,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // cross_entropy on .float() logits holds, at its backward's peak, the saved fp32
       // log-softmax, the fp32 gradient nll_loss's backward writes and the fp32 gradient
       // log-softmax's backward writes (12 bytes; docs/cost-models.md#other-parts).
-      if (last) c.logits = Bytes{(tr.fused_kernels ? 6.0 : 12.0) * p.micro_batch * tr.seq_len * m.vocab / st.tp};
+      // A fused 16-bit cross-entropy holds the logits and their gradient written in place (2 +
+      // 2 bytes at most).
+      const double per_logit = tr.loss_kernel == workload::LossKernel::Fused ? 4.0 : tr.fused_kernels ? 6.0 : 12.0;
+      if (last) c.logits = Bytes{per_logit * p.micro_batch * tr.seq_len * m.vocab / st.tp};
       if (p.zero == 3)  // two layers' weights gathered ahead of use
         c.gathered = Bytes{2 * pc.per_layer / st.tp * sb.weights};
       c.memory.params = c.params;

@@ -115,7 +115,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   }
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
                     "flash_attention", "causal", "fused_kernels", "attention_kernel", "norm_kernel",
-                    "autocast"});
+                    "loss_kernel", "zero3_copy_out", "autocast"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -133,6 +133,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   tr.flash_attention = r.boolean(*t, "flash_attention").value_or(tr.flash_attention);
   tr.causal = r.boolean(*t, "causal").value_or(tr.causal);
   tr.fused_kernels = r.boolean(*t, "fused_kernels").value_or(tr.fused_kernels);
+  tr.zero3_copy_out = r.boolean(*t, "zero3_copy_out").value_or(tr.zero3_copy_out);
   if (auto k = pick<workload::AttentionKernel>(r, *t, "attention_kernel",
                                                {{"auto", workload::AttentionKernel::Auto},
                                                 {"vendor", workload::AttentionKernel::Vendor},
@@ -144,6 +145,10 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
                                            {"native", workload::NormKernel::Native},
                                            {"eager", workload::NormKernel::Eager}}))
     tr.norm_kernel = *k;
+  if (auto k = pick<workload::LossKernel>(r, *t, "loss_kernel",
+                                          {{"fp32", workload::LossKernel::Fp32},
+                                           {"fused", workload::LossKernel::Fused}}))
+    tr.loss_kernel = *k;
   if (auto a = r.boolean(*t, "autocast")) {
     tr.autocast = *a;
     if (*a && tr.precision != hw::Dtype::Bf16 && tr.precision != hw::Dtype::Fp16)

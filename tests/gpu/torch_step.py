@@ -122,6 +122,7 @@ def kernel_class(name):
     return "other"
 
 
+FUSED_LOSS = 'loss_kernel = "fused"  # Inductor fuses the cross-entropy over the bf16 logits'
 NATIVE_NORMS = 'norm_kernel = "native"  # nn.LayerNorm / nn.RMSNorm: PyTorch\'s own norm kernels'
 
 
@@ -148,7 +149,7 @@ seq_len = {c['seq']}
 precision = "bf16"
 fused_kernels = {'true' if compiled else 'false'}
 attention_kernel = "fa2"
-{'' if compiled else NATIVE_NORMS}
+{FUSED_LOSS if compiled else NATIVE_NORMS}
 autocast = true
 [[cluster.pool]]
 device = "h200-sxm"

@@ -252,6 +252,18 @@ TEST(HeadOps, CrossEntropyStreamsItsFp32LogitsAsMegatronDoes) {
   EXPECT_DOUBLE_EQ(find(ops, "output").wgrad_out_bytes, 8);
 }
 
+// A fused cross-entropy over the 16-bit logits (Inductor, FlashAttention's xentropy): two reads
+// forward, a read and an in-place write backward, 2 bytes each, one kernel each way.
+TEST(HeadOps, FusedCrossEntropyReadsTheSixteenBitLogits) {
+  MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
+  s.loss_kernel = LossKernel::Fused;
+  const Op& loss = find(head_ops(gpt(4, 1024, 16, 1000), s), "loss");
+  EXPECT_DOUBLE_EQ(loss.fwd_bytes.v, 512000.0 * 4);
+  EXPECT_DOUBLE_EQ(loss.bwd_bytes.v, 512000.0 * 4);
+  EXPECT_EQ(loss.fwd_kernels, 1);
+  EXPECT_EQ(loss.bwd_kernels, 1);
+}
+
 TEST(ModelFlops, MatchesMegatronFormulaForGpt) {
   // 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) for the 1.7B row of the Megatron table.
   const ModelSpec m = gpt(24, 2048, 16, 131072);

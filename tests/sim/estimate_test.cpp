@@ -244,8 +244,8 @@ TEST(Estimate, AttentionKernelFollowsTheFrameworkUnlessForced) {
 // forward and again before its backward: 2 bytes read and written per bf16 weight, at the
 // streaming bandwidth, one kernel.
 TEST(Estimate, ZeroThreeCopiesEachGatheredLayerOut) {
-  auto stage = [](int zero) {
-    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n"
+  auto stage = [](int zero, const std::string& training = "") {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n" + training +
                             "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 1\npp = 1\ndp = 8\nzero = " +
                             std::to_string(zero) + "\n");
     EXPECT_TRUE(s.plan);
@@ -258,6 +258,9 @@ TEST(Estimate, ZeroThreeCopiesEachGatheredLayerOut) {
   const double copy = 2 * per_layer * 2 / (d.memory_bandwidth.v * d.efficiency.memory) + d.efficiency.launch_overhead.v;
   EXPECT_NEAR(z3.per_micro_batch.get("forward").v - z1.per_micro_batch.get("forward").v, 2 * copy, 1e-9);
   EXPECT_NEAR(z3.per_micro_batch.get("backward").v - z1.per_micro_batch.get("backward").v, 2 * copy, 1e-9);
+  // FSDP1's flat parameters are views of the gathered buffer: no copy.
+  const auto [flat, sf] = stage(3, "zero3_copy_out = false\n");
+  EXPECT_NEAR(flat.per_micro_batch.get("forward").v, z1.per_micro_batch.get("forward").v, 1e-12);
 }
 
 TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
