@@ -47,6 +47,24 @@ void compact(QChart* chart, QAbstractAxis* categories) {
   chart->setTitleFont(t);
 }
 
+// A horizontal bar chart's frame: categories on the left, values at the bottom, the series on
+// both, and the chart's view filling `self`.
+QChartView* mount_bars(QWidget* self, QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* categories,
+                       QValueAxis* values) {
+  chart->addSeries(series);
+  chart->addAxis(categories, Qt::AlignLeft);
+  chart->addAxis(values, Qt::AlignBottom);
+  compact(chart, categories);
+  series->attachAxis(categories);
+  series->attachAxis(values);
+  auto* view = new QChartView(chart, self);
+  view->setRenderHint(QPainter::Antialiasing);
+  auto* layout = new QVBoxLayout(self);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(view);
+  return view;
+}
+
 void hide_from_legend(QChart* chart, QAbstractSeries* s) {
   for (QLegendMarker* m : chart->legend()->markers(s)) m->setVisible(false);
 }
@@ -273,20 +291,10 @@ TornadoChart::TornadoChart(QWidget* parent) : QWidget(parent), impl_(std::make_u
   d.high->setColor(QColor(0xc0, 0x5a, 0x30));
   d.series->append(d.low);
   d.series->append(d.high);
-  d.chart->addSeries(d.series);
   d.rows = new QBarCategoryAxis();
   d.values = new QValueAxis();
   d.values->setLabelFormat("%.3g");
-  d.chart->addAxis(d.rows, Qt::AlignLeft);
-  d.chart->addAxis(d.values, Qt::AlignBottom);
-  compact(d.chart, d.rows);
-  d.series->attachAxis(d.rows);
-  d.series->attachAxis(d.values);
-  d.view = new QChartView(d.chart, this);
-  d.view->setRenderHint(QPainter::Antialiasing);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(d.view);
+  d.view = mount_bars(this, d.chart, d.series, d.rows, d.values);
 }
 
 TornadoChart::~TornadoChart() = default;
@@ -368,20 +376,10 @@ WaterfallChart::WaterfallChart(QWidget* parent) : QWidget(parent), impl_(std::ma
   d.fall = new QBarSet(tr("less"));
   d.fall->setColor(QColor(0x3a, 0x8f, 0x5a));
   for (QBarSet* set : {d.base, d.total, d.rise, d.fall}) d.series->append(set);
-  d.chart->addSeries(d.series);
   d.labels = new QBarCategoryAxis();
   d.values = new QValueAxis();
   d.values->setLabelFormat("%.4g");
-  d.chart->addAxis(d.labels, Qt::AlignLeft);
-  d.chart->addAxis(d.values, Qt::AlignBottom);
-  compact(d.chart, d.labels);
-  d.series->attachAxis(d.labels);
-  d.series->attachAxis(d.values);
-  d.view = new QChartView(d.chart, this);
-  d.view->setRenderHint(QPainter::Antialiasing);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(d.view);
+  d.view = mount_bars(this, d.chart, d.series, d.labels, d.values);
 }
 
 WaterfallChart::~WaterfallChart() = default;
