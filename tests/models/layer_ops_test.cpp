@@ -225,7 +225,8 @@ TEST(LayerOps, NormKernelsMoveWhatTheirBackwardsRead) {
     MicroBatchShape x = s;
     x.norm_kernel = k;
     x.fused_kernels = fused;
-    const Op& n = find(layer_ops(m, x), "attn_norm");
+    const auto ops = layer_ops(m, x);
+    const Op& n = find(ops, "attn_norm");
     return n.bwd_bytes.v / (n.elems * 2);
   };
   EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Fused, false), 3);
@@ -257,7 +258,8 @@ TEST(HeadOps, CrossEntropyStreamsItsFp32LogitsAsMegatronDoes) {
 TEST(HeadOps, FusedCrossEntropyReadsTheSixteenBitLogits) {
   MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
   s.loss_kernel = LossKernel::Fused;
-  const Op& loss = find(head_ops(gpt(4, 1024, 16, 1000), s), "loss");
+  const auto ops = head_ops(gpt(4, 1024, 16, 1000), s);
+  const Op& loss = find(ops, "loss");
   EXPECT_DOUBLE_EQ(loss.fwd_bytes.v, 512000.0 * 4);
   EXPECT_DOUBLE_EQ(loss.bwd_bytes.v, 512000.0 * 4);
   EXPECT_EQ(loss.fwd_kernels, 1);
