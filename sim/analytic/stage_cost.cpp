@@ -292,8 +292,18 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // 2 bytes at most).
       const double per_logit = tr.loss_kernel == workload::LossKernel::Fused ? 4.0 : tr.fused_kernels ? 6.0 : 12.0;
       if (last) c.logits = Bytes{per_logit * p.micro_batch * tr.seq_len * m.vocab / st.tp};
-      if (p.zero == 3)  // two layers' weights gathered ahead of use
+      // PyTorch FSDP (ZeRO-3 on GPUs): what sharding does not shard while a unit computes
+      // (docs/cost-models.md#zero-3-buffers). TPUs run JAX/XLA, which gathers each weight where
+      // it is used, so only the two layers count there.
+      const bool torch_fsdp = p.zero == 3 && replicas > 1 && dev.vendor != "google";
+      if (p.zero == 3) {
+        // Two layers' weights gathered: the one computing and the one prefetched.
         c.gathered = Bytes{2 * pc.per_layer / st.tp * sb.weights};
+        // The root unit (embedding, final norm, output layer) is not resharded after the
+        // forward (FSDP's _lazy_init sets the root's post_forward_mesh_info to None): its
+        // weights stay gathered through the loss and the whole backward.
+        if (torch_fsdp) c.gathered += Bytes{(c.params_emb + c.params_head) * sb.weights};
+      }
       c.memory.params = c.params;
       c.memory.state = sb;
       c.memory.state.grads = s.memory.gradient_bytes;  // what the framework keeps (memory only)
@@ -312,6 +322,14 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         const Bytes grads{e * p.micro_batch * tr.seq_len *
                           (m.hidden / (sp ? st.tp : 1.0) + act * m.ffn_hidden * (m.moe() ? m.top_k : 1) / st.tp)};
         c.backward_working = (whole > kept ? whole - kept : Bytes{0}) + grads;
+        if (torch_fsdp) {
+          // FSDP's backward per layer: autograd writes the layer's unsharded weight gradients
+          // in the unsharded weights' dtype, and foreach_reduce copies them into a reduce-scatter input
+          // of the reduce dtype (the gradient bytes) that lives until the collective ends,
+          // while the next layer's gradients are computed; the root's output-layer gradient
+          // is held unsharded until the root's post-backward at the end of the backward.
+          c.backward_working += Bytes{pc.per_layer / st.tp * (sb.weights + sb.grads) + c.params_head * sb.weights};
+        }
       }
       c.memory.transient = (c.logits > c.backward_working ? c.logits : c.backward_working) + c.gathered;
       c.memory.comm_buffers = s.memory.comm_buffers;

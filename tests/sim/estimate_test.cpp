@@ -263,6 +263,33 @@ TEST(Estimate, ZeroThreeCopiesEachGatheredLayerOut) {
   EXPECT_NEAR(flat.per_micro_batch.get("forward").v, z1.per_micro_batch.get("forward").v, 1e-12);
 }
 
+// PyTorch FSDP leaves three buffers whole (docs/cost-models.md#zero-3-buffers): the root unit
+// (embedding, output layer, final norm) stays gathered through the backward; a layer's backward
+// stages its unsharded bf16 weight gradients and their fp32 reduce-scatter input; the output
+// layer's gradient waits for the root's post-backward. On a TPU (JAX/XLA) only the two gathered
+// layers count.
+TEST(Estimate, ZeroThreeOnGpusHoldsTheRootUnitAndStagesALayersGradients) {
+  auto costs = [](int zero, const std::string& device) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+                            "[[cluster.pool]]\ndevice = \"" + device + "\"\nnodes = 2\n[parallel]\ntp = 1\npp = 1\ndp = " +
+                            std::to_string(device == "h100-sxm5" ? 16 : 8) + "\nzero = " + std::to_string(zero) + "\n");
+    EXPECT_TRUE(s.plan);
+    return std::make_pair(analytic::stage_costs(s, *s.plan).at(0).at(0), s);
+  };
+  const auto [z1, s1] = costs(1, "h100-sxm5");
+  const auto [z3, s3] = costs(3, "h100-sxm5");
+  const auto pc = workload::count_params(s3.model);
+  ASSERT_GT(pc.output, 0);
+  // bf16 weights, fp32 gradients.
+  EXPECT_DOUBLE_EQ(z1.gathered.v, 0);
+  EXPECT_NEAR(z3.gathered.v, 2 * pc.per_layer * 2 + (pc.embedding + pc.output + pc.final_norm) * 2, 1);
+  EXPECT_NEAR(z3.backward_working.v - z1.backward_working.v, pc.per_layer * (2 + 4) + (pc.output + pc.final_norm) * 2, 1);
+  const auto [t1, st1] = costs(1, "tpu-v5p");
+  const auto [t3, st3] = costs(3, "tpu-v5p");
+  EXPECT_NEAR(t3.gathered.v, 2 * pc.per_layer * 2, 1);
+  EXPECT_NEAR(t3.backward_working.v, t1.backward_working.v, 1);
+}
+
 TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
   const std::string text =
       "[model]\nname = \"m\"\nlayers = 4\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn_hidden = 2816\n"

@@ -23,11 +23,11 @@ TEST(Validation, EveryPublishedRunIsEstimatedWithinTheRecordedBand) {
     const auto est = analytic::estimate(*s, *s->plan);
     EXPECT_TRUE(est.fits);
     if (s->reference->peak_memory.v > 0) {
-      // Peak memory where the source measured it (docs/validation.md); worst today:
-      // bloom-176b, −9.7 %.
+      // Peak memory where the source measured it (docs/validation.md): the target,
+      // within 10 %, is met (worst today: bloom-176b, −9.7 %; ±15 % before 2026-12-05).
       const double merr = analytic::peak_memory_as(est, s->reference->peak_memory_kind).v /
                           s->reference->peak_memory.v - 1.0;
-      EXPECT_LT(std::fabs(merr), 0.15) << "peak memory off by " << 100 * merr << " %";
+      EXPECT_LT(std::fabs(merr), 0.10) << "peak memory off by " << 100 * merr << " %";
       ++n;
     }
     if (s->reference->step_time_s <= 0) continue;
