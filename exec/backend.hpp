@@ -61,8 +61,13 @@ class Device {
   /// Layer norm over `rows` rows of `cols` (fp32 statistics): y = (x − mean)/σ. Backward makes
   /// the two passes of the gradient (statistics, then dx).
   virtual void norm(int rows, int cols, Format f, const void* x, void* y, bool backward) = 0;
-  /// A memory-bound elementwise pass: dst[i] = src[i]·a + b over `count` elements.
+  /// A memory-bound elementwise pass: dst[i] = src[i]·a + b over `count` elements, with the
+  /// widest loads the device has (16 bytes a thread on a GPU, SIMD on the host).
   virtual void elementwise(std::size_t count, Format f, const void* src, void* dst) = 0;
+  /// The same pass one element at a time (a GPU thread loads one 2- or 4-byte element; the
+  /// host loop is not vectorized): how PyTorch runs the kernels whose layout or dtype change
+  /// rules out vector loads (workload::Op::unvectorized: layout copies, casts, eager RoPE).
+  virtual void elementwise_unvectorized(std::size_t count, Format f, const void* src, void* dst) = 0;
   /// Adam update of `count` fp32 parameters: `state` holds params, grads, first and second
   /// moments (4·count floats).
   virtual void adam(std::size_t count, float* state) = 0;

@@ -125,6 +125,10 @@ Profile calibrate(Backend& backend, double seconds) {
     p.memory_bandwidth = 8.0 * static_cast<double>(count) / t;
     const double tc = time_per_call(*dev, [&] { dev->copy(src, dst, 4 * count); }, per);
     p.copy_bandwidth = 4.0 * static_cast<double>(count) / tc;
+    // The unvectorized pass in the training format (replay runs Op::unvectorized ops so).
+    const double tu = time_per_call(*dev, [&] { dev->elementwise_unvectorized(count, train, src, dst); }, per);
+    const double moved = 2.0 * static_cast<double>(format_bytes(train)) * static_cast<double>(count);
+    p.unvectorized_memory = std::clamp(moved / tu / p.memory_bandwidth, 0.001, 1.0);
   }
   // Attention, forward and backward, as replay runs it, in the training format, at two sequence
   // lengths: the efficiency the cost model applies to the attention FLOPs it counts (causal
@@ -282,13 +286,15 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
                    "node = {{ devices = {}, fabric = \"{}-copy\", nics = {}, nic = \"{}-copy\" }}\n"
                    "efficiency = {{ gemm = 1.0, gemm_half_dim = {:.0f}, attention = {:.4f}, attention_half_seq = {:.0f}, "
                    "attention_bwd = {:.4f}, memory = 1.0, norm_memory = {:.4f}, loss_memory = {:.4f}, optimizer_memory = {:.4f}, "
+                   "unvectorized_memory = {:.4f}, "
                    "launch_overhead = \"{:.4g}us\" }}\n\n[device.sources]\npeak = \"{}\"\nmemory = \"{}\"\n"
                    "efficiency = \"{}\"\npower = \"assumption: 15 W per core\"\nprice = \"assumption\"\n",
                    name, name, p.gemm.peak_flops / 1e9, (p.peak_bf16 > 0 ? p.peak_bf16 : p.gemm.peak_flops) / 1e9,
                    (p.peak_fp16 > 0 ? p.peak_fp16 : p.gemm.peak_flops) / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
                    devices, name, devices, name, g.half_dim, p.attention_efficiency, p.attention_half_seq,
                    p.attention_bwd, p.norm_memory > 0 ? p.norm_memory : 1.0, p.loss_memory > 0 ? p.loss_memory : 1.0,
-                   p.optimizer_memory > 0 ? p.optimizer_memory : 1.0, g.launch_s * 1e6, src, src,
+                   p.optimizer_memory > 0 ? p.optimizer_memory : 1.0, p.unvectorized_memory > 0 ? p.unvectorized_memory : 1.0,
+                   g.launch_s * 1e6, src, src,
                    src);
   return o;
 }

@@ -46,6 +46,9 @@ struct Profile {
   double norm_memory = 0;
   double loss_memory = 0;
   double optimizer_memory = 0;
+  /// Achieved bandwidth of the one-element-at-a-time pass in the training format
+  /// (Device::elementwise_unvectorized) over memory_bandwidth.
+  double unvectorized_memory = 0;
   double memory_bandwidth = 0;      ///< bytes/s of the streaming pass
   double copy_bandwidth = 0;        ///< bytes/s of a device-to-device copy
   /// The link between devices as the collective model sees it (ring all-reduce over 2

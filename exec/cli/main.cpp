@@ -360,10 +360,11 @@ int main(int argc, char** argv) {
     else std::cerr << "wrote " << profile_out << " (device '" << profile_name << "')\n";
     const auto& g = prof.train_gemm();
     std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak fp32 ({:.4g} bf16, {:.4g} fp16), {} half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
-                             "stream {:.3g} GB/s; copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "
+                             "stream {:.3g} GB/s ({:.2f} of it one element at a time); copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "
                              "{:.3g} GB/s (all-reduce fit); point-to-point {:.3g} us + {:.3g} GB/s\n",
                              prof.gemm.peak_flops / 1e9, prof.peak_bf16 / 1e9, prof.peak_fp16 / 1e9,
-                             prof.tensor_cores() ? "bf16" : "fp32", g.half_dim, g.launch_s * 1e6, 100 * g.rms_rel_error, prof.memory_bandwidth / 1e9, prof.copy_bandwidth / 1e9,
+                             prof.tensor_cores() ? "bf16" : "fp32", g.half_dim, g.launch_s * 1e6, 100 * g.rms_rel_error, prof.memory_bandwidth / 1e9,
+                             prof.unvectorized_memory, prof.copy_bandwidth / 1e9,
                              prof.attention_efficiency, prof.link_latency_s * 1e6, prof.link_bandwidth / 1e9,
                              prof.p2p_latency_s * 1e6, prof.p2p_bandwidth / 1e9);
     return kOk;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,27 @@
 
 namespace hetsim::exec {
 namespace {
+
+// Device::elementwise_unvectorized: one element per iteration whatever the optimiser would do.
+#if defined(__clang__)
+#define HETSIM_SCALAR_FN
+#define HETSIM_SCALAR_LOOP _Pragma("clang loop vectorize(disable) interleave(disable)")
+#elif defined(__GNUC__)
+#define HETSIM_SCALAR_FN __attribute__((optimize("no-tree-vectorize")))
+#define HETSIM_SCALAR_LOOP
+#else
+#define HETSIM_SCALAR_FN
+#define HETSIM_SCALAR_LOOP
+#endif
+
+HETSIM_SCALAR_FN void scalar_pass(const float* s, float* d, std::size_t count) {
+  HETSIM_SCALAR_LOOP
+  for (std::size_t i = 0; i < count; ++i) d[i] = s[i] * 0.999f + 1e-3f;
+}
+HETSIM_SCALAR_FN void scalar_pass(const std::uint16_t* s, std::uint16_t* d, std::size_t count) {
+  HETSIM_SCALAR_LOOP
+  for (std::size_t i = 0; i < count; ++i) d[i] = static_cast<std::uint16_t>(s[i] ^ 0x0101u);
+}
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Map = Eigen::Map<RowMatrix>;
@@ -184,16 +206,27 @@ class CpuDevice final : public Device {
   }
 
   void elementwise(std::size_t count, Format f, const void* src, void* dst) override {
-    if (f == Format::Fp32) {
-      const auto* s = static_cast<const float*>(src);
-      auto* d = static_cast<float*>(dst);
-      for (std::size_t i = 0; i < count; ++i) d[i] = s[i] * 0.999f + 1e-3f;
+    if (f == Format::Fp32) {  // Eigen's packets: SIMD at any optimisation level
+      using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
+      Eigen::Map<Array>(static_cast<float*>(dst), static_cast<Eigen::Index>(count)) =
+          Eigen::Map<const Array>(static_cast<const float*>(src), static_cast<Eigen::Index>(count)) * 0.999f + 1e-3f;
     } else {
-      // 16-bit values: the same pass on the bits' halves (bandwidth is what is measured).
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      auto* d = static_cast<std::uint16_t*>(dst);
-      for (std::size_t i = 0; i < count; ++i) d[i] = static_cast<std::uint16_t>(s[i] ^ 0x0101u);
+      // 16-bit values: the same pass on the bits' halves (bandwidth is what is measured), four
+      // at a time in 64-bit words, the rest one by one.
+      const std::size_t words = count / 4;
+      for (std::size_t i = 0; i < words; ++i) {
+        std::uint64_t w;
+        std::memcpy(&w, static_cast<const char*>(src) + 8 * i, 8);
+        w ^= 0x0101010101010101ull;
+        std::memcpy(static_cast<char*>(dst) + 8 * i, &w, 8);
+      }
+      scalar_pass(static_cast<const std::uint16_t*>(src) + 4 * words, static_cast<std::uint16_t*>(dst) + 4 * words,
+                  count - 4 * words);
     }
+  }
+  void elementwise_unvectorized(std::size_t count, Format f, const void* src, void* dst) override {
+    if (f == Format::Fp32) scalar_pass(static_cast<const float*>(src), static_cast<float*>(dst), count);
+    else scalar_pass(static_cast<const std::uint16_t*>(src), static_cast<std::uint16_t*>(dst), count);
   }
 
   void adam(std::size_t count, float* state) override {

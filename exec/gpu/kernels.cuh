@@ -74,11 +74,33 @@ __device__ __forceinline__ float block_max(float v, float* sh) {
   return r;
 }
 
-/// dst[i] = src[i]·0.999 + 0.001: a memory-bound pass.
+/// dst[i] = src[i]·0.999 + 0.001: a memory-bound pass, one element a thread per step (the
+/// unvectorized kernel: 2- or 4-byte loads).
 template <class T>
 __global__ void elementwise_kernel(const T* src, T* dst, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
     dst[i] = from_float<T>(to_float(src[i]) * 0.999f + 1e-3f);
+}
+
+/// The same pass with 16-byte loads and stores (PyTorch's vectorized elementwise kernels):
+/// `vecs` packs of 16/sizeof(T) elements; both pointers 16-byte aligned. The tail past
+/// vecs·per goes to elementwise_kernel.
+template <class T>
+__global__ void elementwise_vec_kernel(const T* src, T* dst, std::size_t vecs) {
+  constexpr int kPer = 16 / sizeof(T);
+  union Pack {
+    uint4 v;
+    T e[kPer];
+  };
+  const auto* s = reinterpret_cast<const uint4*>(src);
+  auto* d = reinterpret_cast<uint4*>(dst);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vecs; i += std::size_t(gridDim.x) * blockDim.x) {
+    Pack p;
+    p.v = s[i];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) p.e[j] = from_float<T>(to_float(p.e[j]) * 0.999f + 1e-3f);
+    d[i] = p.v;
+  }
 }
 
 /// One block per row: y = (x − mean)·rstd; backward: dx = rstd·(dy − mean(dy) − x̂·mean(dy·x̂)),

@@ -68,7 +68,7 @@ struct OpContext {
 // Runs one op's pass as its kernel: GEMMs as GEMMs of the op's shape (backward: the data- and
 // weight-gradient GEMMs), attention as the blocked softmax attention (FlashAttention-2's five
 // GEMMs backward), norms and the loss as row normalisations, everything else as an elementwise
-// pass over the op's bytes.
+// pass over the op's bytes (one element at a time for the ops PyTorch cannot vectorize).
 void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, const OpContext& c) {
   const std::size_t eb = format_bytes(c.format);
   switch (op.kind) {
@@ -129,7 +129,8 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
       if (count == 0) return;  // a pass this op does not run (backward-only casts and reductions)
       sc.fit(count * eb, 1, count * eb);
       if (sc.failed) return;
-      dev.elementwise(count, c.format, sc.pa, sc.pc);
+      if (op.unvectorized) dev.elementwise_unvectorized(count, c.format, sc.pa, sc.pc);
+      else dev.elementwise(count, c.format, sc.pa, sc.pc);
       return;
     }
   }

@@ -432,6 +432,27 @@ TEST(Replay, KeepsTheStepsMeasuredBeforeADeviceFails) {
   EXPECT_FALSE(exec::replay(*s, *s->plan, dead, {2, 0}).ok());
 }
 
+// PyTorch's eager kernels that cannot use vector loads (RoPE on strided halves, GQA's repeated
+// K and V, workload::Op::unvectorized) replay as one-element-at-a-time passes; fused kernels
+// have none.
+TEST(Replay, RunsUnvectorizedOpsOneElementAtATime) {
+  auto text = small("tp = 1\npp = 1\ndp = 1\nmicro_batch = 1\n", 1);
+  text.replace(text.find("kv_heads = 4"), 12, "kv_heads = 2\npositions = \"rope\"");
+  auto count = [&](const std::string& training) {
+    std::string t = text;
+    t.replace(t.find("precision = \"fp32\"\n"), 19, "precision = \"fp32\"\n" + training);
+    auto s = test::parse(t);
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    if (!s.ok()) return -1L;
+    test::FlakyBackend counting(exec::make_cpu_backend(1), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
+    return counting.unvectorized_calls();
+  };
+  EXPECT_GT(count("fused_kernels = false\n"), 0);
+  EXPECT_EQ(count("fused_kernels = true\n"), 0);
+}
+
 // --fit: fewer replicas for fewer devices, fewer layers for less memory, each change said; the
 // scaled plan then replays within the memory it was scaled to.
 TEST(Scale, ScalesAPlanDownToTheDevicesAndMemoryAtHand) {
@@ -613,6 +634,7 @@ TEST(Calibrate, PerOpClassFiguresReachTheCostModel) {
   p.norm_memory = 0.25;
   p.loss_memory = 0.5;
   p.optimizer_memory = 0.1;
+  p.unvectorized_memory = 0.5;
   hw::Catalog cat = test::catalog();
   ASSERT_TRUE(io::read_catalog_text(exec::profile_toml(p, "cpu-y", 4.0 * 1073741824.0, 2), "p.toml", cat).empty());
   const auto* d = cat.find_device("cpu-y");
@@ -625,6 +647,9 @@ TEST(Calibrate, PerOpClassFiguresReachTheCostModel) {
   const double tn = cost::op_time(*d, hw::Dtype::Fp32, norm, cost::Pass::Forward).v;
   const double te = cost::op_time(*d, hw::Dtype::Fp32, elem, cost::Pass::Forward).v;
   EXPECT_NEAR(tn / te, 4.0, 1e-6);
+  workload::Op cast = elem;
+  cast.unvectorized = true;  // at half the streaming bandwidth
+  EXPECT_NEAR(cost::op_time(*d, hw::Dtype::Fp32, cast, cost::Pass::Forward).v / te, 2.0, 1e-6);
   // 1e9 parameters × 28 B at 2e9 B/s = 14 s.
   EXPECT_NEAR(cost::optimizer_time(*d, 1e9, 28).v, 14.0, 1e-6);
 }
@@ -633,7 +658,7 @@ TEST(Calibrate, MeasuresEveryOpClassOnTheCpuBackend) {
   auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
   const exec::Profile p = exec::calibrate(*backend, 0.5);
   EXPECT_TRUE(p.failure.empty()) << p.failure;
-  for (double f : {p.norm_memory, p.loss_memory, p.optimizer_memory}) {
+  for (double f : {p.norm_memory, p.loss_memory, p.optimizer_memory, p.unvectorized_memory}) {
     EXPECT_GT(f, 0.0);
     EXPECT_LE(f, 1.0);
   }

@@ -1,7 +1,9 @@
 #pragma once
 // Test helper: a backend whose devices fail every allocation after the first `budget` calls (a
-// device that breaks in the middle of a run); everything else is the wrapped backend's.
+// device that breaks in the middle of a run); everything else is the wrapped backend's. It also
+// counts the unvectorized elementwise passes its devices ran.
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@ class FlakyBackend final : public exec::Backend {
     struct Flaky final : exec::Device {
       std::unique_ptr<exec::Device> d;
       int left;
+      std::shared_ptr<std::atomic<long>> unvectorized;
       std::string name() const override { return "flaky" + d->name(); }
       Result<void*> allocate(std::size_t bytes) override {
         if (--left < 0) return Diagnostic{{}, "", name() + ": device lost", ""};
@@ -34,6 +37,10 @@ class FlakyBackend final : public exec::Backend {
       }
       void norm(int r, int c, exec::Format f, const void* x, void* y, bool bwd) override { d->norm(r, c, f, x, y, bwd); }
       void elementwise(std::size_t n, exec::Format f, const void* s, void* t) override { d->elementwise(n, f, s, t); }
+      void elementwise_unvectorized(std::size_t n, exec::Format f, const void* s, void* t) override {
+        ++*unvectorized;
+        d->elementwise_unvectorized(n, f, s, t);
+      }
       void adam(std::size_t n, float* state) override { d->adam(n, state); }
       void copy(const void* s, void* t, std::size_t n) override { d->copy(s, t, n); }
       void to_host(const void* s, void* h, std::size_t n) override { d->to_host(s, h, n); }
@@ -48,12 +55,16 @@ class FlakyBackend final : public exec::Backend {
     auto f = std::make_unique<Flaky>();
     f->d = inner_->open(index);
     f->left = budget_;
+    f->unvectorized = unvectorized_;
     return f;
   }
+  /// Unvectorized elementwise passes run on this backend's devices so far.
+  [[nodiscard]] long unvectorized_calls() const { return unvectorized_->load(); }
 
  private:
   std::unique_ptr<exec::Backend> inner_;
   int budget_;
+  std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
 };
 
 }  // namespace hetsim::test
