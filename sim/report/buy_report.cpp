@@ -1,10 +1,12 @@
 #include "sim/report/buy_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/plan/buy_pricing.hpp"
 #include "sim/report/estimate_report.hpp"
 
 namespace hetsim::report {
@@ -45,6 +47,65 @@ std::string usd(double v) {
   if (v >= 1e6) return fmt::format("${:.3g}M", v / 1e6);
   if (v >= 1e3) return fmt::format("${:.3g}k", v / 1e3);
   return fmt::format("${:.3g}", v);
+}
+
+// A change: "+$1.2M", "-$300k", "$0".
+std::string signed_usd(double v) {
+  if (v == 0) return "$0";
+  return (v > 0 ? "+" : "-") + usd(std::fabs(v));
+}
+
+// A change of time: "+2.1 days", "-3 h", "0".
+std::string signed_duration(double s) {
+  if (s == 0) return "0";
+  return (s > 0 ? "+" : "-") + format_duration(Duration{std::fabs(s)});
+}
+
+// The value of the part named `name` (0 when `parts` has none).
+double part(const std::vector<buy::Part>& parts, const std::string& name) {
+  for (const buy::Part& x : parts)
+    if (x.name == name) return x.value;
+  return 0;
+}
+
+// "why #2, not #3": the recommended point against the runner-up, time and cost by part; parts
+// that are 0 in both points are left out.
+std::string why_text(const buy::Result& r) {
+  const buy::Versus v = buy::versus(r.front[r.recommended], r.front[r.runner_up]);
+  const std::string a = fmt::format("#{}", r.recommended + 1), b = fmt::format("#{}", r.runner_up + 1);
+  std::string o = fmt::format("\nwhy {}, not {} (the objective's second choice): time until trained and total cost "
+                              "by part\n",
+                              a, b);
+  auto table = [&](const char* title, const std::vector<buy::Part>& chosen, const std::vector<buy::Part>& other,
+                   const std::vector<buy::Part>& diff, auto&& value, auto&& change) {
+    o += fmt::format("  {:<24}{:>12}{:>12}{:>12}\n", title, a, b, a + " - " + b);
+    double tc = 0, to = 0, td = 0;
+    for (const buy::Part& d : diff) {
+      const double c = part(chosen, d.name), x = part(other, d.name);
+      tc += c;
+      to += x;
+      td += d.value;
+      if (c == 0 && x == 0) continue;
+      o += fmt::format("  {:<24}{:>12}{:>12}{:>12}\n", d.name, value(c), value(x), change(d.value));
+    }
+    o += fmt::format("  {:<24}{:>12}{:>12}{:>12}\n", "total", value(tc), value(to), change(td));
+  };
+  auto time = [](double s) { return s == 0 ? std::string("0") : format_duration(Duration{s}); };
+  table("time until trained", v.chosen_time, v.other_time, v.time_s, time, signed_duration);
+  table("total cost", v.chosen_cost, v.other_cost, v.cost_usd, usd, signed_usd);
+  return o;
+}
+
+// One side of buy::versus as JSON: [{"part", "recommended", "runner_up", "difference"}], every part.
+nlohmann::ordered_json parts_json(const std::vector<buy::Part>& chosen, const std::vector<buy::Part>& other,
+                                  const std::vector<buy::Part>& diff) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (const buy::Part& d : diff)
+    a.push_back({{"part", d.name},
+                 {"recommended", part(chosen, d.name)},
+                 {"runner_up", part(other, d.name)},
+                 {"difference", d.value}});
+  return a;
 }
 
 }  // namespace
@@ -153,15 +214,19 @@ std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, st
                      ps.deadline_days > 0 && !n.meets_deadline ? ", and misses the deadline" : "");
   }
   if (best.idle_owned_devices > 0) o += fmt::format("  leaves {} owned devices unused\n", best.idle_owned_devices);
+  if (r.runner_up != r.recommended) o += why_text(r);
   if (!r.sensitivity.empty()) {
-    o += "\nsensitivity  does the recommendation change? (each price alone; over the planned compositions)\n";
+    o += fmt::format("\nsensitivity  each price alone, over the planned compositions: how much the recommendation's total "
+                     "cost and time until trained change from #{}'s, and whether it becomes another point\n",
+                     r.recommended + 1);
     for (const auto& x : r.sensitivity) {
       buy::Point shown;
       shown.nodes = x.nodes;
       o += fmt::format("  {:<28} {:>+5.0f} %  {}\n", x.what, 100 * (x.factor - 1),
                        x.nodes.empty() ? std::string("nothing fits the budget")
-                       : x.changes     ? "yes: buy " + what_is_bought(s, shown)
-                                       : std::string("no"));
+                                       : fmt::format("cost {:>8}  time {:>11}  changes: {}", signed_usd(x.total_change_usd),
+                                                     signed_duration(x.time_change_s),
+                                                     x.changes ? "yes: buy " + what_is_bought(s, shown) : std::string("no")));
     }
   }
   if (ps.deadline_days > 0 && !best.meets_deadline) o += "  no point of the front meets the deadline\n";
@@ -221,8 +286,24 @@ std::string buy_json(const Scenario& s, const buy::Result& r, double seconds) {
   j["sensitivity"] = nlohmann::ordered_json::array();
   for (const auto& x : r.sensitivity) {
     const nlohmann::ordered_json b = buy_nodes_json(s, x.nodes);
-    j["sensitivity"].push_back({{"what", x.what}, {"factor", x.factor}, {"changes", x.changes},
-                                {"buy_nodes", x.nodes.empty() ? nlohmann::ordered_json(nullptr) : b}});
+    const auto number = [&](double v) { return x.nodes.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v); };
+    j["sensitivity"].push_back({{"what", x.what},
+                                {"factor", x.factor},
+                                {"changes", x.changes},
+                                {"buy_nodes", x.nodes.empty() ? nlohmann::ordered_json(nullptr) : b},
+                                {"total_usd", number(x.total_usd)},
+                                {"trained_in_s", number(x.trained_in_s)},
+                                {"total_change_usd", number(x.total_change_usd)},
+                                {"time_change_s", number(x.time_change_s)}});
+  }
+  if (!r.front.empty() && r.runner_up != r.recommended) {
+    const buy::Versus v = buy::versus(r.front[r.recommended], r.front[r.runner_up]);
+    j["why"] = {{"recommended", r.recommended},
+                {"runner_up", r.runner_up},
+                {"time_s", parts_json(v.chosen_time, v.other_time, v.time_s)},
+                {"cost_usd", parts_json(v.chosen_cost, v.other_cost, v.cost_usd)}};
+  } else {
+    j["why"] = nullptr;
   }
   return j.dump(2) + "\n";
 }

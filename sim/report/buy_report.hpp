@@ -9,9 +9,12 @@
 
 namespace hetsim::report {
 
-/// `top` > 0 shows at most that many rows of the front (the recommended point always).
+/// The question, the search's counts, the front, the recommendation against its neighbours, why
+/// it rather than the runner-up by part (buy::versus), and the sensitivity with the cost and
+/// time changes. `top` > 0 shows at most that many rows of the front (the recommended point always).
 [[nodiscard]] std::string buy_text(const Scenario& s, const buy::Result& r, double seconds, std::size_t top = 0);
-/// {"objective", counts, "front": [...], "recommended": index or null} (docs/formats.md#buy-json)
+/// {"objective", counts, "front": [...], "recommended": index or null, "sensitivity": [...],
+/// "why": the recommended point against the runner-up or null} (docs/formats.md#buy-json)
 [[nodiscard]] std::string buy_json(const Scenario& s, const buy::Result& r, double seconds);
 /// The front as CSV (RFC 4180, one header row, one row per point, fastest first;
 /// docs/formats.md#buy-csv): for spreadsheets and the GUI's export.

@@ -341,7 +341,66 @@ EOF2
 [ $rc -eq 0 ] && one_json "$tmp/b2" front && ok || bad "buy --json: rc $rc"
 sed -e 's/^\[purchase\]/[purchase]\npower_kw = 1/' "$tmp/buy.toml" > "$tmp/buy-power.toml"
 "$HETSIM" buy --json "$tmp/buy-power.toml" >"$tmp/b3" 2>"$tmp/e3"; rc=$?
-[ $rc -eq 3 ] && one_json "$tmp/b3" front && grep -q '"recommended": null' "$tmp/b3" && grep -q "no composition" "$tmp/e3" && ok || bad "buy, nothing within the power limit: rc $rc"
+[ $rc -eq 3 ] && one_json "$tmp/b3" front && grep -q '"recommended": null' "$tmp/b3" && grep -q '"why": null' "$tmp/b3" && grep -q "no composition" "$tmp/e3" && ok || bad "buy, nothing within the power limit: rc $rc"
+# buy: the sensitivity's cost and time changes, and why the recommended point against the
+# runner-up by part (buy::versus): the parts add up to each point's time and total, the changes
+# are the sensitivity's recommendation against the recommended point's, a price the
+# recommendation does not move scales its capex (energy for electricity) by the closed form;
+# the text says the same. Twice: the knee buys nothing; objective "time" buys a node.
+cat > "$tmp/why.py" <<'EOF3'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+must_buy = sys.argv[3] == "buys"
+front, r = d["front"], d["recommended"]
+w = d["why"]
+assert w is not None and w["recommended"] == r and w["runner_up"] != r, w
+u = w["runner_up"]
+assert 0 <= u < len(front)
+def close(a, b, tol=1e-9):
+    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+for key, total in (("time_s", "trained_in_s"), ("cost_usd", "total_usd")):
+    parts = w[key]
+    assert close(sum(p["recommended"] for p in parts), front[r][total]), (key, parts, front[r][total])
+    assert close(sum(p["runner_up"] for p in parts), front[u][total]), (key, parts, front[u][total])
+    for p in parts:
+        assert close(p["difference"], p["recommended"] - p["runner_up"]), p
+names = [p["part"] for p in w["time_s"]]
+assert names[:5] == ["compute", "recompute", "exposed communication", "pipeline bubble", "optimizer"], names
+assert names[-2:] == ["failures and restarts", "lead time"], names
+assert [p["part"] for p in w["cost_usd"]] == ["capex", "energy", "rent", "owned amortisation"], w["cost_usd"]
+cost = {p["part"]: p["recommended"] for p in w["cost_usd"]}
+bought = [k for k, n in front[r]["buy_nodes"].items() if n > 0]
+assert (len(bought) > 0) == must_buy and (cost["capex"] > 0) == must_buy, (bought, cost)
+assert len(d["sensitivity"]) == 6, d["sensitivity"]
+moved = 0
+for x in d["sensitivity"]:
+    assert x["buy_nodes"] is not None, x
+    assert close(x["total_change_usd"], x["total_usd"] - front[r]["total_usd"]), x
+    assert close(x["time_change_s"], x["trained_in_s"] - front[r]["trained_in_s"]), x
+    if x["changes"]:
+        continue
+    assert x["time_change_s"] == 0, x
+    if x["what"] == "electricity":
+        want = (x["factor"] - 1) * cost["energy"]
+    elif len(bought) <= 1:
+        want = (x["factor"] - 1) * cost["capex"] if bought and x["what"] == bought[0] + " price" else 0
+    else:
+        continue
+    assert close(x["total_change_usd"], want, 1e-6), (x, want)
+    moved += want != 0
+assert moved >= (4 if must_buy else 2), d["sensitivity"]  # the closed form was checked on non-zero changes
+assert re.search(r"^why #%d, not #%d " % (r + 1, u + 1), text, re.M), text
+assert re.search(r"^  time until trained +#%d +#%d +#%d - #%d$" % (r + 1, u + 1, r + 1, u + 1), text, re.M), text
+assert re.search(r"^  capex +\$", text, re.M) and len(re.findall(r"^  total {2,}", text, re.M)) == 2, text
+lines = re.findall(r"^  \S.* price +[-+]\d+ %  cost +[-+$].*  time .*  changes: (?:no|yes: buy .*)$"
+                   r"|^  electricity +[-+]\d+ %  cost .*changes: .*$", text, re.M)
+assert len(lines) == 6, lines
+EOF3
+python3 "$tmp/why.py" "$tmp/b2" "$tmp/b1" none && ok || bad "buy: sensitivity changes and why this one (buys nothing)"
+sed -e 's/^\[purchase\]/[purchase]\nobjective = "time"/' "$tmp/buy.toml" > "$tmp/buy-time.toml"
+"$HETSIM" buy "$tmp/buy-time.toml" >"$tmp/bt1" 2>&1 && "$HETSIM" buy --json "$tmp/buy-time.toml" >"$tmp/bt2" 2>/dev/null \
+  && python3 "$tmp/why.py" "$tmp/bt2" "$tmp/bt1" buys && ok || bad "buy: sensitivity changes and why this one (buys a node)"
 "$HETSIM" buy "$SRC/scenarios/default.toml" >/dev/null 2>"$tmp/e4"; rc=$?
 [ $rc -eq 2 ] && grep -q "needs a \[purchase\] table" "$tmp/e4" && ok || bad "buy without [purchase]: rc $rc"
 
