@@ -245,16 +245,14 @@ void MainWindow::what_if_changed() {
 void MainWindow::purchase_what_if_changed() {
   const std::shared_ptr<const BuyOutcome> searched = purchase_view_->searched();
   if (!searched) return;
-  WhatIf w = what_if_of(searched->scenario);
-  w.price_factor = purchase_view_->price_factor();
-  w.electricity_usd_per_kwh = purchase_view_->electricity_usd_per_kwh();
-  if (w.price_factor == 1 && w.electricity_usd_per_kwh == searched->scenario.cost.electricity_usd_per_kwh) {
+  const PurchaseWhatIf w = purchase_view_->what_if();
+  if (w.changes_nothing()) {
     purchase_view_->show_outcome(searched);  // the search's own answer, exports included
     update_actions();
     return;
   }
   // Pricing only, no planning: on this thread, at once (gui_whatif_perftest measures it).
-  const Scenario changed = apply_what_if(searched->scenario, w);
+  const Scenario changed = apply_purchase_what_if(searched->scenario, w);
   auto x = api::reprice(searched->scenario, changed, searched->result);
   if (!x) {
     status(errors_text(x.errors()));

@@ -1,10 +1,8 @@
 #include "gui/views/purchase_view.hpp"
 
 #include <QDoubleSpinBox>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QSignalBlocker>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QPushButton>
@@ -206,34 +204,8 @@ PurchaseView::PurchaseView(QWidget* parent) : QWidget(parent) {
   split->setStretchFactor(1, 2);
   split->setSizes({470, 300});
   // What-if: the search's planned compositions priced again at once (api::reprice).
-  what_if_box_ = new QGroupBox(tr("What if"), this);
-  auto* form = new QHBoxLayout(what_if_box_);
-  price_ = new QDoubleSpinBox(what_if_box_);
-  price_->setRange(0.1, 10);
-  price_->setSingleStep(0.1);
-  price_->setDecimals(2);
-  price_->setValue(1);
-  electricity_ = new QDoubleSpinBox(what_if_box_);
-  electricity_->setRange(0, 2);
-  electricity_->setSingleStep(0.01);
-  electricity_->setDecimals(3);
-  const QString price_tip = tr("Every device's rental and purchase price times this, owned and candidates");
-  const QString power_tip = tr("[cost] electricity_usd_per_kwh");
-  for (auto [box, label, tip] : {std::tuple{price_, tr("Device prices ×"), price_tip},
-                                 std::tuple{electricity_, tr("Electricity $/kWh"), power_tip}}) {
-    box->setKeyboardTracking(false);
-    box->setToolTip(tip);
-    auto* l = new QLabel(label, what_if_box_);
-    l->setToolTip(tip);
-    form->addWidget(l);
-    form->addWidget(box);
-    connect(box, &QDoubleSpinBox::valueChanged, this, [this] { emit what_if_changed(); });
-  }
-  auto* note = new QLabel(tr("The compositions the search planned, priced again without planning again"),
-                          what_if_box_);
-  note->setEnabled(false);
-  form->addWidget(note);
-  form->addStretch(1);
+  what_if_box_ = new PurchaseWhatIfBox(this);
+  connect(what_if_box_, &PurchaseWhatIfBox::changed, this, [this] { emit what_if_changed(); });
   what_if_box_->setEnabled(false);
 
   auto* layout = new QVBoxLayout(this);
@@ -277,12 +249,11 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
   selected_.reset();
   const Scenario& s = outcome_->scenario;
   const buy::Result& r = outcome_->result;
-  if (!outcome_->what_if) {
-    // A search (finished or growing): the what-if values start from its scenario's.
+  if (!outcome_->what_if && outcome_ != searched_) {
+    // A new search (finished or growing): the what-if values start from its scenario's. (The
+    // search shown again after the values went back to its own keeps them as they are.)
     searched_ = outcome_->partial ? nullptr : outcome_;
-    const QSignalBlocker q1(price_), q2(electricity_);
-    price_->setValue(1);
-    electricity_->setValue(s.cost.electricity_usd_per_kwh);
+    what_if_box_->set_scenario(s);
     what_if_box_->setEnabled(searched_ != nullptr);
   }
   model_->set_rows(front_rows(s, r));
@@ -326,10 +297,9 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
                                     .arg(outcome_->seconds, 0, 'f', 1)
                               : search_summary(s, r, outcome_->seconds);
   if (outcome_->what_if)
-    summary_->setText(tr("<b>What if</b> device prices × %1 and electricity at $%2/kWh: the %3 compositions the "
-                         "search planned, priced again without planning again (%4 over the limits now). ")
-                          .arg(price_->value())
-                          .arg(electricity_->value())
+    summary_->setText(tr("<b>What if</b> %1: the %2 compositions the search planned, priced again without "
+                         "planning again (%3 over the limits now). ")
+                          .arg(describe(searched_ ? searched_->scenario : s, what_if()).toHtmlEscaped())
                           .arg(r.planned_points.size())
                           .arg(outcome_->refused) +
                       (outcome_->may_join > 0
@@ -441,8 +411,11 @@ void PurchaseView::on_table_selection() {
 }
 
 QString PurchaseView::details_text() const { return details_->text(); }
-double PurchaseView::price_factor() const { return price_->value(); }
-double PurchaseView::electricity_usd_per_kwh() const { return electricity_->value(); }
+PurchaseWhatIf PurchaseView::what_if() const { return what_if_box_->values(); }
+double PurchaseView::price_factor() const { return what_if_box_->price_factor()->value(); }
+double PurchaseView::electricity_usd_per_kwh() const { return what_if_box_->electricity()->value(); }
+QDoubleSpinBox* PurchaseView::price_control() const { return what_if_box_->price_factor(); }
+QDoubleSpinBox* PurchaseView::electricity_control() const { return what_if_box_->electricity(); }
 QString PurchaseView::summary_text() const { return summary_->text(); }
 QString PurchaseView::why_text() const { return why_->text(); }
 

@@ -10,10 +10,10 @@
 #include <optional>
 #include <string>
 
+#include "gui/views/purchase_what_if.hpp"
 #include "sim/plan/buy.hpp"
 
 class QDoubleSpinBox;
-class QGroupBox;
 class QLabel;
 class QPushButton;
 class QSortFilterProxyModel;
@@ -69,11 +69,14 @@ class PurchaseView : public QWidget {
   void clear(const QString& message);
   /// The search last shown (not a what-if re-pricing of it): what the what-if values re-price.
   [[nodiscard]] const std::shared_ptr<const BuyOutcome>& searched() const { return searched_; }
-  /// The what-if values: × every device's price, electricity $/kWh.
+  /// The what-if values: what differs from the scenario searched (api::reprice's inputs).
+  [[nodiscard]] PurchaseWhatIf what_if() const;
+  [[nodiscard]] PurchaseWhatIfBox* what_if_box() const { return what_if_box_; }
+  /// × every device's price, electricity $/kWh (what the controls show).
   [[nodiscard]] double price_factor() const;
   [[nodiscard]] double electricity_usd_per_kwh() const;
-  [[nodiscard]] QDoubleSpinBox* price_control() const { return price_; }
-  [[nodiscard]] QDoubleSpinBox* electricity_control() const { return electricity_; }
+  [[nodiscard]] QDoubleSpinBox* price_control() const;
+  [[nodiscard]] QDoubleSpinBox* electricity_control() const;
   /// Selects front point `i` (in api::buy's order) in the chart, the table and the details.
   void select_point(std::size_t i);
 
@@ -112,9 +115,7 @@ class PurchaseView : public QWidget {
 
   std::shared_ptr<const BuyOutcome> outcome_;
   std::shared_ptr<const BuyOutcome> searched_;
-  QGroupBox* what_if_box_ = nullptr;
-  QDoubleSpinBox* price_ = nullptr;
-  QDoubleSpinBox* electricity_ = nullptr;
+  PurchaseWhatIfBox* what_if_box_ = nullptr;
   std::optional<std::size_t> selected_;
   bool selecting_ = false;
   QLabel* summary_ = nullptr;

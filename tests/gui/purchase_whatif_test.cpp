@@ -1,6 +1,9 @@
 // What-if on a purchase search: the prices and electricity of the purchase view re-price the
 // search's front at once, as api::reprice does for the changed scenario; nothing is exported
-// from a re-pricing; the scenario's values bring the search's own answer back.
+// from a re-pricing; the scenario's values bring the search's own answer back. Each of the other
+// controls (a candidate's prices, PUE, rent or own, budget, power limit, deadline) re-prices the
+// front as api::reprice does for the scenario with that one value changed.
+#include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -8,6 +11,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <functional>
 
 #include "gui/app/main_window.hpp"
 #include "gui/qt_models/front_model.hpp"
@@ -60,6 +64,37 @@ void expect_shown(const PurchaseView& pv, const buy::Result& x) {
   QVERIFY(std::abs(cost[cost.size() - 2].to - cost.back().to) <= 1e-9 * cost.back().to);
   QCOMPARE(pv.cost_parts_model()->rowCount(), 4);
   QVERIFY(pv.why_text().contains(QString("runner-up #%1").arg(x.runner_up + 1)));
+}
+
+// The front, recommendation and sensitivity the view shows are `x`'s (`x`'s front may be empty
+// or hold one point, which expect_shown does not allow).
+void expect_front(const PurchaseView& pv, const buy::Result& x) {
+  const auto& rows = pv.model()->rows();
+  QCOMPARE(rows.size(), x.front.size());
+  QCOMPARE(pv.chart()->point_count(), static_cast<int>(x.front.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    QCOMPARE(rows[i].total_usd, x.front[i].total_usd);
+    QCOMPARE(rows[i].capex_usd, x.front[i].capex_usd);
+    QCOMPARE(rows[i].run_usd, x.front[i].run_usd);
+    QCOMPARE(rows[i].trained_in_s, x.front[i].trained_in_s);
+    QCOMPARE(rows[i].power_kw, x.front[i].power_kw);
+    QCOMPARE(rows[i].meets_deadline, x.front[i].meets_deadline);
+    QCOMPARE(rows[i].recommended, i == x.recommended);
+  }
+  QCOMPARE(pv.sensitivity_model()->rowCount(), static_cast<int>(x.sensitivity.size()));
+  if (!x.front.empty() && x.runner_up != x.recommended) expect_shown(pv, x);
+}
+
+// Whether two results have the same front: compositions, figures, deadline and recommendation.
+bool same_front(const buy::Result& a, const buy::Result& b) {
+  if (a.front.size() != b.front.size() || a.recommended != b.recommended) return false;
+  for (std::size_t i = 0; i < a.front.size(); ++i) {
+    const buy::Point &p = a.front[i], &q = b.front[i];
+    if (p.nodes != q.nodes || p.total_usd != q.total_usd || p.trained_in_s != q.trained_in_s ||
+        p.power_kw != q.power_kw || p.meets_deadline != q.meets_deadline)
+      return false;
+  }
+  return true;
 }
 
 class PurchaseWhatIfTest : public QObject {
@@ -133,6 +168,131 @@ class PurchaseWhatIfTest : public QObject {
     expect_shown(*pv, searched->result);
     QTemporaryDir dir;
     QVERIFY(w.export_csv(dir.filePath("front.csv")));
+  }
+
+  // Each control alone: the shown front is api::reprice's for the searched scenario with that one
+  // value changed (set here on the scenario, not through the view's code), it differs from the
+  // search's, and setting the control back brings the search's own answer back.
+  void each_control_reprices_as_api_reprice_says() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    PurchaseView* pv = w.purchase_view();
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && pv->outcome() && !pv->outcome()->partial, kSearchTimeoutMs);
+    const auto searched = pv->searched();
+    QVERIFY(searched);
+    const Scenario& s = searched->scenario;
+    const buy::Result& r = searched->result;
+    QVERIFY(r.front.size() >= 2);
+    PurchaseWhatIfBox* box = pv->what_if_box();
+    QVERIFY(box->isEnabled());
+    QCOMPARE(box->candidate_count(), s.purchase->candidates.size());
+    QCOMPARE(box->candidate_count(), std::size_t{2});
+    QVERIFY(pv->what_if().changes_nothing());
+    // The controls start at the scenario's values.
+    QCOMPARE(box->pue()->value(), s.cost.pue);
+    QCOMPARE(box->budget()->value(), s.purchase->budget_usd);
+    QCOMPARE(box->deadline()->value(), s.purchase->deadline_days);
+    QCOMPARE(box->power()->value(), 0.0);
+    QCOMPARE(box->mode()->currentText(), QString("own"));
+    QCOMPARE(box->candidate_purchase(0)->value(), s.purchase->candidates[0].pool.device.purchase_usd);
+    QCOMPARE(box->candidate_rent(1)->value(), s.purchase->candidates[1].pool.device.price_usd_per_hour);
+
+    // Limits that refuse part of the front, or move the deadline across it.
+    double max_capex = 0, max_kw = 0;
+    bool any_meets = false;
+    for (const buy::Point& p : r.front) {
+      max_capex = std::max(max_capex, p.capex_usd);
+      max_kw = std::max(max_kw, p.power_kw);
+      any_meets = any_meets || p.meets_deadline;
+    }
+    QVERIFY(max_capex > 0);
+    const double deadline = any_meets ? std::floor(r.front.front().trained_in_s / 86400 / 2)
+                                      : std::ceil(2 * r.front.back().trained_in_s / 86400);
+    QVERIFY(deadline > 0);
+
+    struct Case {
+      QString what;
+      std::function<void()> set, reset;
+      std::function<void(Scenario&)> change;  // the same value, on the scenario
+    };
+    auto spin_case = [](QString what, QDoubleSpinBox* spin, double v, std::function<void(Scenario&, double)> put) {
+      const double before = spin->value();
+      return Case{what, [spin, v] { spin->setValue(v); }, [spin, before] { spin->setValue(before); },
+                  [spin, put](Scenario& x) { put(x, spin->value()); }};
+    };
+    auto candidate = [&](std::size_t k) -> const hw::DeviceSpec& { return s.purchase->candidates[k].pool.device; };
+    std::vector<Case> cases;
+    cases.push_back(spin_case("h100 price", box->candidate_purchase(0), 3 * candidate(0).purchase_usd,
+                              [](Scenario& x, double v) { x.purchase->candidates[0].pool.device.purchase_usd = v; }));
+    cases.push_back(spin_case("h200 price", box->candidate_purchase(1), 0.4 * candidate(1).purchase_usd,
+                              [](Scenario& x, double v) { x.purchase->candidates[1].pool.device.purchase_usd = v; }));
+    cases.push_back(spin_case("PUE", box->pue(), 2.0, [](Scenario& x, double v) { x.cost.pue = v; }));
+    cases.push_back(spin_case("budget", box->budget(), std::round(max_capex / 2),
+                              [](Scenario& x, double v) { x.purchase->budget_usd = v; }));
+    cases.push_back(spin_case("power limit", box->power(), std::floor(max_kw * 0.9),
+                              [](Scenario& x, double v) { x.purchase->power_kw = v; }));
+    cases.push_back(spin_case("deadline", box->deadline(), deadline,
+                              [](Scenario& x, double v) { x.purchase->deadline_days = v; }));
+    QComboBox* mode = box->mode();
+    cases.push_back(Case{"rent", [mode] { mode->setCurrentIndex(mode->findText("rent")); },
+                         [mode] { mode->setCurrentIndex(mode->findText("own")); },
+                         [](Scenario& x) { x.cost.mode = CostSpec::Mode::Rent; }});
+    // A candidate's rent counts when renting: with the mode, the rent of the first candidate.
+    QDoubleSpinBox* rent0 = box->candidate_rent(0);
+    const double rent_before = rent0->value();
+    QVERIFY(rent_before > 0);
+    cases.push_back(Case{"rent h100 dearer",
+                         [mode, rent0, rent_before] {
+                           mode->setCurrentIndex(mode->findText("rent"));
+                           rent0->setValue(5 * rent_before);
+                         },
+                         [mode, rent0, rent_before] {
+                           rent0->setValue(rent_before);
+                           mode->setCurrentIndex(mode->findText("own"));
+                         },
+                         [rent0](Scenario& x) {
+                           x.cost.mode = CostSpec::Mode::Rent;
+                           x.purchase->candidates[0].pool.device.price_usd_per_hour = rent0->value();
+                         }});
+    const Scenario rent_only = [&] {
+      Scenario x = s;
+      x.cost.mode = CostSpec::Mode::Rent;
+      return x;
+    }();
+    auto rent_front = api::reprice(s, rent_only, r);
+    QVERIFY(rent_front.ok());
+
+    for (const Case& c : cases) {
+      c.set();
+      QVERIFY2(pv->outcome()->what_if, qPrintable(c.what));
+      Scenario changed = s;
+      c.change(changed);
+      auto x = api::reprice(s, changed, r);
+      QVERIFY2(x.ok(), qPrintable(c.what));
+      expect_front(*pv, x->result);
+      if (QTest::currentTestFailed()) QFAIL(qPrintable("shown front differs from api::reprice's: " + c.what));
+      QVERIFY2(!same_front(x->result, r), qPrintable(c.what + ": the front did not change"));
+      if (c.what == "rent h100 dearer") QVERIFY(!same_front(x->result, rent_front->result));
+      QCOMPARE(pv->outcome()->refused, x->refused);
+      QVERIFY2(pv->summary_text().contains("What if"), qPrintable(pv->summary_text()));
+      c.reset();
+      QVERIFY2(pv->what_if().changes_nothing(), qPrintable(c.what));
+      QCOMPARE(pv->outcome().get(), searched.get());
+    }
+
+    // A power limit below what the owned node draws: nothing fits, an empty re-priced front, as
+    // api::reprice says.
+    box->power()->setValue(1);
+    Scenario starved = s;
+    starved.purchase->power_kw = 1;
+    auto none = api::reprice(s, starved, r);
+    QVERIFY(none.ok());
+    QVERIFY(none->result.front.empty());
+    expect_front(*pv, none->result);
+    QVERIFY2(pv->summary_text().contains("power limit 1 kW"), qPrintable(pv->summary_text()));
   }
 };
 
