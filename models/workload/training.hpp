@@ -41,6 +41,11 @@ struct TrainingSpec {
   /// tensors (FSDP2's copy-out); false where the parameters are views into the gathered buffer
   /// (FSDP1's flat parameters). Ignored on TPUs (XLA gathers in place).
   bool zero3_copy_out = true;
+  /// Without sequence parallelism, each tensor-parallel rank sends 1/t of the activation to
+  /// the next pipeline stage and the receivers all-gather it (Megatron-LM's scatter-gather,
+  /// on by default until Megatron-Core; DeepSpeed's pipeline engine); false: every rank sends
+  /// all of it (Megatron-Core, --no-scatter-gather-tensors-in-pipeline).
+  bool pipeline_scatter_gather = true;
   /// Mixed precision by torch.autocast over fp32 parameters (HF Trainer, Lightning's
   /// "bf16-mixed", nanoGPT) instead of 16-bit parameters with fp32 master copies (Megatron-LM,
   /// FSDP's param_dtype): every forward casts the weights, the norms and the residual stream run

@@ -217,21 +217,28 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         c.params_head = (m.tied_embeddings ? (pp > 1 ? token_embedding : 0) : pc.output) / st.tp + pc.final_norm;
       c.params = c.params_layer * st.layers + c.params_emb + c.params_head;
 
-      // Pipeline point-to-point to the next stage: the activation (1/tp of it per rank with
-      // the scatter-gather optimisation). Neighbouring stages share a node only when both
+      // Pipeline point-to-point to the next stage: the activation, 1/tp of it per rank when
+      // sequence parallelism has split it already or the framework scatters it
+      // (pipeline_scatter_gather; the receiving ranks then all-gather it, on the compute
+      // stream: the gather of the stage that receives, the next one's forward, this one's
+      // backward — the slower of the two is charged both ways). Neighbouring stages share a node only when both
       // stages' tp × replicas block fits in one node of one pool (Megatron rank order tp, dp,
       // pp); otherwise the message crosses the NICs.
       if (!last) {
         const plan::Stage& nx = grp.stages[si + 1];
         const hw::PoolSpec& pb = cl.pools[nx.pool];
-        const double scatter = p.sequence_parallel ? std::max(st.tp, nx.tp) : 1;
+        const bool split = p.sequence_parallel || tr.pipeline_scatter_gather;
+        const double scatter = split ? std::max(st.tp, nx.tp) : 1;
+        Duration regather{0};
+        if (!p.sequence_parallel && tr.pipeline_scatter_gather && scatter > 1)
+          regather = max(lc.ag, layer_cost(nx.pool, nx.tp, micro_batch_shape(s, p, nx)).ag);
         CommGroup g;
         g.ranks = 2;
         const bool same_node = st.pool == nx.pool && 2 * st.tp * grp.replicas <= pool.devices_per_node;
         g.ranks_per_node = same_node ? 2 : 1;
         g.intra = fabric_cost(pool);
         g.inter = slower(nic_cost(pool, cl.network), nic_cost(pb, cl.network));
-        c.send_next = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
+        c.send_next = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total() + regather;
       }
 
       // Data-parallel sync of this stage's parameters. The replicas' copies of its layers form

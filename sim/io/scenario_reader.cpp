@@ -115,7 +115,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   }
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
                     "flash_attention", "causal", "fused_kernels", "attention_kernel", "norm_kernel",
-                    "loss_kernel", "zero3_copy_out", "autocast"});
+                    "loss_kernel", "zero3_copy_out", "pipeline_scatter_gather", "autocast"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -134,6 +134,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   tr.causal = r.boolean(*t, "causal").value_or(tr.causal);
   tr.fused_kernels = r.boolean(*t, "fused_kernels").value_or(tr.fused_kernels);
   tr.zero3_copy_out = r.boolean(*t, "zero3_copy_out").value_or(tr.zero3_copy_out);
+  tr.pipeline_scatter_gather = r.boolean(*t, "pipeline_scatter_gather").value_or(tr.pipeline_scatter_gather);
   if (auto k = pick<workload::AttentionKernel>(r, *t, "attention_kernel",
                                                {{"auto", workload::AttentionKernel::Auto},
                                                 {"vendor", workload::AttentionKernel::Vendor},

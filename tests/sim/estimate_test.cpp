@@ -290,6 +290,28 @@ TEST(Estimate, ZeroThreeOnGpusHoldsTheRootUnitAndStagesALayersGradients) {
   EXPECT_NEAR(t3.backward_working.v, t1.backward_working.v, 1);
 }
 
+// Without sequence parallelism Megatron-LM (until Megatron-Core) and DeepSpeed's pipeline engine
+// send 1/t of the activation from each TP rank and all-gather it on the receiving stage; with
+// pipeline_scatter_gather = false every rank sends all of it. With sequence parallelism the
+// activation is split already: no gather.
+TEST(Estimate, PipelineSendsAreScatteredOverTheTensorParallelRanks) {
+  auto cost = [](const std::string& training, const std::string& parallel) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 4\n[training]\nglobal_batch = 8\nseq_len = 4096\n" +
+                            training + "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n[parallel]\ntp = 8\npp = 2\ndp = 1\n" +
+                            parallel);
+    EXPECT_TRUE(s.plan);
+    return analytic::stage_costs(s, *s.plan).at(0).at(0).send_next.v;
+  };
+  const double whole = cost("pipeline_scatter_gather = false\n", "sequence_parallel = false\n");
+  const double scattered = cost("", "sequence_parallel = false\n");
+  const double sp = cost("", "");
+  ASSERT_GT(whole, 0);
+  // 1/8 of the message over the NIC, plus an NVLink all-gather of the whole activation.
+  EXPECT_LT(scattered, whole / 2);
+  EXPECT_GT(scattered, sp);
+  EXPECT_NEAR(sp, cost("pipeline_scatter_gather = false\n", ""), 1e-15);
+}
+
 TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
   const std::string text =
       "[model]\nname = \"m\"\nlayers = 4\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn_hidden = 2816\n"
