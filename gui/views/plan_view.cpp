@@ -2,14 +2,10 @@
 
 #include <algorithm>
 
-#include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QLineEdit>
-#include <QPushButton>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QSignalBlocker>
-#include <QScrollArea>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QHeaderView>
@@ -21,6 +17,7 @@
 #include "gui/qt_models/breakdown_model.hpp"
 #include "gui/qt_models/format.hpp"
 #include "gui/qt_models/memory_model.hpp"
+#include "gui/views/timeline_page.hpp"
 #include "gui/widgets/memory_bars.hpp"
 #include "gui/widgets/timeline_view.hpp"
 #include "sim/io/scenario_reader.hpp"
@@ -217,48 +214,10 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   split->addWidget(right);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
-  timeline_ = new TimelineView(this);
-  auto* timeline_scroll = new QScrollArea(this);
-  timeline_scroll->setWidget(timeline_);
-  timeline_scroll->setWidgetResizable(true);
-  auto* timeline_page = new QWidget(this);
-  auto* tl = new QVBoxLayout(timeline_page);
-  auto* hint = new QLabel(tr("One lane per simulated device and stream. Wheel: zoom; drag: pan; double click: the "
-                             "whole step; hover a task for its kind and duration."),
-                          timeline_page);
-  hint->setWordWrap(true);
-  // Filter by kind, find by name.
-  auto* find_row = new QHBoxLayout();
-  kind_filter_ = new QComboBox(timeline_page);
-  kind_filter_->setToolTip(tr("Show one kind of task in its colour; the others fade"));
-  find_ = new QLineEdit(timeline_page);
-  find_->setPlaceholderText(tr("Find tasks by name (F L12-23 mb5, AR, …)"));
-  find_->setClearButtonEnabled(true);
-  auto* next = new QPushButton(tr("Next"), timeline_page);
-  next->setToolTip(tr("Show the next task found (Enter in the search field)"));
-  found_ = new QLabel(timeline_page);
-  find_row->addWidget(new QLabel(tr("Kind"), timeline_page));
-  find_row->addWidget(kind_filter_);
-  find_row->addWidget(new QLabel(tr("Find"), timeline_page));
-  find_row->addWidget(find_, 1);
-  find_row->addWidget(next);
-  find_row->addWidget(found_);
-  connect(kind_filter_, &QComboBox::activated, this, [this](int i) {
-    timeline_->set_kind_filter(i - 1);  // item 0: every kind
-    show_found();
-  });
-  connect(find_, &QLineEdit::textChanged, this, [this](const QString& t) {
-    timeline_->set_search(t);
-    show_found();
-  });
-  connect(find_, &QLineEdit::returnPressed, this, [this] { timeline_->next_match(); });
-  connect(next, &QPushButton::clicked, this, [this] { timeline_->next_match(); });
-  tl->addWidget(hint);
-  tl->addLayout(find_row);
-  tl->addWidget(timeline_scroll, 1);
+  timeline_page_ = new TimelinePage(this);
   pages_ = new QTabWidget(this);
   pages_->addTab(split, tr("Step and memory"));
-  pages_->addTab(timeline_page, tr("Timeline"));
+  pages_->addTab(timeline_page_, tr("Timeline"));
   // What-if: the estimate follows each change at once, the simulation after a pause.
   what_if_box_ = new QGroupBox(tr("What if"), this);
   auto* form = new QHBoxLayout(what_if_box_);
@@ -322,8 +281,7 @@ void PlanView::clear_figures() {
   critical_->set_breakdown({});
   memory_->set_devices({});
   bars_->set_bars({});
-  timeline_->set_data(nullptr);
-  fill_kinds();
+  timeline_page_->set_data(nullptr);
   estimate_ = {};
   figures_.reset();
 }
@@ -335,24 +293,6 @@ void PlanView::show_what_if_error(const QString& message) {
 }
 
 void PlanView::show_page(int page) { pages_->setCurrentIndex(page); }
-
-void PlanView::fill_kinds() {
-  // A new step: every kind, and the search kept.
-  kind_filter_->clear();
-  kind_filter_->addItem(tr("every kind"));
-  if (const auto& d = timeline_->data())
-    for (const QString& k : d->kinds) kind_filter_->addItem(k);
-  timeline_->set_search(find_->text());
-  show_found();
-}
-
-void PlanView::show_found() {
-  if (find_->text().isEmpty()) {
-    found_->clear();
-    return;
-  }
-  found_->setText(tr("%n task(s)", "", static_cast<int>(timeline_->matches().size())));
-}
 
 void PlanView::set_what_if(const WhatIf& w) {
   const double values[] = {w.nic_factor, w.oversubscription, w.price_factor, w.electricity_usd_per_kwh,
@@ -381,8 +321,7 @@ void PlanView::show_estimate(const Scenario& s, const plan::Plan& p, const analy
                              const QString& origin) {
   estimate_ = e;
   figures_.reset();
-  timeline_->set_data(nullptr);
-  fill_kinds();
+  timeline_page_->set_data(nullptr);
   QString h = tr("<p><b>%1</b> — %2: <code>%3</code></p>")
                   .arg(qs(s.name).toHtmlEscaped(), origin.toHtmlEscaped(),
                        qs(report::plan_summary(s, p)).toHtmlEscaped());
@@ -418,9 +357,8 @@ void PlanView::show_simulation(const SimFigures& f) {
                            .arg(QString::number(f.simulated.tokens_per_s, 'g', 4))
                            .arg(100 * f.simulated.mfu, 0, 'f', 1));
   figures_ = f;
-  timeline_->set_data(f.timeline);
-  fill_kinds();
-  timeline_->setMinimumHeight(timeline_->sizeHint().height());
+  timeline_page_->set_data(f.timeline);
+  timeline()->setMinimumHeight(timeline()->sizeHint().height());
   critical_->set_breakdown(f.critical_by_kind);
   memory_->set_devices(f.simulated.device_types);
   bars_->set_bars(bars_of(estimate_.device_types, &f.simulated.device_types));
@@ -432,6 +370,6 @@ void PlanView::set_simulation_note(const QString& note) { simulation_->setText(n
 QString PlanView::headline_text() const { return headline_->text(); }
 QString PlanView::simulation_text() const { return simulation_->text(); }
 
-QString PlanView::found_text() const { return found_->text(); }
+TimelineView* PlanView::timeline() const { return timeline_page_->timeline(); }
 
 }  // namespace hetsim::gui

@@ -14,9 +14,7 @@
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
 
-class QComboBox;
 class QDoubleSpinBox;
-class QLineEdit;
 class QGroupBox;
 class QSpinBox;
 class QLabel;
@@ -28,6 +26,7 @@ namespace hetsim::gui {
 class BreakdownModel;
 class MemoryBars;
 class MemoryModel;
+class TimelinePage;
 class TimelineView;
 struct TimelineData;
 
@@ -99,7 +98,9 @@ class PlanView : public QWidget {
   [[nodiscard]] BreakdownModel* critical_model() const { return critical_; }
   [[nodiscard]] MemoryModel* memory_model() const { return memory_; }
   [[nodiscard]] MemoryBars* memory_bars() const { return bars_; }
-  [[nodiscard]] TimelineView* timeline() const { return timeline_; }
+  [[nodiscard]] TimelineView* timeline() const;
+  /// The Timeline page: the timeline, its kinds, its search and the list of what it found.
+  [[nodiscard]] TimelinePage* timeline_page() const { return timeline_page_; }
   /// Shows the "Step and memory" page (0) or the "Timeline" page (1).
   void show_page(int page);
   /// Sets the what-if controls (without emitting what_if_changed) and enables them.
@@ -109,10 +110,6 @@ class PlanView : public QWidget {
   [[nodiscard]] QDoubleSpinBox* what_if_control(int i) const { return controls_[static_cast<std::size_t>(i)]; }
   /// The global batch's control (sequences per step).
   [[nodiscard]] QSpinBox* global_batch_control() const { return batch_; }
-  /// The timeline's kind filter (item 0: every kind, then TimelineData::kinds) and search field.
-  [[nodiscard]] QComboBox* kind_filter_control() const { return kind_filter_; }
-  [[nodiscard]] QLineEdit* find_control() const { return find_; }
-  [[nodiscard]] QString found_text() const;
 
  signals:
   /// A what-if control changed (by the user).
@@ -121,8 +118,6 @@ class PlanView : public QWidget {
 
  private:
   void clear_figures();
-  void fill_kinds();
-  void show_found();
 
   QLabel* headline_ = nullptr;
   QLabel* simulation_ = nullptr;
@@ -130,13 +125,10 @@ class PlanView : public QWidget {
   BreakdownModel* critical_ = nullptr;
   MemoryModel* memory_ = nullptr;
   MemoryBars* bars_ = nullptr;
-  TimelineView* timeline_ = nullptr;
+  TimelinePage* timeline_page_ = nullptr;
   QTabWidget* pages_ = nullptr;
   std::array<QDoubleSpinBox*, 5> controls_{};
   QSpinBox* batch_ = nullptr;
-  QComboBox* kind_filter_ = nullptr;
-  QLineEdit* find_ = nullptr;
-  QLabel* found_ = nullptr;
   QGroupBox* what_if_box_ = nullptr;
   QTableView* breakdown_table_ = nullptr;
   QTableView* critical_table_ = nullptr;

@@ -64,7 +64,7 @@ void TimelineView::set_data(std::shared_ptr<const TimelineData> data) {
     const TimelineTask& y = data_->tasks[b];
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
   });
-  kind_filter_ = -1;
+  kind_shown_.clear();
   set_search(search_);
   reset_view();
   updateGeometry();
@@ -135,10 +135,23 @@ QPoint TimelineView::task_position(int i) const {
   return {static_cast<int>(std::lround(x_of(mid))), kAxisHeight + static_cast<int>(t.lane) * kLaneHeight + kLaneHeight / 2};
 }
 
-void TimelineView::set_kind_filter(int kind) {
-  kind_filter_ = data_ && kind >= 0 && kind < static_cast<int>(data_->kinds.size()) ? kind : -1;
-  set_search(search_);  // the matches keep to the kind shown
+void TimelineView::set_kinds_shown(const std::vector<int>& kinds) {
+  kind_shown_.clear();
+  if (data_)
+    for (int k : kinds) {
+      if (k < 0 || k >= static_cast<int>(data_->kinds.size())) continue;
+      kind_shown_.resize(data_->kinds.size(), 0);
+      kind_shown_[static_cast<std::size_t>(k)] = 1;
+    }
+  set_search(search_);  // the matches keep to the kinds shown
   update();
+}
+
+std::vector<int> TimelineView::kinds_shown() const {
+  std::vector<int> kinds;
+  for (std::size_t k = 0; k < kind_shown_.size(); ++k)
+    if (kind_shown_[k]) kinds.push_back(static_cast<int>(k));
+  return kinds;
 }
 
 int TimelineView::set_search(const QString& text) {
@@ -150,7 +163,7 @@ int TimelineView::set_search(const QString& text) {
     matched_.assign(data_->tasks.size(), 0);
     for (std::size_t i = 0; i < data_->tasks.size(); ++i) {
       const TimelineTask& t = data_->tasks[i];
-      if (kind_filter_ >= 0 && t.kind != kind_filter_) continue;
+      if (!kind_shown_.empty() && !kind_shown_[t.kind]) continue;
       if (!t.name.contains(text, Qt::CaseInsensitive)) continue;
       matched_[i] = 1;
       matches_.push_back(i);
@@ -163,13 +176,18 @@ int TimelineView::set_search(const QString& text) {
 bool TimelineView::task_shown(std::size_t i) const {
   if (!data_ || i >= data_->tasks.size()) return false;
   if (!matched_.empty()) return matched_[i] != 0;
-  return kind_filter_ < 0 || data_->tasks[i].kind == kind_filter_;
+  return kind_shown_.empty() || kind_shown_[data_->tasks[i].kind];
 }
 
 int TimelineView::next_match() {
   if (matches_.empty()) return -1;
-  match_at_ = (match_at_ + 1) % static_cast<int>(matches_.size());
-  const TimelineTask& t = data_->tasks[matches_[static_cast<std::size_t>(match_at_)]];
+  return show_match(static_cast<std::size_t>(match_at_ + 1) % matches_.size());
+}
+
+int TimelineView::show_match(std::size_t k) {
+  if (k >= matches_.size()) return -1;
+  match_at_ = static_cast<int>(k);
+  const TimelineTask& t = data_->tasks[matches_[k]];
   const double length = static_cast<double>(t.end_ns - t.start_ns);
   double span = t1_ - t0_;
   if (length < span / plot_width()) span = std::max(100 * length, kMinSpanNs);
@@ -178,7 +196,7 @@ int TimelineView::next_match() {
   t1_ = mid + span / 2;
   clamp();
   update();
-  return static_cast<int>(matches_[static_cast<std::size_t>(match_at_)]);
+  return static_cast<int>(matches_[k]);
 }
 
 double TimelineView::lane_middle(std::uint32_t lane) const {

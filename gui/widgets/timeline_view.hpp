@@ -2,9 +2,9 @@
 // The simulated step as a Gantt chart: one lane per simulated device and stream, one bar per
 // task coloured by its kind, the critical path underlined and drawn across lanes (a line from
 // each of its tasks to the next). Wheel zooms around the pointer, a drag pans, a double click
-// shows the whole step; hovering a bar names the task, its kind and its duration. One kind can be
-// picked (the others fade), and tasks found by name (matches outlined, the others fade; the view
-// moves from match to match). Drawing visits only the bars in view (binary search per lane) and
+// shows the whole step; hovering a bar names the task, its kind and its duration. A set of kinds
+// can be picked (the others fade), and tasks found by name (matches outlined, the others fade; the
+// view moves from match to match, or to the one picked). Drawing visits only the bars in view (binary search per lane) and
 // at most one bar per pixel column, so 10⁵ tasks pan smoothly.
 
 #include <QColor>
@@ -66,18 +66,24 @@ class TimelineView : public QWidget {
   /// The critical path's tasks in time order (indices into data()->tasks): the chain the line
   /// across lanes joins.
   [[nodiscard]] const std::vector<std::size_t>& critical_chain() const { return critical_; }
-  /// Shows kind `kind` (index into data()->kinds) in its colour and fades the others; -1: all.
-  void set_kind_filter(int kind);
-  [[nodiscard]] int kind_filter() const { return kind_filter_; }
+  /// Shows the tasks of `kinds` (indices into data()->kinds; others are ignored) in their colours
+  /// and fades the others; empty: every kind.
+  void set_kinds_shown(const std::vector<int>& kinds);
+  /// The kinds picked, ascending; empty: every kind.
+  [[nodiscard]] std::vector<int> kinds_shown() const;
   /// Finds the tasks whose name contains `text` (case-insensitive; empty: no search) among those
-  /// the kind filter shows; returns how many.
+  /// of the kinds shown; returns how many.
   int set_search(const QString& text);
   /// The matches of the search, in lane then time order.
   [[nodiscard]] const std::vector<std::size_t>& matches() const { return matches_; }
-  /// Centres the view on the next match (after the last one shown; wraps), keeping the zoom, or
-  /// zooming in to 100 times the task's length when the task is shorter than a pixel. Returns its
-  /// index into data()->tasks, or -1 without matches.
+  /// Centres the view on match `k` (k < matches().size()), keeping the zoom, or zooming in to 100
+  /// times the task's length when the task is shorter than a pixel; Next continues from it.
+  /// Returns its index into data()->tasks, or -1 when there is no match `k`.
+  int show_match(std::size_t k);
+  /// show_match of the match after the last one shown (wraps); -1 without matches.
   int next_match();
+  /// The match last shown (index into matches()), or -1.
+  [[nodiscard]] int current_match() const { return match_at_; }
   /// Whether task `i` is drawn in its colour (not faded by the kind filter or the search).
   [[nodiscard]] bool task_shown(std::size_t i) const;
 
@@ -104,7 +110,7 @@ class TimelineView : public QWidget {
   std::shared_ptr<const TimelineData> data_;
   std::vector<std::size_t> lane_begin_;  ///< first task of each lane, plus the end
   std::vector<std::size_t> critical_;    ///< the critical path's tasks by start time
-  int kind_filter_ = -1;
+  std::vector<char> kind_shown_;         ///< per kind; empty: every kind
   QString search_;
   std::vector<std::size_t> matches_;
   std::vector<char> matched_;            ///< per task, with a search

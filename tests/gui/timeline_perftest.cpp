@@ -7,13 +7,18 @@
 // It times pan + repaint per frame, at the whole step and zoomed 2×, 8× and 64× about its middle
 // (target ≥ 30 frames/s, i.e. ≤ 33 ms a frame). It then times TimelineView::grab() the same
 // way: every lane painted into an image, as on a screen tall enough for all of them. Both again
-// with a kind picked and a search on.
+// with a kind picked and a search on. Last, a search typed into the page's field (the matches
+// found, counted and listed, the list and the timeline repainted) and a pick from the list of
+// matches (the timeline centred on it and repainted), each timed.
 // Usage: gui_timeline_perftest [SCENARIO] [GLOBAL_BATCH] [FRAMES]; by default
 // tests/gui/data/gpt3-175b-960.toml with its global batch set to 11520 through the what-if
 // control (125,544 tasks), and 120 frames a zoom. GLOBAL_BATCH 0 keeps the scenario's.
 // Headless (QT_QPA_PLATFORM=offscreen unless set).
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QLineEdit>
+#include <QListView>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -28,6 +33,8 @@
 
 #include "gui/app/main_window.hpp"
 #include "gui/views/plan_view.hpp"
+#include "gui/views/timeline_page.hpp"
+#include "gui/widgets/timeline_matches.hpp"
 #include "gui/widgets/timeline_view.hpp"
 #include "tests/gui/perftest_support.hpp"
 
@@ -131,10 +138,10 @@ int main(int argc, char** argv) {
   for (const bool filtered : {false, true})
   for (const auto& mode : modes) {
     if (filtered && &mode == &modes[0]) {
-      tl.set_kind_filter(forward < static_cast<int>(kinds.size()) ? forward : 0);
+      tl.set_kinds_shown({forward < static_cast<int>(kinds.size()) ? forward : 0});
       const int found = tl.set_search("mb1");
       std::printf("with kind '%s' picked and %d of its tasks found by \"mb1\":\n",
-                  qPrintable(kinds[static_cast<std::size_t>(tl.kind_filter())]), found);
+                  qPrintable(kinds[static_cast<std::size_t>(tl.kinds_shown().front())]), found);
     }
     for (double zoom : {1.0, 2.0, 8.0, 64.0}) {
       set_zoom(tl, zoom);
@@ -146,6 +153,44 @@ int main(int argc, char** argv) {
       std::printf("%-28s zoom %3.0f× (%6zu tasks in view): median %6.2f ms, max %6.2f ms a frame; %6.1f frames/s\n",
                   mode.name, zoom, in_view, s.median, s.max, 1000.0 * static_cast<double>(ms.size()) / total);
     }
+  }
+
+  // A search typed into the Timeline page, and picks from its list of matches.
+  hetsim::gui::TimelinePage* page = view->timeline_page();
+  page->every_kind_button()->click();
+  tl.reset_view();
+  QApplication::processEvents();
+  const QString rare = tl.data()->tasks[tl.data()->tasks.size() / 2].name;
+  for (const QString& needle : {QString("F"), QString("mb1"), rare}) {
+    std::vector<double> typed, picked;
+    QElapsedTimer clock;
+    for (int rep = 0; rep < 10; ++rep) {
+      page->find_control()->clear();
+      QApplication::processEvents();
+      clock.start();
+      page->find_control()->setText(needle);
+      QApplication::processEvents();  // the list's layout
+      page->matches_list()->repaint();
+      tl.repaint();
+      typed.push_back(ms_since(clock));
+      const int n = page->matches_model()->rowCount();
+      for (int k = 0; k < 5 && n > 0; ++k) {
+        const QModelIndex at = page->matches_model()->index((n - 1) * k / 4);
+        clock.start();
+        emit page->matches_list()->clicked(at);
+        tl.repaint();
+        picked.push_back(ms_since(clock));
+      }
+    }
+    const Stats t = stats(typed);
+    std::printf("search \"%s\": %zu matches listed in median %.2f ms (max %.2f) from the text set to the list "
+                "and timeline repainted",
+                qPrintable(needle), tl.matches().size(), t.median, t.max);
+    if (!picked.empty()) {
+      const Stats p = stats(picked);
+      std::printf("; a pick from the list centres and repaints in median %.2f ms (max %.2f)", p.median, p.max);
+    }
+    std::printf("\n");
   }
   return 0;
 }

@@ -1,19 +1,24 @@
 // The timeline of a simulated step: one lane per device and stream with tasks, every task of the
 // engine's trace drawn where the trace puts it, zoom and pan keep to the step, hovering finds the
-// task under the pointer; the critical path is drawn across lanes; a kind can be picked and
-// tasks found by name; a 100,000-task step pans (the frame time is printed, not asserted:
-// timings belong to benchmarks).
-#include <QComboBox>
+// task under the pointer; the critical path is drawn across lanes; a set of kinds can be picked
+// and tasks found by name, listed, and centred from the list; a 100,000-task step pans (the frame
+// time is printed, not asserted: timings belong to benchmarks).
+#include <QAbstractItemModelTester>
 #include <QElapsedTimer>
 #include <QImage>
 #include <QLineEdit>
+#include <QListView>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QTest>
+#include <QToolButton>
 
 #include <optional>
 #include <set>
 
 #include "gui/views/plan_view.hpp"
+#include "gui/views/timeline_page.hpp"
+#include "gui/widgets/timeline_matches.hpp"
 #include "gui/widgets/timeline_view.hpp"
 #include "sim/api/api.hpp"
 #include "tests/gui/gui_test.hpp"
@@ -155,7 +160,7 @@ class TimelineTest : public QObject {
     QVERIFY2(red, qPrintable(QString("no critical line at %1,%2").arg(mid.x()).arg(mid.y())));
   }
 
-  // One kind shown, the others faded; tasks found by name, outlined, and visited in turn.
+  // A set of kinds shown, the others faded; tasks found by name, outlined, and visited in turn.
   void a_kind_filter_and_a_search() {
     const Scenario* s = &*scenario_;
     const SimFigures& f = *figures_;
@@ -177,7 +182,8 @@ class TimelineTest : public QObject {
         other = i;
     QVERIFY(other < tasks.size());
     QVERIFY(static_cast<double>(tasks[other].end_ns - tasks[other].start_ns) > full / 100000);
-    v.set_kind_filter(tasks[big].kind);
+    v.set_kinds_shown({tasks[big].kind});
+    QCOMPARE(v.kinds_shown(), std::vector<int>{tasks[big].kind});
     for (std::size_t i = 0; i < tasks.size(); ++i) QCOMPARE(v.task_shown(i), tasks[i].kind == tasks[big].kind);
     // Drawn so: zoomed on `other`, its bar is faded; zoomed on `big`, in its kind's colour.
     auto colour_at = [&](std::size_t i) {
@@ -190,7 +196,23 @@ class TimelineTest : public QObject {
     };
     QCOMPARE(colour_at(other), TimelineView::faded_color());
     QCOMPARE(colour_at(big), TimelineView::kind_color(tasks[big].kind));
-    v.set_kind_filter(-1);
+    // Two kinds: both in colour, every other kind faded; a kind that does not exist is ignored.
+    const int two[] = {tasks[big].kind, tasks[other].kind};
+    const std::vector<int> both = {std::min(two[0], two[1]), std::max(two[0], two[1])};
+    QVERIFY(f.timeline->kinds.size() >= 3);  // so that some kind is left out
+    v.set_kinds_shown({two[1], two[0], static_cast<int>(f.timeline->kinds.size()), -1});
+    QCOMPARE(v.kinds_shown(), both);
+    std::size_t faded = 0;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const bool in = tasks[i].kind == two[0] || tasks[i].kind == two[1];
+      QCOMPARE(v.task_shown(i), in);
+      faded += in ? 0 : 1;
+    }
+    QVERIFY(faded > 0);
+    QCOMPARE(colour_at(other), TimelineView::kind_color(tasks[other].kind));
+    QCOMPARE(colour_at(big), TimelineView::kind_color(tasks[big].kind));
+    v.set_kinds_shown({});
+    QVERIFY(v.kinds_shown().empty());
     QVERIFY(v.task_shown(other));
 
     // Found by name, case-insensitive: every task whose name holds it, and no other.
@@ -212,23 +234,80 @@ class TimelineTest : public QObject {
       QVERIFY(v.visible_range().first <= mid && mid <= v.visible_range().second);
       if (k == n) break;
     }
-    // With a kind picked, only that kind's matches.
-    v.set_kind_filter(tasks[big].kind);
+    // show_match centres any match, and Next goes on from it.
+    QCOMPARE(v.show_match(static_cast<std::size_t>(n)), -1);
+    QCOMPARE(v.show_match(static_cast<std::size_t>(n - 1)), static_cast<int>(v.matches().back()));
+    QCOMPARE(v.current_match(), n - 1);
+    QCOMPARE(v.next_match(), static_cast<int>(v.matches().front()));
+    // With kinds picked, only those kinds' matches.
+    v.set_kinds_shown({tasks[big].kind});
     for (std::size_t i : v.matches()) QCOMPARE(tasks[i].kind, tasks[big].kind);
     QCOMPARE(v.set_search(QString()), 0);
     QVERIFY(!v.task_shown(other));  // the kind filter alone again
 
-    // In the plan view: the kinds listed, the count of tasks found.
+    // In the plan view: a button per kind, the count of tasks found, the list of them.
     PlanView view;
     view.show_estimate(*s, *s->plan, api::estimate(*s, *s->plan), "the scenario's plan");
     view.show_simulation(f);
-    QCOMPARE(view.kind_filter_control()->count(), static_cast<int>(f.timeline->kinds.size()) + 1);
-    view.find_control()->setText(needle);
-    QCOMPARE(view.timeline()->matches().size(), static_cast<std::size_t>(n));
-    QVERIFY2(view.found_text().startsWith(QString::number(n) + " task"), qPrintable(view.found_text()));
-    view.kind_filter_control()->setCurrentIndex(1 + tasks[big].kind);
-    emit view.kind_filter_control()->activated(1 + tasks[big].kind);
-    QCOMPARE(view.timeline()->kind_filter(), static_cast<int>(tasks[big].kind));
+    view.resize(1400, 900);
+    view.show_page(1);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    TimelinePage* page = view.timeline_page();
+    TimelineView* tl = view.timeline();
+    QCOMPARE(page->kind_button_count(), f.timeline->kinds.size());
+    for (std::size_t k = 0; k < page->kind_button_count(); ++k) QCOMPARE(page->kind_button(k)->text(), f.timeline->kinds[k]);
+    QVERIFY(!page->matches_list()->isVisible());  // no search, no list
+    page->find_control()->setText(needle);
+    QCOMPARE(tl->matches().size(), static_cast<std::size_t>(n));
+    QVERIFY2(page->found_text().startsWith(QString::number(n) + " task"), qPrintable(page->found_text()));
+    // The list holds the matches, in order.
+    TimelineMatchesModel* m = page->matches_model();
+    QAbstractItemModelTester tester(m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(page->matches_list()->isVisible());
+    QCOMPARE(m->rowCount(), n);
+    for (int row = 0; row < n; ++row) {
+      const QModelIndex at = m->index(row);
+      const std::size_t i = tl->matches()[static_cast<std::size_t>(row)];
+      QCOMPARE(at.data(TimelineMatchesModel::kTaskRole).toULongLong(), static_cast<qulonglong>(i));
+      QVERIFY2(at.data().toString().startsWith(tasks[i].name + " · " + f.timeline->lanes[tasks[i].lane]),
+               qPrintable(at.data().toString()));
+    }
+    // A click on the last one centres it (zoomed in far from it first), and Next goes on from it.
+    const std::size_t last = tl->matches().back();
+    const double last_mid =
+        (static_cast<double>(tasks[last].start_ns) + static_cast<double>(tasks[last].end_ns)) / 2;
+    tl->reset_view();
+    tl->zoom(1000, last_mid < full / 2 ? full : 0);
+    QVERIFY(tl->visible_range().second < last_mid || tl->visible_range().first > last_mid);
+    QListView* list = page->matches_list();
+    list->scrollTo(m->index(n - 1));
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualRect(m->index(n - 1)).center());
+    QCOMPARE(tl->current_match(), n - 1);
+    QVERIFY(tl->visible_range().first <= last_mid && last_mid <= tl->visible_range().second);
+    QTest::keyClick(page->find_control(), Qt::Key_Return);
+    QCOMPARE(tl->current_match(), 0);
+    QCOMPARE(list->currentIndex().row(), 0);
+
+    // Two kinds picked by their buttons: the timeline shows those, the search and its list keep to
+    // them; Every kind clears the pick.
+    page->kind_button(static_cast<std::size_t>(two[0]))->click();
+    page->kind_button(static_cast<std::size_t>(two[1]))->click();
+    QCOMPARE(tl->kinds_shown(), both);
+    int in_kinds = 0;
+    for (const TimelineTask& t : tasks)
+      in_kinds += (t.kind == two[0] || t.kind == two[1]) && t.name.contains(needle, Qt::CaseInsensitive) ? 1 : 0;
+    QCOMPARE(static_cast<int>(tl->matches().size()), in_kinds);
+    QCOMPARE(m->rowCount(), in_kinds);
+    page->kind_button(static_cast<std::size_t>(two[0]))->click();  // unpicked again
+    QCOMPARE(tl->kinds_shown(), std::vector<int>{two[1]});
+    page->every_kind_button()->click();
+    QVERIFY(tl->kinds_shown().empty());
+    for (std::size_t k = 0; k < page->kind_button_count(); ++k) QVERIFY(!page->kind_button(k)->isChecked());
+    QCOMPARE(m->rowCount(), n);
+    page->find_control()->clear();
+    QCOMPARE(m->rowCount(), 0);
+    QVERIFY(!list->isVisible());
   }
 
   void a_hundred_thousand_tasks_pan() {
