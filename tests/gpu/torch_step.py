@@ -126,6 +126,16 @@ FUSED_LOSS = 'loss_kernel = "fused"  # Inductor fuses the cross-entropy over the
 NATIVE_NORMS = 'norm_kernel = "native"  # nn.LayerNorm / nn.RMSNorm: PyTorch\'s own norm kernels'
 
 
+def reference(step_s, max_allocated):
+    """The measured step and peak (torch.cuda.max_memory_allocated) as the scenario's [reference]."""
+    return f"""[reference]
+step_time_s = {step_s:.6g}
+peak_memory = "{max_allocated / 2**30:.3f}GiB"
+peak_memory_kind = "allocated"
+source = "measured by tests/gpu/torch_step.py on one H200 (median step; torch.cuda.max_memory_allocated)"
+"""
+
+
 def scenario(name, c, compiled=False):
     return f"""# {name}: written by tests/gpu/torch_step.py, the step it measured on one GPU in plain PyTorch
 # (fp32 parameters, bf16 autocast, fused AdamW, SDPA FlashAttention-2, {'torch.compile: fused memory-bound kernels' if compiled else 'eager: one kernel per op'}).
@@ -225,7 +235,7 @@ def run(name, c, out, log, compiled=False):
     log.write(json.dumps(rec) + "\n")
     log.flush()
     with open(os.path.join(out, name + ".toml"), "w") as f:
-        f.write(scenario(name, c, compiled))
+        f.write(scenario(name, c, compiled) + reference(t, rec["max_allocated_bytes"]))
     cl = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in sorted(classes.items(), key=lambda x: -x[1]))
     print(f"{name:14s} {params / 1e9:5.2f} B params  step {t * 1e3:8.1f} ms  (GPU busy {busy * 1e3 if busy else 0:.1f} ms: {cl})"
           f"  {rec['tflops_6n']:.0f} TFLOP/s  max alloc {rec['max_allocated_bytes'] / 2**30:.1f} GiB")

@@ -3,7 +3,9 @@
 device machine's H200 (tests/gpu/torch_step.py; data and scenarios in
 tests/perf/data/h200/torch_step/ and, through torch.compile, torch_step_compiled/;
 docs/microbenchmarks.md §9f): step time, and time per kernel
-class (gemm, attention, optimizer, and everything else: norms, loss, elementwise, copies).
+class (gemm, attention, optimizer, and everything else: norms, loss, elementwise, copies), and peak
+memory (torch.cuda.max_memory_allocated against hetsim's "allocated" peak, from the scenarios'
+[reference]).
 Usage: python3 tests/perf/torch_step_check.py [HETSIM]   (default build/release/bin/hetsim)"""
 import json, os, subprocess, sys
 
@@ -29,7 +31,8 @@ def main():
     rows = [(d, json.loads(l)) for d in DATA_DIRS for l in open(os.path.join(d, "torch_step.jsonl"))]
     print("one H200, plain PyTorch (fp32 params, bf16 autocast, fused AdamW, SDPA FA2; -compiled: torch.compile), "
           "ms: measured / predicted (error)")
-    print(f"{'run':22s} {'step':>22s} {'gemm':>20s} {'attention':>20s} {'optimizer':>18s} {'rest':>20s}")
+    print(f"{'run':22s} {'step':>22s} {'gemm':>20s} {'attention':>20s} {'optimizer':>18s} {'rest':>20s} "
+          f"{'peak memory, GiB':>24s}")
     for d, r in rows:
         toml = os.path.join(d, r["name"] + ".toml")
         j = json.loads(subprocess.run([hetsim, "estimate", "--json", "--ops", toml], capture_output=True, text=True).stdout)
@@ -39,6 +42,10 @@ def main():
         cells = [(r["step_s"], j["step_time_s"]), (m.get("gemm", 0), p["gemm"]), (m.get("attention", 0), p["attention"]),
                  (m.get("optimizer", 0), p["optimizer"]), (m_rest, p["rest"])]
         out = [f"{a * 1e3:6.1f} / {b * 1e3:6.1f} ({100 * (b / a - 1):+4.0f} %)" for a, b in cells]
+        ref = j.get("reference") or {}
+        if ref.get("peak_memory_bytes"):
+            out.append(f"{ref['peak_memory_bytes'] / 2**30:5.1f} / {ref['predicted_peak_memory_bytes'] / 2**30:5.1f} "
+                       f"({100 * ref['peak_memory_error']:+4.1f} %)")
         print(f"{r['name']:22s} " + " ".join(f"{x:>20s}" for x in out))
 
 
