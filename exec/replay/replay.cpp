@@ -1,5 +1,7 @@
 #include "exec/replay/replay.hpp"
 
+#include "exec/replay/dp_groups.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -160,18 +162,17 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   out.predicted = *pred;
   const auto& g = out.graph;
 
-  // Every folded device is unfolded into its real devices: tp ranks × replicas, one thread each.
-  if (p.groups.size() > 1)
-    return Diagnostic{{}, "plan", "the plan has " + std::to_string(p.groups.size()) +
-                                  " replica groups: this executor runs plans with one group (identical replicas)",
-                      "for a mixed cluster, plan one pool at a time (hetsim plan --out on a one-pool scenario) or keep "
-                      "one replica group in the plan; docs/executor.md, Limits"};
-  std::vector<int> first_real(g.devices.size());
-  int needed = 0;
-  for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    first_real[d] = needed;
-    needed += g.devices[d].count;
-  }
+  // Every folded device is unfolded into its real devices: tp ranks × replicas, one thread each;
+  // each data-parallel collective joins the replicas of every group that hold its layer.
+  if (p.groups.size() > 1 && p.zero >= 2 && p.replicas() > 1)
+    return Diagnostic{{}, "plan", "ZeRO " + std::to_string(p.zero) + " with " + std::to_string(p.groups.size()) +
+                                      " replica groups: the schedule reduces each micro-batch's gradients within its "
+                                      "group only (the groups' micro-batch counts differ), so no reduction would span the groups",
+                      "zero = 0 or 1 for plans with several replica groups (docs/executor.md, Limits)"};
+  auto layout = dp_layout(g);
+  if (!layout) return layout.errors();
+  const std::vector<int>& first_real = layout->first_real;
+  const int needed = layout->real_devices;
   const bool multi_process = o.world != nullptr && o.world->size() > 1;
   if (!multi_process && needed > backend.device_count())
     return Diagnostic{{}, "", "the plan needs " + std::to_string(needed) + " devices but the " + backend.name() +
@@ -272,14 +273,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                          local / (p.zero >= 2 ? replicas : 1) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
   }
-  auto dp_floats = [&](const schedule::Task& t) {
+  auto dp_floats = [&](const schedule::Task& t, std::size_t r) {
     const auto& c = costs[g.devices[t.device].group][g.devices[t.device].stage];
     double params = c.params_layer * t.layers;
     if (t.first_layer == 0) params += c.params_emb;
     if (t.first_layer + t.layers == s.model.layers) params += c.params_head;
     const auto n = static_cast<std::size_t>(params);
-    const auto r = static_cast<std::size_t>(replicas);
-    return std::max<std::size_t>(r, (n + r - 1) / r * r);  // a multiple of the replicas
+    return std::max<std::size_t>(r, (n + r - 1) / r * r);  // a multiple of the collective's members
   };
 
   const int model_layers = s.model.layers;
@@ -299,11 +299,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   std::vector<Scratch> scratch(static_cast<std::size_t>(needed));
   for (int d = 0; d < needed; ++d) scratch[static_cast<std::size_t>(d)].dev = devices[static_cast<std::size_t>(d)].get();
 
-  // Communicators: the tp ranks of each (device, replica); the replicas of each (device, rank).
+  // Communicators: the tp ranks of each (device, replica); the members of each data-parallel
+  // collective (dp_layout: the replicas of every group that hold the layer, rank by rank).
   // Across processes every process takes part in every split (MPI_Comm_split is collective) and
   // keeps the communicator of its own member only.
   std::vector<std::unique_ptr<ProcessGroup>> subgroups;  // outlive the communicators made over them
-  std::vector<std::vector<Communicators>> tp_comms(g.devices.size()), dp_comms(g.devices.size());
+  std::vector<std::vector<Communicators>> tp_comms(g.devices.size());
+  std::vector<Communicators> dp_comms;  // per layout group, per member
   auto make_group = [&](const std::vector<int>& reals, const char* what) -> Result<Communicators> {
     std::vector<Device*> members;
     for (int r : reals) members.push_back(devices[static_cast<std::size_t>(r)].get());
@@ -335,14 +337,18 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       if (!c) return c.errors();
       tp_comms[d].push_back(std::move(*c));
     }
-    for (int t = 0; t < tp; ++t) {
-      std::vector<int> reals;
-      for (int r = 0; r < reps; ++r) reals.push_back(real(r, t));
-      auto c = make_group(reals, "data-parallel");
-      if (!c) return c.errors();
-      dp_comms[d].push_back(std::move(*c));
-    }
   }
+  for (const auto& reals : layout->groups) {
+    auto c = make_group(reals, "data-parallel");
+    if (!c) return c.errors();
+    dp_comms.push_back(std::move(*c));
+  }
+  // The data-parallel communicators of each real device: per layout group, its own member.
+  std::vector<std::map<int, Communicator*>> dp_of(static_cast<std::size_t>(needed));
+  for (std::size_t gi = 0; gi < layout->groups.size(); ++gi)
+    for (std::size_t m = 0; m < layout->groups[gi].size(); ++m)
+      if (auto* c = dp_comms[gi][m].get(); c != nullptr)
+        dp_of[static_cast<std::size_t>(layout->groups[gi][m])][static_cast<int>(gi)] = c;
   // Across processes, dependencies between devices are messages: a token (host memory) when a
   // task finishes, and a send task's payload (device memory) to the stage that reads it.
   std::unique_ptr<Communicator> tokens, payloads;
@@ -396,6 +402,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     std::vector<io::TaskParts> parts(g.size());
     std::vector<std::pair<std::string, std::string>> error(static_cast<std::size_t>(needed));  // why, hint
     std::atomic<bool> failed{false};
+    // The device that failed first: the cause (the others fail because it left their groups).
+    std::atomic<int> first_failed{-1};
     std::atomic<std::int64_t> last_end{0};  // over every member, not only the timed ones
     if (world != nullptr) world->barrier();
     const std::int64_t t0 = host_clock_ns();
@@ -414,7 +422,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             return done[task * static_cast<std::size_t>(max_count) + static_cast<std::size_t>(m)];
           };
           Communicator& tpc = *tp_comms[rep][static_cast<std::size_t>(replica)][static_cast<std::size_t>(rank)];
-          Communicator& dpc = *dp_comms[rep][static_cast<std::size_t>(rank)][static_cast<std::size_t>(replica)];
+          const auto& dpcs = dp_of[real];  // every data-parallel collective this member joins
           // Activations held between tasks, per (chunk, micro-batch): a task allocates its block
           // at its start; at its end the block joins what that micro-batch holds, less what it
           // frees.
@@ -427,10 +435,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               // ends the run (rank 0 has handed the steps measured so far to on_step).
               o.on_fatal(Diagnostic{{}, "", "step " + std::to_string(step) + ": " + (why.empty() ? "failed" : why), hint,
                                     ErrorKind::Environment});
-            if (!why.empty()) error[real] = {why, hint};
+            if (!why.empty()) {
+              error[real] = {why, hint};
+              int none = -1;
+              first_failed.compare_exchange_strong(none, static_cast<int>(real));
+            }
             failed = true;
             tpc.leave();
-            dpc.leave();
+            for (auto& [gi, c] : dpcs) c->leave();
             for (auto& [key, block] : held)
               if (block.first != nullptr) dev.release(block.first, block.second);
             held.clear();
@@ -554,12 +566,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               }
               case TaskKind::GradReduce:
               case TaskKind::ParamGather: {
-                std::size_t n = dp_floats(t);
-                if (t.kind == TaskKind::ParamGather && !wide) {  // weights travel in 16 bits
-                  const auto r = static_cast<std::size_t>(replicas);
-                  n = std::max(r, (n / 2 + r - 1) / r * r);
-                }
-                const std::size_t per = n / static_cast<std::size_t>(replicas);
+                // The collective of this layer among every replica that holds it, in its group
+                // and (several groups) in the others: a shard per member under ZeRO.
+                Communicator& dpc = *dpcs.at(layout->member_of[id][static_cast<std::size_t>(rank)]);
+                const auto r = static_cast<std::size_t>(dpc.size());
+                std::size_t n = dp_floats(t, r);
+                if (t.kind == TaskKind::ParamGather && !wide) n = std::max(r, (n / 2 + r - 1) / r * r);  // 16-bit weights
+                const std::size_t per = n / r;
                 sc.fit(n * 4, n * 4, n * 4);
                 if (sc.failed) break;
                 if (t.kind == TaskKind::ParamGather) note(dpc.all_gather(sc.fa(), sc.fc(), per), true);
@@ -656,8 +669,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     for (auto& th : threads) th.join();
     if (failed) {
       std::pair<std::string, std::string> why{"failed", ""};
-      for (const auto& e : error)
-        if (!e.first.empty()) { why = e; break; }
+      if (const int first = first_failed.load(); first >= 0) why = error[static_cast<std::size_t>(first)];
       Diagnostic d{{}, "", "step " + std::to_string(step) + ": " + why.first, why.second, ErrorKind::Environment};
       if (steps.empty()) return d;
       out.failure = d;  // keep what was measured

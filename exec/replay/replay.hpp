@@ -54,11 +54,13 @@ struct Replay {
 
 /// Replays `p` on `backend`: every folded device is unfolded into its real devices (tp ranks ×
 /// replicas, one thread each), TP and DP collectives run for real among them (the backend's
-/// communicators), every op of every compute task runs as its kernel (GEMM, attention, norm,
-/// elementwise, Adam) in the plan's format and is timed on its own. Fails, naming the
-/// device and task, when the plan needs devices the backend lacks, when a device runs out of
-/// memory (both ErrorKind::Environment), or when the plan has several replica groups (not yet
-/// supported; BadInput, key "plan").
+/// communicators; with several replica groups each layer's DP collective joins the replicas of
+/// every group, see dp_groups.hpp), every op of every compute task runs as its kernel (GEMM,
+/// attention, norm, elementwise, Adam) in the plan's format and is timed on its own. Fails,
+/// naming the device and task, when the plan needs devices the backend lacks, when a device
+/// runs out of memory (both ErrorKind::Environment), or when it cannot run the plan (BadInput,
+/// key "plan"): groups whose tensor-parallel degrees differ for a layer, or several groups
+/// under ZeRO 2 or 3.
 [[nodiscard]] Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o);
 
 }  // namespace hetsim::exec

@@ -24,7 +24,7 @@ Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
   if (p.groups.size() != 1)
     return Diagnostic{{}, "plan", "--fit scales plans with one replica group only (this one has " +
                                       std::to_string(p.groups.size()) + ")",
-                      "the executor runs one replica group; see docs/executor.md, Limits"};
+                      "run the plan itself with as many devices as it needs (mpirun, or --devices); see docs/executor.md, Limits"};
   auto& grp = out.plan.groups[0];
   int per_replica = 0;
   for (const auto& st : grp.stages) per_replica += st.tp;

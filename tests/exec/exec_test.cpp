@@ -5,9 +5,13 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <unistd.h>
 #include <set>
 #include <thread>
@@ -16,9 +20,11 @@
 #include "exec/comm/shm_group.hpp"
 #include "exec/compare/compare.hpp"
 #include "exec/cpu/cpu_backend.hpp"
+#include "exec/replay/dp_groups.hpp"
 #include "exec/replay/replay.hpp"
 #include "exec/replay/scale.hpp"
 #include "models/cost/compute.hpp"
+#include "sim/schedule/schedule.hpp"
 #include "tests/support/flaky_backend.hpp"
 #include "tests/support/scenario_support.hpp"
 
@@ -112,15 +118,230 @@ TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
     EXPECT_EQ(worst_kind(r.errors()), ErrorKind::Environment) << "missing hardware";
   }
   {
-    auto s = test::parse(small("micro_batch = 1\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\n"
-                               "stages = [{tp = 1, layers = 4}]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\n"
+    // Two groups whose tensor-parallel degrees differ for the layers: their gradient shards
+    // would need resharding. Refused before anything runs, naming a layer and both degrees.
+    auto s = test::parse(small("micro_batch = 1\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
+                               "stages = [{tp = 2, layers = 4}]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
                                "stages = [{tp = 1, layers = 2}, {tp = 1, layers = 2}]\n", 4));
     ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+    auto big = exec::make_cpu_backend(4);
+    auto r = exec::replay(*s, *s->plan, *big, {1, 0});
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(to_string(r.errors()[0]).find("replica groups"), std::string::npos);
+    const auto msg = to_string(r.errors()[0]);
+    EXPECT_NE(msg.find("layer 0: its data-parallel parameter gather joins tensor-parallel degree 2 (g0 s0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(") and 1 (g1 s0"), std::string::npos) << msg;
     EXPECT_EQ(worst_kind(r.errors()), ErrorKind::BadInput) << "a plan this executor cannot run";
   }
+  {
+    // ZeRO 2 with two groups: the schedule reduces per micro-batch within each group.
+    auto s = test::parse(small("micro_batch = 1\nzero = 2\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
+                               "stages = [{tp = 1, layers = 4}]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
+                               "stages = [{tp = 1, layers = 2}, {tp = 1, layers = 2}]\n", 4));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto big = exec::make_cpu_backend(4);
+    auto r = exec::replay(*s, *s->plan, *big, {1, 0});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(to_string(r.errors()[0]).find("ZeRO 2 with 2 replica groups"), std::string::npos) << to_string(r.errors()[0]);
+    EXPECT_EQ(worst_kind(r.errors()), ErrorKind::BadInput);
+  }
+}
+
+// A two-pool cluster (a "fast" and a "slow" pool of cpu cores, 4 devices each) with a plan of
+// replica groups given as [[parallel.replicas]] (`groups`), or a [parallel] plan.
+std::string two_pools(const std::string& parallel, int global_batch = 4, int devices_per_pool = 4) {
+  std::string pools;
+  for (const char* name : {"fast", "slow"})
+    pools += std::string("[[cluster.pool]]\nname = \"") + name + "\"\nnodes = 1\n[cluster.pool.device]\nname = \"core-" +
+             name + "\"\npeak = { fp32 = \"20GFLOPS\" }\nmemory = \"1GiB\"\nmemory_bandwidth = \"10GB/s\"\n"
+             "node = { devices = " + std::to_string(devices_per_pool) + ", fabric = \"shm\", nics = 1, nic = \"shm\" }\n";
+  return "[model]\npreset = \"tiny\"\nlayers = 4\nhidden = 128\nheads = 4\nkv_heads = 4\nffn_hidden = 512\nvocab = 512\n"
+         "[training]\nglobal_batch = " + std::to_string(global_batch) + "\nseq_len = 64\nprecision = \"fp32\"\n"
+         "[[cluster.link]]\nname = \"shm\"\nkind = \"scale-up\"\nbandwidth = \"10GB/s\"\nlatency = \"1us\"\n" +
+         pools + "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n[parallel]\n" +
+         parallel;
+}
+
+// The pool-local groups `hetsim plan` recommends for mixed clusters: two replicas of one stage on
+// the fast pool, one replica of a two-stage pipeline (other layer boundaries) on the slow one,
+// with an uneven batch split (1 and 2 micro-batches).
+std::string two_group_plan(int tp, int zero) {
+  const std::string t = std::to_string(tp);
+  return "micro_batch = 1\nzero = " + std::to_string(zero) + "\n" +
+         "[[parallel.replicas]]\ncount = 2\nmicro_batches = 1\nstages = [{pool = \"fast\", tp = " + t + ", layers = 4}]\n"
+         "[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\nstages = [{pool = \"slow\", tp = " + t +
+         ", layers = 1}, {pool = \"slow\", tp = " + t + ", layers = 3}]\n";
+}
+
+// Measured: every task, every dependency kept, each device's tasks one at a time in the
+// predicted order, the planned peaks.
+void check_order_and_dependencies(const exec::Replay& r) {
+  const auto& g = r.graph;
+  const auto& m = r.measured;
+  ASSERT_EQ(m.start.size(), g.size());
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    ASSERT_GE(m.start[i], 0);
+    ASSERT_GE(m.end[i], m.start[i]);
+    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
+      EXPECT_LE(m.end[i], m.start[g.succ[k]]) << "measured run broke a dependency";
+  }
+  for (std::uint32_t d = 0; d < g.devices.size(); ++d) {
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t i = 0; i < g.size(); ++i)
+      if (g.tasks[i].device == d) ids.push_back(i);
+    std::stable_sort(ids.begin(), ids.end(), [&](auto a, auto b) { return r.predicted.start[a] < r.predicted.start[b]; });
+    for (std::size_t k = 1; k < ids.size(); ++k) EXPECT_LE(m.end[ids[k - 1]], m.start[ids[k]]);
+  }
+  for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(m.peak_bytes[d], r.predicted.peak_bytes[d]);
+}
+
+// Each real device's gradient of layer L at tp rank k in replica j (numbered across the groups
+// in plan order): small integers, so every sum is exact whatever the order.
+float grad_value(int j, int layer, int rank, std::size_t i) {
+  return float(j + 1) * float(1 + int((i + 3 * std::size_t(layer) + 7 * std::size_t(rank)) % 5));
+}
+
+// Runs every data-parallel collective of (s, p) on cpu devices as the replay lays them out
+// (dp_layout), each device in its predicted order: ZeRO 0 all-reduces the gradient; ZeRO 1
+// reduce-scatters it and the parameter gather all-gathers the shards. Returns, per real device
+// and layer it holds, the vector it ends with; ids of real devices: (replica j, tp rank k).
+struct Reduced {
+  std::map<std::tuple<int, int, int>, std::vector<float>> by;  ///< (j, rank, layer) → values
+  int replicas = 0;
+};
+Reduced run_dp_collectives(const Scenario& s, const plan::Plan& p) {
+  Reduced out;
+  const auto g = schedule::build_schedule(s, p);
+  const auto pred = engine::run_native(g);
+  auto layout = exec::dp_layout(g);
+  EXPECT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+  if (!layout || !pred) return out;
+  auto backend = exec::make_cpu_backend(layout->real_devices);
+  std::vector<std::unique_ptr<exec::Device>> devs;
+  for (int d = 0; d < layout->real_devices; ++d) devs.push_back(backend->open(d));
+  std::vector<exec::Communicators> comms;
+  for (const auto& reals : layout->groups) {
+    std::vector<exec::Device*> members;
+    for (int r : reals) members.push_back(devs[static_cast<std::size_t>(r)].get());
+    auto c = backend->communicators(members);
+    EXPECT_TRUE(c.ok());
+    if (!c) return out;
+    comms.push_back(std::move(*c));
+  }
+  std::vector<int> group_first_replica;  // replicas numbered across groups
+  for (const auto& grp : p.groups) {
+    group_first_replica.push_back(out.replicas);
+    out.replicas += grp.replicas;
+  }
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (std::uint32_t d = 0; d < g.devices.size(); ++d)
+    for (int member = 0; member < g.devices[d].count; ++member)
+      threads.emplace_back([&, d, member] {
+        const auto& info = g.devices[d];
+        const int rank = member % info.tp;
+        const int j = group_first_replica[static_cast<std::size_t>(info.group)] + member / info.tp;
+        const int real = layout->first_real[d] + member;
+        std::vector<std::uint32_t> ids;
+        for (std::uint32_t i = 0; i < g.size(); ++i)
+          if (g.tasks[i].device == d && !layout->member_of[i].empty()) ids.push_back(i);
+        std::stable_sort(ids.begin(), ids.end(), [&](auto a, auto b) { return pred->start[a] < pred->start[b]; });
+        // Reductions first, then the gathers of their shards (an overlapped gather runs before
+        // the step's forward, so in the predicted order it comes first: it gathers last step's).
+        std::stable_partition(ids.begin(), ids.end(), [&](auto i) { return g.tasks[i].kind == schedule::TaskKind::GradReduce; });
+        std::map<int, std::vector<float>> shard;  // ZeRO 1: this member's reduced shard per layer
+        for (std::uint32_t id : ids) {
+          const auto& t = g.tasks[id];
+          const auto gi = static_cast<std::size_t>(layout->member_of[id][static_cast<std::size_t>(rank)]);
+          auto& c = *comms[gi][static_cast<std::size_t>(exec::rank_in(layout->groups[gi], real))];
+          const auto n = static_cast<std::size_t>(c.size()) * (3 + static_cast<std::size_t>(t.first_layer));
+          const std::size_t per = n / static_cast<std::size_t>(c.size());
+          std::vector<float> grad(n), full(n);
+          for (std::size_t i = 0; i < n; ++i) grad[i] = grad_value(j, t.first_layer, rank, i);
+          bool ok = true;
+          if (t.kind == schedule::TaskKind::GradReduce && p.zero == 0) {
+            ok = c.all_reduce(grad.data(), n).ok();
+            full = grad;
+          } else if (t.kind == schedule::TaskKind::GradReduce) {
+            shard[t.first_layer].resize(per);
+            ok = c.reduce_scatter(grad.data(), shard[t.first_layer].data(), per).ok();
+            continue;
+          } else {
+            ok = c.all_gather(shard[t.first_layer].data(), full.data(), per).ok();
+          }
+          EXPECT_TRUE(ok);
+          const std::lock_guard<std::mutex> lock(mu);
+          out.by[{j, rank, t.first_layer}] = full;
+        }
+      });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+// Numerics of the cross-group collectives: with two replica groups of different pipeline depths
+// and layer boundaries, every rank of every replica ends with the gradient summed over all
+// replicas of the plan, bit for bit what one group of as many replicas gets.
+TEST(Replay, CrossGroupGradientReductionMatchesOneGroup) {
+  for (const int tp : {1, 2})
+    for (const int zero : {0, 1}) {
+      auto two = test::parse(two_pools(two_group_plan(tp, zero)));
+      ASSERT_TRUE(two.ok()) << test::all_errors(two.errors());
+      auto one = test::parse(two_pools("micro_batch = 1\nzero = " + std::to_string(zero) +
+                                           "\n[[parallel.replicas]]\ncount = 3\nmicro_batches = 1\nstages = [{pool = \"fast\", tp = " +
+                                           std::to_string(tp) + ", layers = 4}]\n", 3, 8));
+      ASSERT_TRUE(one.ok()) << test::all_errors(one.errors());
+      const auto got = run_dp_collectives(*two, *two->plan), ref = run_dp_collectives(*one, *one->plan);
+      ASSERT_EQ(got.replicas, 3);
+      ASSERT_EQ(ref.replicas, 3);
+      // Every replica, tp rank and layer, in both.
+      ASSERT_EQ(got.by.size(), std::size_t(3 * tp * 4)) << "tp " << tp << " zero " << zero;
+      ASSERT_EQ(ref.by.size(), got.by.size());
+      for (const auto& [key, values] : got.by) {
+        const auto& [j, rank, layer] = key;
+        ASSERT_EQ(values, ref.by.at(key)) << "replica " << j << " rank " << rank << " layer " << layer;
+        for (std::size_t i = 0; i < values.size(); ++i)  // Σ_j (j + 1) = 6
+          ASSERT_EQ(values[i], 6.0f * float(1 + int((i + 3 * std::size_t(layer) + 7 * std::size_t(rank)) % 5)));
+      }
+    }
+}
+
+// The two-group plans replay: every task measured, every dependency kept, the planned peaks.
+TEST(Replay, PlansWithSeveralReplicaGroupsRun) {
+  for (const auto& [tp, zero] : std::vector<std::pair<int, int>>{{1, 0}, {2, 1}}) {
+    auto s = test::parse(two_pools(two_group_plan(tp, zero)));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    ASSERT_EQ(s->plan->groups.size(), 2u);
+    auto backend = exec::make_cpu_backend(4 * tp);
+    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    ASSERT_FALSE(r->graph.collectives.empty()) << "the groups' DP collectives are joined";
+    check_order_and_dependencies(*r);
+    // Members of one cross-group collective cannot end before the last of them started.
+    for (const auto& members : r->graph.collectives) {
+      std::int64_t last_start = 0;
+      for (auto t : members) last_start = std::max(last_start, r->measured.start[t]);
+      for (auto t : members) EXPECT_GE(r->measured.end[t], last_start);
+    }
+  }
+}
+
+// A device lost mid-run in one group (the slow pool's second stage) ends the run with the steps
+// measured so far.
+TEST(Replay, ADeviceLostInOneGroupKeepsTheMeasuredSteps) {
+  auto s = test::parse(two_pools(two_group_plan(1, 1)));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  ASSERT_EQ(g.devices.size(), 3u);  // fast ×2, slow stage 0, slow stage 1: real devices 0-1, 2, 3
+  int per_step = 1;                 // the resident state, then per task its block and the kept one
+  for (const auto& t : g.tasks)
+    if (t.device == 2 && (t.alloc_bytes > 0 || t.free_bytes > 0)) per_step += 2;
+  // per_step bounds a step's allocations from above (a task that only frees may allocate nothing).
+  test::FlakyBackend flaky(exec::make_cpu_backend(4), per_step + 3, 3);
+  auto r = exec::replay(*s, *s->plan, flaky, {3, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  ASSERT_TRUE(r->failure.has_value());
+  EXPECT_NE(to_string(*r->failure).find("flakycpu3: device lost"), std::string::npos) << to_string(*r->failure);
+  EXPECT_GE(r->step_ns.size(), 1u);
+  EXPECT_LT(r->step_ns.size(), 3u);
 }
 
 // Every collective of the shared-memory communicator, in place on host memory and staged

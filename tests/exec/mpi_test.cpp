@@ -74,6 +74,48 @@ TEST(Mpi, SplitGroupsGatherAndBroadcast) {
   }
 }
 
+// A plan of two replica groups, one process per device: one replica of one stage on the "fast"
+// pool, one of two stages (other layer boundaries, three times the micro-batches) on the "slow"
+// one; each layer's gradient reduction and parameter gather join the two groups across
+// processes. Rank 0 gets every task measured, every dependency kept.
+TEST(Mpi, PlansWithSeveralReplicaGroupsRunOneProcessPerDevice) {
+  ASSERT_EQ(world->size(), 3) << "ctest runs this with 3 processes";
+  std::string pools;
+  for (const char* name : {"fast", "slow"})
+    pools += std::string("[[cluster.pool]]\nname = \"") + name + "\"\nnodes = 1\n[cluster.pool.device]\nname = \"core-" +
+             name + "\"\npeak = { fp32 = \"20GFLOPS\" }\nmemory = \"1GiB\"\nmemory_bandwidth = \"10GB/s\"\n"
+             "node = { devices = 2, fabric = \"shm\", nics = 1, nic = \"shm\" }\n";
+  auto s = test::parse(
+      "[model]\npreset = \"tiny\"\nlayers = 4\nhidden = 128\nheads = 4\nkv_heads = 4\nffn_hidden = 512\nvocab = 512\n"
+      "[training]\nglobal_batch = 4\nseq_len = 64\nprecision = \"fp32\"\n"
+      "[[cluster.link]]\nname = \"shm\"\nkind = \"scale-up\"\nbandwidth = \"10GB/s\"\nlatency = \"1us\"\n" + pools +
+      "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
+      "[parallel]\nmicro_batch = 1\nzero = 1\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\nstages = [{pool = \"fast\", layers = 4}]\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\nstages = [{pool = \"slow\", layers = 1}, {pool = \"slow\", layers = 3}]\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto backend = exec::make_cpu_backend(1);
+  exec::ReplayOptions o{1, 0};
+  o.world = world;
+  o.on_fatal = [](const Diagnostic& d) {
+    std::fprintf(stderr, "%s\n", to_string(d).c_str());
+    world->abort(1);
+  };
+  auto r = exec::replay(*s, *s->plan, *backend, o);
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  if (world->rank() != 0) return;  // the results live on rank 0
+  const auto& g = r->graph;
+  ASSERT_FALSE(g.collectives.empty());
+  ASSERT_EQ(r->step_ns.size(), 1u);
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    ASSERT_GE(r->measured.start[i], 0);
+    ASSERT_GE(r->measured.end[i], r->measured.start[i]);
+    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
+      EXPECT_LE(r->measured.end[i], r->measured.start[g.succ[k]]) << "measured run broke a dependency";
+  }
+  for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(r->measured.peak_bytes[d], r->predicted.peak_bytes[d]);
+}
+
 // `mpi_tests --failure-demo` under mpirun -np 2: a two-stage pipeline, one process per stage,
 // whose second device is lost during the second step. That process must name the device and
 // the step and end the run (MPI cannot drop it from the others' collectives); rank 0 has handed

@@ -1,9 +1,11 @@
 #pragma once
 // Test helper: a backend whose devices fail every allocation after the first `budget` calls (a
-// device that breaks in the middle of a run); everything else is the wrapped backend's. It also
-// counts the unvectorized elementwise passes its devices ran.
+// device that breaks in the middle of a run), all of them or only the one opened as `only`;
+// everything else is the wrapped backend's. It also counts the unvectorized elementwise passes
+// its devices ran.
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +16,8 @@ namespace hetsim::test {
 
 class FlakyBackend final : public exec::Backend {
  public:
-  FlakyBackend(std::unique_ptr<exec::Backend> inner, int budget) : inner_(std::move(inner)), budget_(budget) {}
+  FlakyBackend(std::unique_ptr<exec::Backend> inner, int budget, int only = -1)
+      : inner_(std::move(inner)), budget_(budget), only_(only) {}
   std::string name() const override { return "flaky"; }
   int device_count() const override { return inner_->device_count(); }
   std::unique_ptr<exec::Device> open(int index) override {
@@ -54,7 +57,7 @@ class FlakyBackend final : public exec::Backend {
     };
     auto f = std::make_unique<Flaky>();
     f->d = inner_->open(index);
-    f->left = budget_;
+    f->left = only_ < 0 || index == only_ ? budget_ : std::numeric_limits<int>::max();
     f->unvectorized = unvectorized_;
     return f;
   }
@@ -64,6 +67,7 @@ class FlakyBackend final : public exec::Backend {
  private:
   std::unique_ptr<exec::Backend> inner_;
   int budget_;
+  int only_;
   std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
 };
 
