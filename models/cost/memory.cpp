@@ -35,7 +35,7 @@ std::string_view schedule_name(Schedule s) {
 
 Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s, int tp,
                                  bool sequence_parallel, Recompute r, bool flash_attention,
-                                 hw::Dtype precision) {
+                                 hw::Dtype precision, bool eager) {
   const double t = tp;
   const double h = m.hidden;
   const double a = m.heads;
@@ -55,8 +55,13 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   // split over TP ranks: Q, K, V and the out-projection input -> e(2 + 2g); the MLP keeps the
   // activation function's inputs and the down-projection input: GeLU 2 tensors of width f,
   // SwiGLU 3 (gate, up, product) -> e·2f or e·3f (= 24 together for MHA and f = 4h).
-  const double act_tensors = m.activation == workload::Activation::SwiGlu ? 3 : 2;
-  double split = e * (2 + 2 * g);
+  // Eager modules without recompute (see the header): SwiGLU's SiLU output is a fourth tensor.
+  const bool eager_none = eager && r == Recompute::None;
+  const double act_tensors = m.activation == workload::Activation::SwiGlu ? (eager_none ? 4 : 3) : 2;
+  // Without recompute, eager GQA keeps the repeated K and V the attention kernel saved (its
+  // inputs), not the kv_heads-wide projections (freed once repeated).
+  const double kv = eager_none ? 1.0 : g;
+  double split = e * (2 + 2 * kv);
   if (m.moe()) {
     // Each token visits top_k experts, padded to capacity: the permuted input and the expert
     // internals are duplicated top_k·capacity times; the router keeps fp32 logits.

@@ -29,9 +29,14 @@ enum class Schedule { GPipe, OneFOneB, Interleaved };
 ///   selective:                   the 5·a·s/h term disappears
 ///   full:                        2·s·b·h (/t with sequence parallel): the layer input only
 /// Fused (flash) attention keeps no s×s matrix, only a 4-byte log-sum-exp per row and head.
+/// `eager`: PyTorch's eager modules (fused_kernels = false) save more without recompute:
+/// grouped-query attention's K and V reach the attention kernel repeated to every query head
+/// (repeat_kv before scaled_dot_product_attention, which saves its inputs), and SwiGLU's
+/// F.silu(gate) · up keeps the SiLU output beside the gate (4 tensors of width f, not 3).
 [[nodiscard]] Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s,
                                                int tp, bool sequence_parallel, Recompute r,
-                                               bool flash_attention, hw::Dtype precision);
+                                               bool flash_attention, hw::Dtype precision,
+                                               bool eager = false);
 
 /// Micro-batches whose activations stage `stage` (0-based, of `stages`) holds at its peak:
 /// GPipe m; 1F1B min(p − i, m); interleaved (p − i − 1)·2/v + (v − 1)·p/v + 1/v… see docs.

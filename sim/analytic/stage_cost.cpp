@@ -286,9 +286,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.optimizer = cost::optimizer_time(dev, opt_params, 2 * sb.grads + 2 * sb.optimizer + sb.weights) +
                     cost::optimizer_time(dev, c.params / (p.zero >= 2 ? replicas : 1), sb.grads);
 
-      // Memory.
+      // Memory. Eager modules save more than fused kernels (memory.hpp: repeated GQA K and V,
+      // SwiGLU's SiLU output).
+      const bool eager = !tr.fused_kernels;
       c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
-                                                         p.recompute, tr.flash_attention, dt);
+                                                         p.recompute, tr.flash_attention, dt, eager);
       if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
       // The loss's peak per logit: Megatron-LM's fused vocabulary-parallel cross-entropy keeps
       // the bf16 logits and one fp32 buffer it works in place on (6 bytes); PyTorch's eager
@@ -324,7 +326,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       {
         const Bytes kept = c.act_per_layer;
         const Bytes whole = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
-                                                             cost::Recompute::None, tr.flash_attention, dt);
+                                                             cost::Recompute::None, tr.flash_attention, dt, eager);
         const double act = m.activation == workload::Activation::SwiGlu ? 2 : 1;
         const Bytes grads{e * p.micro_batch * tr.seq_len *
                           (m.hidden / (sp ? st.tp : 1.0) + act * m.ffn_hidden * (m.moe() ? m.top_k : 1) / st.tp)};

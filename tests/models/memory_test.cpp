@@ -66,6 +66,26 @@ TEST(Activations, SelectiveOpKeepsWhatTorchtitansPolicyKeeps) {
             activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16).v / 2);
 }
 
+// Eager GQA repeats K and V to every query head before the attention kernel, which saves them:
+// without recompute K and V are kept at full width (2 + 2 bytes per s·b·h instead of 2 + 2g),
+// and F.silu(gate) · up keeps a fourth f-wide tensor; under per-op checkpointing both are re-run,
+// so nothing changes there.
+TEST(Activations, EagerModulesKeepRepeatedKvAndTheSiluOutput) {
+  workload::ModelSpec m;
+  m.layers = 1; m.hidden = 4096; m.heads = 32; m.kv_heads = 8; m.ffn_hidden = 14336; m.vocab = 1000;
+  m.activation = workload::Activation::SwiGlu;
+  const double s = 4096, b = 2, sbh = s * b * 4096;
+  const double shared = activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16).v;
+  const double repeated = activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16, true).v;
+  EXPECT_NEAR(repeated - shared, (2.0 * 2 * (1 - 0.25) + 2.0 * 14336 / 4096) * sbh, 1.0);
+  EXPECT_NEAR(activation_bytes_per_layer(m, b, s, 1, true, Recompute::SelectiveOp, true, hw::Dtype::Bf16, true).v,
+              activation_bytes_per_layer(m, b, s, 1, true, Recompute::SelectiveOp, true, hw::Dtype::Bf16).v, 1.0);
+  m.kv_heads = 32;  // MHA with GeLU: nothing to repeat, no SiLU
+  m.activation = workload::Activation::Gelu;
+  EXPECT_NEAR(activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16, true).v,
+              activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16).v, 1.0);
+}
+
 TEST(Recompute, SharesFollowTheRecomputeMode) {
   workload::Op attention;
   attention.kind = workload::OpKind::Attention;
