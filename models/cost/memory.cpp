@@ -46,7 +46,8 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
 
   if (r == Recompute::Full) return Bytes{e * sbh / (sequence_parallel ? t : 1.0)};
 
-  const double g = static_cast<double>(m.kv_heads) / m.heads;  // K,V width relative to Q
+  const double qr = m.q_width() / h;   // Q's width relative to the residual stream (1 unless head_dim is set)
+  const double g = m.kv_width() / h;   // K's and V's
   const double f = static_cast<double>(m.ffn_hidden) / h;
   // Per unit of s·b·h (Korthikanti et al. §4.1, generalised to GQA, SwiGLU and MoE):
   // replicated over TP ranks unless sequence parallel: the two norm inputs, the QKV and MLP
@@ -60,13 +61,15 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   const double act_tensors = m.activation == workload::Activation::SwiGlu ? (eager_none ? 4 : 3) : 2;
   // Without recompute, eager GQA keeps the repeated K and V the attention kernel saved (its
   // inputs), not the kv_heads-wide projections (freed once repeated).
-  const double kv = eager_none ? 1.0 : g;
-  double split = e * (2 + 2 * kv);
+  const double kv = eager_none ? qr : g;
+  // Q and the out-projection input (Q's width each), K and V.
+  double split = e * (2 * qr + 2 * kv);
   if (m.moe()) {
     // Each token visits top_k experts, padded to capacity: the permuted input and the expert
-    // internals are duplicated top_k·capacity times; the router keeps fp32 logits.
+    // internals are duplicated top_k·capacity times; the router keeps fp32 logits. Shared
+    // experts keep what a dense MLP of their total width does.
     const double dup = m.top_k * m.capacity_factor;
-    split += dup * e * (1 + act_tensors * f) + 4.0 * m.experts / h;
+    split += dup * e * (1 + act_tensors * f) + 4.0 * m.experts / h + e * act_tensors * m.shared_width() / h;
   } else {
     split += e * act_tensors * f;
   }
@@ -74,13 +77,13 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
 
   if (r == Recompute::SelectiveOp) {
     // What the per-op policy keeps (dense models; docs/cost-models.md#activations): the layer
-    // input (the checkpoint's input), the outputs of the kept matmuls q (1), v (g) and gate or
+    // input (the checkpoint's input), the outputs of the kept matmuls q (qr), v (g) and gate or
     // up (f), split over TP ranks, SwiGLU's down projection (7th matmul: its full-width partial
     // sums before the reduce-scatter), the reduce-scatter outputs under sequence-parallel TP
     // (kept by the policy), and fused attention's output and log-sum-exp. Everything else is
     // re-created in the backward, one layer at a time.
     const bool gated = m.activation == workload::Activation::SwiGlu;
-    double keep = e / (sequence_parallel ? t : 1.0) + e * (1 + g + f) / t + e / t;
+    double keep = e / (sequence_parallel ? t : 1.0) + e * (qr + g + f) / t + e * qr / t;
     if (gated) keep += e;
     if (tp > 1 && sequence_parallel) keep += (gated ? 2 : 1) * e / t;
     double bytes = keep * sbh;

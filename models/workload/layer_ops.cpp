@@ -157,7 +157,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   const double h = m.hidden;
   const double hd = m.head_dim();
-  const double kv = static_cast<double>(m.kv_heads) * hd;
+  const double q = m.q_width();  // all query heads (= h unless head_dim is set)
+  const double kv = m.kv_width();
   // KV heads split over TP ranks when there are enough, else each rank keeps a copy.
   const double kv_rank = m.kv_heads >= s.tp ? kv / t : hd;
   const double f = m.ffn_hidden;
@@ -169,7 +170,11 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
 
   std::vector<Op> ops;
   ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, re, norm, 5));
-  ops.push_back(linear("qkv", tokens, h / t + 2 * kv_rank, h, ge));
+  ops.push_back(linear("qkv", tokens, q / t + 2 * kv_rank, h, ge));
+  if (m.qk_norm) {
+    // An RMSNorm over each query and key head before RoPE (Qwen3): one norm kernel over both.
+    ops.push_back(streaming("qk_norm", OpKind::Norm, tokens * (q / t + kv_rank), e, norm, 5));
+  }
   if (m.positions == Positions::Rope) {
     // Rotary embedding of Q and K: one fused kernel each. Eager, per tensor, about ten passes
     // each way over strided, broadcast operands (the heads are transposed views, cos and sin
@@ -177,7 +182,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     // products, the slices' zero-fill and copies, the sum) or the complex form (cast to fp32,
     // complex product, cast back) alike; not vectorized (docs/cost-models.md#kernels).
     const Stream rope = fused ? Stream{2, 2, 2, 2} : Stream{10, 10, 10, 16};
-    Op r = streaming("rope", OpKind::Elementwise, tokens * (h / t + kv_rank), e, rope, 3);
+    Op r = streaming("rope", OpKind::Elementwise, tokens * (q / t + kv_rank), e, rope, 3);
     r.unvectorized = !fused;
     ops.push_back(r);
   }
@@ -185,16 +190,16 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   // Eager grouped-query attention repeats K and V to every query head before
   // scaled_dot_product_attention (repeat_kv: expand, then a copy) and sums the repeats' gradients
   // back; fused kernels read the shared heads in place.
-  if (!fused && kv_rank < h / t) {
-    Op rep = streaming("gqa_repeat", OpKind::Elementwise, tokens * 2 * h / t, e, Stream{1, 2, 1, 2}, 0);
-    rep.fwd_bytes = rep.bwd_bytes = Bytes{tokens * 2 * (h / t + kv_rank) * e};
+  if (!fused && kv_rank < q / t) {
+    Op rep = streaming("gqa_repeat", OpKind::Elementwise, tokens * 2 * q / t, e, Stream{1, 2, 1, 2}, 0);
+    rep.fwd_bytes = rep.bwd_bytes = Bytes{tokens * 2 * (q / t + kv_rank) * e};
     rep.unvectorized = true;
     ops.push_back(rep);
   }
 
   // Attention core, per rank: heads/t heads. The full score and value products cost
-  // 4·tokens·s·(h/t) FLOPs.
-  const double full = 4.0 * tokens * s.seq_len * h / t;
+  // 4·tokens·s·(q/t) FLOPs.
+  const double full = 4.0 * tokens * s.seq_len * q / t;
   const double heads_rank = static_cast<double>(s.micro_batch) * m.heads / t;
   if (s.flash_attention) {
     // Fused: a causal kernel skips the masked half; backward is 2.5× the forward
@@ -211,7 +216,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.fwd_flops = Flops{exec};
     attn.bwd_flops = Flops{2.5 * exec};
     attn.model_flops = Flops{full};
-    const double qkvo = tokens * (2 * h / t + 2 * kv_rank) * e;
+    const double qkvo = tokens * (2 * q / t + 2 * kv_rank) * e;
     attn.fwd_bytes = Bytes{qkvo};
     attn.bwd_bytes = Bytes{2.5 * qkvo};
     attn.bwd_kernels = 3;
@@ -237,7 +242,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(pv);
   }
 
-  ops.push_back(linear("attn_out", tokens, h, h / t, ge));
+  ops.push_back(linear("attn_out", tokens, h, q / t, ge));
   ops.push_back(streaming("attn_residual", OpKind::Elementwise, seq_elems, re, residual, 2));
   ops.push_back(streaming("mlp_norm", OpKind::Norm, seq_elems, re, norm, 5));
 
@@ -272,6 +277,15 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(actop);
     ops.push_back(down);
     ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
+    if (m.shared_experts > 0) {
+      // Shared experts: a dense MLP of their total width that every token goes through, split
+      // over the TP ranks like the dense MLP; its output joins the routed experts' sum.
+      const double sw = m.shared_width();
+      ops.push_back(linear("shared_up", tokens, (swiglu ? 2 : 1) * sw / t, h, ge));
+      ops.push_back(streaming(swiglu ? "shared_swiglu" : "shared_gelu", OpKind::Elementwise, tokens * sw / t, e, act,
+                              swiglu ? 6 : 8));
+      ops.push_back(linear("shared_down", tokens, h, sw / t, ge));
+    }
   }
   ops.push_back(streaming("mlp_residual", OpKind::Elementwise, seq_elems, re, residual, 2));
   if (!fused && m.linear_bias) {

@@ -11,22 +11,28 @@ double ParamCount::active(int layers) const {
 
 ParamCount count_params(const ModelSpec& m) {
   const double h = m.hidden;
-  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double q = m.q_width();
+  const double kv = m.kv_width();
   const double f = m.ffn_hidden;
   const double bias = m.linear_bias ? 1.0 : 0.0;
   const double norm = m.norm == Norm::LayerNorm ? 2 * h : h;  // LayerNorm has gain and bias
 
-  // Attention: Q and O are h×h; K and V are h×kv (kv = h for MHA).
-  const double attn = 2 * h * h + 2 * h * kv + bias * (h + 2 * kv + h);
+  // Attention: Q is h×q and O q×h (q = h unless head_dim is set); K and V are h×kv (kv = q for
+  // MHA); a QK-norm has one gain vector of a head's width for the queries and one for the keys.
+  const double attn = 2 * h * q + 2 * h * kv + bias * (q + 2 * kv + h) + (m.qk_norm ? 2.0 * m.head_dim() : 0);
   // MLP: GeLU has up (h×f) and down (f×h); SwiGLU adds a gate (h×f).
   const double mats = m.activation == Activation::SwiGlu ? 3 : 2;
-  const double mlp_bias = bias * ((mats - 1) * f + h);
-  const double mlp = mats * h * f + mlp_bias;
+  auto mlp_of = [&](double width) { return mats * h * width + bias * ((mats - 1) * width + h); };
+  const double mlp = mlp_of(f);
   const double router = m.moe() ? h * m.experts : 0;
+  // Shared experts: as many MLPs of their width each, used by every token.
+  const double shared = m.moe() && m.shared_experts > 0
+                            ? m.shared_experts * mlp_of(m.shared_width() / m.shared_experts)
+                            : 0;
 
   ParamCount p;
-  p.per_layer = attn + m.experts * mlp + router + 2 * norm;
-  p.per_layer_active = attn + (m.moe() ? m.top_k : 1) * mlp + router + 2 * norm;
+  p.per_layer = attn + m.experts * mlp + shared + router + 2 * norm;
+  p.per_layer_active = attn + (m.moe() ? m.top_k : 1) * mlp + shared + router + 2 * norm;
   p.embedding = static_cast<double>(m.vocab) * h +
                 (m.positions == Positions::Learned ? static_cast<double>(m.max_positions) * h : 0);
   p.output = m.tied_embeddings ? 0 : static_cast<double>(m.vocab) * h;
@@ -70,6 +76,32 @@ ModelSpec mixtral_8x7b() {
   return m;
 }
 
+ModelSpec mixtral_8x22b() {
+  // Mistral AI's Mixtral 8x22B (model card and config.json of mistralai/Mixtral-8x22B-v0.1): 56
+  // layers, dim 6144, 48 heads, 8 KV heads, hidden 16384 per expert, 8 experts, top-2,
+  // vocabulary 32768; 141 B parameters, 39 B active.
+  ModelSpec m = llama3("mixtral-8x22b", 56, 6144, 48, 16384);
+  m.vocab = 32768;
+  m.experts = 8;
+  m.top_k = 2;
+  return m;
+}
+
+ModelSpec qwen3_moe(const char* name, int layers, int hidden, int heads, int expert_ffn) {
+  // Qwen3 MoE (Qwen3 technical report, arXiv 2505.09388, Table 2; config.json of Qwen/Qwen3-30B-A3B
+  // and Qwen/Qwen3-235B-A22B): 128 experts, 8 routed per token, no shared experts, 4 KV heads,
+  // heads of 128 whatever the hidden size, QK-norm, SwiGLU, RMSNorm, RoPE, vocabulary 151936,
+  // untied embeddings, no biases.
+  ModelSpec m = llama3(name, layers, hidden, heads, expert_ffn);
+  m.kv_heads = 4;
+  m.explicit_head_dim = 128;
+  m.qk_norm = true;
+  m.vocab = 151936;
+  m.experts = 128;
+  m.top_k = 8;
+  return m;
+}
+
 ModelSpec tiny() {
   // A small Llama-shaped model for tests: fast to simulate and to run on CPUs.
   ModelSpec m = llama3("tiny", 4, 256, 8, 1024);
@@ -81,7 +113,8 @@ ModelSpec tiny() {
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  return {"gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "tiny"};
+  return {"gpt3-175b",     "llama3-8b",     "llama3-70b",      "llama3-405b", "mixtral-8x7b",
+          "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-235b-a22b", "tiny"};
 }
 
 std::optional<ModelSpec> preset(std::string_view name) {
@@ -90,6 +123,11 @@ std::optional<ModelSpec> preset(std::string_view name) {
   if (name == "llama3-70b") return llama3("llama3-70b", 80, 8192, 64, 28672);
   if (name == "llama3-405b") return llama3("llama3-405b", 126, 16384, 128, 53248);
   if (name == "mixtral-8x7b") return mixtral_8x7b();
+  if (name == "mixtral-8x22b") return mixtral_8x22b();
+  // Qwen3-30B-A3B: 48 layers, hidden 2048, 32 heads, experts of 768 (30.5 B, 3.3 B active);
+  // Qwen3-235B-A22B: 94 layers, hidden 4096, 64 heads, experts of 1536 (235 B, 22 B active).
+  if (name == "qwen3-30b-a3b") return qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 768);
+  if (name == "qwen3-235b-a22b") return qwen3_moe("qwen3-235b-a22b", 94, 4096, 64, 1536);
   if (name == "tiny") return tiny();
   return std::nullopt;
 }

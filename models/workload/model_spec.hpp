@@ -12,7 +12,8 @@ enum class Norm { LayerNorm, RmsNorm };
 enum class Positions { Learned, Rope };
 
 /// A decoder transformer. Dense when experts == 1; MoE replaces every MLP with `experts`
-/// copies of it and a router that sends each token to `top_k` of them.
+/// copies of it and a router that sends each token to `top_k` of them, beside
+/// `shared_experts` MLPs every token goes through (DeepSeek, Llama 4).
 struct ModelSpec {
   std::string name;
   int layers = 0;
@@ -31,8 +32,21 @@ struct ModelSpec {
   int experts = 1;
   int top_k = 1;
   double capacity_factor = 1.0;
+  int shared_experts = 0;     ///< MoE: MLPs every token goes through beside the routed ones
+  int shared_ffn_hidden = 0;  ///< their width each; 0: ffn_hidden
+  /// Width of one attention head; 0: hidden/heads. Set where the queries are wider or narrower
+  /// than the residual stream (Qwen3: 32 heads of 128 over hidden 2048).
+  int explicit_head_dim = 0;
+  bool qk_norm = false;  ///< an RMSNorm over each query and key head (Qwen3)
 
-  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  [[nodiscard]] int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
+  /// Width of all query heads together (= hidden unless head_dim is set).
+  [[nodiscard]] double q_width() const { return static_cast<double>(heads) * head_dim(); }
+  [[nodiscard]] double kv_width() const { return static_cast<double>(kv_heads) * head_dim(); }
+  /// Width of the shared experts together (0 for dense models and MoE without them).
+  [[nodiscard]] double shared_width() const {
+    return static_cast<double>(shared_experts) * (shared_ffn_hidden > 0 ? shared_ffn_hidden : ffn_hidden);
+  }
   [[nodiscard]] bool moe() const { return experts > 1; }
 };
 

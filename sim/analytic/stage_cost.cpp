@@ -329,7 +329,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
                                                              cost::Recompute::None, tr.flash_attention, dt, eager);
         const double act = m.activation == workload::Activation::SwiGlu ? 2 : 1;
         const Bytes grads{e * p.micro_batch * tr.seq_len *
-                          (m.hidden / (sp ? st.tp : 1.0) + act * m.ffn_hidden * (m.moe() ? m.top_k : 1) / st.tp)};
+                          (m.hidden / (sp ? st.tp : 1.0) +
+                           act * (m.ffn_hidden * (m.moe() ? m.top_k : 1) + m.shared_width()) / st.tp)};
         c.backward_working = (whole > kept ? whole - kept : Bytes{0}) + grads;
         if (torch_fsdp) {
           // FSDP's backward per layer: autograd writes the layer's unsharded weight gradients

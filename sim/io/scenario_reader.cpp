@@ -41,8 +41,9 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
     return;
   }
   r.check_keys(*t, {"preset", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
-                    "vocab", "experts", "top_k", "capacity_factor", "activation", "norm",
-                    "positions", "max_positions", "tied_embeddings", "linear_bias", "dropout"});
+                    "vocab", "experts", "top_k", "capacity_factor", "shared_experts", "shared_ffn_hidden",
+                    "head_dim", "qk_norm", "activation", "norm", "positions", "max_positions",
+                    "tied_embeddings", "linear_bias", "dropout"});
   workload::ModelSpec& m = s.model;
   bool from_preset = false;
   if (auto p = r.string(*t, "preset")) {
@@ -61,7 +62,8 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
     if (auto v = r.integer(*t, key, lo, big)) field = static_cast<int>(*v);
     else if (!from_preset && !r.node(*t, key) && std::string_view(key) != "kv_heads" &&
              std::string_view(key) != "experts" && std::string_view(key) != "top_k" &&
-             std::string_view(key) != "max_positions")
+             std::string_view(key) != "max_positions" && std::string_view(key) != "shared_experts" &&
+             std::string_view(key) != "shared_ffn_hidden" && std::string_view(key) != "head_dim")
       r.missing(*t, key, "<integer>  (or preset = \"…\")");
   };
   set("layers", m.layers, 1);
@@ -74,6 +76,10 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   set("experts", m.experts, 1);
   set("top_k", m.top_k, 1);
   set("max_positions", m.max_positions, 0);
+  set("shared_experts", m.shared_experts, 0);
+  set("shared_ffn_hidden", m.shared_ffn_hidden, 1);
+  set("head_dim", m.explicit_head_dim, 1);
+  m.qk_norm = r.boolean(*t, "qk_norm").value_or(m.qk_norm);
   m.capacity_factor = r.number(*t, "capacity_factor", 1.0, 64.0).value_or(m.capacity_factor);
   if (auto a = pick<workload::Activation>(r, *t, "activation",
                                           {{"gelu", workload::Activation::Gelu},
@@ -92,9 +98,18 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
 
   if (r.failed()) return;
   const SourceLoc here = r.loc(t->table);
-  if (m.hidden % m.heads != 0)
+  if (m.explicit_head_dim == 0 && m.hidden % m.heads != 0)
     r.error(here, t->path + ".heads", "hidden (" + std::to_string(m.hidden) +
-            ") is not divisible by heads (" + std::to_string(m.heads) + ")");
+            ") is not divisible by heads (" + std::to_string(m.heads) + ")",
+            "or set head_dim (the width of one head) where the heads together are not the hidden size");
+  auto at = [&](const char* key) { return r.node(*t, key) ? r.loc(r.node(*t, key)) : here; };
+  if (m.shared_experts > 0 && !m.moe())
+    r.error(at("shared_experts"), t->path + ".shared_experts",
+            "shared experts belong to a mixture of experts, and this model has experts = " + std::to_string(m.experts),
+            "set experts (> 1) and top_k, or remove shared_experts");
+  if (m.shared_ffn_hidden > 0 && m.shared_experts == 0)
+    r.error(at("shared_ffn_hidden"), t->path + ".shared_ffn_hidden",
+            "shared_ffn_hidden is set but shared_experts is 0", "set shared_experts = <count>");
   if (m.heads % m.kv_heads != 0)
     r.error(here, t->path + ".kv_heads", "heads (" + std::to_string(m.heads) +
             ") is not a multiple of kv_heads (" + std::to_string(m.kv_heads) + ")");

@@ -20,9 +20,9 @@ namespace {
 // only add to it, so the bound stays below any plan's time.
 double matmul_flops_per_token(const workload::ModelSpec& m) {
   const double h = m.hidden;
-  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
   const double mats = m.activation == workload::Activation::SwiGlu ? 3 : 2;
-  const double per_layer = 2 * h * h + 2 * h * kv + (m.moe() ? m.top_k : 1) * mats * h * m.ffn_hidden;
+  const double per_layer = 2 * h * m.q_width() + 2 * h * m.kv_width() +
+                           ((m.moe() ? m.top_k : 1) * m.ffn_hidden + m.shared_width()) * mats * h;
   return 6.0 * (m.layers * per_layer + static_cast<double>(m.vocab) * h);
 }
 

@@ -69,6 +69,44 @@ TEST(LayerOps, GemmShapesAndFlopsOfOneRank) {
   EXPECT_DOUBLE_EQ(down.k, 4 * 1024 / 2);
 }
 
+// Heads wider than hidden/heads (Qwen3: 32 heads of 128 over hidden 2048): Q and the attention
+// work are heads·head_dim wide, the residual stream hidden; a QK-norm runs over Q and K.
+TEST(LayerOps, HeadDimSetsTheQueryWidth) {
+  ModelSpec m = gpt(2, 2048, 32, 1000);
+  m.kv_heads = 4;
+  m.explicit_head_dim = 128;  // Q 4096 wide, K and V 512
+  m.qk_norm = true;
+  MicroBatchShape s{1, 1024, 2, true, hw::Dtype::Bf16, true, true};
+  const auto ops = layer_ops(m, s);
+  const Op& qkv = find(ops, "qkv");
+  EXPECT_DOUBLE_EQ(qkv.k, 2048);
+  EXPECT_DOUBLE_EQ(qkv.n, 4096 / 2 + 2 * 512 / 2);
+  EXPECT_DOUBLE_EQ(find(ops, "attn_out").k, 4096 / 2);
+  EXPECT_DOUBLE_EQ(find(ops, "attn_out").n, 2048);
+  // Model FLOPs 4·tokens·s·(q/t), whatever the mask.
+  EXPECT_DOUBLE_EQ(find(ops, "attention").model_flops.v, 4.0 * 1024 * 1024 * 4096 / 2);
+  EXPECT_DOUBLE_EQ(find(ops, "qk_norm").elems, 1024.0 * (4096 + 512) / 2);
+}
+
+// Shared experts: a dense MLP of their total width beside the routed experts, for every token.
+TEST(LayerOps, SharedExpertsRunForEveryToken) {
+  ModelSpec m = gpt(2, 1024, 16, 1000);
+  m.activation = Activation::SwiGlu;
+  m.ffn_hidden = 512;
+  m.experts = 8;
+  m.top_k = 2;
+  MicroBatchShape s{2, 512, 1, false, hw::Dtype::Bf16, true, true};
+  const auto routed = layer_ops(m, s);
+  EXPECT_TRUE(std::none_of(routed.begin(), routed.end(), [](const Op& o) { return o.name == "shared_up"; }));
+  m.shared_experts = 2;
+  m.shared_ffn_hidden = 768;
+  const auto ops = layer_ops(m, s);
+  const Op& up = find(ops, "shared_up");
+  EXPECT_DOUBLE_EQ(up.m, 1024);          // every token
+  EXPECT_DOUBLE_EQ(up.n, 2 * 2 * 768);   // gate and up of both shared experts
+  EXPECT_DOUBLE_EQ(find(ops, "shared_down").k, 2 * 768);
+}
+
 TEST(LayerOps, CausalFusedAttentionExecutesHalfTheModelFlops) {
   // full: 4·tokens·s·h/t = 4·1024·512·1024/2 = 1,073,741,824; causal fused runs half.
   MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};

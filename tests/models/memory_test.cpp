@@ -86,6 +86,24 @@ TEST(Activations, EagerModulesKeepRepeatedKvAndTheSiluOutput) {
               activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16).v, 1.0);
 }
 
+// Wider queries (head_dim set) keep Q and the out-projection input at their width; shared experts
+// keep what a dense MLP of their total width keeps (SwiGLU: gate, up, product).
+TEST(Activations, QueryWidthAndSharedExperts) {
+  workload::ModelSpec m;
+  m.layers = 1; m.hidden = 2048; m.heads = 32; m.kv_heads = 4; m.ffn_hidden = 768; m.vocab = 1000;
+  m.activation = workload::Activation::SwiGlu;
+  m.experts = 8; m.top_k = 2;
+  const double s = 4096, b = 1, sbh = s * b * 2048;
+  auto bytes = [&] { return activation_bytes_per_layer(m, b, s, 1, true, Recompute::None, true, hw::Dtype::Bf16).v; };
+  const double narrow = bytes();
+  m.explicit_head_dim = 128;  // Q 4096 wide (2 × hidden), K and V 512 (was 256)
+  EXPECT_NEAR(bytes() - narrow, (2.0 * 2 * (2 - 1) + 2.0 * 2 * (512.0 - 256) / 2048) * sbh, 1.0);
+  const double routed = bytes();
+  m.shared_experts = 1;
+  m.shared_ffn_hidden = 1024;
+  EXPECT_NEAR(bytes() - routed, 2.0 * 3 * 1024 / 2048 * sbh, 1.0);
+}
+
 TEST(Recompute, SharesFollowTheRecomputeMode) {
   workload::Op attention;
   attention.kind = workload::OpKind::Attention;

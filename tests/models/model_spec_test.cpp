@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace hetsim::workload {
 namespace {
 
@@ -27,6 +29,54 @@ TEST(Presets, MixtralActiveParameters) {
   // attention 41,943,040 + 2 experts·176,160,768 + router 32,768 + norms 8,192 per layer
   // -> 32·394,305,536 + 2·32000·4096 + 4096 = 12,879,925,248
   EXPECT_NEAR(count_params(m).active(m.layers), 12'879'925'248.0, 1.0);
+}
+
+// The MoE presets against their publishers' totals and active counts (model cards: Mixtral 8x22B
+// "141B, 39B active"; Qwen3-30B-A3B "30.5B in total and 3.3B activated, 29.9B non-embedding";
+// Qwen3-235B-A22B "235B, 22B activated, 234B non-embedding"), each also counted by hand.
+TEST(Presets, MoePresetsMatchTheirPublishedTotalAndActiveCounts) {
+  auto counts = [](const char* name) {
+    const ModelSpec m = *preset(name);
+    const ParamCount p = count_params(m);
+    return std::make_tuple(p.total(m.layers), p.active(m.layers), p.per_layer * m.layers);
+  };
+  // Mixtral 8x22B per layer: attention 2·6144² + 2·6144·1024 = 88,080,384, experts
+  // 8·3·6144·16384 = 2,415,919,104, router 49,152, norms 12,288; embeddings 2·32768·6144.
+  auto [mx, mx_active, mx_layers] = counts("mixtral-8x22b");
+  EXPECT_NEAR(mx, 56.0 * (88'080'384 + 2'415'919'104.0 + 49'152 + 12'288) + 2.0 * 32768 * 6144 + 6144, 1.0);
+  EXPECT_NEAR(mx / 1e9, 141, 0.5);
+  EXPECT_NEAR(mx_active / 1e9, 39, 0.5);
+  (void)mx_layers;
+  // Qwen3-30B-A3B per layer: Q 2048×4096 and O 4096×2048, K and V 2048×512 each, QK-norm 2·128,
+  // 128 experts of 3·2048·768, router 2048·128, two norms of 2048.
+  auto [q30, q30_active, q30_layers] = counts("qwen3-30b-a3b");
+  EXPECT_NEAR(q30_layers, 48.0 * (2.0 * 2048 * 4096 + 2.0 * 2048 * 512 + 256 + 128.0 * 3 * 2048 * 768 + 2048 * 128 + 2 * 2048), 1.0);
+  EXPECT_NEAR(q30 / 1e9, 30.5, 0.05);
+  EXPECT_NEAR(q30_active / 1e9, 3.3, 0.06);
+  EXPECT_NEAR(q30_layers / 1e9, 29.9, 0.05);
+  auto [q235, q235_active, q235_layers] = counts("qwen3-235b-a22b");
+  EXPECT_NEAR(q235 / 1e9, 235, 0.5);
+  EXPECT_NEAR(q235_active / 1e9, 22, 0.5);
+  EXPECT_NEAR(q235_layers / 1e9, 234, 0.5);
+}
+
+// Shared experts are MLPs every token goes through: in the total and in the active count; a
+// set head_dim changes only Q and O (and the QK-norm gains).
+TEST(ParamCount, SharedExpertsAndHeadDim) {
+  ModelSpec m = *preset("mixtral-8x7b");
+  const ParamCount routed = count_params(m);
+  m.shared_experts = 2;
+  m.shared_ffn_hidden = 1024;
+  const ParamCount shared = count_params(m);
+  const double one = 3.0 * 4096 * 1024;  // SwiGLU: gate, up, down
+  EXPECT_DOUBLE_EQ(shared.per_layer - routed.per_layer, 2 * one);
+  EXPECT_DOUBLE_EQ(shared.per_layer_active - routed.per_layer_active, 2 * one);
+  EXPECT_DOUBLE_EQ(m.shared_width(), 2048);
+  ModelSpec d = *preset("tiny");  // h 256, 8 heads of 32, 4 KV heads
+  const double before = count_params(d).per_layer;
+  d.explicit_head_dim = 64;  // queries 512 wide, K and V 256
+  EXPECT_DOUBLE_EQ(d.q_width(), 512);
+  EXPECT_DOUBLE_EQ(count_params(d).per_layer - before, 2.0 * 256 * (512 - 256) + 2.0 * 256 * (256 - 128));
 }
 
 TEST(Presets, UnknownNameIsNullopt) {
