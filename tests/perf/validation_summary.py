@@ -17,6 +17,7 @@ sm=['tinyllama-1.1b-a100-40gb','torchtitan-llama3-70b-a100','torchtitan-llama3-8
 ga=[n for n in err if n.startswith('gaudi2')]
 tpu=[n for n in err if n.startswith('maxtext')]
 v100=[n for n in err if n.startswith('megatron-v1')]
-for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('gaudi2',ga),('tpu',tpu),('v100',v100),('all',list(err))]:
+nemo=[n for n in err if n.startswith('nemo-2')]  # NeMo / Megatron-Bridge performance tables (nemo-<release>-…)
+for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('gaudi2',ga),('tpu',tpu),('v100',v100),('nemo',nemo),('all',list(err))]:
     if not s: continue
     print(name, "%d mean %.1f max %.1f signed %+.1f"%st(s))
