@@ -46,6 +46,10 @@ struct TrainingSpec {
   /// on by default until Megatron-Core; DeepSpeed's pipeline engine); false: every rank sends
   /// all of it (Megatron-Core, --no-scatter-gather-tensors-in-pipeline).
   bool pipeline_scatter_gather = true;
+  /// Bytes per gradient element of the data-parallel reduction (all-reduce or reduce-scatter):
+  /// 4 (fp32, Megatron's default for bf16 training) or 2 (Megatron-Core's
+  /// grad_reduce_in_fp32 = false, NeMo's grad_sync_dtype = bf16).
+  double grad_reduce_bytes = 4;
   /// Mixed precision by torch.autocast over fp32 parameters (HF Trainer, Lightning's
   /// "bf16-mixed", nanoGPT) instead of 16-bit parameters with fp32 master copies (Megatron-LM,
   /// FSDP's param_dtype): every forward casts the weights, the norms and the residual stream run

@@ -264,7 +264,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         // Megatron-LM reduces (and gathers) bucket by bucket, kBucketParams each: every bucket
         // pays the collective's latency, and runs at the bandwidth its size reaches.
         const double buckets = std::max(1.0, std::ceil(c.params / kBucketParams));
-        const Bytes grads{c.params * sb.grads / buckets};
+        const Bytes grads{c.params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
         const Bytes weights{c.params * sb.weights / buckets};
         if (p.zero == 0) {
           const auto r = cost::collective_time(Collective::AllReduce, grads, g, p.grad_sync);
@@ -338,7 +338,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           // of the reduce dtype (the gradient bytes) that lives until the collective ends,
           // while the next layer's gradients are computed; the root's output-layer gradient
           // is held unsharded until the root's post-backward at the end of the backward.
-          c.backward_working += Bytes{pc.per_layer / st.tp * (sb.weights + sb.grads) + c.params_head * sb.weights};
+          c.backward_working += Bytes{pc.per_layer / st.tp * (sb.weights + tr.grad_reduce_bytes) + c.params_head * sb.weights};
         }
       }
       c.memory.transient = (c.logits > c.backward_working ? c.logits : c.backward_working) + c.gathered;

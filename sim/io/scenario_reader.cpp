@@ -130,7 +130,8 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   }
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
                     "flash_attention", "causal", "fused_kernels", "attention_kernel", "norm_kernel",
-                    "loss_kernel", "zero3_copy_out", "pipeline_scatter_gather", "autocast"});
+                    "loss_kernel", "zero3_copy_out", "pipeline_scatter_gather", "grad_reduce_dtype",
+                    "autocast"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -150,6 +151,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   tr.fused_kernels = r.boolean(*t, "fused_kernels").value_or(tr.fused_kernels);
   tr.zero3_copy_out = r.boolean(*t, "zero3_copy_out").value_or(tr.zero3_copy_out);
   tr.pipeline_scatter_gather = r.boolean(*t, "pipeline_scatter_gather").value_or(tr.pipeline_scatter_gather);
+  if (auto d = pick<double>(r, *t, "grad_reduce_dtype", {{"fp32", 4.0}, {"bf16", 2.0}})) tr.grad_reduce_bytes = *d;
   if (auto k = pick<workload::AttentionKernel>(r, *t, "attention_kernel",
                                                {{"auto", workload::AttentionKernel::Auto},
                                                 {"vendor", workload::AttentionKernel::Vendor},

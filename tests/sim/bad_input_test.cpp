@@ -100,6 +100,8 @@ std::vector<BadCase> cases() {
        "bad.toml:6:15", "norm_kernel", ""},
       {"autocast_in_fp32", base_with(kModel, kTraining + "precision = \"fp32\"\nautocast = true\n", kCluster, kParallel),
        "bad.toml:7:12", "autocast casts fp32 parameters to 16 bits", "precision = \"bf16\""},
+      {"grad_reduce_dtype_unknown", base_with(kModel, kTraining + "grad_reduce_dtype = \"fp16\"\n", kCluster, kParallel),
+       "bad.toml:6:21", "grad_reduce_dtype", "fp32"},
       {"shared_experts_on_a_dense_model", base_with(kModel + "shared_experts = 1\n", kTraining, kCluster, kParallel),
        "bad.toml:3:18", "shared experts belong to a mixture of experts", "set experts"},
       {"shared_ffn_hidden_without_shared_experts",

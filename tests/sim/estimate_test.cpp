@@ -312,6 +312,24 @@ TEST(Estimate, PipelineSendsAreScatteredOverTheTensorParallelRanks) {
   EXPECT_NEAR(sp, cost("pipeline_scatter_gather = false\n", ""), 1e-15);
 }
 
+// grad_reduce_dtype = "bf16" (Megatron-Core's grad_reduce_in_fp32 = false) halves the bytes of the
+// data-parallel reduce-scatter; the parameter all-gather and the optimizer are unchanged.
+TEST(Estimate, Bf16GradientReduceMovesHalfTheBytes) {
+  auto costs = [](const std::string& training) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 4\n[training]\nglobal_batch = 16\nseq_len = 2048\n" +
+                            training + "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n[parallel]\ntp = 1\npp = 1\ndp = 16\nzero = 1\n");
+    EXPECT_TRUE(s.plan);
+    return analytic::stage_costs(s, *s.plan).at(0).at(0);
+  };
+  const auto fp32 = costs("");
+  const auto bf16 = costs("grad_reduce_dtype = \"bf16\"\n");
+  EXPECT_NEAR(costs("grad_reduce_dtype = \"fp32\"\n").dp_reduce.v, fp32.dp_reduce.v, 1e-15);
+  EXPECT_LT(bf16.dp_reduce.v, 0.6 * fp32.dp_reduce.v);  // half the bytes, the same latency
+  EXPECT_GT(bf16.dp_reduce.v, 0.4 * fp32.dp_reduce.v);
+  EXPECT_DOUBLE_EQ(bf16.dp_gather.v, fp32.dp_gather.v);
+  EXPECT_DOUBLE_EQ(bf16.optimizer.v, fp32.optimizer.v);
+}
+
 TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
   const std::string text =
       "[model]\nname = \"m\"\nlayers = 4\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn_hidden = 2816\n"
