@@ -157,6 +157,13 @@ class Backend {
   [[nodiscard]] virtual std::string name() const = 0;
   [[nodiscard]] virtual int device_count() const = 0;
   [[nodiscard]] virtual std::unique_ptr<Device> open(int index) = 0;
+  /// Opens device `index` running at `speed` (0 < speed ≤ 1) of its own pace: a device at 0.5
+  /// takes twice as long for every kernel (cpu: the kernel, then an idle as long again), so
+  /// pools of one machine can stand for devices of unequal speed. The default opens at full
+  /// speed and refuses any other (key "speed").
+  [[nodiscard]] virtual Result<std::unique_ptr<Device>> open_slowed(int index, double speed);
+  /// Whether open_slowed() takes speeds other than 1 (the same answer in every process).
+  [[nodiscard]] virtual bool slows() const { return false; }
   /// What the devices are, for reports ("cuda: 2 devices on 1 GPU").
   [[nodiscard]] virtual std::string describe() const { return name() + ": " + std::to_string(device_count()) + " devices"; }
   /// One communicator per member (in member order) for a group of devices this backend opened.

@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "exec/calibrate/calibrate.hpp"
 #include "exec/compare/compare.hpp"
@@ -74,9 +76,12 @@ int write(const std::vector<hetsim::io::OutputFile>& files) {
 // The backend by name; cuda and hip only where they were built (HETSIM_WITH_CUDA, HETSIM_WITH_HIP)
 // and a GPU is present.
 hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::string& name, int devices,
-                                                                     double memory_gib) {
+                                                                     double memory_gib, double speed = 1.0) {
   if (name == "cpu")
-    return hetsim::exec::make_cpu_backend(devices, static_cast<std::size_t>(memory_gib * 1073741824.0));
+    return hetsim::exec::make_cpu_backend_at(devices, static_cast<std::size_t>(memory_gib * 1073741824.0), speed);
+  if (speed != 1.0)
+    return hetsim::Diagnostic{{}, "", "--speed: the " + name + " backend cannot slow its devices",
+                              "device speed factors are a cpu backend feature (docs/executor.md)", hetsim::ErrorKind::BadInput};
 #ifdef HETSIM_HAVE_CUDA
   if (name == "cuda") return hetsim::exec::make_cuda_backend(devices);
 #endif
@@ -147,6 +152,12 @@ int main(int argc, char** argv) {
   run->add_option("--predicted", predicted_out, "Write the predicted trace of the same step")->check(kOutputPath);
   run->add_flag("--json", json,
                 "Print the comparison as one JSON document on stdout (an {\"error\": …} document when the run fails)");
+  std::vector<std::string> pool_speeds;
+  run->add_option("--speed", pool_speeds,
+                  "POOL=FACTOR (repeatable): run that pool's devices at FACTOR of full speed, 0 < FACTOR <= 1 (cpu "
+                  "backend: each kernel, then an idle of 1/FACTOR - 1 times its length), so the pools of a scenario "
+                  "are devices of unequal speed on one machine")
+      ->type_name("POOL=FACTOR");
   bool fit = false;
   run->add_flag("--fit", fit,
                 "Scale the plan down to the devices at hand: fewer data-parallel replicas, then fewer layers per "
@@ -174,6 +185,11 @@ int main(int argc, char** argv) {
             return "a device name of letters, digits, '.', '_' and '-' (it becomes a catalogue id)";
         return {};
       });
+  double cal_speed = 1.0;
+  cal->add_option("--speed", cal_speed,
+                  "Calibrate a device slowed to this factor of full speed (cpu backend, 0 < FACTOR <= 1; see run --speed)")
+      ->check(hetsim::cli::between(1e-3, 1, "speed"))
+      ->default_val(1.0);
   cal->add_option("--seconds", seconds, "Time to spend measuring (at least about 1 s in all)")
       ->check(hetsim::cli::between(0.2, 600, "seconds"))
       ->default_val(2);
@@ -208,6 +224,33 @@ int main(int argc, char** argv) {
     }
     hetsim::exec::ReplayOptions opts{steps, warmup};
     opts.world = world.get();
+    // --speed POOL=FACTOR: the pools' devices at their factors (the others at full speed).
+    if (!pool_speeds.empty()) {
+      opts.pool_speed.assign(sc->cluster.pools.size(), 1.0);
+      for (const auto& item : pool_speeds) {
+        const auto eq = item.rfind('=');
+        std::string names;
+        for (const auto& pool : sc->cluster.pools) names += (names.empty() ? "" : ", ") + pool.name;
+        if (eq == std::string::npos)
+          return fail({about("", "", "--speed " + item + ": expected POOL=FACTOR", "pools of " + scenario + ": " + names)});
+        const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+        const auto pool = std::find_if(sc->cluster.pools.begin(), sc->cluster.pools.end(),
+                                       [&](const auto& p) { return p.name == name; });
+        if (pool == sc->cluster.pools.end())
+          return fail({about("", "", "--speed " + item + ": no pool '" + name + "' in " + scenario, "its pools: " + names)});
+        double factor = 0;
+        std::size_t used = 0;
+        try {
+          factor = std::stod(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != value.size() || !(factor > 0 && factor <= 1))
+          return fail({about("", "", "--speed " + item + ": the factor must be a number above 0 and at most 1",
+                             "0.5: the pool's devices take twice as long for every kernel")});
+        opts.pool_speed[static_cast<std::size_t>(pool - sc->cluster.pools.begin())] = factor;
+      }
+    }
 #ifdef HETSIM_HAVE_MPI
     opts.local_device = world ? hetsim::exec::mpi_local_rank() : 0;
 #endif
@@ -338,7 +381,10 @@ int main(int argc, char** argv) {
         return kEnvironment;
       }
     }
-    auto backend = backend_for(backend_name, 2, memory_gib);  // a second device for the link
+    if (backend_name != "cpu" && cal_speed != 1.0)
+      return fail({about("", "", "--speed: the " + backend_name + " backend cannot slow its devices",
+                         "device speed factors are a cpu backend feature (docs/executor.md)")});
+    auto backend = backend_for(backend_name, 2, memory_gib, cal_speed);  // a second device for the link
     if (!backend) return fail(hetsim::with_kind(backend.errors(), hetsim::ErrorKind::Environment));
     const auto prof = hetsim::exec::calibrate(**backend, seconds);
     if (!prof.failure.empty()) {

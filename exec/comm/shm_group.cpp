@@ -198,6 +198,12 @@ Result<Communicators> Backend::communicators(const std::vector<Device*>& members
   return out;
 }
 
+Result<std::unique_ptr<Device>> Backend::open_slowed(int index, double speed) {
+  if (speed == 1.0) return open(index);
+  return Diagnostic{{}, "speed", "the " + name() + " backend cannot slow its devices (speed " + std::to_string(speed) + ")",
+                    "device speed factors are a cpu backend feature (docs/executor.md)"};
+}
+
 Result<std::unique_ptr<Communicator>> Backend::communicator(Device* device, ProcessGroup& group) {
   return group.communicator(device);
 }

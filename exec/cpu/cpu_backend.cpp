@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <new>
+#include <string>
 #include <vector>
 
 namespace hetsim::exec {
@@ -78,9 +80,29 @@ void softmax_rows(Map s, bool causal, int first_row) {
   }
 }
 
+// The calling thread's CPU time, ns: what a device thread has computed (or spun), whatever
+// else the machine runs.
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// A slowed device's pause after a kernel: it spins until its thread has used `cpu_ns` more CPU
+// time, keeping its core as a slower device would. CPU time, not the wall clock: on a loaded
+// machine the thread is descheduled now and then, and a wall-clock deadline that passes while
+// it waits costs the rest of the wait on top; a sleep would instead hand the core to others and
+// earn the thread the scheduler's favour for its next kernel. Either way the slowed device
+// would not be 1/speed times as slow as an unslowed one under the same load.
+void idle_for_cpu(std::int64_t cpu_ns) {
+  const std::int64_t until = thread_cpu_ns() + cpu_ns;
+  while (thread_cpu_ns() < until) {
+  }
+}
+
 class CpuDevice final : public Device {
  public:
-  CpuDevice(int index, std::size_t capacity) : index_(index), capacity_(capacity) {}
+  CpuDevice(int index, std::size_t capacity, double speed) : index_(index), capacity_(capacity), speed_(speed) {}
 
   std::string name() const override { return "cpu" + std::to_string(index_); }
 
@@ -116,6 +138,9 @@ class CpuDevice final : public Device {
   }
 
   void gemm(int m, int n, int k, Format f, const void* a, const void* b, void* c) override {
+    paced([&] { gemm_kernel(m, n, k, f, a, b, c); });
+  }
+  void gemm_kernel(int m, int n, int k, Format f, const void* a, const void* b, void* c) {
     if (f == Format::Fp32) {
       Map(static_cast<float*>(c), m, n).noalias() =
           ConstMap(static_cast<const float*>(a), m, k) * ConstMap(static_cast<const float*>(b), k, n);
@@ -130,6 +155,9 @@ class CpuDevice final : public Device {
   }
 
   void attention(const AttentionShape& s, Format f, const void* qkv, void* o, void* grads, bool backward) override {
+    paced([&] { attention_kernel(s, f, qkv, o, grads, backward); });
+  }
+  void attention_kernel(const AttentionShape& s, Format f, const void* qkv, void* o, void* grads, bool backward) {
     const std::size_t per = std::size_t(s.seq) * s.head_dim, heads = std::size_t(s.heads);
     const int blk = std::min(s.seq, 128);
     const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
@@ -181,6 +209,9 @@ class CpuDevice final : public Device {
   }
 
   void norm(int rows, int cols, Format f, const void* x, void* y, bool backward) override {
+    paced([&] { norm_kernel(rows, cols, f, x, y, backward); });
+  }
+  void norm_kernel(int rows, int cols, Format f, const void* x, void* y, bool backward) {
     const auto n = std::size_t(cols);
     float* w = scratch(3 * n);
     float *xr = w, *yr = w + n, *dx = w + 2 * n;
@@ -206,6 +237,9 @@ class CpuDevice final : public Device {
   }
 
   void elementwise(std::size_t count, Format f, const void* src, void* dst) override {
+    paced([&] { elementwise_kernel(count, f, src, dst); });
+  }
+  void elementwise_kernel(std::size_t count, Format f, const void* src, void* dst) {
     if (f == Format::Fp32) {  // Eigen's packets: SIMD at any optimisation level
       using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
       Eigen::Map<Array>(static_cast<float*>(dst), static_cast<Eigen::Index>(count)) =
@@ -225,11 +259,17 @@ class CpuDevice final : public Device {
     }
   }
   void elementwise_unvectorized(std::size_t count, Format f, const void* src, void* dst) override {
+    paced([&] { elementwise_unvectorized_kernel(count, f, src, dst); });
+  }
+  void elementwise_unvectorized_kernel(std::size_t count, Format f, const void* src, void* dst) {
     if (f == Format::Fp32) scalar_pass(static_cast<const float*>(src), static_cast<float*>(dst), count);
     else scalar_pass(static_cast<const std::uint16_t*>(src), static_cast<std::uint16_t*>(dst), count);
   }
 
   void adam(std::size_t count, float* state) override {
+    paced([&] { adam_kernel(count, state); });
+  }
+  void adam_kernel(std::size_t count, float* state) {
     constexpr float lr = 1e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
     float *p = state, *g = state + count, *m = state + 2 * count, *v = state + 3 * count;
     for (std::size_t i = 0; i < count; ++i) {
@@ -239,7 +279,7 @@ class CpuDevice final : public Device {
     }
   }
 
-  void copy(const void* src, void* dst, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(const void* src, void* dst, std::size_t bytes) override { std::memcpy(dst, src, bytes); }  // not paced
   void to_host(const void* src, void* host, std::size_t bytes) override { std::memcpy(host, src, bytes); }
   void from_host(const void* host, void* dst, std::size_t bytes) override { std::memcpy(dst, host, bytes); }
   bool host_memory() const override { return true; }
@@ -259,6 +299,20 @@ class CpuDevice final : public Device {
   std::size_t capacity() const override { return capacity_; }
 
  private:
+  // Runs a kernel at the device's speed: at speed s < 1 the kernel is followed by an idle
+  // (1/s − 1) times as long as it ran (in the thread's CPU time; on an idle machine the same as
+  // wall time), so every kernel takes 1/s times its own time.
+  template <class Kernel>
+  void paced(Kernel&& kernel) {
+    if (speed_ >= 1) {
+      kernel();
+      return;
+    }
+    const std::int64_t began = thread_cpu_ns();
+    kernel();
+    idle_for_cpu(static_cast<std::int64_t>(static_cast<double>(thread_cpu_ns() - began) * (1 / speed_ - 1)));
+  }
+
   float* scratch(std::size_t floats) {
     if (scratch_.size() < floats) scratch_.resize(floats);
     return scratch_.data();
@@ -266,6 +320,7 @@ class CpuDevice final : public Device {
 
   int index_;
   std::size_t capacity_;
+  double speed_;
   std::size_t live_ = 0, peak_ = 0;
   std::vector<float> work_[4];
   std::vector<float> scratch_;
@@ -274,22 +329,39 @@ class CpuDevice final : public Device {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int devices, std::size_t memory) : devices_(devices), memory_(memory) {
+  CpuBackend(int devices, std::size_t memory, double speed) : devices_(devices), memory_(memory), speed_(speed) {
     Eigen::setNbThreads(1);  // one core per device
   }
   std::string name() const override { return "cpu"; }
   int device_count() const override { return devices_; }
-  std::unique_ptr<Device> open(int index) override { return std::make_unique<CpuDevice>(index, memory_); }
+  std::unique_ptr<Device> open(int index) override { return std::make_unique<CpuDevice>(index, memory_, speed_); }
+  bool slows() const override { return true; }
+  Result<std::unique_ptr<Device>> open_slowed(int index, double speed) override {
+    if (!(speed > 0 && speed <= 1))
+      return Diagnostic{{}, "speed", "a device speed must be above 0 and at most 1, not " + std::to_string(speed), ""};
+    return std::unique_ptr<Device>(std::make_unique<CpuDevice>(index, memory_, speed_ * speed));
+  }
+  std::string describe() const override {
+    return "cpu: " + std::to_string(devices_) + " devices" +
+           (speed_ < 1 ? " at speed " + std::to_string(speed_).substr(0, 5) : std::string());
+  }
 
  private:
   int devices_;
   std::size_t memory_;
+  double speed_;
 };
 
 }  // namespace
 
+Result<std::unique_ptr<Backend>> make_cpu_backend_at(int devices, std::size_t memory_bytes, double speed) {
+  if (!(speed > 0 && speed <= 1))
+    return Diagnostic{{}, "speed", "a device speed must be above 0 and at most 1, not " + std::to_string(speed), ""};
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(devices, memory_bytes, speed));
+}
+
 std::unique_ptr<Backend> make_cpu_backend(int devices, std::size_t memory_bytes) {
-  return std::make_unique<CpuBackend>(devices, memory_bytes);
+  return std::make_unique<CpuBackend>(devices, memory_bytes, 1.0);
 }
 
 }  // namespace hetsim::exec

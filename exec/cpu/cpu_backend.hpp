@@ -11,4 +11,11 @@ namespace hetsim::exec {
 /// `devices` cpu devices of `memory_bytes` each (0 = no limit).
 [[nodiscard]] std::unique_ptr<Backend> make_cpu_backend(int devices, std::size_t memory_bytes = 0);
 
+/// The same, every device running at `speed` (0 < speed ≤ 1): each kernel (GEMM, attention,
+/// norm, elementwise, Adam) is followed by an idle (1/speed − 1) times as long as it ran, so a
+/// device at 0.5 takes twice as long for every kernel; copies and collectives keep the host's
+/// pace. open_slowed() multiplies a further factor in (a plan's pools at different speeds).
+/// Fails (key "speed") on a speed outside (0, 1].
+[[nodiscard]] Result<std::unique_ptr<Backend>> make_cpu_backend_at(int devices, std::size_t memory_bytes, double speed);
+
 }  // namespace hetsim::exec

@@ -293,9 +293,35 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     return Diagnostic{{}, "", "replay under mpirun needs ReplayOptions::on_fatal", "", ErrorKind::Internal};
   const int me = world != nullptr ? world->rank() : -1;
   auto local = [&](int real) { return world == nullptr || real == me; };
+  if (!o.pool_speed.empty() && o.pool_speed.size() != s.cluster.pools.size())
+    return Diagnostic{{}, "speed", std::to_string(o.pool_speed.size()) + " pool speeds for " +
+                                       std::to_string(s.cluster.pools.size()) + " pools", "one speed per pool of the scenario"};
+  for (std::size_t k = 0; k < o.pool_speed.size(); ++k)
+    if (!(o.pool_speed[k] > 0 && o.pool_speed[k] <= 1))
+      return Diagnostic{{}, "speed", "pool '" + s.cluster.pools[k].name + "': a device speed must be above 0 and at most 1, not " +
+                                         std::to_string(o.pool_speed[k]), ""};
+  if (!backend.slows())
+    for (std::size_t k = 0; k < o.pool_speed.size(); ++k)
+      if (o.pool_speed[k] != 1.0)
+        return Diagnostic{{}, "speed", "pool '" + s.cluster.pools[k].name + "' at speed " + std::to_string(o.pool_speed[k]) +
+                                           ": the " + backend.name() + " backend cannot slow its devices",
+                          "device speed factors are a cpu backend feature (docs/executor.md)"};
   std::vector<std::unique_ptr<Device>> devices(static_cast<std::size_t>(needed));
-  for (int d = 0; d < needed; ++d)
-    if (local(d)) devices[static_cast<std::size_t>(d)] = backend.open(world != nullptr ? o.local_device : d);
+  for (std::size_t rep = 0; rep < g.devices.size(); ++rep) {
+    const auto pool = static_cast<std::size_t>(g.devices[rep].pool);
+    const double speed = o.pool_speed.empty() ? 1.0 : o.pool_speed[pool];
+    for (int m = 0; m < g.devices[rep].count; ++m) {
+      const int d = first_real[rep] + m;
+      if (!local(d)) continue;
+      auto dev = backend.open_slowed(world != nullptr ? o.local_device : d, speed);
+      if (!dev) return dev.errors();
+      devices[static_cast<std::size_t>(d)] = std::move(*dev);
+    }
+  }
+  for (std::size_t k = 0; k < o.pool_speed.size(); ++k)
+    if (o.pool_speed[k] != 1.0)
+      out.notes.push_back("pool '" + s.cluster.pools[k].name + "' runs on " + backend.name() + " devices at speed " +
+                          std::to_string(o.pool_speed[k]).substr(0, 5) + " (each kernel, then an idle)");
   std::vector<Scratch> scratch(static_cast<std::size_t>(needed));
   for (int d = 0; d < needed; ++d) scratch[static_cast<std::size_t>(d)].dev = devices[static_cast<std::size_t>(d)].get();
 

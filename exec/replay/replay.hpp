@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exec/backend.hpp"
 #include "sim/io/trace_json.hpp"
@@ -36,6 +37,10 @@ struct ReplayOptions {
   /// this callback, which reports it and ends the whole run (ProcessGroup::abort); the library
   /// itself never prints or aborts.
   std::function<void(const Diagnostic&)> on_fatal;
+  /// Per pool of the scenario (index as in ClusterSpec::pools): the speed its devices run at
+  /// (Backend::open_slowed; 1 = full). Empty: every device at full speed. So a two-pool scenario
+  /// measures pools of unequal speed on one machine (docs/executor.md, Devices of unequal speed).
+  std::vector<double> pool_speed;
 };
 
 struct Replay {

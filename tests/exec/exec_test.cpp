@@ -6,9 +6,11 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -499,6 +501,130 @@ TEST(CpuDevice, AttentionMatchesTheNaiveFormulas) {
       }
     }
   }
+}
+
+// A device at speed f takes 1/f times as long for the same kernels (each kernel, then an idle).
+// Behavioural, on a shared machine: the fastest of several interleaved repetitions on each
+// device, compared as a ratio; a few attempts before concluding.
+TEST(CpuDevice, ASlowedDeviceIsMeasuredSlowerByItsFactor) {
+  auto backend = exec::make_cpu_backend(2);
+  ASSERT_TRUE(backend->slows());
+  auto full = backend->open(0);
+  for (const double f : {0.5, 0.25}) {
+    auto slowed = backend->open_slowed(1, f);
+    ASSERT_TRUE(slowed.ok()) << test::all_errors(slowed.errors());
+    const int m = 96;
+    const std::size_t elems = std::size_t(1) << 18;
+    auto work = [&](exec::Device& d) {
+      float* a = static_cast<float*>(d.workspace(0, elems * 4));
+      float* b = static_cast<float*>(d.workspace(1, elems * 4));
+      float* c = static_cast<float*>(d.workspace(2, elems * 4));
+      const auto t0 = exec::host_clock_ns();
+      for (int i = 0; i < 4; ++i) d.gemm(m, m, m, exec::Format::Fp32, a, b, c);
+      d.elementwise(elems, exec::Format::Fp32, a, c);
+      d.norm(64, 1024, exec::Format::Fp32, a, c, false);
+      d.adam(elems / 4, c);
+      return exec::host_clock_ns() - t0;
+    };
+    double ratio = 0;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::int64_t fast = std::numeric_limits<std::int64_t>::max(), slow = fast;
+      for (int rep = 0; rep < 7; ++rep) {
+        fast = std::min(fast, work(*full));
+        slow = std::min(slow, work(**slowed));
+      }
+      ratio = double(slow) / double(fast);
+      if (std::abs(ratio * f - 1) < 0.05) break;
+    }
+    EXPECT_NEAR(ratio * f, 1.0, 0.05) << "speed " << f << ": measured " << ratio << "x slower";
+  }
+  EXPECT_FALSE(backend->open_slowed(0, 0).ok());
+  EXPECT_FALSE(backend->open_slowed(0, 1.5).ok());
+  EXPECT_FALSE(exec::make_cpu_backend_at(2, 0, 0).ok());
+}
+
+// The time of a replay's kernels on each folded device: the op classes' sums over its forward
+// and backward tasks (each op's time, with a slowed device's idle after it).
+std::vector<std::int64_t> kernel_ns(const exec::Replay& r) {
+  std::vector<std::int64_t> busy(r.graph.devices.size(), 0);
+  for (std::uint32_t i = 0; i < r.graph.size(); ++i) {
+    const auto& t = r.graph.tasks[i];
+    if (t.kind != schedule::TaskKind::Forward && t.kind != schedule::TaskKind::Backward) continue;
+    for (const auto& [cls, ns] : r.measured_parts[i]) busy[t.device] += ns;
+  }
+  return busy;
+}
+
+// --speed per pool: a two-pool scenario runs each pool's devices at its speed. The same one-group
+// plan on the "slow" pool at 0.5 and at full speed, one run after the other (so that both see the
+// same machine): its kernels measured twice as long, within 5 %. Then a replica group on each
+// pool side by side: the slow pool's device is the slowed one.
+TEST(Replay, PoolsRunAtTheirSpeeds) {
+  auto one = test::parse(two_pools("micro_batch = 1\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\n"
+                                   "stages = [{pool = \"slow\", layers = 4}]\n", 1));
+  ASSERT_TRUE(one.ok()) << test::all_errors(one.errors());
+  auto backend = exec::make_cpu_backend(2);
+  exec::ReplayOptions full{1, 0}, half{1, 0};
+  full.pool_speed = {1.0, 1.0};
+  half.pool_speed = {1.0, 0.5};
+  // Per task, the fastest of the rounds (a round that the machine's load hit is outvoted), until
+  // the ratio settles.
+  std::vector<std::int64_t> fast, slow;
+  double ratio = 0;
+  for (int round = 0; round < 5; ++round) {
+    auto f = exec::replay(*one, *one->plan, *backend, full);
+    auto h = exec::replay(*one, *one->plan, *backend, half);
+    ASSERT_TRUE(f.ok() && h.ok());
+    EXPECT_NE(std::find(h->notes.begin(), h->notes.end(),
+                        "pool 'slow' runs on cpu devices at speed 0.500 (each kernel, then an idle)"),
+              h->notes.end());
+    fast.resize(f->graph.size(), std::numeric_limits<std::int64_t>::max());
+    slow.resize(h->graph.size(), std::numeric_limits<std::int64_t>::max());
+    for (std::uint32_t i = 0; i < f->graph.size(); ++i) {
+      const auto k = f->graph.tasks[i].kind;
+      if (k != schedule::TaskKind::Forward && k != schedule::TaskKind::Backward) continue;
+      std::int64_t a = 0, b = 0;
+      for (const auto& [cls, ns] : f->measured_parts[i]) a += ns;
+      for (const auto& [cls, ns] : h->measured_parts[i]) b += ns;
+      fast[i] = std::min(fast[i], a);
+      slow[i] = std::min(slow[i], b);
+    }
+    std::int64_t sf = 0, ss = 0;
+    for (std::size_t i = 0; i < fast.size(); ++i)
+      if (fast[i] != std::numeric_limits<std::int64_t>::max()) {
+        sf += fast[i];
+        ss += slow[i];
+      }
+    ratio = double(ss) / double(sf);
+    if (round > 0 && std::abs(ratio / 2 - 1) < 0.05) break;
+  }
+  EXPECT_NEAR(ratio / 2, 1.0, 0.05) << "the slowed pool measured " << ratio << "x";
+
+  auto two = test::parse(two_pools("micro_batch = 1\nzero = 1\n"
+                                   "[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\nstages = [{pool = \"fast\", layers = 4}]\n"
+                                   "[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\nstages = [{pool = \"slow\", layers = 4}]\n"));
+  ASSERT_TRUE(two.ok()) << test::all_errors(two.errors());
+  exec::ReplayOptions o{1, 0};
+  o.pool_speed = {1.0, 0.25};
+  auto r = exec::replay(*two, *two->plan, *backend, o);
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  const auto busy = kernel_ns(*r);
+  ASSERT_EQ(busy.size(), 2u);
+  // Side by side on a shared machine the two threads do not see the same load (the fast one
+  // waits while the slow one finishes), so only the direction is checked here.
+  EXPECT_GT(double(busy[1]), 1.5 * double(busy[0])) << "the slow pool's device is the slowed one";
+
+  // Bad speeds, and a backend that cannot slow its devices: refused before anything runs.
+  o.pool_speed = {1.0};
+  EXPECT_FALSE(exec::replay(*two, *two->plan, *backend, o).ok());
+  o.pool_speed = {1.0, 1.5};
+  EXPECT_FALSE(exec::replay(*two, *two->plan, *backend, o).ok());
+  o.pool_speed = {1.0, 0.5};
+  test::FlakyBackend plain(exec::make_cpu_backend(2), 1 << 30);
+  auto refused = exec::replay(*two, *two->plan, plain, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(to_string(refused.errors()[0]).find("the flaky backend cannot slow its devices"), std::string::npos)
+      << to_string(refused.errors()[0]);
 }
 
 TEST(CpuDevice, NormAndAdamComputeTheirFormulas) {
