@@ -598,6 +598,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const auto r = static_cast<std::size_t>(dpc.size());
                 std::size_t n = dp_floats(t, r);
                 if (t.kind == TaskKind::ParamGather && !wide) n = std::max(r, (n / 2 + r - 1) / r * r);  // 16-bit weights
+                if (t.kind == TaskKind::GradReduce && s.training.grad_reduce_bytes < 4)  // a bf16 gradient reduce
+                  n = std::max(r, (n / 2 + r - 1) / r * r);
                 const std::size_t per = n / r;
                 sc.fit(n * 4, n * 4, n * 4);
                 if (sc.failed) break;
@@ -609,8 +611,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               case TaskKind::SendActivation:
               case TaskKind::SendGradient: {
                 // This rank's share of the micro-batch's activation (or gradient), copied into
-                // the buffer the next stage reads.
-                const std::size_t bytes = 4 * wire_act / static_cast<std::size_t>(p.sequence_parallel ? tp : 1);
+                // the buffer the next stage reads: 1/tp of it when sequence parallelism or the
+                // framework's scatter-gather splits it (the receivers' all-gather that the cost
+                // model adds to the send is not run here).
+                const bool split = p.sequence_parallel || s.training.pipeline_scatter_gather;
+                const std::size_t bytes = 4 * wire_act / static_cast<std::size_t>(split ? tp : 1);
                 sc.fit(bytes, 1, bytes);
                 if (sc.failed) break;
                 if (world == nullptr) {  // a peer copy into each reader's inbox

@@ -513,8 +513,8 @@ TEST(CpuDevice, ASlowedDeviceIsMeasuredSlowerByItsFactor) {
   for (const double f : {0.5, 0.25}) {
     auto slowed = backend->open_slowed(1, f);
     ASSERT_TRUE(slowed.ok()) << test::all_errors(slowed.errors());
-    const int m = 96;
-    const std::size_t elems = std::size_t(1) << 18;
+    const int m = 192;
+    const std::size_t elems = std::size_t(1) << 20;
     auto work = [&](exec::Device& d) {
       float* a = static_cast<float*>(d.workspace(0, elems * 4));
       float* b = static_cast<float*>(d.workspace(1, elems * 4));
