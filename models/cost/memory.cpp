@@ -53,7 +53,7 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   // replicated over TP ranks unless sequence parallel: the two norm inputs, the QKV and MLP
   // GEMM inputs (norm outputs) and two dropout masks -> 4e + 2·mask (= 10 for e = 2);
   const double replicated = 4 * e + 2 * mask;
-  // split over TP ranks: Q, K, V and the out-projection input -> e(2 + 2g); the MLP keeps the
+  // split over TP ranks: Q, K, V and the out-projection input -> e(2qr + 2g); the MLP keeps the
   // activation function's inputs and the down-projection input: GeLU 2 tensors of width f,
   // SwiGLU 3 (gate, up, product) -> e·2f or e·3f (= 24 together for MHA and f = 4h).
   // Eager modules without recompute (see the header): SwiGLU's SiLU output is a fourth tensor.

@@ -219,18 +219,17 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
 
       // Pipeline point-to-point to the next stage: the activation, 1/tp of it per rank when
       // sequence parallelism has split it already or the framework scatters it
-      // (pipeline_scatter_gather; the receiving ranks then all-gather it, on the compute
-      // stream: the gather of the stage that receives, the next one's forward, this one's
-      // backward — the slower of the two is charged both ways). Neighbouring stages share a node only when both
-      // stages' tp × replicas block fits in one node of one pool (Megatron rank order tp, dp,
-      // pp); otherwise the message crosses the NICs.
+      // (pipeline_scatter_gather). Scattered without sequence parallelism, the receiving ranks
+      // all-gather it on the compute stream (the next stage in the forward, this one in the
+      // backward): the slower of the two gathers is charged both ways. Neighbouring stages
+      // share a node only when both stages' tp × replicas block fits in one node of one pool
+      // (Megatron rank order tp, dp, pp); otherwise the message crosses the NICs.
       if (!last) {
         const plan::Stage& nx = grp.stages[si + 1];
         const hw::PoolSpec& pb = cl.pools[nx.pool];
-        const bool split = p.sequence_parallel || tr.pipeline_scatter_gather;
-        const double scatter = split ? std::max(st.tp, nx.tp) : 1;
+        const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, nx.tp) : 1;
         Duration regather{0};
-        if (!p.sequence_parallel && tr.pipeline_scatter_gather && scatter > 1)
+        if (!p.sequence_parallel && scatter > 1)
           regather = max(lc.ag, layer_cost(nx.pool, nx.tp, micro_batch_shape(s, p, nx)).ag);
         CommGroup g;
         g.ranks = 2;
@@ -333,11 +332,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
                            act * (m.ffn_hidden * (m.moe() ? m.top_k : 1) + m.shared_width()) / st.tp)};
         c.backward_working = (whole > kept ? whole - kept : Bytes{0}) + grads;
         if (torch_fsdp) {
-          // FSDP's backward per layer: autograd writes the layer's unsharded weight gradients
-          // in the unsharded weights' dtype, and foreach_reduce copies them into a reduce-scatter input
-          // of the reduce dtype (the gradient bytes) that lives until the collective ends,
-          // while the next layer's gradients are computed; the root's output-layer gradient
-          // is held unsharded until the root's post-backward at the end of the backward.
+          // FSDP's backward per layer: autograd writes the layer's unsharded weight gradients in
+          // the unsharded weights' dtype, and foreach_reduce copies them into a reduce-scatter
+          // input of the reduce dtype that lives until the collective ends, while the next
+          // layer's gradients are computed; the root's output-layer gradient is held unsharded
+          // until the root's post-backward at the end of the backward.
           c.backward_working += Bytes{pc.per_layer / st.tp * (sb.weights + tr.grad_reduce_bytes) + c.params_head * sb.weights};
         }
       }

@@ -58,19 +58,17 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   }
   m.name = r.string(*t, "name").value_or(m.name.empty() ? "custom" : m.name);
   const std::int64_t big = 1 << 24;
-  auto set = [&](const char* key, int& field, std::int64_t lo) {
+  // The shape's required keys (without a preset) say so; the others keep their defaults.
+  auto set = [&](const char* key, int& field, std::int64_t lo, bool required = false) {
     if (auto v = r.integer(*t, key, lo, big)) field = static_cast<int>(*v);
-    else if (!from_preset && !r.node(*t, key) && std::string_view(key) != "kv_heads" &&
-             std::string_view(key) != "experts" && std::string_view(key) != "top_k" &&
-             std::string_view(key) != "max_positions" && std::string_view(key) != "shared_experts" &&
-             std::string_view(key) != "shared_ffn_hidden" && std::string_view(key) != "head_dim")
+    else if (required && !from_preset && !r.node(*t, key))
       r.missing(*t, key, "<integer>  (or preset = \"…\")");
   };
-  set("layers", m.layers, 1);
-  set("hidden", m.hidden, 1);
-  set("heads", m.heads, 1);
-  set("ffn_hidden", m.ffn_hidden, 1);
-  set("vocab", m.vocab, 1);
+  set("layers", m.layers, 1, true);
+  set("hidden", m.hidden, 1, true);
+  set("heads", m.heads, 1, true);
+  set("ffn_hidden", m.ffn_hidden, 1, true);
+  set("vocab", m.vocab, 1, true);
   if (!from_preset) m.kv_heads = m.heads;
   set("kv_heads", m.kv_heads, 1);
   set("experts", m.experts, 1);

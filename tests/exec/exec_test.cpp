@@ -45,14 +45,11 @@ std::string small(const std::string& parallel, int devices = 2) {
          "[parallel]\n" + parallel;
 }
 
-TEST(Replay, RunsExactlyThePlannedTasksInOrder) {
-  auto s = test::parse(small("tp = 1\npp = 2\ndp = 1\nmicro_batch = 1\n"));
-  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  auto backend = exec::make_cpu_backend(2);
-  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
-  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-  const auto& g = r->graph;
-  const auto& m = r->measured;
+// Measured: every task, every dependency kept, each device's tasks one at a time in the
+// predicted order, the planned peaks.
+void check_order_and_dependencies(const exec::Replay& r) {
+  const auto& g = r.graph;
+  const auto& m = r.measured;
   ASSERT_EQ(m.start.size(), g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     ASSERT_GE(m.start[i], 0);
@@ -60,16 +57,25 @@ TEST(Replay, RunsExactlyThePlannedTasksInOrder) {
     for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
       EXPECT_LE(m.end[i], m.start[g.succ[k]]) << "measured run broke a dependency";
   }
-  // Per device, tasks ran one at a time in the predicted order.
   for (std::uint32_t d = 0; d < g.devices.size(); ++d) {
     std::vector<std::uint32_t> ids;
     for (std::uint32_t i = 0; i < g.size(); ++i)
       if (g.tasks[i].device == d) ids.push_back(i);
-    std::stable_sort(ids.begin(), ids.end(), [&](auto a, auto b) { return r->predicted.start[a] < r->predicted.start[b]; });
+    std::stable_sort(ids.begin(), ids.end(), [&](auto a, auto b) { return r.predicted.start[a] < r.predicted.start[b]; });
     for (std::size_t k = 1; k < ids.size(); ++k) EXPECT_LE(m.end[ids[k - 1]], m.start[ids[k]]);
   }
-  // Real buffers of the planned sizes: the measured peak is the predicted one.
-  for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(m.peak_bytes[d], r->predicted.peak_bytes[d]);
+  for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(m.peak_bytes[d], r.predicted.peak_bytes[d]);
+}
+
+TEST(Replay, RunsExactlyThePlannedTasksInOrder) {
+  auto s = test::parse(small("tp = 1\npp = 2\ndp = 1\nmicro_batch = 1\n"));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto backend = exec::make_cpu_backend(2);
+  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  // Every task in dependency and predicted order; real buffers of the planned sizes, so the
+  // measured peak is the predicted one.
+  check_order_and_dependencies(*r);
 }
 
 void check_replay(const exec::Replay& r) {
@@ -174,27 +180,6 @@ std::string two_group_plan(int tp, int zero) {
          ", layers = 1}, {pool = \"slow\", tp = " + t + ", layers = 3}]\n";
 }
 
-// Measured: every task, every dependency kept, each device's tasks one at a time in the
-// predicted order, the planned peaks.
-void check_order_and_dependencies(const exec::Replay& r) {
-  const auto& g = r.graph;
-  const auto& m = r.measured;
-  ASSERT_EQ(m.start.size(), g.size());
-  for (std::uint32_t i = 0; i < g.size(); ++i) {
-    ASSERT_GE(m.start[i], 0);
-    ASSERT_GE(m.end[i], m.start[i]);
-    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
-      EXPECT_LE(m.end[i], m.start[g.succ[k]]) << "measured run broke a dependency";
-  }
-  for (std::uint32_t d = 0; d < g.devices.size(); ++d) {
-    std::vector<std::uint32_t> ids;
-    for (std::uint32_t i = 0; i < g.size(); ++i)
-      if (g.tasks[i].device == d) ids.push_back(i);
-    std::stable_sort(ids.begin(), ids.end(), [&](auto a, auto b) { return r.predicted.start[a] < r.predicted.start[b]; });
-    for (std::size_t k = 1; k < ids.size(); ++k) EXPECT_LE(m.end[ids[k - 1]], m.start[ids[k]]);
-  }
-  for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(m.peak_bytes[d], r.predicted.peak_bytes[d]);
-}
 
 // Each real device's gradient of layer L at tp rank k in replica j (numbered across the groups
 // in plan order): small integers, so every sum is exact whatever the order.

@@ -27,9 +27,8 @@
 namespace hetsim::gui {
 namespace {
 
-// The front the view shows equals `x`'s: the table's numbers, the chart's points, the
-// recommendation.
-void expect_shown(const PurchaseView& pv, const buy::Result& x) {
+// The table's rows and the chart's points are `x`'s front, with its recommendation marked.
+void expect_rows(const PurchaseView& pv, const buy::Result& x) {
   const auto& rows = pv.model()->rows();
   QCOMPARE(rows.size(), x.front.size());
   QCOMPARE(pv.chart()->point_count(), static_cast<int>(x.front.size()));
@@ -38,8 +37,16 @@ void expect_shown(const PurchaseView& pv, const buy::Result& x) {
     QCOMPARE(rows[i].capex_usd, x.front[i].capex_usd);
     QCOMPARE(rows[i].run_usd, x.front[i].run_usd);
     QCOMPARE(rows[i].trained_in_s, x.front[i].trained_in_s);
+    QCOMPARE(rows[i].power_kw, x.front[i].power_kw);
+    QCOMPARE(rows[i].meets_deadline, x.front[i].meets_deadline);
     QCOMPARE(rows[i].recommended, i == x.recommended);
   }
+}
+
+// The front the view shows equals `x`'s: the table's numbers, the chart's points, the
+// recommendation.
+void expect_shown(const PurchaseView& pv, const buy::Result& x) {
+  expect_rows(pv, x);
   QCOMPARE(pv.selected_point(), std::optional<std::size_t>(x.recommended));
   QCOMPARE(pv.sensitivity_model()->rowCount(), static_cast<int>(x.sensitivity.size()));
   // The tornado: a bar pair per price, the cost changes of x's sensitivity in k$ or M$.
@@ -69,18 +76,7 @@ void expect_shown(const PurchaseView& pv, const buy::Result& x) {
 // The front, recommendation and sensitivity the view shows are `x`'s (`x`'s front may be empty
 // or hold one point, which expect_shown does not allow).
 void expect_front(const PurchaseView& pv, const buy::Result& x) {
-  const auto& rows = pv.model()->rows();
-  QCOMPARE(rows.size(), x.front.size());
-  QCOMPARE(pv.chart()->point_count(), static_cast<int>(x.front.size()));
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    QCOMPARE(rows[i].total_usd, x.front[i].total_usd);
-    QCOMPARE(rows[i].capex_usd, x.front[i].capex_usd);
-    QCOMPARE(rows[i].run_usd, x.front[i].run_usd);
-    QCOMPARE(rows[i].trained_in_s, x.front[i].trained_in_s);
-    QCOMPARE(rows[i].power_kw, x.front[i].power_kw);
-    QCOMPARE(rows[i].meets_deadline, x.front[i].meets_deadline);
-    QCOMPARE(rows[i].recommended, i == x.recommended);
-  }
+  expect_rows(pv, x);
   QCOMPARE(pv.sensitivity_model()->rowCount(), static_cast<int>(x.sensitivity.size()));
   if (!x.front.empty() && x.runner_up != x.recommended) expect_shown(pv, x);
 }
