@@ -363,17 +363,40 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   Op output = linear("output", tokens, m.vocab / t, m.hidden, e);
   output.keep_16bit = true;
   ops.push_back(output);
-  // Vocabulary-parallel softmax cross-entropy in fp32, as Megatron-LM computes it, per logit:
-  // forward cast to fp32 (2 + 4 bytes), max (4), subtract (4 + 4), exp (4 + 4), sum (4),
-  // normalise (4 + 4) = 38 bytes in 6 kernels; backward scale the saved softmax (4 + 4) and
-  // cast the gradient to 16 bits (4 + 2) = 14 bytes in 2 kernels.
-  // Fused (loss_kernel = "fused"): the forward's online softmax reads the 16-bit logits in two
-  // passes (max and sum of exponentials, then the picked logit), 4 bytes; the backward reads
-  // them once more and writes the 16-bit gradient in place, 4 bytes; one kernel each way.
-  const bool fused_loss = s.loss_kernel == LossKernel::Fused;
-  Op loss = streaming("loss", OpKind::Loss, tokens * m.vocab / t, 1,
-                      fused_loss ? Stream{4, 1, 4, 1} : Stream{38, 6, 14, 2}, 5);
-  ops.push_back(loss);
+  // The cross-entropy over the T·V/t logits (docs/cost-models.md#the-ops-of-one-layer), bytes per
+  // logit, split by the path PyTorch runs each kernel on: broadcast operands and 16 → 32-bit copies
+  // take TensorIterator's non-vectorized path (Op::unvectorized; microbenchmarks.md §9g).
+  const double logits = tokens * m.vocab / t;
+  if (s.loss_kernel == LossKernel::Fused) {
+    // One fused kernel each way over the 16-bit logits (Inductor, FlashAttention's xentropy,
+    // Liger): the forward's online softmax reads them in two passes (max and sum of exponentials,
+    // then the picked logit), 4 bytes; the backward reads them once more and writes the 16-bit
+    // gradient in place, 4 bytes.
+    ops.push_back(streaming("loss", OpKind::Loss, logits, 1, Stream{4, 1, 4, 1}, 5));
+  } else if (s.fused_kernels) {
+    // Megatron-LM's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/
+    // cross_entropy.py): forward `.float()` (2 + 4), max (4), in-place subtract of the broadcast
+    // max (4 + 4), exp in place (4 + 4), sum (4), in-place divide by the broadcast sum (4 + 4) =
+    // 38 bytes in 6 kernels, of which the cast and the two broadcasts (22 bytes) are
+    // non-vectorized; backward, multiply by the broadcast output gradient in place (4 + 4,
+    // non-vectorized) and the fp32 → 16-bit cast of `.float()`'s gradient (4 + 2) = 14 bytes.
+    ops.push_back(streaming("loss", OpKind::Loss, logits, 1, Stream{16, 3, 6, 1}, 5));
+    Op bc = streaming("loss_broadcast", OpKind::Elementwise, logits, 1, Stream{22, 3, 8, 1}, 0);
+    bc.unvectorized = true;
+    ops.push_back(bc);
+  } else {
+    // PyTorch's `cross_entropy` on `.float()` logits (eager): forward the non-vectorized 16 →
+    // 32-bit copy (2 + 4), then log_softmax, one kernel that reads each row three times (max,
+    // sum of exponentials, output) and writes it (16), and a per-token NLL gather; backward the
+    // zero-filled NLL gradient (4), log_softmax's backward (reads the gradient twice and the
+    // output, writes: 16) and the vectorized fp32 → 16-bit cast (4 + 2) = 26 bytes. Kernel list
+    // and bytes as profiled on the H200 (cunn_SoftMaxForward/Backward at 4.2/3.9 TB/s for 16
+    // bytes per logit; microbenchmarks.md §9f).
+    ops.push_back(streaming("loss", OpKind::Loss, logits, 1, Stream{16, 2, 26, 4}, 5));
+    Op cast = streaming("loss_cast", OpKind::Elementwise, logits, 1, Stream{6, 1, 0, 0}, 0);
+    cast.unvectorized = true;
+    ops.push_back(cast);
+  }
   if (s.autocast)
     for (Op& c : autocast_casts(ops, seq_elems, s.fused_kernels, 0, 0)) ops.push_back(std::move(c));
   return ops;

@@ -279,16 +279,43 @@ TEST(LayerOps, NormKernelsMoveWhatTheirBackwardsRead) {
 
 TEST(HeadOps, CrossEntropyStreamsItsFp32LogitsAsMegatronDoes) {
   // tokens 1024, vocab 1000 / tp 2 = 500 per rank: 512,000 logits; forward 38 bytes each in
-  // 6 kernels, backward 14 in 2 (docs/cost-models.md#kernels).
+  // 6 kernels, backward 14 in 2 (docs/cost-models.md#kernels), of which the `.float()` cast and
+  // the broadcast subtract, divide and multiply run on PyTorch's non-vectorized path.
   MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
   const auto ops = head_ops(gpt(4, 1024, 16, 1000), s);
   const Op& loss = find(ops, "loss");
+  const Op& bc = find(ops, "loss_broadcast");
   EXPECT_DOUBLE_EQ(loss.elems, 512000.0);
-  EXPECT_DOUBLE_EQ(loss.fwd_bytes.v, 512000.0 * 38);
-  EXPECT_DOUBLE_EQ(loss.bwd_bytes.v, 512000.0 * 14);
-  EXPECT_EQ(loss.fwd_kernels, 6);
+  EXPECT_DOUBLE_EQ(loss.fwd_bytes.v + bc.fwd_bytes.v, 512000.0 * 38);
+  EXPECT_DOUBLE_EQ(loss.bwd_bytes.v + bc.bwd_bytes.v, 512000.0 * 14);
+  EXPECT_EQ(loss.fwd_kernels + bc.fwd_kernels, 6);
+  EXPECT_EQ(loss.bwd_kernels + bc.bwd_kernels, 2);
+  EXPECT_DOUBLE_EQ(bc.fwd_bytes.v, 512000.0 * 22);  // cast 2 + 4, subtract and divide 4 + 4 each
+  EXPECT_DOUBLE_EQ(bc.bwd_bytes.v, 512000.0 * 8);   // multiply by the broadcast output gradient
+  EXPECT_TRUE(bc.unvectorized);
+  EXPECT_FALSE(loss.unvectorized);
+  EXPECT_DOUBLE_EQ(bc.fwd_flops.v, 0.0);  // the loss's FLOPs are counted once
   // The output GEMM's weight gradient accumulates into an fp32 main gradient.
   EXPECT_DOUBLE_EQ(find(ops, "output").wgrad_out_bytes, 8);
+}
+
+// Eager PyTorch (fused_kernels = false): `cross_entropy` on `.float()` logits, the kernels the
+// H200 profiles show (microbenchmarks.md §9f): a non-vectorized cast, log_softmax's 16 bytes each
+// way, the NLL gradient's zero fill and the vectorized cast of the gradient back to 16 bits.
+TEST(HeadOps, EagerCrossEntropyIsLogSoftmaxOnACastCopy) {
+  MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
+  s.fused_kernels = false;
+  const auto ops = head_ops(gpt(4, 1024, 16, 1000), s);
+  const Op& loss = find(ops, "loss");
+  const Op& cast = find(ops, "loss_cast");
+  EXPECT_DOUBLE_EQ(loss.fwd_bytes.v, 512000.0 * 16);
+  EXPECT_DOUBLE_EQ(loss.bwd_bytes.v, 512000.0 * (4 + 16 + 6));
+  EXPECT_EQ(loss.bwd_kernels, 4);
+  EXPECT_DOUBLE_EQ(cast.fwd_bytes.v, 512000.0 * 6);
+  EXPECT_DOUBLE_EQ(cast.bwd_bytes.v, 0.0);
+  EXPECT_EQ(cast.bwd_kernels, 0);
+  EXPECT_TRUE(cast.unvectorized);
+  for (const Op& op : ops) EXPECT_NE(op.name, "loss_broadcast");  // Megatron's kernels only
 }
 
 // A fused cross-entropy over the 16-bit logits (Inductor, FlashAttention's xentropy): two reads
