@@ -24,6 +24,7 @@
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
 #include "sim/cli/diagnostics.hpp"
+#include "sim/cli/sweep_command.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
@@ -506,6 +507,9 @@ int main(int argc, char** argv) {
                   "(hetsim simulate point-N.toml --plan point-N.plan.json), and front.csv")
       ->check(kOutputDir);
 
+  hetsim::cli::SweepArgs sweep_args;
+  auto* swp = hetsim::cli::add_sweep_command(app, sweep_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -517,5 +521,6 @@ int main(int argc, char** argv) {
   if (*plat) return run_platform(plat_opts);
   if (*pln) return run_plan(plan_opts, top, verify, objective, !any_vendor);
   if (*buy) return run_buy(buy_opts, buy_args);
+  if (*swp) return hetsim::cli::run_sweep(sweep_args);
   return kExitBadInput;
 }

@@ -7,6 +7,7 @@
 
 #include "models/base/nearest.hpp"
 #include "sim/io/detail/hw_tables.hpp"
+#include "sim/io/detail/scenario_document.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/detail/toml_reader.hpp"
 #include "sim/io/input_file.hpp"
@@ -816,11 +817,23 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
   Diagnostics diags;
   auto tbl = detail::parse_toml(text, file, diags);
   if (!tbl) return diags;
+  // A sweep is many scenarios: `hetsim sweep` reads it (sim/io/sweep_reader.hpp), one point at a time.
+  if (const toml::node* sw = tbl->get("sweep")) {
+    TomlReader r(file, diags);
+    r.error(r.loc(sw), "sweep", "this scenario has a [sweep] table: it describes many runs, not one",
+            "use `hetsim sweep " + file + "` (docs/scenario-format.md#sweep), or remove [sweep] to run one scenario");
+    return diags;
+  }
+  return detail::read_scenario_document(*tbl, file, catalog, options);
+}
+
+namespace detail {
+
+Result<Scenario> read_scenario_document(const toml::table& doc, const std::string& file, const hw::Catalog& catalog,
+                                        ReadOptions options) {
+  Diagnostics diags;
   TomlReader r(file, diags);
-  const TableRef root{&*tbl, ""};
-  if (const toml::node* sw = r.node(root, "sweep"))
-    r.error(r.loc(sw), "sweep", "[sweep] tables are not supported by this version of hetsim",
-            "remove [sweep] and run one scenario per value for now");
+  const TableRef root{&doc, ""};
   r.check_keys(root, {"sweep", "schema", "scenario", "model", "training", "cluster", "parallel", "cost",
                       "memory", "reliability", "reference", "purchase"});
   if (auto schema = r.integer(root, "schema", 1, 1000); schema && *schema != 1)
@@ -866,6 +879,8 @@ Result<Scenario> parse_scenario(std::string_view text, const std::string& file, 
   }
   return s;
 }
+
+}  // namespace detail
 
 Result<Scenario> read_scenario(const std::filesystem::path& file, const hw::Catalog& catalog, ReadOptions options) {
   auto text = read_input_file(file, "scenario file");

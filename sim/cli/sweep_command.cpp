@@ -1,0 +1,310 @@
+#include "sim/cli/sweep_command.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stop_token>
+#include <thread>
+
+#include "sim/api/api.hpp"
+#include "sim/cli/diagnostics.hpp"
+#include "sim/cli/validators.hpp"
+#include "sim/io/error_json.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/io/sweep_reader.hpp"
+#include "sim/sweep/rows.hpp"
+#include "sim/sweep/sweep.hpp"
+
+extern char** environ;
+
+namespace hetsim::cli {
+
+namespace {
+
+constexpr int kExitInterrupted = 128 + SIGINT;
+
+volatile std::sig_atomic_t g_sweep_interrupted = 0;
+extern "C" void on_sweep_interrupt(int) {
+  g_sweep_interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+int fail(const SweepArgs& a, const Diagnostics& d) {
+  for (const auto& x : d) std::cerr << to_string(x) << "\n";
+  if (a.json) std::cout << io::error_json(d) << std::flush;
+  return exit_status(worst_kind(d));
+}
+
+sweep::Format format_of(const std::string& out) {
+  return std::filesystem::path(out).extension() == ".jsonl" ? sweep::Format::Jsonl : sweep::Format::Csv;
+}
+
+// SimGrid runs one simulation per process: each point of a SimGrid sweep runs in a child
+// (`hetsim sweep FILE --point I`), which prints the point's row as one JSON object.
+sweep::Row run_in_child(const io::SweepDocument& doc, const std::string& file,
+                        std::size_t i) {
+  sweep::Row row;
+  row.point = i;
+  row.values = doc.values(i);
+  auto env_error = [&](const std::string& why) {
+    row.ok = false;
+    row.kind = ErrorKind::Environment;
+    row.error = "error: sweep point " + std::to_string(i) + ": " + why;
+    return row;
+  };
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return env_error("cannot find the hetsim executable to run the point in: " + ec.message());
+  int fds[2];
+  if (pipe(fds) != 0) return env_error("cannot make a pipe");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  const std::string exe = self.string(), point = std::to_string(i);
+  std::vector<char*> argv = {const_cast<char*>(exe.c_str()), const_cast<char*>("sweep"),
+                             const_cast<char*>(file.c_str()), const_cast<char*>("--point"),
+                             const_cast<char*>(point.c_str()), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return env_error("cannot start a child process: " + std::string(std::strerror(rc)));
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !j.is_object())
+    return env_error(fmt::format("its process ended without a row (status {})", status));
+  auto r = sweep::row_from_json(j);
+  r.point = i;
+  r.values = doc.values(i);
+  return r;
+}
+
+// A progress line on a terminal: points done, rate, time left.
+class Progress {
+ public:
+  Progress(std::size_t first, std::size_t total) : first_(first), total_(total), on_(isatty(fileno(stderr)) != 0) {}
+  void update(std::size_t done) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double s = std::chrono::duration<double>(now - t0_).count();
+    const double rate = s > 0 ? static_cast<double>(done - first_) / s : 0;
+    const double left = rate > 0 ? static_cast<double>(total_ - done) / rate : 0;
+    const double f = total_ ? static_cast<double>(done) / static_cast<double>(total_) : 1;
+    std::fprintf(stderr, "\rsweep [%-30s] %zu/%zu points, %.0f/s, ETA %s   ",
+                 std::string(static_cast<std::size_t>(f * 30), '#').c_str(), done, total_, rate,
+                 rate > 0 ? format_duration(Duration{left}).c_str() : "?");
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (on_) std::fprintf(stderr, "\r%100s\r", "");
+  }
+
+ private:
+  std::size_t first_, total_;
+  bool on_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_{};
+};
+
+// `--point I`: one point's row on stdout as JSON (the child of a SimGrid sweep).
+int run_one_point(const io::SweepDocument& doc, const sweep::Layout& layout, std::size_t i) {
+  if (i >= doc.spec().points) {
+    std::cerr << fmt::format("hetsim: --point {}: the sweep has {} points\n", i, doc.spec().points);
+    return exit_status(ErrorKind::BadInput);
+  }
+  std::cout << sweep::row_json(layout, sweep::run_point(doc, i)).dump() << "\n" << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
+  auto* s = app.add_subcommand(
+      "sweep",
+      "Run every point of the scenario's [sweep] table (docs/scenario-format.md#sweep): axes over any key, as "
+      "lists or ranges, combined as a product or zipped, plus [[sweep.case]] points; each point estimated, "
+      "simulated or planned as [sweep] command says. Every point is validated before any runs; one row per "
+      "point (its values, status, step time, tokens/s, MFU, time and cost to train, goodput, plan, peak memory "
+      "and fit per pool, error), in point order. Without --out the rows go to stdout as CSV");
+  s->add_option("scenario", a.scenario, "Scenario TOML file with a [sweep] table")->required();
+  s->add_option("-j,--jobs", a.jobs, "Points run at once, on this many threads")
+      ->check(count_between(1, 1024, "threads"))
+      ->default_val(1);
+  s->add_option("--out", a.out,
+                "Write the rows to this file as each is ready: results.csv (CSV) or results.jsonl (JSON lines); "
+                "a header with the sweep's hash first, one line per point, flushed, in point order, so that an "
+                "interrupted sweep leaves a valid file")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            const auto ext = std::filesystem::path(v).extension();
+            if (ext != ".csv" && ext != ".jsonl") return "the results file must end in .csv or .jsonl, not '" + v + "'";
+            return io::output_path_problem(v);
+          },
+          "FILE"));
+  s->add_flag("--resume", a.resume,
+              "Keep the rows already in --out (written by this same sweep: its hash must match) and run only the "
+              "points missing after them");
+  s->add_flag("--json", a.json, "Print one JSON document on stdout: the sweep and every row (docs/formats.md#sweep-json)");
+  s->add_option("--point", a.point)->group("");  // a SimGrid sweep's child process
+  return s;
+}
+
+int run_sweep(const SweepArgs& a) {
+  auto cat = api::catalog();
+  if (!cat) return fail(a, cat.errors());
+  auto doc = io::read_sweep(a.scenario, *cat);
+  if (!doc) {
+    const int rc = fail(a, doc.errors());
+    std::cerr << fmt::format("hetsim: {} error(s) in the [sweep] of {}; nothing run\n", doc.errors().size(), a.scenario);
+    return rc;
+  }
+  const io::SweepSpec& spec = doc->spec();
+  if (a.resume && a.out.empty())
+    return fail(a, {about("", "--resume", "--resume completes a results file: give it with --out", "")});
+
+  sweep::Layout layout{&spec, {}};
+  if (a.point >= 0) {
+    auto sc = doc->scenario(0);
+    if (sc)
+      for (const auto& p : sc->cluster.pools) layout.pools.push_back(p.name);
+    return run_one_point(*doc, layout, static_cast<std::size_t>(a.point));
+  }
+
+  // Every point is a valid scenario before any runs.
+  const sweep::Validation v = sweep::validate(*doc, a.jobs);
+  if (v.invalid > 0) {
+    Diagnostics errs = v.errors;
+    const int rc = fail(a, errs);
+    const std::size_t shown = std::min<std::size_t>(v.invalid, 20);
+    std::cerr << fmt::format("hetsim: {} of the sweep's {} points are not valid scenarios{}; nothing run\n", v.invalid,
+                             spec.points, v.invalid > shown ? fmt::format(" (the first {} shown)", shown) : "");
+    return rc;
+  }
+  layout.pools = v.pools;
+
+  const sweep::Format format = format_of(a.out);
+  std::size_t first = 0;
+  std::FILE* out = nullptr;
+  if (!a.out.empty()) {
+    std::error_code ec;
+    const std::string header = sweep::file_header(format, layout);
+    if (a.resume && std::filesystem::exists(a.out, ec)) {
+      std::ifstream in(a.out, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto existing = sweep::check_existing(format, layout, ss.str(), a.out);
+      if (!existing) return fail(a, existing.errors());
+      std::filesystem::resize_file(a.out, existing->keep_bytes, ec);
+      if (ec) return fail(a, {about(a.out, "--out", "cannot cut the file's last, unfinished line: " + ec.message(), "", ErrorKind::Environment)});
+      first = existing->rows;
+      out = std::fopen(a.out.c_str(), "ab");
+    } else {
+      out = std::fopen(a.out.c_str(), "wb");
+      if (out != nullptr) {
+        std::fwrite(header.data(), 1, header.size(), out);
+        std::fflush(out);
+      }
+    }
+    if (out == nullptr)
+      return fail(a, {about(a.out, "--out", std::string("cannot write the results file: ") + std::strerror(errno), "",
+                            ErrorKind::Environment)});
+  } else if (!a.json) {
+    const std::string header = sweep::file_header(sweep::Format::Csv, layout);
+    std::fwrite(header.data(), 1, header.size(), stdout);
+    std::fflush(stdout);
+  }
+
+  std::stop_source stop;
+  std::signal(SIGINT, on_sweep_interrupt);
+  std::jthread watcher([&stop](std::stop_token done) {
+    while (!done.stop_requested() && !stop.stop_requested()) {
+      if (g_sweep_interrupted) {
+        stop.request_stop();
+        std::fputs("\ninterrupted: finishing the points being run; --resume runs the rest\n", stderr);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+
+  Progress progress(first, spec.points);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::size_t ok = 0, not_fit = 0, failed = 0;
+  bool write_failed = false;
+  sweep::RunOptions opts;
+  opts.jobs = a.jobs;
+  opts.first = first;
+  opts.stop = stop.get_token();
+  if (spec.command == io::SweepCommand::Simulate && spec.simgrid)
+    opts.runner = [&](std::size_t i) { return run_in_child(*doc, a.scenario, i); };
+  opts.on_row = [&](const sweep::Row& r) {
+    (r.ok ? ok : r.kind == ErrorKind::DoesNotFit ? not_fit : failed) += 1;
+    if (out != nullptr) {
+      const std::string line = sweep::row_line(format, layout, r);
+      if (std::fwrite(line.data(), 1, line.size(), out) != line.size() || std::fflush(out) != 0) {
+        if (!write_failed) stop.request_stop();
+        write_failed = true;
+      }
+    } else if (!a.json) {
+      const std::string line = sweep::row_line(sweep::Format::Csv, layout, r);
+      std::fwrite(line.data(), 1, line.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (a.json) rows.push_back(sweep::row_json(layout, r));
+    progress.update(r.point + 1);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t delivered = sweep::run(*doc, opts);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  watcher.request_stop();
+  progress.clear();
+  if (out != nullptr && std::fclose(out) != 0) write_failed = true;
+  if (write_failed)
+    return fail(a, {about(a.out, "--out", "writing the results file failed (disk full?); the rows before are kept",
+                          "free space, then --resume", ErrorKind::Environment)});
+  const bool complete = first + delivered == spec.points;
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["sweep"] = sweep::sweep_json(layout);
+    j["resumed_from"] = first;
+    j["complete"] = complete;
+    j["rows"] = std::move(rows);
+    std::cout << j.dump(2) << "\n" << std::flush;
+  }
+  std::cerr << fmt::format("hetsim: {} point{} run in {:.2f} s ({} ok, {} do not fit, {} failed){}{}\n", delivered,
+                           delivered == 1 ? "" : "s", seconds, ok, not_fit, failed,
+                           first > 0 ? fmt::format("; {} were in {} already", first, a.out) : "",
+                           a.out.empty() ? "" : "; rows in " + a.out);
+  if (!complete) {
+    std::cerr << fmt::format("hetsim: stopped after point {} of {}; `hetsim sweep {} --out {} --resume` runs the rest\n",
+                             first + delivered, spec.points, a.scenario, a.out.empty() ? "FILE" : a.out);
+    return kExitInterrupted;
+  }
+  return 0;
+}
+
+}  // namespace hetsim::cli

@@ -1,0 +1,220 @@
+#include "sim/sweep/rows.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace hetsim::sweep {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const char* command_name(const io::SweepSpec& s) {
+  switch (s.command) {
+    case io::SweepCommand::Estimate: return "estimate";
+    case io::SweepCommand::Simulate: return s.simgrid ? "simulate --engine simgrid" : "simulate";
+    case io::SweepCommand::Plan: return s.cost_objective ? "plan --objective cost" : "plan";
+  }
+  return "";
+}
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "";
+  return fmt::format("{}", v);
+}
+
+// A column's value typed for JSON: an integer, a float, a boolean, else the text.
+nlohmann::ordered_json typed(const std::string& s) {
+  if (s == "true") return true;
+  if (s == "false") return false;
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  std::int64_t i = 0;
+  if (auto [p, ec] = std::from_chars(b, e, i); ec == std::errc() && p == e) return i;
+  double d = 0;
+  if (auto [p, ec] = std::from_chars(b, e, d); ec == std::errc() && p == e && std::isfinite(d)) return d;
+  return s;
+}
+
+const PoolFigures* pool_of(const Row& r, const std::string& name) {
+  for (const auto& p : r.pools)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> csv_columns(const Layout& l) {
+  std::vector<std::string> c = {"point"};
+  c.insert(c.end(), l.spec->columns.begin(), l.spec->columns.end());
+  for (const char* f : {"status", "step_s", "tokens_per_s", "mfu", "time_to_train_s", "goodput",
+                        "effective_time_to_train_s", "cost_to_train_usd", "devices", "plan"})
+    c.emplace_back(f);
+  for (const auto& p : l.pools) {
+    c.push_back(p + ".peak_GiB");
+    c.push_back(p + ".fits");
+  }
+  c.emplace_back("error");
+  return c;
+}
+
+nlohmann::ordered_json sweep_json(const Layout& l) {
+  nlohmann::ordered_json j;
+  j["file"] = l.spec->file;
+  j["hash"] = io::sweep_hash_hex(l.spec->hash);
+  j["points"] = l.spec->points;
+  j["command"] = command_name(*l.spec);
+  j["combine"] = l.spec->zip ? "zip" : "product";
+  j["columns"] = l.spec->columns;
+  j["axes"] = l.spec->axes;
+  j["pools"] = l.pools;
+  return j;
+}
+
+std::string file_header(Format f, const Layout& l) {
+  if (f == Format::Jsonl) {
+    nlohmann::ordered_json j;
+    j["hetsim_sweep"] = 1;
+    for (auto& [k, v] : sweep_json(l).items()) j[k] = v;
+    return j.dump() + "\n";
+  }
+  std::string out = fmt::format("# hetsim sweep: file={} hash={} points={} command={}\n", l.spec->file,
+                                io::sweep_hash_hex(l.spec->hash), l.spec->points, command_name(*l.spec));
+  const auto cols = csv_columns(l);
+  for (std::size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + csv_field(cols[i]);
+  return out + "\n";
+}
+
+nlohmann::ordered_json row_json(const Layout& l, const Row& r) {
+  nlohmann::ordered_json j;
+  j["point"] = r.point;
+  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+  for (std::size_t c = 0; c < l.spec->columns.size() && c < r.values.size(); ++c)
+    values[l.spec->columns[c]] = typed(r.values[c]);
+  j["values"] = values;
+  j["status"] = r.status();
+  if (!r.error.empty()) j["error"] = r.error;
+  if (!r.has_figures) return j;
+  j["step_s"] = r.step_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["mfu"] = r.mfu;
+  j["time_to_train_s"] = r.time_to_train_s;
+  j["goodput"] = r.goodput;
+  j["effective_time_to_train_s"] = r.effective_time_to_train_s;
+  j["cost_to_train_usd"] = r.cost_to_train_usd;
+  j["devices"] = r.devices;
+  j["plan"] = r.plan;
+  nlohmann::ordered_json pools = nlohmann::ordered_json::array();
+  for (const auto& p : r.pools)
+    pools.push_back({{"name", p.name},
+                     {"devices", p.devices},
+                     {"peak_GiB", p.peak_bytes / kGiB},
+                     {"capacity_GiB", p.capacity_bytes / kGiB},
+                     {"fits", p.fits}});
+  j["pools"] = pools;
+  return j;
+}
+
+std::string row_line(Format f, const Layout& l, const Row& r) {
+  if (f == Format::Jsonl) return row_json(l, r).dump() + "\n";
+  std::string out = std::to_string(r.point);
+  auto add = [&out](std::string_view s) {
+    out += ',';
+    out += csv_field(s);
+  };
+  for (std::size_t c = 0; c < l.spec->columns.size(); ++c) add(c < r.values.size() ? r.values[c] : "");
+  add(r.status());
+  const bool f_ = r.has_figures;
+  for (double v : {r.step_s, r.tokens_per_s, r.mfu, r.time_to_train_s, r.goodput, r.effective_time_to_train_s,
+                   r.cost_to_train_usd})
+    add(f_ ? number(v) : "");
+  add(f_ ? std::to_string(r.devices) : "");
+  add(f_ ? r.plan : "");
+  for (const auto& name : l.pools) {
+    const PoolFigures* p = f_ ? pool_of(r, name) : nullptr;
+    add(p ? number(p->peak_bytes / kGiB) : "");
+    add(p ? (p->fits ? "true" : "false") : "");
+  }
+  add(r.error);
+  return out + "\n";
+}
+
+Row row_from_json(const nlohmann::json& j) {
+  Row r;
+  const std::string status = j.value("status", "internal");
+  r.ok = status == "ok";
+  r.kind = ErrorKind::Internal;
+  for (ErrorKind k : {ErrorKind::BadInput, ErrorKind::DoesNotFit, ErrorKind::Environment, ErrorKind::Internal})
+    if (status == kind_name(k)) r.kind = k;
+  r.error = j.value("error", "");
+  r.has_figures = j.contains("step_s");
+  if (!r.has_figures) return r;
+  r.step_s = j.value("step_s", 0.0);
+  r.tokens_per_s = j.value("tokens_per_s", 0.0);
+  r.mfu = j.value("mfu", 0.0);
+  r.time_to_train_s = j.value("time_to_train_s", 0.0);
+  r.goodput = j.value("goodput", 1.0);
+  r.effective_time_to_train_s = j.value("effective_time_to_train_s", 0.0);
+  r.cost_to_train_usd = j.value("cost_to_train_usd", 0.0);
+  r.devices = j.value("devices", 0);
+  r.plan = j.value("plan", "");
+  if (j.contains("pools") && j["pools"].is_array())
+    for (const auto& p : j["pools"])
+      r.pools.push_back({p.value("name", ""), p.value("peak_GiB", 0.0) * kGiB, p.value("capacity_GiB", 0.0) * kGiB,
+                         p.value("devices", 0), p.value("fits", false)});
+  return r;
+}
+
+Result<Existing> check_existing(Format f, const Layout& l, std::string_view content, const std::string& file) {
+  const std::string header = file_header(f, l);
+  if (content.substr(0, header.size()) != header) {
+    const std::string hash = io::sweep_hash_hex(l.spec->hash);
+    const bool other = content.find(hash) == std::string_view::npos;
+    return about(file, "--resume",
+                 other ? "this results file was written by a different sweep (its header does not carry this "
+                         "sweep's hash " + hash + ")"
+                       : "this results file's header differs from this sweep's (another format or other pools)",
+                 "write to a new file, or run without --resume to start this sweep over");
+  }
+  Existing e;
+  e.keep_bytes = header.size();
+  std::size_t at = header.size();
+  while (true) {
+    const std::size_t nl = content.find('\n', at);
+    if (nl == std::string_view::npos) break;  // a line cut short: dropped, its point runs again
+    const std::string_view line = content.substr(at, nl - at);
+    std::size_t point = 0;
+    bool ok = false;
+    if (f == Format::Csv) {
+      const auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), point);
+      ok = ec == std::errc() && p != line.data() + line.size() && *p == ',';
+    } else {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      ok = j.is_object() && j.contains("point") && j["point"].is_number_unsigned();
+      if (ok) point = j["point"].get<std::size_t>();
+    }
+    if (!ok || point != e.rows || point >= l.spec->points)
+      return about(file, "--resume",
+                   fmt::format("line {} of this results file is not the row of point {}", e.rows + 2 + (f == Format::Csv),
+                               e.rows),
+                   "the file was edited or written by something else: write to a new file");
+    ++e.rows;
+    at = nl + 1;
+    e.keep_bytes = at;
+  }
+  return e;
+}
+
+}  // namespace hetsim::sweep

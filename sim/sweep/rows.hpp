@@ -1,0 +1,62 @@
+#pragma once
+// The rows of a sweep as files and documents (docs/formats.md#sweep-results): CSV or JSON lines,
+// each starting with a header that carries the sweep's hash, so that `--resume` can tell its
+// own file from another sweep's; and the whole sweep as one JSON document (--json).
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/base/result.hpp"
+#include "sim/io/sweep_reader.hpp"
+#include "sim/sweep/sweep.hpp"
+
+namespace hetsim::sweep {
+
+enum class Format { Csv, Jsonl };
+
+/// What a results file's header says: the sweep and the pools whose memory the rows show.
+struct Layout {
+  const io::SweepSpec* spec = nullptr;
+  std::vector<std::string> pools;
+};
+
+/// The columns of a CSV row: point, the sweep's columns, status, the figures, plan, two per
+/// pool ("<pool>.peak_GiB", "<pool>.fits"), error.
+[[nodiscard]] std::vector<std::string> csv_columns(const Layout& l);
+
+/// The header of a results file, ending in a newline: CSV, a "# hetsim sweep …" line (file,
+/// hash, points, command) then the column names; JSON lines, one object
+/// {"hetsim_sweep": 1, "file", "hash", "points", "command", "columns", "pools"}.
+[[nodiscard]] std::string file_header(Format f, const Layout& l);
+
+/// One row as a line of the file, ending in a newline.
+[[nodiscard]] std::string row_line(Format f, const Layout& l, const Row& r);
+
+/// One row as a JSON object: point, values (numbers and booleans typed), status, error, the
+/// figures, plan, pools.
+[[nodiscard]] nlohmann::ordered_json row_json(const Layout& l, const Row& r);
+
+/// A row read back from row_json (a SimGrid point's child process prints it): status, error,
+/// figures, plan, pools. The point and its values are left for the caller to set.
+[[nodiscard]] Row row_from_json(const nlohmann::json& j);
+
+/// The sweep without its rows, as JSON: file, hash, points, command, columns, pools.
+[[nodiscard]] nlohmann::ordered_json sweep_json(const Layout& l);
+
+/// An existing results file, checked for --resume.
+struct Existing {
+  std::size_t rows = 0;        ///< points 0 … rows-1 are in it, in order
+  std::size_t keep_bytes = 0;  ///< its valid prefix: the header and those rows (a line cut short by a crash is not kept)
+};
+
+/// Checks `content` (a results file) against this sweep's header: bad input naming `file` when
+/// it was written by another sweep or in another layout, or when its rows are not the points in
+/// order.
+[[nodiscard]] Result<Existing> check_existing(Format f, const Layout& l, std::string_view content,
+                                              const std::string& file);
+
+}  // namespace hetsim::sweep
