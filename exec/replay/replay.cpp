@@ -1,5 +1,6 @@
 #include "exec/replay/replay.hpp"
 
+#include "exec/replay/clock_sync.hpp"
 #include "exec/replay/dp_groups.hpp"
 
 #include <algorithm>
@@ -419,6 +420,9 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
 
   std::vector<engine::Trace> steps;
   std::vector<std::vector<io::TaskParts>> step_parts;
+  // Under mpirun every process times its tasks from rank 0's step start (clock_sync.hpp), so the
+  // ends and starts of dependent tasks on different processes compare.
+  const std::int64_t clock_offset = world != nullptr ? clock_offset_to_rank0(*world) : 0;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     // done[task · max_count + member]: member = replica · tp + rank of the task's device.
     std::vector<std::atomic<bool>> done(g.size() * static_cast<std::size_t>(max_count));
@@ -431,8 +435,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     // The device that failed first: the cause (the others fail because it left their groups).
     std::atomic<int> first_failed{-1};
     std::atomic<std::int64_t> last_end{0};  // over every member, not only the timed ones
-    if (world != nullptr) world->barrier();
-    const std::int64_t t0 = host_clock_ns();
+    const std::int64_t t0 = world != nullptr ? common_step_origin(*world, clock_offset) : host_clock_ns();
     std::vector<std::thread> threads;
     for (std::size_t rep = 0; rep < g.devices.size(); ++rep)
       for (int member = 0; member < g.devices[rep].count; ++member)
@@ -671,9 +674,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               }
             }
             if (member == 0) {
-              start[id] = marks.front() - t0;
+              // (≥ 0: a process may read rank 0's origin a little after its clock passed it.)
+              start[id] = std::max<std::int64_t>(0, marks.front() - t0);
               if (began >= 0) start[id] = std::max(start[id], began - t0);
-              end[id] = marks.back() - t0;
+              end[id] = std::max(start[id], marks.back() - t0);
               std::array<std::int64_t, kClasses> sum{};
               for (std::size_t k = 0; k < mark_class.size(); ++k)
                 sum[static_cast<std::size_t>(mark_class[k])] += marks[k + 1] - marks[k];
