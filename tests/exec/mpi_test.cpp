@@ -11,6 +11,7 @@
 
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/mpi/mpi_group.hpp"
+#include "exec/replay/clock_sync.hpp"
 #include "exec/replay/replay.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "tests/support/flaky_backend.hpp"
@@ -72,6 +73,18 @@ TEST(Mpi, SplitGroupsGatherAndBroadcast) {
   } else {
     EXPECT_TRUE(all.empty());
   }
+}
+
+// The processes of one host read one steady clock: the estimated offset to rank 0 is exactly
+// zero, and a step's origin is rank 0's reading, the same number in every process.
+TEST(Mpi, ProcessesOfOneHostShareRankZerosClock) {
+  EXPECT_EQ(exec::clock_offset_to_rank0(*world), 0);
+  const std::int64_t t0 = exec::common_step_origin(*world, 0);
+  const auto all = world->gather({t0}, 0);
+  if (world->rank() == 0) {
+    for (const auto& v : all) EXPECT_EQ(v, std::vector<std::int64_t>{t0});
+  }
+  EXPECT_LE(t0, exec::host_clock_ns());
 }
 
 // A plan of two replica groups, one process per device: one replica of one stage on the "fast"
