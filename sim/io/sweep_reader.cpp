@@ -1,12 +1,14 @@
 #include "sim/io/sweep_reader.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
 
+#include "models/base/nearest.hpp"
 #include "sim/io/detail/scenario_document.hpp"
 #include "sim/io/detail/toml_reader.hpp"
 #include "sim/io/input_file.hpp"
@@ -137,6 +139,13 @@ std::string put(toml::table& doc, const std::vector<Step>& steps, const toml::no
 // A value as a column shows it: a string without quotes, others as TOML writes them.
 std::string value_text(const toml::node& n) {
   if (const auto* s = n.as_string()) return s->get();
+  if (const auto* f = n.as_floating_point()) {  // the shortest text that reads back the same
+    char buf[64];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f->get());
+    std::string t(buf, ec == std::errc() ? end : buf);
+    if (std::isfinite(f->get()) && t.find_first_of(".e") == std::string::npos) t += ".0";
+    return t;
+  }
   std::ostringstream o;
   n.visit([&o](const auto& v) { o << v; });
   return o.str();
@@ -203,6 +212,11 @@ class SweepParser {
     for (const TableRef& c : r_.table_array(sweep, "case")) {
       std::vector<std::pair<std::string, const toml::node*>> keys;
       flatten_case(*c.table, "", keys);
+      std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {  // the file's order
+        const auto& x = a.second->source().begin;
+        const auto& y = b.second->source().begin;
+        return x.line != y.line ? x.line < y.line : x.column < y.column;
+      });
       if (keys.empty()) {
         r_.error(r_.loc(c.table), c.path, "an empty [[sweep.case]]", "give each case the key paths it sets, e.g. \"training.global_batch\" = 1024");
         continue;
@@ -237,6 +251,16 @@ class SweepParser {
       const std::string key(k.str());
       if (top && reserved(key)) continue;
       const std::string path = prefix.empty() ? key : prefix + "." + key;
+      // A top-level key that is no key path (no dot) is a misspelt setting, not an axis.
+      if (top && !v.is_table() && key.find_first_of(".[") == std::string::npos) {
+        const std::vector<std::string> settings = {"command", "engine", "objective", "combine", "case"};
+        const std::string near = nearest_name(key, settings);
+        r_.error(r_.loc(k.source()), "sweep." + key, "unknown key '" + key + "' in [sweep]",
+                 near.empty() ? "an axis is a scenario key path, e.g. \"training.global_batch\" = [256, 512]; the "
+                                "settings are command, engine, objective, combine and [[sweep.case]]"
+                              : "did you mean '" + near + "'?");
+        continue;
+      }
       if (const toml::table* sub = v.as_table(); sub != nullptr && !sub->contains("from") && !sub->contains("to"))
         collect(*sub, path, false, out);
       else

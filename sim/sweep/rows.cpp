@@ -87,7 +87,8 @@ std::string file_header(Format f, const Layout& l) {
   if (f == Format::Jsonl) {
     nlohmann::ordered_json j;
     j["hetsim_sweep"] = 1;
-    for (auto& [k, v] : sweep_json(l).items()) j[k] = v;
+    const nlohmann::ordered_json about = sweep_json(l);
+    for (const auto& [k, v] : about.items()) j[k] = v;
     return j.dump() + "\n";
   }
   std::string out = fmt::format("# hetsim sweep: file={} hash={} points={} command={}\n", l.spec->file,

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# `hetsim sweep` end to end: a sweep killed (SIGKILL) mid-run and completed with --resume gives
+# the very bytes of an uninterrupted run; --resume refuses another sweep's file; an invalid point
+# stops the sweep before anything is written; --json is one JSON document; other commands refuse
+# a [sweep] scenario. Needs HETSIM (the binary) and SRC (repo root).
+set -u
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# 10,000 estimate points of the default scenario (about a second in a release build): long
+# enough that the kill below lands mid-run however fast the machine is.
+sweep="$tmp/sweep.toml"
+cp "$SRC/scenarios/default.toml" "$sweep"
+cat >> "$sweep" <<'EOF'
+
+[sweep]
+"training.global_batch" = { from = 6, to = 6000, step = 6 }
+"cluster.network.oversubscription" = { from = 1.0, to = 2.0, count = 10 }
+EOF
+points=10000
+
+"$HETSIM" sweep --help | grep -q -- "--resume" && ok || bad "sweep --help lists --resume"
+
+for ext in csv jsonl; do
+  ref="$tmp/ref.$ext" part="$tmp/part.$ext"
+  header=$([ $ext = csv ] && echo 2 || echo 1)
+  "$HETSIM" sweep "$sweep" --jobs 2 --out "$ref" 2>/dev/null || bad "$ext: uninterrupted sweep failed"
+  [ "$(wc -l < "$ref")" -eq $((points + header)) ] && ok || bad "$ext: $(wc -l < "$ref") lines in the uninterrupted file"
+
+  # Killed once 20 rows are in the file, the file holds the header and a prefix of the rows.
+  "$HETSIM" sweep "$sweep" --jobs 2 --out "$part" 2>/dev/null &
+  pid=$!
+  for _ in $(seq 1 20000); do
+    [ -f "$part" ] && [ "$(wc -l < "$part")" -ge $((header + 20)) ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.005
+  done
+  kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
+  lines=$(wc -l < "$part")
+  if [ "$lines" -lt $((points + header)) ] && [ "$lines" -ge $((header + 20)) ]; then ok
+  else bad "$ext: the kill did not land mid-sweep ($lines lines)"; fi
+  # What was written is the uninterrupted file's beginning (a line cut by the kill aside).
+  cmp -s -n "$(head -n "$lines" "$part" | wc -c)" "$part" "$ref" && ok || bad "$ext: the killed file is not a prefix"
+
+  "$HETSIM" sweep "$sweep" --jobs 2 --out "$part" --resume 2>"$tmp/resume.err" || bad "$ext: --resume failed: $(cat "$tmp/resume.err")"
+  cmp -s "$part" "$ref" && ok || bad "$ext: resumed file differs from the uninterrupted one"
+  grep -q "were in $part already" "$tmp/resume.err" && ok || bad "$ext: --resume did not say it kept rows"
+
+  # A complete file: --resume runs nothing and changes nothing.
+  "$HETSIM" sweep "$sweep" --out "$part" --resume 2>"$tmp/resume.err" && cmp -s "$part" "$ref" && ok \
+    || bad "$ext: --resume of a complete file"
+  grep -q "^hetsim: 0 points run" "$tmp/resume.err" && ok || bad "$ext: --resume of a complete file ran points"
+done
+
+# Another sweep's file: refused, untouched.
+other="$tmp/other.toml"
+sed 's/to = 6000, step = 6/to = 600, step = 6/' "$sweep" > "$other"
+cp "$tmp/ref.csv" "$tmp/keep.csv"
+err=$("$HETSIM" sweep "$other" --out "$tmp/ref.csv" --resume 2>&1); rc=$?
+[ $rc -eq 2 ] && ok || bad "--resume of another sweep's file exits $rc, want 2"
+echo "$err" | grep -q "written by a different sweep" && ok || bad "--resume of another sweep's file: $err"
+cmp -s "$tmp/ref.csv" "$tmp/keep.csv" && ok || bad "--resume of another sweep's file changed it"
+
+# An invalid point: exit 2, the axis, the value and the reader's file:line message, no file.
+bad_sweep="$tmp/bad.toml"
+cp "$SRC/scenarios/default.toml" "$bad_sweep"
+printf '\n[sweep]\n"training.global_batch" = [576, 577]\n' >> "$bad_sweep"
+err=$("$HETSIM" sweep "$bad_sweep" --out "$tmp/bad.csv" 2>&1); rc=$?
+[ $rc -eq 2 ] && ok || bad "invalid point exits $rc, want 2"
+echo "$err" | grep -q "bad.toml:[0-9]*:[0-9]*: error: sweep point 1 (training.global_batch = 577)" && ok \
+  || bad "invalid point message: $err"
+[ ! -e "$tmp/bad.csv" ] && ok || bad "an invalid sweep wrote its results file"
+out=$("$HETSIM" sweep "$bad_sweep" --json 2>/dev/null)
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["error"]["exit_status"] == 2' && ok \
+  || bad "invalid sweep --json is not the error document"
+
+# --json: one document, rows in point order.
+small="$tmp/small.toml"
+cp "$SRC/scenarios/default.toml" "$small"
+printf '\n[sweep]\n"training.global_batch" = [288, 576]\n"model.preset" = ["llama3-70b", "llama3-8b"]\n' >> "$small"
+"$HETSIM" sweep "$small" --json --jobs 2 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [r["point"] for r in d["rows"]] == [0, 1, 2, 3], d
+assert d["sweep"]["columns"] == ["training.global_batch", "model.preset"], d["sweep"]
+assert all(r["status"] == "ok" and r["step_s"] > 0 for r in d["rows"]), d["rows"]
+assert d["rows"][1]["values"] == {"training.global_batch": 288, "model.preset": "llama3-8b"}, d["rows"][1]
+' && ok || bad "sweep --json"
+
+# A scenario with [sweep] is not one scenario.
+err=$("$HETSIM" estimate "$small" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "use \`hetsim sweep" && ok || bad "estimate of a sweep: exit $rc: $err"
+
+echo "sweep cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]
