@@ -168,7 +168,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
   s->add_flag("--resume", a.resume,
               "Keep the rows already in --out (written by this same sweep: its hash must match) and run only the "
               "points missing after them");
-  s->add_flag("--json", a.json, "Print one JSON document on stdout: the sweep and every row (docs/formats.md#sweep-json)");
+  s->add_flag("--json", a.json, "Print one JSON document on stdout: the sweep and every row (docs/scenario-format.md#results)");
   s->add_option("--point", a.point)->group("");  // a SimGrid sweep's child process
   return s;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The rows of a sweep as files and documents (docs/formats.md#sweep-results): CSV or JSON lines,
+// The rows of a sweep as files and documents (docs/scenario-format.md#results): CSV or JSON lines,
 // each starting with a header that carries the sweep's hash, so that `--resume` can tell its
 // own file from another sweep's; and the whole sweep as one JSON document (--json).
 
