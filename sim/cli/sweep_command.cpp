@@ -25,6 +25,7 @@
 #include "sim/io/error_json.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/sweep_reader.hpp"
+#include "sim/sweep/plot.hpp"
 #include "sim/sweep/rows.hpp"
 #include "sim/sweep/sweep.hpp"
 
@@ -169,6 +170,23 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
               "Keep the rows already in --out (written by this same sweep: its hash must match) and run only the "
               "points missing after them");
   s->add_flag("--json", a.json, "Print one JSON document on stdout: the sweep and every row (docs/scenario-format.md#results)");
+  s->add_option("--plot", a.plot,
+                "Also draw the rows as an SVG chart (Qt's SVG generator; needs a build with Qt): --plot-y against "
+                "--plot-x, one line per value of --plot-by, or a heat map of the two with --heatmap; other axes held "
+                "at point 0's values; [[sweep.case]] points left out")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            if (std::filesystem::path(v).extension() != ".svg") return "the plot file must end in .svg, not '" + v + "'";
+            return io::output_path_problem(v);
+          },
+          "FILE.svg"));
+  s->add_option("--plot-y", a.plot_y,
+                "The figure to plot: step_s, tokens_per_s, mfu, time_to_train_s, effective_time_to_train_s, "
+                "cost_to_train_usd, goodput, devices or POOL.peak_GiB")
+      ->default_val("step_s");
+  s->add_option("--plot-x", a.plot_x, "The axis along x (a key path of [sweep]; default: the first axis)");
+  s->add_option("--plot-by", a.plot_by, "One line (heat map: one row) per value of this axis (default: the next axis)");
+  s->add_flag("--heatmap", a.heatmap, "Plot --plot-y as colour over --plot-x and --plot-by");
   s->add_option("--point", a.point)->group("");  // a SimGrid sweep's child process
   return s;
 }
@@ -206,6 +224,17 @@ int run_sweep(const SweepArgs& a) {
   }
   layout.pools = v.pools;
 
+  // A plot that cannot be drawn is said before the sweep runs, not after.
+  const sweep::PlotOptions plot_opts{a.plot_y, a.plot_x, a.plot_by, a.heatmap};
+  const sweep::PlotModule* plotter = nullptr;
+  if (!a.plot.empty()) {
+    if (auto c = sweep::make_chart(layout, {}, plot_opts); !c) return fail(a, c.errors());
+    auto m = sweep::load_plot_module();
+    if (!m) return fail(a, m.errors());
+    plotter = *m;
+  }
+  std::vector<sweep::Row> plot_rows;
+
   const sweep::Format format = format_of(a.out);
   std::size_t first = 0;
   std::FILE* out = nullptr;
@@ -221,6 +250,7 @@ int run_sweep(const SweepArgs& a) {
       std::filesystem::resize_file(a.out, existing->keep_bytes, ec);
       if (ec) return fail(a, {about(a.out, "--out", "cannot cut the file's last, unfinished line: " + ec.message(), "", ErrorKind::Environment)});
       first = existing->rows;
+      if (plotter != nullptr) plot_rows = sweep::read_rows(format, layout, std::string_view(ss.str()).substr(0, existing->keep_bytes));
       out = std::fopen(a.out.c_str(), "ab");
     } else {
       out = std::fopen(a.out.c_str(), "wb");
@@ -275,6 +305,7 @@ int run_sweep(const SweepArgs& a) {
       std::fflush(stdout);
     }
     if (a.json) rows.push_back(sweep::row_json(layout, r));
+    if (plotter != nullptr) plot_rows.push_back(r);
     progress.update(r.point + 1);
   };
   const auto t0 = std::chrono::steady_clock::now();
@@ -287,6 +318,15 @@ int run_sweep(const SweepArgs& a) {
     return fail(a, {about(a.out, "--out", "writing the results file failed (disk full?); the rows before are kept",
                           "free space, then --resume", ErrorKind::Environment)});
   const bool complete = first + delivered == spec.points;
+  if (plotter != nullptr && complete) {
+    auto chart = sweep::make_chart(layout, plot_rows, plot_opts);
+    if (!chart) return fail(a, chart.errors());
+    std::string why;
+    const std::string svg = plotter->render_svg(*chart, &why);
+    if (svg.empty())
+      return fail(a, {about(a.plot, "--plot", "the plot could not be drawn: " + why, "", ErrorKind::Environment)});
+    if (auto errs = io::write_file_atomic(a.plot, svg); !errs.empty()) return fail(a, errs);
+  }
   if (a.json) {
     nlohmann::ordered_json j;
     j["sweep"] = sweep::sweep_json(layout);

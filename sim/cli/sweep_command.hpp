@@ -19,6 +19,7 @@ struct SweepArgs {
   std::string plot;
   std::string plot_y = "step_s";
   std::string plot_x, plot_by;
+  bool heatmap = false;
   long point = -1;  ///< hidden: run this one point and print its row as JSON (a SimGrid child)
 };
 

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 namespace hetsim::sweep {
 
@@ -176,6 +177,86 @@ Row row_from_json(const nlohmann::json& j) {
       r.pools.push_back({p.value("name", ""), p.value("peak_GiB", 0.0) * kGiB, p.value("capacity_GiB", 0.0) * kGiB,
                          p.value("devices", 0), p.value("fits", false)});
   return r;
+}
+
+namespace {
+
+// The fields of one CSV line as csv_field writes them.
+std::vector<std::string> csv_fields(std::string_view line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+double to_double(const std::string& s) { return s.empty() ? 0 : std::strtod(s.c_str(), nullptr); }
+
+}  // namespace
+
+std::vector<Row> read_rows(Format f, const Layout& l, std::string_view content) {
+  std::vector<Row> rows;
+  std::size_t at = file_header(f, l).size();
+  const auto cols = csv_columns(l);
+  const std::size_t nv = l.spec->columns.size();
+  for (std::size_t nl; (nl = content.find('\n', at)) != std::string_view::npos; at = nl + 1) {
+    const std::string_view line = content.substr(at, nl - at);
+    Row r;
+    if (f == Format::Jsonl) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object()) break;
+      r = row_from_json(j);
+      r.point = j.value("point", std::size_t{0});
+      for (const auto& c : l.spec->columns) {
+        const auto& v = j["values"][c];
+        r.values.push_back(v.is_string() ? v.get<std::string>() : v.is_null() ? "" : v.dump());
+      }
+    } else {
+      const auto fl = csv_fields(line);
+      if (fl.size() != cols.size()) break;
+      std::size_t k = 0;
+      r.point = static_cast<std::size_t>(to_double(fl[k++]));
+      for (std::size_t c = 0; c < nv; ++c) r.values.push_back(fl[k++]);
+      const std::string status = fl[k++];
+      r.ok = status == "ok";
+      for (ErrorKind e : {ErrorKind::BadInput, ErrorKind::DoesNotFit, ErrorKind::Environment, ErrorKind::Internal})
+        if (status == kind_name(e)) r.kind = e;
+      r.has_figures = !fl[k].empty();
+      r.step_s = to_double(fl[k++]);
+      r.tokens_per_s = to_double(fl[k++]);
+      r.mfu = to_double(fl[k++]);
+      r.time_to_train_s = to_double(fl[k++]);
+      r.goodput = to_double(fl[k++]);
+      r.effective_time_to_train_s = to_double(fl[k++]);
+      r.cost_to_train_usd = to_double(fl[k++]);
+      r.devices = static_cast<int>(to_double(fl[k++]));
+      r.plan = fl[k++];
+      for (const auto& p : l.pools) {
+        const std::string peak = fl[k++], fits = fl[k++];
+        if (!peak.empty()) r.pools.push_back({p, to_double(peak) * kGiB, 0, 0, fits == "true"});
+      }
+      r.error = fl[k];
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 Result<Existing> check_existing(Format f, const Layout& l, std::string_view content, const std::string& file) {

@@ -44,6 +44,10 @@ struct Layout {
 /// figures, plan, pools. The point and its values are left for the caller to set.
 [[nodiscard]] Row row_from_json(const nlohmann::json& j);
 
+/// The rows of a results file's valid prefix (`content` checked by check_existing): what
+/// --resume kept, for --plot.
+[[nodiscard]] std::vector<Row> read_rows(Format f, const Layout& l, std::string_view content);
+
 /// The sweep without its rows, as JSON: file, hash, points, command, columns, pools.
 [[nodiscard]] nlohmann::ordered_json sweep_json(const Layout& l);
 

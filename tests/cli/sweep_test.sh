@@ -89,6 +89,24 @@ assert all(r["status"] == "ok" and r["step_s"] > 0 for r in d["rows"]), d["rows"
 assert d["rows"][1]["values"] == {"training.global_batch": 288, "model.preset": "llama3-8b"}, d["rows"][1]
 ' && ok || bad "sweep --json"
 
+# --plot: an SVG drawn by Qt's generator, with the axes' labels and units; where this build has
+# no plot module (no Qt), an environment error (exit 1) before anything runs, and no rows lost.
+if [ -e "$(dirname "$HETSIM")/libhetsim_plot.so" ]; then
+  "$HETSIM" sweep "$small" --plot "$tmp/p.svg" --plot-y tokens_per_s >/dev/null 2>"$tmp/plot.err" && ok \
+    || bad "sweep --plot: $(cat "$tmp/plot.err")"
+  grep -q "<svg" "$tmp/p.svg" && grep -q "training.global_batch (sequences)" "$tmp/p.svg" \
+    && grep -q "throughput (tokens/s)" "$tmp/p.svg" && grep -q "<desc>hetsim sweep --plot</desc>" "$tmp/p.svg" && ok \
+    || bad "sweep --plot: the SVG lacks its axis labels"
+  if grep -qv "^hetsim:" "$tmp/plot.err"; then bad "sweep --plot printed Qt noise: $(cat "$tmp/plot.err")"; else ok; fi
+  "$HETSIM" sweep "$small" --plot "$tmp/h.svg" --heatmap --plot-y mfu >/dev/null 2>&1 && grep -q "MFU (%)" "$tmp/h.svg" \
+    && ok || bad "sweep --plot --heatmap"
+else
+  "$HETSIM" sweep "$small" --plot "$tmp/p.svg" >/dev/null 2>&1; rc=$?
+  [ $rc -eq 1 ] && [ ! -e "$tmp/p.svg" ] && ok || bad "sweep --plot without the module exits $rc, want 1"
+fi
+"$HETSIM" sweep "$small" --plot "$tmp/q.svg" --plot-y speed >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && [ ! -e "$tmp/q.svg" ] && ok || bad "sweep --plot-y speed exits $rc, want 2"
+
 # A scenario with [sweep] is not one scenario.
 err=$("$HETSIM" estimate "$small" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$err" | grep -q "use \`hetsim sweep" && ok || bad "estimate of a sweep: exit $rc: $err"

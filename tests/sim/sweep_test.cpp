@@ -9,6 +9,7 @@
 #include "sim/api/api.hpp"
 #include "sim/io/sweep_reader.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/sweep/plot.hpp"
 #include "sim/sweep/rows.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "tests/support/scenario_support.hpp"
@@ -395,6 +396,80 @@ TEST(SweepFiles, ARowReadBackFromJsonIsTheSameRow) {
     back.values = r.values;
     EXPECT_EQ(sweep::row_line(sweep::Format::Csv, l, back), sweep::row_line(sweep::Format::Csv, l, r));
   }
+}
+
+}  // namespace
+}  // namespace hetsim
+
+namespace hetsim {
+namespace {
+
+std::vector<sweep::Row> all_rows(const io::SweepDocument& d) {
+  std::vector<sweep::Row> rows;
+  sweep::RunOptions o;
+  o.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  (void)sweep::run(d, o);
+  return rows;
+}
+
+TEST(SweepPlot, LinesOfTheFigureAgainstTheFirstAxisOnePerValueOfTheSecond) {
+  const auto d = sweep_of(with_sweep("\"training.global_batch\" = [16, 32, 64]\n\"parallel.micro_batch\" = [1, 2]\n"
+                                     "[[sweep.case]]\n\"training.global_batch\" = 8\n\"parallel.dp\" = 2\n\"cluster.pool[0].nodes\" = 1\n"));
+  const auto rows = all_rows(d);
+  sweep::Layout l{&d.spec(), {"h100-sxm5"}};
+  auto c = sweep::make_chart(l, rows, {"tokens_per_s", "", "", false});
+  ASSERT_TRUE(c) << test::all_errors(c.errors());
+  EXPECT_FALSE(c->heatmap);
+  EXPECT_EQ(c->x_label, "training.global_batch (sequences)");
+  EXPECT_EQ(c->y_label, "throughput (tokens/s)");
+  EXPECT_TRUE(c->x_numeric);
+  EXPECT_FALSE(c->x_log);  // 16 … 64 spans less than 100×
+  EXPECT_EQ(c->x, (std::vector<double>{16, 32, 64}));  // the case (global_batch 8) is left out
+  ASSERT_EQ(c->series.size(), 2u);
+  EXPECT_EQ(c->series[1].name, "parallel.micro_batch = 2");
+  // Series b, point x is grid point 2x + b.
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t x = 0; x < 3; ++x) EXPECT_EQ(*c->series[b].y[x], rows[2 * x + b].tokens_per_s);
+}
+
+TEST(SweepPlot, HeatMapScalesItsFigureAndHoldsOtherAxesAtPointZero) {
+  const auto d = sweep_of(with_sweep("\"training.seq_len\" = [256, 512]\n"
+                                     "\"training.global_batch\" = [16, 32, 64]\n\"parallel.micro_batch\" = [1, 2]\n"));
+  const auto rows = all_rows(d);
+  sweep::Layout l{&d.spec(), {"h100-sxm5"}};
+  auto c = sweep::make_chart(l, rows, {"mfu", "parallel.micro_batch", "training.global_batch", true});
+  ASSERT_TRUE(c) << test::all_errors(c.errors());
+  EXPECT_TRUE(c->heatmap);
+  EXPECT_EQ(c->subtitle, "at training.seq_len = 256");
+  EXPECT_EQ(c->x_text, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(c->y_label, "training.global_batch (sequences)");
+  EXPECT_EQ(c->value_label, "MFU (%)");
+  ASSERT_EQ(c->series.size(), 3u);
+  EXPECT_EQ(c->series[2].name, "64");
+  // global_batch 64, micro_batch 2, seq_len 256 is point 5; MFU in per cent.
+  EXPECT_EQ(*c->series[2].y[1], rows[5].mfu * 100);
+}
+
+TEST(SweepPlot, AFailedPointIsAGapAndBadOptionsAreErrors) {
+  const auto d = sweep_of(with_sweep("\"model.preset\" = [\"tiny\", \"llama3-70b\"]\n"));
+  const auto rows = all_rows(d);
+  sweep::Layout l{&d.spec(), {"h100-sxm5"}};
+  auto c = sweep::make_chart(l, rows, {"step_s", "", "", false});
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->x_numeric);
+  EXPECT_TRUE(c->series[0].y[0].has_value());
+  EXPECT_FALSE(c->series[0].y[1].has_value());  // does not fit: no step time to draw
+  // Peak memory is drawn for a plan that does not fit too: it says by how much.
+  auto m = sweep::make_chart(l, rows, {"h100-sxm5.peak_GiB", "", "", false});
+  ASSERT_TRUE(m);
+  EXPECT_GT(*m->series[0].y[1], 80.0);
+  EXPECT_NE(test::all_errors(sweep::make_chart(l, rows, {"speed", "", "", false}).errors()).find("one of step_s"),
+            std::string::npos);
+  EXPECT_NE(test::all_errors(sweep::make_chart(l, rows, {"step_s", "model.name", "", false}).errors())
+                .find("'model.name' is not an axis"),
+            std::string::npos);
+  EXPECT_NE(test::all_errors(sweep::make_chart(l, rows, {"step_s", "", "", true}).errors()).find("needs two axes"),
+            std::string::npos);
 }
 
 }  // namespace
