@@ -79,7 +79,7 @@ void Document::set_text(const QString& text) {
   read();
 }
 
-void Document::edit_text(const QString& text) {
+void Document::edit_text(const QString& text, const QString& /*what*/) {
   if (text == text_) return;
   text_ = text;
   set_modified(true);

@@ -29,8 +29,8 @@ class Document : public QObject {
   /// An edit: the new text, marked modified, read again.
   void set_text(const QString& text);
   /// An edit made elsewhere than in the editor (a form): as set_text, and editors take the text
-  /// (text_edited).
-  void edit_text(const QString& text);
+  /// (text_edited). `what` names the edit ("purchase.budget_usd = 2e6").
+  void edit_text(const QString& text, const QString& what = {});
 
   [[nodiscard]] const QString& text() const { return text_; }
   [[nodiscard]] const QString& path() const { return path_; }

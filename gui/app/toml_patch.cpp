@@ -14,6 +14,33 @@ struct Span {
 
 bool is_header(const QString& line) { return line.trimmed().startsWith('['); }
 
+// A header line's table name ("cluster.pool" for `[[cluster.pool]]  # …`), empty for any other line.
+QString header_name(const QString& line) {
+  static const QRegularExpression re(R"(^\s*\[\[?\s*([^\[\]#]+?)\s*\]\]?\s*(#.*)?$)");
+  const auto m = re.match(line);
+  return m.hasMatch() ? m.captured(1) : QString();
+}
+
+// One past the last line of `table` and the sub-tables right after it.
+int end_with_subtables(const QStringList& lines, const TomlTable& table, int end) {
+  while (end < lines.size() && header_name(lines[end]).startsWith(table.name + '.')) {
+    ++end;
+    while (end < lines.size() && !is_header(lines[end])) ++end;
+  }
+  return end;
+}
+
+// `end` moved back over the comment and blank lines that close a table (they stand before what
+// follows it), never above `first`.
+int trim_closing(const QStringList& lines, int first, int end) {
+  while (end > first) {
+    const QString t = lines[end - 1].trimmed();
+    if (!t.isEmpty() && !t.startsWith('#')) break;
+    --end;
+  }
+  return end;
+}
+
 // The lines of `table` in `lines`.
 std::optional<Span> find_table(const QStringList& lines, const TomlTable& table) {
   const QString name = QRegularExpression::escape(table.name);
@@ -81,6 +108,61 @@ std::optional<QString> set_toml_value(const QString& text, const TomlTable& tabl
     if (!t.isEmpty() && !t.startsWith('#')) at = i + 1;
   }
   lines.insert(at, key + " = " + v);
+  return lines.join('\n');
+}
+
+int toml_array_count(const QString& text, const QString& name) {
+  int n = 0;
+  while (find_table(text.split('\n'), {name, true, n})) ++n;
+  return n;
+}
+
+bool has_toml_table(const QString& text, const TomlTable& table) {
+  return find_table(text.split('\n'), table).has_value();
+}
+
+QStringList toml_subtables(const QString& text, const TomlTable& table) {
+  const QStringList lines = text.split('\n');
+  const auto span = find_table(lines, table);
+  QStringList out;
+  if (!span) return out;
+  const int end = end_with_subtables(lines, table, span->end);
+  for (int i = span->end; i < end; ++i)
+    if (const QString h = header_name(lines[i]); !h.isEmpty()) out << h;
+  return out;
+}
+
+QString add_toml_array_table(const QString& text, const QString& name, const QStringList& lines_in) {
+  QStringList block{"[[" + name + "]]"};
+  block << lines_in;
+  QStringList lines = text.split('\n');
+  const int count = toml_array_count(text, name);
+  if (count == 0) {
+    QString out = text;
+    if (!out.isEmpty() && !out.endsWith('\n')) out += '\n';
+    return out + (out.isEmpty() ? "" : "\n") + block.join('\n') + '\n';
+  }
+  const TomlTable last{name, true, count - 1};
+  const auto span = find_table(lines, last);
+  const int at = trim_closing(lines, span->header + 1, end_with_subtables(lines, last, span->end));
+  block.prepend(QString());
+  for (int i = 0; i < block.size(); ++i) lines.insert(at + i, block[i]);
+  return lines.join('\n');
+}
+
+std::optional<QString> remove_toml_table(const QString& text, const TomlTable& table) {
+  QStringList lines = text.split('\n');
+  const auto span = find_table(lines, table);
+  if (!span) return std::nullopt;
+  const int end = trim_closing(lines, span->header + 1, end_with_subtables(lines, table, span->end));
+  for (int i = end; i-- > span->header;) lines.removeAt(i);
+  // One blank line where the table was, not two; none at the top.
+  const int at = span->header;
+  const bool blank_after = at < lines.size() && lines[at].trimmed().isEmpty();
+  if (at == 0 && blank_after && lines.size() > 1)
+    lines.removeAt(0);
+  else if (at > 0 && lines[at - 1].trimmed().isEmpty() && (at == lines.size() || blank_after))
+    lines.removeAt(at - 1);
   return lines.join('\n');
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 // Small edits of a scenario's TOML text for the forms: read or set one `key = value` line of a
-// table, leaving every other line (comments, order, spacing) as it was, so that the file stays
-// the user's and the reader checks the result as it checks any file. Handles a table opened by
-// `[name]` or the n-th `[[name]]`, with its keys on lines of their own (what scenario files use);
-// not dotted keys, inline tables or values over several lines.
+// table, add or remove a whole table, leaving every other line (comments, order, spacing) as it
+// was, so that the file stays the user's and the reader checks the result as it checks any file.
+// Handles a table opened by `[name]` or the n-th `[[name]]`, with its keys on lines of their own
+// (what scenario files use); not dotted keys, inline tables or values over several lines.
 
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 
@@ -28,5 +29,21 @@ struct TomlTable {
 /// plain table is added at the end; nullopt when an array's table is not there.
 [[nodiscard]] std::optional<QString> set_toml_value(const QString& text, const TomlTable& table, const QString& key,
                                                     const QString& value);
+
+/// How many `[[name]]` tables `text` has (the index space of TomlTable::index).
+[[nodiscard]] int toml_array_count(const QString& text, const QString& name);
+/// Whether `text` has the table `table` (`[name]`, or the index-th `[[name]]`).
+[[nodiscard]] bool has_toml_table(const QString& text, const TomlTable& table);
+/// The names of the sub-tables written right after `table` ("cluster.pool.device" after a
+/// `[[cluster.pool]]` with an inline device), in order.
+[[nodiscard]] QStringList toml_subtables(const QString& text, const TomlTable& table);
+
+/// `text` with a new `[[name]]` table of `lines` ("key = value"), after the last `[[name]]` table
+/// and its sub-tables (their trailing comments stay with what follows), or at the end.
+[[nodiscard]] QString add_toml_array_table(const QString& text, const QString& name, const QStringList& lines);
+/// `text` without `table`: its header, its lines and the sub-tables (`[name.…]`, `[[name.…]]`)
+/// right after it, except the comment and blank lines that end it (they stand before what
+/// follows). nullopt when the table is not there.
+[[nodiscard]] std::optional<QString> remove_toml_table(const QString& text, const TomlTable& table);
 
 }  // namespace hetsim::gui

@@ -1,9 +1,16 @@
 #pragma once
 // The purchase and cost fields of a scenario as a form beside its text (views/toml_form):
-// objective, budget, deadline, power limit; rent or own, electricity; per candidate the most
-// nodes, the node step, the prices and the lead time. Hidden for a scenario without [purchase].
+// objective, budget, deadline, power limit; rent or own, electricity, PUE, amortisation; per
+// candidate the device (from the catalogue), its name, the most nodes, the node step, the prices
+// and the lead time; candidates added and removed. Hidden for a scenario without [purchase].
+
+#include <QString>
+
+#include <vector>
 
 #include "gui/views/toml_form.hpp"
+
+class QGroupBox;
 
 namespace hetsim::gui {
 
@@ -13,10 +20,13 @@ class PurchaseForm : public TomlForm {
   explicit PurchaseForm(Document* doc, QWidget* parent = nullptr);
 
  protected:
-  void rebuild() override;
+  [[nodiscard]] bool shown() const override;
+  [[nodiscard]] QString layout_key() const override;
+  void lay_out() override;
+  void refreshed() override;
 
  private:
-  int candidates_ = -1;
+  std::vector<QGroupBox*> candidates_;
 };
 
 }  // namespace hetsim::gui

@@ -14,6 +14,7 @@
 #include "gui/app/document.hpp"
 #include "gui/qt_models/diagnostics_model.hpp"
 #include "gui/qt_models/format.hpp"
+#include "gui/views/parallel_form.hpp"
 #include "gui/views/purchase_form.hpp"
 #include "gui/views/workload_form.hpp"
 
@@ -39,13 +40,15 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   pause_->setSingleShot(true);
   pause_->setInterval(400);
 
-  // Beside the text: the workload and owned cluster, then the purchase, as forms.
+  // Beside the text: the workload and owned cluster, then the plan or the purchase, as forms.
   auto* forms = new QWidget(this);
   auto* forms_layout = new QVBoxLayout(forms);
   forms_layout->setContentsMargins(0, 0, 0, 0);
   workload_form_ = new WorkloadForm(doc_, forms);
+  parallel_form_ = new ParallelForm(doc_, forms);
   form_ = new PurchaseForm(doc_, forms);
   forms_layout->addWidget(workload_form_);
+  forms_layout->addWidget(parallel_form_);
   forms_layout->addWidget(form_);
   forms_layout->addStretch(1);
   auto* form_scroll = new QScrollArea(this);
@@ -86,7 +89,7 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
     all.insertText(doc_->text());
     loading_ = false;
   });
-  for (TomlForm* f : std::initializer_list<TomlForm*>{form_, workload_form_})
+  for (TomlForm* f : std::initializer_list<TomlForm*>{form_, workload_form_, parallel_form_})
     connect(f, &TomlForm::about_to_edit, this, [this] {
       if (pause_->isActive()) apply_edit();
     });

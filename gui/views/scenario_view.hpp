@@ -3,7 +3,8 @@
 // says what the scenario asks (a purchase search, a fixed plan, a plan search), or the reader's
 // diagnostics listed by file:line:col and key; clicking one puts the cursor on the field. Beside
 // the text, its workload and owned cluster as a form (views/workload_form) and, for a purchase
-// scenario, its purchase fields (views/purchase_form).
+// scenario, its purchase fields (views/purchase_form), for any other its plan
+// (views/parallel_form).
 
 #include <QWidget>
 
@@ -16,6 +17,7 @@ namespace hetsim::gui {
 
 class Document;
 class DiagnosticsModel;
+class ParallelForm;
 class PurchaseForm;
 class WorkloadForm;
 
@@ -37,6 +39,8 @@ class ScenarioView : public QWidget {
   [[nodiscard]] PurchaseForm* form() const { return form_; }
   /// The workload and owned cluster's form (every scenario).
   [[nodiscard]] WorkloadForm* workload_form() const { return workload_form_; }
+  /// The fixed plan's form (scenarios without [purchase]).
+  [[nodiscard]] ParallelForm* parallel_form() const { return parallel_form_; }
 
  private:
   void load_text();
@@ -50,6 +54,7 @@ class ScenarioView : public QWidget {
   QTimer* pause_ = nullptr;
   PurchaseForm* form_ = nullptr;
   WorkloadForm* workload_form_ = nullptr;
+  ParallelForm* parallel_form_ = nullptr;
   bool loading_ = false;
 };
 

@@ -1,6 +1,7 @@
 #include "gui/views/toml_form.hpp"
 
 #include <QComboBox>
+#include <QPushButton>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -17,7 +18,15 @@ namespace hetsim::gui {
 
 namespace {
 QString unquote(const QString& v) {
-  return v.size() >= 2 && v.startsWith('"') && v.endsWith('"') ? v.mid(1, v.size() - 2) : v;
+  if (v.size() < 2 || !v.startsWith('"') || !v.endsWith('"')) return v;
+  QString out;
+  const QString inner = v.mid(1, v.size() - 2);
+  for (qsizetype i = 0; i < inner.size(); ++i) out += inner[i] == '\\' && i + 1 < inner.size() ? inner[++i] : inner[i];
+  return out;
+}
+QString quote(const QString& v) {
+  QString out = v;
+  return '"' + out.replace('\\', "\\\\").replace('"', "\\\"") + '"';
 }
 QString field_id(const TomlTable& table, const QString& key) {
   return table.name + (table.array ? "." + QString::number(table.index) : QString()) + "." + key;
@@ -38,15 +47,31 @@ TomlForm::TomlForm(Document* doc, QStringList prefixes, QWidget* parent)
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(messages_);
   layout->addStretch(1);
-  connect(doc_, &Document::reread, this, &TomlForm::on_reread);
+  connect(doc_, &Document::reread, this, &TomlForm::rebuild);
 }
 
-void TomlForm::on_reread() {
-  if (writing_) {
-    refresh();
+bool TomlForm::shown() const { return !doc_->text().trimmed().isEmpty(); }
+
+void TomlForm::rebuild() {
+  if (!shown()) {
+    clear_fields();
+    laid_out_ = false;
+    setVisible(false);
     return;
   }
-  rebuild();
+  const QString key = layout_key();
+  if (!laid_out_ || key != layout_key_) {
+    clear_fields();
+    layout_key_ = key;
+    laid_out_ = true;
+    body_ = new QWidget(this);
+    auto* v = new QVBoxLayout(body_);
+    v->setContentsMargins(0, 0, 0, 0);
+    lay_out();
+    static_cast<QVBoxLayout*>(layout())->insertWidget(0, body_);
+  }
+  setVisible(true);
+  refresh();
 }
 
 QWidget* TomlForm::field(const QString& id) const {
@@ -55,22 +80,52 @@ QWidget* TomlForm::field(const QString& id) const {
   return nullptr;
 }
 
+QAbstractButton* TomlForm::button(const QString& id) const {
+  for (const auto& [name, b] : buttons_)
+    if (name == id) return b;
+  return nullptr;
+}
+
 QString TomlForm::messages_text() const { return messages_->text(); }
 
 void TomlForm::clear_fields() {
-  delete body_;
+  // Later: a button of the old layout may be what asked for the new one.
+  if (body_) {
+    body_->hide();
+    body_->deleteLater();
+  }
   body_ = nullptr;
   fields_.clear();
+  buttons_.clear();
   pending_ = -1;
 }
 
+QAbstractButton* TomlForm::add_button(QWidget* parent, const QString& id, const QString& text,
+                                      std::function<std::optional<QString>(const QString&)> change,
+                                      const QString& what) {
+  auto* b = new QPushButton(text, parent);
+  buttons_.emplace_back(id, b);
+  connect(b, &QPushButton::clicked, this, [this, change = std::move(change), what] { edit(change, what); });
+  return b;
+}
+
+void TomlForm::edit(const std::function<std::optional<QString>(const QString&)>& change, const QString& what) {
+  apply_pending();
+  emit about_to_edit();
+  const auto text = change(doc_->text());
+  if (!text) return;
+  writing_ = true;
+  doc_->edit_text(*text, what);
+  writing_ = false;
+}
+
 QLineEdit* TomlForm::add_line(QFormLayout* form, const QString& label, const TomlTable& table, const QString& key,
-                              const QString& placeholder, const QString& tip) {
+                              const QString& placeholder, const QString& tip, bool quoted) {
   auto* edit = new QLineEdit(form->parentWidget());
   edit->setPlaceholderText(placeholder);
   edit->setToolTip(tip);
   form->addRow(label, edit);
-  fields_.push_back({field_id(table, key), table, key, edit, false});
+  fields_.push_back({field_id(table, key), table, key, edit, quoted});
   const int i = static_cast<int>(fields_.size()) - 1;
   connect(edit, &QLineEdit::textEdited, this, [this, i] {
     if (pending_ >= 0 && pending_ != i) apply_pending();
@@ -82,31 +137,41 @@ QLineEdit* TomlForm::add_line(QFormLayout* form, const QString& label, const Tom
 }
 
 QComboBox* TomlForm::add_choice(QFormLayout* form, const QString& label, const TomlTable& table, const QString& key,
-                                const QStringList& choices, const QString& tip) {
+                                const QStringList& choices, const QString& tip, bool quoted) {
   auto* box = new QComboBox(form->parentWidget());
   box->addItem(QString());  // the key absent: the reader's default
   box->addItems(choices);
   box->setToolTip(tip);
   form->addRow(label, box);
-  fields_.push_back({field_id(table, key), table, key, box, true});
-  const int i = static_cast<int>(fields_.size()) - 1;
-  connect(box, &QComboBox::activated, this, [this, i] {
+  fields_.push_back({field_id(table, key), table, key, box, quoted});
+  connect(box, &QComboBox::activated, this, [this, box] {
     apply_pending();
-    write(fields_[static_cast<std::size_t>(i)]);
+    for (const Field& f : fields_)
+      if (f.widget == box) {
+        write(f);
+        return;
+      }
   });
   return box;
 }
 
 void TomlForm::refresh() {
-  // The fields show the text's values (as typed, unless being typed in).
+  // The fields show the text's values, except the one being typed in (and, after the form's own
+  // write, the one with the focus: the text holds what it shows).
   for (std::size_t i = 0; i < fields_.size(); ++i) {
     const Field& f = fields_[i];
-    if (f.widget->hasFocus() || static_cast<int>(i) == pending_) continue;
+    if (static_cast<int>(i) == pending_ || (writing_ && f.widget->hasFocus())) continue;
     const QString v = toml_value(doc_->text(), f.table, f.key).value_or(QString());
     if (auto* e = qobject_cast<QLineEdit*>(f.widget)) {
-      if (e->text() != v) e->setText(v);
+      const QString shown = f.quoted ? unquote(v) : v;
+      if (e->text() != shown) e->setText(shown);
     } else if (auto* b = qobject_cast<QComboBox*>(f.widget)) {
-      const int at = b->findText(unquote(v));
+      const QString shown = f.quoted ? unquote(v) : v;
+      int at = b->findText(shown);
+      if (at < 0 && !shown.isEmpty()) {  // a value the choices lack (a device of the file's own catalogue)
+        b->addItem(shown);
+        at = b->count() - 1;
+      }
       b->setCurrentIndex(at >= 0 ? at : 0);
     }
   }
@@ -133,16 +198,17 @@ void TomlForm::apply_pending() {
   write(fields_[static_cast<std::size_t>(i)]);
 }
 
-void TomlForm::write(const Field& f) {
+void TomlForm::write(Field f) {  // a copy: the edit may lay the form out again
   QString value;
-  if (auto* e = qobject_cast<QLineEdit*>(f.widget)) value = e->text();
-  if (auto* b = qobject_cast<QComboBox*>(f.widget))
-    value = b->currentText().isEmpty() ? QString() : '"' + b->currentText() + '"';
+  if (auto* e = qobject_cast<QLineEdit*>(f.widget)) value = e->text().trimmed();
+  if (auto* b = qobject_cast<QComboBox*>(f.widget)) value = b->currentText();
+  if (f.quoted && !value.isEmpty()) value = quote(value);
   emit about_to_edit();
   const auto text = set_toml_value(doc_->text(), f.table, f.key, value);
   if (!text) return;
+  const QString name = f.table.name + (f.table.array ? QString("[%1]").arg(f.table.index) : QString()) + "." + f.key;
   writing_ = true;
-  doc_->edit_text(*text);
+  doc_->edit_text(*text, value.trimmed().isEmpty() ? tr("remove %1").arg(name) : tr("%1 = %2").arg(name, value.trimmed()));
   writing_ = false;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // A form over some tables of the scenario's TOML text: each field writes its `key = value` line
 // into the text (app/toml_patch) as it is typed, after a short pause or on Enter, and emptying a
-// field removes the line. The reader then checks the file as the CLI would, and its messages
+// field removes the line; buttons add or remove whole tables. Every change is one edit of the
+// document (an undoable step). The reader then checks the file as the CLI would, and its messages
 // about the form's tables (file:line:col, key, message, hint) show under the form. Fields follow
 // the text when it changes elsewhere. Subclasses lay out their fields in rebuild().
 
@@ -9,10 +10,13 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "gui/app/toml_patch.hpp"
 
+class QAbstractButton;
 class QComboBox;
 class QFormLayout;
 class QLabel;
@@ -31,6 +35,8 @@ class TomlForm : public QWidget {
 
   /// A field by its key: "purchase.budget_usd", "cluster.pool.0.device".
   [[nodiscard]] QWidget* field(const QString& id) const;
+  /// A button by its id: "cluster.pool.add", "cluster.pool.1.remove".
+  [[nodiscard]] QAbstractButton* button(const QString& id) const;
   /// The reader's messages about the form's tables, as shown.
   [[nodiscard]] QString messages_text() const;
   /// Writes pending typing into the document now (otherwise after a short pause).
@@ -41,19 +47,34 @@ class TomlForm : public QWidget {
   void about_to_edit();
 
  protected:
-  /// Lays the fields out again for the document's scenario (called on each reading, except after
-  /// the form's own writes).
-  virtual void rebuild() = 0;
+  /// Called on each reading of the document: lays the fields out again when the tables they
+  /// stand for changed (layout_key() differs), then refresh().
+  void rebuild();
+  /// What the layout depends on (how many pools, ...): a change lays the form out again.
+  [[nodiscard]] virtual QString layout_key() const = 0;
+  /// Lays the fields out in body_ (after clear_fields(); body_ is new and empty, in a QVBoxLayout).
+  virtual void lay_out() = 0;
+  /// Whether the form shows at all for the document's text.
+  [[nodiscard]] virtual bool shown() const;
   /// Shows the text's values in the fields and the reader's messages.
   void refresh();
   /// Forgets every field (before a new layout).
   void clear_fields();
-  /// A line edit for `key` of `table`; `placeholder` shows when the key is absent.
+  /// A line edit for `key` of `table`; `placeholder` shows when the key is absent. A `quoted`
+  /// one holds a string (a name, a quantity with its unit) and shows and takes it unquoted.
   QLineEdit* add_line(QFormLayout* form, const QString& label, const TomlTable& table, const QString& key,
-                      const QString& placeholder, const QString& tip);
-  /// A choice of quoted strings for `key`; its first, empty item removes the key.
+                      const QString& placeholder, const QString& tip, bool quoted = false);
+  /// A choice of values for `key` (quoted strings, or bare words such as true/false when not
+  /// `quoted`); its first, empty item removes the key. A value in the text that is not among the
+  /// choices is added to them.
   QComboBox* add_choice(QFormLayout* form, const QString& label, const TomlTable& table, const QString& key,
-                        const QStringList& choices, const QString& tip);
+                        const QStringList& choices, const QString& tip, bool quoted = true);
+  /// A button `id` that makes one edit of the text: `change` gets the text (pending typing
+  /// written first) and returns the new one (nullopt: no change); `what` names the undo step.
+  QAbstractButton* add_button(QWidget* parent, const QString& id, const QString& text,
+                              std::function<std::optional<QString>(const QString&)> change, const QString& what);
+  /// One edit of the document's text from the form, as add_button's.
+  void edit(const std::function<std::optional<QString>(const QString&)>& change, const QString& what);
   /// After refresh() (for what the form shows beside the values).
   virtual void refreshed() {}
 
@@ -66,15 +87,17 @@ class TomlForm : public QWidget {
     TomlTable table;
     QString key;
     QWidget* widget = nullptr;
-    bool quoted = false;  ///< a string value (combo boxes)
+    bool quoted = false;  ///< a string value, shown unquoted
   };
-  void on_reread();
-  void write(const Field& f);
+  void write(Field f);
 
   QStringList prefixes_;
   QLabel* messages_ = nullptr;
   QTimer* pause_ = nullptr;
   std::vector<Field> fields_;
+  std::vector<std::pair<QString, QAbstractButton*>> buttons_;
+  QString layout_key_;
+  bool laid_out_ = false;
   int pending_ = -1;  ///< index into fields_ of the field being typed in
   bool writing_ = false;
 };

@@ -1,8 +1,10 @@
 // The forms (purchase; workload and owned cluster): their TOML edits (app/toml_patch) keep the
 // file the user's, and each field typed is written into the text, read by the scenario reader,
 // and its messages shown; a bad value disables Run.
+#include <QAbstractButton>
 #include <QAction>
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QTest>
@@ -10,11 +12,14 @@
 #include "gui/app/document.hpp"
 #include "gui/app/main_window.hpp"
 #include "gui/app/toml_patch.hpp"
+#include "gui/views/parallel_form.hpp"
 #include "gui/views/purchase_form.hpp"
 #include "gui/views/scenario_view.hpp"
 #include "gui/views/workload_form.hpp"
 #include "sim/api/api.hpp"
+#include "models/hw/catalog.hpp"
 #include "tests/gui/gui_test.hpp"
+#include "tests/gui/window_support.hpp"
 
 namespace hetsim::gui {
 namespace {
@@ -32,6 +37,67 @@ const QString kText =
     "[[purchase.candidate]]\n"
     "device = \"a#b\"  # a quoted '#'\n"
     "max_nodes = 4\n";
+
+// What a document holds of the cluster and the purchase, as the reader made it.
+QString summary(const Scenario& s) {
+  QString out;
+  for (const hw::PoolSpec& p : s.cluster.pools)
+    out += QString("pool %1 %2 nodes %3 x%4 fabric %5 nic %6 x%7\n")
+               .arg(QString::fromStdString(p.name), QString::fromStdString(p.device.name))
+               .arg(p.nodes)
+               .arg(p.devices_per_node)
+               .arg(QString::fromStdString(p.fabric.name), QString::fromStdString(p.nic.name))
+               .arg(p.nics_per_node);
+  if (s.purchase)
+    for (const auto& c : s.purchase->candidates)
+      out += QString("candidate %1 %2 max %3 step %4 $%5\n")
+                 .arg(QString::fromStdString(c.pool.name), QString::fromStdString(c.pool.device.name))
+                 .arg(c.max_nodes)
+                 .arg(c.node_step)
+                 .arg(c.pool.device.purchase_usd);
+  return out;
+}
+
+// `w`'s document against `text` typed into the editor of a window on the same file: the same
+// text, read the same way.
+void same_as_typed(const MainWindow& w, const QString& text) {
+  MainWindow typed;
+  Prompts p;
+  p.unsaved = [](QWidget*, const QString&) { return QMessageBox::Discard; };
+  typed.set_prompts(p);
+  QVERIFY(typed.open_file(w.document()->path()));
+  typed.scenario_view()->editor()->setPlainText(text);
+  typed.scenario_view()->apply_edit();
+  QCOMPARE(w.document()->text(), typed.document()->text());
+  QCOMPARE(w.document()->scenario().has_value(), typed.document()->scenario().has_value());
+  QCOMPARE(w.document()->diagnostics().size(), typed.document()->diagnostics().size());
+  if (w.document()->scenario()) QCOMPARE(summary(*w.document()->scenario()), summary(*typed.document()->scenario()));
+}
+
+void click(QAbstractButton* b) {
+  QVERIFY(b);
+  QVERIFY(b->isEnabled());
+  QTest::mouseClick(b, Qt::LeftButton);
+}
+
+void choose(QComboBox* box, const QString& text) {
+  QVERIFY(box);
+  const int at = box->findText(text);
+  QVERIFY2(at >= 0, qPrintable(text));
+  box->setCurrentIndex(at);
+  emit box->activated(at);
+}
+
+void type_into(QLineEdit* e, const QString& text) {
+  QVERIFY(e);
+  e->setFocus();
+  e->selectAll();
+  if (text.isEmpty())
+    QTest::keyClick(e, Qt::Key_Delete);
+  else
+    QTest::keyClicks(e, text);
+  QTest::keyClick(e, Qt::Key_Return);
+}
 
 class FormTest : public QObject {
   Q_OBJECT
@@ -235,6 +301,281 @@ class FormTest : public QObject {
     QVERIFY(back.ok());
     QCOMPARE(back->model.layers, 12);
     QCOMPARE(back->cluster.pools[0].nodes, 2);
+  }
+
+  void tables_are_added_and_removed_in_place() {
+    QCOMPARE(toml_array_count(kText, "purchase.candidate"), 2);
+    QCOMPARE(toml_array_count(kText, "cluster.pool"), 0);
+    QVERIFY(has_toml_table(kText, {"purchase", false, 0}));
+    QVERIFY(!has_toml_table(kText, {"cost", false, 0}));
+    // A new table after the last of its array.
+    QCOMPARE(add_toml_array_table(kText, "purchase.candidate", {"device = \"x\"", "max_nodes = 1"}),
+             kText + "\n[[purchase.candidate]]\ndevice = \"x\"\nmax_nodes = 1\n");
+    // The first of an array, at the end.
+    QCOMPARE(add_toml_array_table(kText, "cluster.pool", {"device = \"x\"", "nodes = 1"}),
+             kText + "\n[[cluster.pool]]\ndevice = \"x\"\nnodes = 1\n");
+    // Removed: the table's lines, one blank line left; the comment before the next table stays.
+    QCOMPARE(*remove_toml_table(kText, {"purchase.candidate", true, 1}),
+             QString(kText).replace("\n[[purchase.candidate]]\ndevice = \"a#b\"  # a quoted '#'\nmax_nodes = 4\n", ""));
+    // A table goes with its sub-tables: [purchase] with its candidates.
+    QCOMPARE(*remove_toml_table(kText, {"purchase", false, 0}), QString("# a scenario\n"));
+    QVERIFY(!remove_toml_table(kText, {"purchase.candidate", true, 2}));
+
+    // With sub-tables (an inline device) and comments on the headers.
+    const QString pools =
+        "[[cluster.pool]]   # the first\n"
+        "nodes = 2\n"
+        "[cluster.pool.device]\n"
+        "name = \"mine\"\n"
+        "[cluster.pool.device.sources]\n"
+        "peak = \"a datasheet\"\n"
+        "\n"
+        "# the second\n"
+        "[[cluster.pool]]\n"
+        "device = \"h100-sxm5\"\n"
+        "nodes = 1\n"
+        "\n"
+        "[parallel]\n"
+        "tp = 2\n"
+        "# a group\n"
+        "[[parallel.replicas]]\n"
+        "count = 1\n"
+        "\n"
+        "[reference]\n"
+        "step_time_s = 1\n";
+    QCOMPARE(toml_subtables(pools, {"cluster.pool", true, 0}),
+             QStringList({"cluster.pool.device", "cluster.pool.device.sources"}));
+    QVERIFY(toml_subtables(pools, {"cluster.pool", true, 1}).isEmpty());
+    QCOMPARE(*remove_toml_table(pools, {"cluster.pool", true, 0}), pools.mid(pools.indexOf("# the second")));
+    QCOMPARE(add_toml_array_table(pools, "cluster.pool", {"device = \"x\""}),
+             QString(pools).replace("nodes = 1\n\n[parallel]", "nodes = 1\n\n[[cluster.pool]]\ndevice = \"x\"\n\n[parallel]"));
+    // A new pool goes after the last pool's sub-tables, before the comment that opens what follows.
+    QCOMPARE(add_toml_array_table(QString(pools).replace("[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n\n", ""),
+                                  "cluster.pool", {"device = \"x\""}),
+             QString(pools)
+                 .replace("[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n\n", "")
+                 .replace("peak = \"a datasheet\"\n\n# the second",
+                          "peak = \"a datasheet\"\n\n[[cluster.pool]]\ndevice = \"x\"\n\n# the second"));
+    // [parallel] with its replica groups.
+    QCOMPARE(*remove_toml_table(pools, {"parallel", false, 0}),
+             QString(pools).replace("[parallel]\ntp = 2\n# a group\n[[parallel.replicas]]\ncount = 1\n\n", ""));
+  }
+
+  void pools_and_candidates_added_and_removed_read_as_typed() {
+    MainWindow w;
+    open_small(w);
+    if (QTest::currentTestFailed()) return;
+    WorkloadForm* cluster = w.scenario_view()->workload_form();
+    PurchaseForm* purchase = w.scenario_view()->form();
+    QString typed = w.document()->text();
+    auto cat = api::catalog();
+    QVERIFY(cat.ok());
+
+    // A pool: after the last one, a catalogue device no pool or candidate is named after.
+    QVERIFY(!cluster->field("cluster.pool.1.device"));
+    click(cluster->button("cluster.pool.add"));
+    auto* device = qobject_cast<QComboBox*>(cluster->field("cluster.pool.1.device"));
+    QVERIFY(device);
+    const QString added = device->currentText();
+    QVERIFY(cat->find_device(added.toStdString()));
+    QVERIFY(!QStringList({"a100", "h100-sxm5", "h200-sxm"}).contains(added));
+    typed.replace("nodes = 1\n\n[cost]", "nodes = 1\n\n[[cluster.pool]]\ndevice = \"" + added + "\"\nnodes = 1\n\n[cost]");
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(w.document()->scenario()->cluster.pools.size(), std::size_t(2));
+    QVERIFY(w.run_action()->isEnabled());
+    QVERIFY(cluster->device_text(1).contains(QString::fromStdString(cat->find_device(added.toStdString())->vendor)));
+
+    // Its fields: another device, nodes, and the node's shape and NIC.
+    choose(device, "h100-sxm5");
+    type_into(qobject_cast<QLineEdit*>(cluster->field("cluster.pool.1.name")), "h100");
+    type_into(qobject_cast<QLineEdit*>(cluster->field("cluster.pool.1.nodes")), "2");
+    choose(qobject_cast<QComboBox*>(cluster->field("cluster.pool.1.nic")), "ib-ndr-400");
+    type_into(qobject_cast<QLineEdit*>(cluster->field("cluster.pool.1.nics_per_node")), "4");
+    if (QTest::currentTestFailed()) return;
+    typed.replace("[[cluster.pool]]\ndevice = \"" + added + "\"\nnodes = 1\n",
+                  "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\nname = \"h100\"\nnic = \"ib-ndr-400\"\nnics_per_node = 4\n");
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    const hw::PoolSpec& h100 = w.document()->scenario()->cluster.pools[1];
+    QCOMPARE(h100.name, std::string("h100"));
+    QCOMPARE(h100.nodes, 2);
+    QCOMPARE(h100.nic.name, std::string("ib-ndr-400"));
+    QCOMPARE(h100.nics_per_node, 4);
+
+    // A bad value in a pool: the reader's message under the form, no Run; the hint shows too.
+    auto* per_node = qobject_cast<QLineEdit*>(cluster->field("cluster.pool.1.devices_per_node"));
+    type_into(per_node, "0");
+    QVERIFY(!w.document()->scenario());
+    QVERIFY(!w.run_action()->isEnabled());
+    QVERIFY(!w.run());
+    const Diagnostic d = w.document()->diagnostics().front();
+    QCOMPARE(QString::fromStdString(d.key), QString("cluster.pool[1].devices_per_node"));
+    QVERIFY2(cluster->messages_text().contains(QString::fromStdString(d.message)), qPrintable(cluster->messages_text()));
+    QVERIFY(cluster->messages_text().contains(QString("small-purchase.toml:%1:").arg(d.where.line)));
+    type_into(per_node, "");
+    QVERIFY(w.document()->scenario());
+    QVERIFY(w.run_action()->isEnabled());
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+
+    // The first pool removed: the rest is as it was.
+    click(cluster->button("cluster.pool.0.remove"));
+    typed.replace("[[cluster.pool]]\nname = \"a100\"\ndevice = \"a100-sxm4-80gb\"\nnodes = 1\n\n", "");
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(w.document()->scenario()->cluster.pools.size(), std::size_t(1));
+    QCOMPARE(qobject_cast<QLineEdit*>(cluster->field("cluster.pool.0.name"))->text(), QString("h100"));
+    QVERIFY(!cluster->field("cluster.pool.1.name"));
+
+    // A candidate: after the last, on a device nothing is named after yet; then the first removed.
+    click(purchase->button("purchase.candidate.add"));
+    auto* cand = qobject_cast<QComboBox*>(purchase->field("purchase.candidate.2.device"));
+    QVERIFY(cand);
+    const QString candidate = cand->currentText();
+    QVERIFY(cat->find_device(candidate.toStdString()));
+    QVERIFY(!QStringList({"h100", "h100-sxm5", "h200-sxm"}).contains(candidate));
+    typed += "\n[[purchase.candidate]]\ndevice = \"" + candidate + "\"\nmax_nodes = 1\n";
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(w.document()->scenario()->purchase->candidates.size(), std::size_t(3));
+    type_into(qobject_cast<QLineEdit*>(purchase->field("purchase.candidate.2.max_nodes")), "3");
+    type_into(qobject_cast<QLineEdit*>(purchase->field("purchase.candidate.2.purchase_usd")), "20000");
+    choose(qobject_cast<QComboBox*>(purchase->field("purchase.candidate.1.device")), "mi300x");
+    if (QTest::currentTestFailed()) return;
+    typed.replace("max_nodes = 1\n", "max_nodes = 3\npurchase_usd = 20000\n");
+    typed.replace("device = \"h200-sxm\"", "device = \"mi300x\"");
+    click(purchase->button("purchase.candidate.0.remove"));
+    typed.replace("[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 2\n\n", "");
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    const auto& cands = w.document()->scenario()->purchase->candidates;
+    QCOMPARE(cands.size(), std::size_t(2));
+    QCOMPARE(cands[0].pool.device.name, std::string("mi300x"));
+    QCOMPARE(cands[1].max_nodes, 3);
+    QCOMPARE(cands[1].pool.device.purchase_usd, 20000.0);
+    QVERIFY(w.run_action()->isEnabled());
+    // A candidate named as an owned pool: the reader's message under the purchase form.
+    type_into(qobject_cast<QLineEdit*>(purchase->field("purchase.candidate.0.name")), "h100");
+    QVERIFY(!w.document()->scenario());
+    QVERIFY(!w.run_action()->isEnabled());
+    QVERIFY2(purchase->messages_text().contains("a candidate and an owned pool are both named 'h100'"),
+             qPrintable(purchase->messages_text()));
+    type_into(qobject_cast<QLineEdit*>(purchase->field("purchase.candidate.0.name")), "");
+    QVERIFY(w.document()->scenario());
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+
+    // A quantity's field takes it unquoted; a bare number where a bandwidth goes is the reader's
+    // message, with its hint.
+    auto* nic_bandwidth = qobject_cast<QLineEdit*>(cluster->field("cluster.network.nic_bandwidth"));
+    type_into(nic_bandwidth, "400");
+    QVERIFY(w.document()->text().endsWith("\n[cluster.network]\nnic_bandwidth = \"400\"\n"));
+    QVERIFY(!w.document()->scenario());
+    const Diagnostic bare = w.document()->diagnostics().front();
+    QCOMPARE(QString::fromStdString(bare.key), QString("cluster.network.nic_bandwidth"));
+    QVERIFY(!bare.hint.empty());
+    QVERIFY2(cluster->messages_text().contains(QString::fromStdString(bare.hint)), qPrintable(cluster->messages_text()));
+    QVERIFY(!w.run_action()->isEnabled());
+    type_into(nic_bandwidth, "400Gbps");
+    QVERIFY(w.document()->scenario());
+    QCOMPARE(w.document()->scenario()->cluster.pools[0].nic.bandwidth.v, 50e9);
+    QVERIFY(w.run_action()->isEnabled());
+  }
+
+  void a_device_of_its_own_catalogue_or_inline_shows_in_the_picker() {
+    MainWindow w;
+    Quiet quiet;
+    w.set_prompts(quiet.prompts());
+    // A profile's device (the pool's `catalog`): not in the built-in list, shown as the file has it.
+    QVERIFY(w.open_file(test::source_file("scenarios/cpu-pipeline.toml")));
+    WorkloadForm* form = w.scenario_view()->workload_form();
+    auto* device = qobject_cast<QComboBox*>(form->field("cluster.pool.0.device"));
+    QVERIFY(device && device->isEnabled());
+    QCOMPARE(device->currentText(), QString("cpu-dev"));
+    QVERIFY(form->device_text(0).contains(QString::fromStdString(w.document()->scenario()->cluster.pools[0].device.vendor)));
+    // An inline device table: its name, not editable in the form.
+    QVERIFY(w.open_file(test::source_file("scenarios/validation/heterogeneous/sailor-mit-a-n2-d1.toml")));
+    QVERIFY(w.document()->scenario());
+    for (int k = 0; k < 2; ++k) {
+      device = qobject_cast<QComboBox*>(form->field(QString("cluster.pool.%1.device").arg(k)));
+      QVERIFY(device && !device->isEnabled());
+      QCOMPARE(device->currentText(),
+               QString::fromStdString(w.document()->scenario()->cluster.pools[static_cast<std::size_t>(k)].device.name));
+      QVERIFY(!form->device_text(k).isEmpty());
+    }
+    QVERIFY(quiet.errors.isEmpty());
+  }
+
+  void training_and_plan_fields_write_and_check() {
+    MainWindow w;
+    Quiet quiet;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(test::source_file("scenarios/mixed-h100-a100.toml")));
+    WorkloadForm* workload = w.scenario_view()->workload_form();
+    ParallelForm* plan = w.scenario_view()->parallel_form();
+    QVERIFY(plan->isVisibleTo(&w));
+    QVERIFY(!w.scenario_view()->form()->isVisibleTo(&w));
+    QString typed = w.document()->text();
+
+    // Training: the optimizer, the kernels (a bare true/false), the loss.
+    choose(qobject_cast<QComboBox*>(workload->field("training.optimizer")), "sgd");
+    choose(qobject_cast<QComboBox*>(workload->field("training.fused_kernels")), "false");
+    choose(qobject_cast<QComboBox*>(workload->field("training.loss_kernel")), "fused");
+    if (QTest::currentTestFailed()) return;
+    typed.replace("tokens = 1e12\n", "tokens = 1e12\noptimizer = \"sgd\"\nfused_kernels = false\nloss_kernel = \"fused\"\n");
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    const auto& t = w.document()->scenario()->training;
+    QCOMPARE(t.optimizer, workload::Optimizer::Sgd);
+    QVERIFY(!t.fused_kernels);
+    QCOMPARE(t.loss_kernel, workload::LossKernel::Fused);
+
+    // Replica groups: the common keys only.
+    QVERIFY(!plan->field("parallel.tp"));
+    QVERIFY(plan->note_text().contains("[[parallel.replicas]]"));
+    auto* recompute = qobject_cast<QComboBox*>(plan->field("parallel.recompute"));
+    QVERIFY(recompute);
+    QCOMPARE(recompute->currentText(), QString("selective"));
+    choose(recompute, "full");
+    typed.replace("recompute = \"selective\"", "recompute = \"full\"");
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(w.document()->scenario()->plan->recompute, cost::Recompute::Full);
+
+    // Removed: Run searches the plan.
+    click(plan->button("parallel.remove"));
+    typed = typed.left(typed.indexOf("[parallel]")).chopped(1);
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(!w.document()->scenario()->plan);
+    QVERIFY(w.command_line().startsWith("hetsim plan "));
+    QVERIFY(plan->note_text().contains("searches"));
+    QVERIFY(!plan->button("parallel.remove"));
+
+    // Uniform degrees: a value adds [parallel], and the plan is fixed.
+    type_into(qobject_cast<QLineEdit*>(plan->field("parallel.tp")), "8");
+    choose(qobject_cast<QComboBox*>(plan->field("parallel.zero")), "3");
+    if (QTest::currentTestFailed()) return;
+    typed += "\n[parallel]\ntp = 8\nzero = 3\n";
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(w.document()->scenario()->plan);
+    QCOMPARE(w.document()->scenario()->plan->zero, 3);
+    QVERIFY(w.command_line().startsWith("hetsim simulate "));
+    QVERIFY(plan->button("parallel.remove"));
+    // A degree the model cannot take: the reader's message, no Run.
+    auto* tp = qobject_cast<QLineEdit*>(plan->field("parallel.tp"));
+    type_into(tp, "3");
+    QVERIFY(!w.document()->scenario());
+    QVERIFY(!w.run_action()->isEnabled());
+    const Diagnostic d = w.document()->diagnostics().front();
+    QVERIFY(QString::fromStdString(d.key).startsWith("parallel"));
+    QVERIFY2(plan->messages_text().contains(QString::fromStdString(d.message)), qPrintable(plan->messages_text()));
+    type_into(tp, "4");
+    QVERIFY(w.document()->scenario());
+    QVERIFY(w.run_action()->isEnabled());
+    QVERIFY(quiet.errors.isEmpty());
   }
 };
 
