@@ -583,6 +583,9 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 int rounds = t.layers * per_layer;
                 // The embedding's and the head's collective, half of it in each direction.
                 if (t.first_layer == 0 || t.first_layer + t.layers == model_layers) rounds += 1;
+                // The pipeline message received as 1/tp shards (pipeline_scatter_gather), gathered
+                // first, as the cost model prices it (StageCost::regather).
+                if (t.regather && tp > 1) note(tpc.all_gather(sc.fa(), sc.fc(), shard), true);
                 for (int k = 0; k < rounds && comm_error.empty(); ++k) {
                   if (sp) {
                     note(tpc.all_gather(sc.fa(), sc.fc(), shard), k == 0);
@@ -615,8 +618,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               case TaskKind::SendGradient: {
                 // This rank's share of the micro-batch's activation (or gradient), copied into
                 // the buffer the next stage reads: 1/tp of it when sequence parallelism or the
-                // framework's scatter-gather splits it (the receivers' all-gather that the cost
-                // model adds to the send is not run here).
+                // framework's scatter-gather splits it (the receivers gather it in their TP
+                // collective task: Task::regather).
                 const bool split = p.sequence_parallel || s.training.pipeline_scatter_gather;
                 const std::size_t bytes = 4 * wire_act / static_cast<std::size_t>(split ? tp : 1);
                 sc.fit(bytes, 1, bytes);

@@ -96,8 +96,8 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       se.first_layer = st.first_layer;
       se.layers = st.layers;
       se.per_micro_batch = per_mb[si];
-      se.tp_by_pass.add("forward", c.layer_tp_fwd * st.layers);
-      se.tp_by_pass.add("backward", c.layer_tp_bwd * st.layers);
+      se.tp_by_pass.add("forward", c.layer_tp_fwd * st.layers + c.regather * c.regathers_fwd);
+      se.tp_by_pass.add("backward", c.layer_tp_bwd * st.layers + c.regather * c.regathers_bwd);
       se.tp_by_pass.add("recompute", c.layer_tp_recompute * st.layers);
       se.tp_by_pass.add("embedding and head", c.emb_tp + c.head_tp);  // both passes
       // ZeRO ≤ 1 syncs once per step. ZeRO 2 reduce-scatters the gradients after every

@@ -220,24 +220,27 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // Pipeline point-to-point to the next stage: the activation, 1/tp of it per rank when
       // sequence parallelism has split it already or the framework scatters it
       // (pipeline_scatter_gather). Scattered without sequence parallelism, the receiving ranks
-      // all-gather it on the compute stream (the next stage in the forward, this one in the
-      // backward): the slower of the two gathers is charged both ways. Neighbouring stages
-      // share a node only when both stages' tp × replicas block fits in one node of one pool
-      // (Megatron rank order tp, dp, pp); otherwise the message crosses the NICs.
+      // all-gather it with their TP group before they use it (the next stage in the forward,
+      // this one in the backward): `regather`, with the stage's TP collectives. Neighbouring
+      // stages share a node only when both stages' tp × replicas block fits in one node of one
+      // pool (Megatron rank order tp, dp, pp); otherwise the message crosses the NICs.
+      if (pp > 1 && !p.sequence_parallel && tr.pipeline_scatter_gather) {
+        const int v = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
+        c.regather = lc.ag;  // 0 at tp 1: nothing to gather
+        c.regathers_fwd = v - (first ? 1 : 0);
+        c.regathers_bwd = v - (last ? 1 : 0);
+      }
       if (!last) {
         const plan::Stage& nx = grp.stages[si + 1];
         const hw::PoolSpec& pb = cl.pools[nx.pool];
         const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, nx.tp) : 1;
-        Duration regather{0};
-        if (!p.sequence_parallel && scatter > 1)
-          regather = max(lc.ag, layer_cost(nx.pool, nx.tp, micro_batch_shape(s, p, nx)).ag);
         CommGroup g;
         g.ranks = 2;
         const bool same_node = st.pool == nx.pool && 2 * st.tp * grp.replicas <= pool.devices_per_node;
         g.ranks_per_node = same_node ? 2 : 1;
         g.intra = fabric_cost(pool);
         g.inter = slower(nic_cost(pool, cl.network), nic_cost(pb, cl.network));
-        c.send_next = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total() + regather;
+        c.send_next = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
       }
 
       // Data-parallel sync of this stage's parameters. The replicas' copies of its layers form

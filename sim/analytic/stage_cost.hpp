@@ -24,6 +24,13 @@ struct StageCost {
   /// One activation message to the next stage (its gradient comes back at the same size);
   /// 0 on the last stage.
   Duration send_next;
+  /// pipeline_scatter_gather without sequence parallelism: the sender splits each message over
+  /// its TP ranks and this stage's ranks all-gather it on receipt, one TP all-gather of the
+  /// micro-batch's activation per received message (0 otherwise), blocking like the layers'
+  /// TP collectives; received per micro-batch: `regathers_fwd` activations, `regathers_bwd`
+  /// gradients (v each when interleaved, less the pipeline's ends).
+  Duration regather;
+  int regathers_fwd = 0, regathers_bwd = 0;
   double params = 0;    ///< parameters on one device, after TP, before ZeRO
   double params_layer = 0;  ///< of which each transformer layer holds this many
   double params_emb = 0;    ///< the embedding (first stage)
@@ -46,8 +53,9 @@ struct StageCost {
   [[nodiscard]] Duration fwd(int layers) const { return layer_fwd * layers + emb_fwd + head_fwd; }
   [[nodiscard]] Duration bwd(int layers) const { return layer_bwd * layers + emb_bwd + head_bwd; }
   [[nodiscard]] Duration recompute(int layers) const { return layer_recompute * layers; }
+  [[nodiscard]] Duration pipeline_regather() const { return regather * (regathers_fwd + regathers_bwd); }
   [[nodiscard]] Duration tp(int layers) const {
-    return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + emb_tp + head_tp;
+    return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + emb_tp + head_tp + pipeline_regather();
   }
 };
 

@@ -110,7 +110,8 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
     const auto& c = costs[i];
     b[i] = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd +
             c.layer_tp_recompute).v;
-    a[i] = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.send_next * v).v;
+    a[i] = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.pipeline_regather() +
+            c.send_next * v).v;
     if (i > 0) a[i] += costs[i - 1].send_next.v * v;
     const auto& mi = c.memory;
     const double d = std::max(1, mi.dp);

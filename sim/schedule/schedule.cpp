@@ -108,12 +108,13 @@ class Builder {
   }
   // A blocking communication task of a compute unit (same layers and micro-batch).
   std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d,
-                              cost::Algorithm algorithm = cost::Algorithm::Ring) {
+                              cost::Algorithm algorithm = cost::Algorithm::Ring, bool regather = false) {
     Task t = unit;
     t.stream = stream;
     t.kind = kind;
     t.duration = to_ns(d);
     t.algorithm = algorithm;
+    t.regather = regather;
     return push_blocking(t);
   }
 
@@ -233,9 +234,13 @@ class Builder {
                                    to_bytes(act) + transient, transient, fwd_layer_task[k]);
           edge(unit_gather, ids.first);
           ids.done = state_[dev].last[0];
+          // The activation received from another stage, split over its sender's ranks, is
+          // gathered first (StageCost::regather).
+          const bool regather = to_ns(c.regather) > 0 && k > 0 && chunks[k - 1].stage != si;
           const Duration tp = c.layer_tp_fwd * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
-                              (ch.has_head ? c.head_tp / 2 : Duration{0});
-          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm);
+                              (ch.has_head ? c.head_tp / 2 : Duration{0}) + (regather ? c.regather : Duration{0});
+          if (to_ns(tp) > 0)
+            ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm, regather);
           if (k + 1 < K && chunks[k + 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendActivation,
                                      send_cost(costs, si, chunks[k + 1].stage));
@@ -262,9 +267,12 @@ class Builder {
             edge(ids.done, r);
             unit_reduces.push_back(r);
           }
+          const bool regather = to_ns(c.regather) > 0 && k + 1 < K && chunks[k + 1].stage != si;  // the gradient
           const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers +
-                              (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0});
-          if (to_ns(tp) > 0) ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm);
+                              (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0}) +
+                              (regather ? c.regather : Duration{0});
+          if (to_ns(tp) > 0)
+            ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm, regather);
           if (k > 0 && chunks[k - 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendGradient,
                                      send_cost(costs, si, chunks[k - 1].stage));

@@ -45,6 +45,9 @@ struct Task {
   /// For TP and DP collectives, the algorithm the cost model priced: the simgrid engine
   /// decomposes the task into its flows.
   cost::Algorithm algorithm = cost::Algorithm::Ring;
+  /// A TP collective task that first all-gathers the pipeline message its unit received split
+  /// over the sender's TP ranks (pipeline_scatter_gather without sequence parallelism).
+  bool regather = false;
 };
 
 /// One simulated device standing for `count` identical real devices: the tp ranks of a stage

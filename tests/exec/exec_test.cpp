@@ -791,6 +791,28 @@ TEST(Replay, RunsUnvectorizedOpsOneElementAtATime) {
   EXPECT_EQ(count("fused_kernels = true\nloss_kernel = \"fused\"\n"), 0);
 }
 
+// pipeline_scatter_gather without sequence parallelism: each stage sends 1/tp of the message per
+// rank and the receiving ranks all-gather it in their TP task, as the cost model prices it:
+// per micro-batch, stage 1's two ranks gather the activation and stage 0's two the gradient.
+TEST(Replay, ReceiversRegatherScatteredPipelineMessages) {
+  auto gathers = [](const std::string& training) {
+    auto text = small("tp = 2\npp = 2\ndp = 1\nmicro_batch = 1\nsequence_parallel = false\n", 4);
+    text.replace(text.find("precision = \"fp32\"\n"), 19, "precision = \"fp32\"\n" + training);
+    auto s = test::parse(text);
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    if (!s.ok()) return -1L;
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
+    if (r.ok()) check_order_and_dependencies(*r);
+    return counting.all_gather_calls();
+  };
+  const long whole = gathers("pipeline_scatter_gather = false\n");
+  const long scattered = gathers("");
+  EXPECT_EQ(whole, 0);  // no sequence parallelism, no data parallelism: all-reduces only
+  EXPECT_EQ(scattered - whole, 4 * 4);  // 4 micro-batches × (2 ranks forward + 2 backward)
+}
+
 // --fit: fewer replicas for fewer devices, fewer layers for less memory, each change said; the
 // scaled plan then replays within the memory it was scaled to.
 TEST(Scale, ScalesAPlanDownToTheDevicesAndMemoryAtHand) {

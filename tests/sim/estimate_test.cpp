@@ -293,23 +293,41 @@ TEST(Estimate, ZeroThreeOnGpusHoldsTheRootUnitAndStagesALayersGradients) {
 // Without sequence parallelism Megatron-LM (until Megatron-Core) and DeepSpeed's pipeline engine
 // send 1/t of the activation from each TP rank and all-gather it on the receiving stage; with
 // pipeline_scatter_gather = false every rank sends all of it. With sequence parallelism the
-// activation is split already: no gather.
+// activation is split already: no gather. The gather is the receiver's TP collective: the
+// activation into stage 1 in the forward, its gradient into stage 0 in the backward (v of each
+// per micro-batch when interleaved, less the pipeline's ends).
 TEST(Estimate, PipelineSendsAreScatteredOverTheTensorParallelRanks) {
-  auto cost = [](const std::string& training, const std::string& parallel) {
+  auto costs = [](const std::string& training, const std::string& parallel) {
     const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 4\n[training]\nglobal_batch = 8\nseq_len = 4096\n" +
                             training + "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n[parallel]\ntp = 8\npp = 2\ndp = 1\n" +
                             parallel);
     EXPECT_TRUE(s.plan);
-    return analytic::stage_costs(s, *s.plan).at(0).at(0).send_next.v;
+    return analytic::stage_costs(s, *s.plan).at(0);
   };
-  const double whole = cost("pipeline_scatter_gather = false\n", "sequence_parallel = false\n");
-  const double scattered = cost("", "sequence_parallel = false\n");
-  const double sp = cost("", "");
-  ASSERT_GT(whole, 0);
-  // 1/8 of the message over the NIC, plus an NVLink all-gather of the whole activation.
-  EXPECT_LT(scattered, whole / 2);
-  EXPECT_GT(scattered, sp);
-  EXPECT_NEAR(sp, cost("pipeline_scatter_gather = false\n", ""), 1e-15);
+  const auto whole = costs("pipeline_scatter_gather = false\n", "sequence_parallel = false\n");
+  const auto scattered = costs("", "sequence_parallel = false\n");
+  const auto sp = costs("", "");
+  ASSERT_GT(whole[0].send_next.v, 0);
+  // 1/8 of the message over the NIC ...
+  EXPECT_LT(scattered[0].send_next.v, whole[0].send_next.v / 2);
+  EXPECT_DOUBLE_EQ(scattered[0].send_next.v, sp[0].send_next.v);
+  EXPECT_DOUBLE_EQ(sp[0].send_next.v, costs("pipeline_scatter_gather = false\n", "")[0].send_next.v);
+  // ... then an NVLink all-gather of the whole activation by the receiving stage's ranks.
+  EXPECT_GT(scattered[0].regather.v, 0);
+  EXPECT_EQ(scattered[0].regathers_fwd, 0);
+  EXPECT_EQ(scattered[0].regathers_bwd, 1);
+  EXPECT_EQ(scattered[1].regathers_fwd, 1);
+  EXPECT_EQ(scattered[1].regathers_bwd, 0);
+  for (int st = 0; st < 2; ++st) {
+    EXPECT_NEAR(scattered[st].tp(2).v - whole[st].tp(2).v, scattered[st].regather.v, 1e-15);
+    EXPECT_EQ(whole[st].pipeline_regather().v, 0);
+    EXPECT_EQ(sp[st].pipeline_regather().v, 0);
+  }
+  const auto interleaved = costs("", "sequence_parallel = false\nschedule = \"interleaved\"\nvirtual_stages = 2\n");
+  EXPECT_EQ(interleaved[0].regathers_fwd, 1);
+  EXPECT_EQ(interleaved[0].regathers_bwd, 2);
+  EXPECT_EQ(interleaved[1].regathers_fwd, 2);
+  EXPECT_EQ(interleaved[1].regathers_bwd, 1);
 }
 
 // grad_reduce_dtype = "bf16" (Megatron-Core's grad_reduce_in_fp32 = false) halves the bytes of the

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/analytic/estimate.hpp"
+#include "sim/analytic/stage_cost.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/engine/summary.hpp"
 #include "sim/report/simulation_report.hpp"
@@ -197,6 +198,52 @@ TEST(Schedule, RealScenariosStayCloseToTheEstimate) {
     const double est = analytic::estimate(r.s, *r.s.plan).step_time.v;
     EXPECT_NEAR(static_cast<double>(r.t.makespan) * 1e-9 / est, 1.0, 0.05) << f;
   }
+}
+
+// pipeline_scatter_gather without sequence parallelism: the receiving stage's TP task gathers
+// each message first (Task::regather) and lasts that all-gather longer: the activation into
+// stage 1 in every forward, its gradient into stage 0 in every backward; none otherwise.
+TEST(Schedule, ReceiversRegatherScatteredPipelineMessages) {
+  const std::string base =
+      "[model]\npreset = \"llama3-8b\"\nlayers = 4\n[training]\nglobal_batch = 8\nseq_len = 4096\n%T"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n[parallel]\ntp = 8\npp = 2\ndp = 1\nsequence_parallel = false\n";
+  auto graph = [&](const std::string& training) {
+    std::string t = base;
+    t.replace(t.find("%T"), 2, training);
+    auto s = test::parse(t);
+    EXPECT_TRUE(s.ok());
+    return std::make_pair(*s, schedule::build_schedule(*s, *s->plan));
+  };
+  const auto [s, g] = graph("");
+  const auto [s_whole, whole] = graph("pipeline_scatter_gather = false\n");
+  ASSERT_EQ(g.size(), whole.size());
+  const auto costs = analytic::stage_costs(s, *s.plan).at(0);
+  // Which pass each TP task follows: the kind of the compute task it succeeds.
+  std::vector<int> after_backward(g.size(), -1);
+  for (std::uint32_t i = 0; i < g.size(); ++i)
+    if (g.tasks[i].kind == TaskKind::Forward || g.tasks[i].kind == TaskKind::Backward)
+      for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
+        if (g.tasks[g.succ[k]].kind == TaskKind::TpCollective)
+          after_backward[g.succ[k]] = g.tasks[i].kind == TaskKind::Backward ? 1 : 0;
+  int regathers[2][2] = {};  // [stage][after a backward]
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    EXPECT_FALSE(whole.tasks[i].regather);
+    if (t.kind != TaskKind::TpCollective) continue;
+    const int stage = g.devices[t.device].stage;
+    const schedule::SimTime extra = t.duration - whole.tasks[i].duration;
+    if (!t.regather) {
+      EXPECT_EQ(extra, 0);
+      continue;
+    }
+    EXPECT_NEAR(static_cast<double>(extra) * 1e-9, costs[static_cast<std::size_t>(stage)].regather.v, 2e-9);
+    ASSERT_GE(after_backward[i], 0);
+    ++regathers[stage][after_backward[i]];
+  }
+  const int m = s.plan->groups[0].micro_batches;
+  EXPECT_EQ(regathers[1][0], m);  // stage 1, forwards
+  EXPECT_EQ(regathers[0][1], m);  // stage 0, backwards
+  EXPECT_EQ(regathers[0][0] + regathers[1][1], 0);
 }
 
 TEST(Schedule, SameInputSameTrace) {

@@ -2,7 +2,7 @@
 // Test helper: a backend whose devices fail every allocation after the first `budget` calls (a
 // device that breaks in the middle of a run), all of them or only the one opened as `only`;
 // everything else is the wrapped backend's. It also counts the unvectorized elementwise passes
-// its devices ran.
+// its devices ran and the all-gathers its communicators ran.
 
 #include <atomic>
 #include <limits>
@@ -63,12 +63,49 @@ class FlakyBackend final : public exec::Backend {
   }
   /// Unvectorized elementwise passes run on this backend's devices so far.
   [[nodiscard]] long unvectorized_calls() const { return unvectorized_->load(); }
+  /// All-gathers called on this backend's communicators so far (by every member).
+  [[nodiscard]] long all_gather_calls() const { return all_gathers_->load(); }
+
+  Result<exec::Communicators> communicators(const std::vector<exec::Device*>& members) override {
+    struct Counting final : exec::Communicator {
+      std::unique_ptr<exec::Communicator> c;
+      std::shared_ptr<std::atomic<long>> all_gathers;
+      int rank() const override { return c->rank(); }
+      int size() const override { return c->size(); }
+      Result<std::int64_t> all_reduce(float* b, std::size_t n) override { return c->all_reduce(b, n); }
+      Result<std::int64_t> all_gather(const float* in, float* out, std::size_t n) override {
+        ++*all_gathers;
+        return c->all_gather(in, out, n);
+      }
+      Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t n) override {
+        return c->reduce_scatter(in, out, n);
+      }
+      Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t n) override {
+        return c->all_to_all(in, out, n);
+      }
+      Result<std::int64_t> send(const float* b, std::size_t n, int peer, int tag) override { return c->send(b, n, peer, tag); }
+      Result<std::int64_t> recv(float* b, std::size_t n, int peer, int tag) override { return c->recv(b, n, peer, tag); }
+      Diagnostics barrier() override { return c->barrier(); }
+      void leave() override { c->leave(); }
+    };
+    auto inner = exec::Backend::communicators(members);
+    if (!inner) return inner;
+    exec::Communicators out;
+    for (auto& c : *inner) {
+      auto w = std::make_unique<Counting>();
+      w->c = std::move(c);
+      w->all_gathers = all_gathers_;
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
 
  private:
   std::unique_ptr<exec::Backend> inner_;
   int budget_;
   int only_;
   std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
+  std::shared_ptr<std::atomic<long>> all_gathers_ = std::make_shared<std::atomic<long>>(0);
 };
 
 }  // namespace hetsim::test
