@@ -25,6 +25,7 @@
 #include "sim/io/error_json.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/sweep_reader.hpp"
+#include "sim/sweep/distributed.hpp"
 #include "sim/sweep/plot.hpp"
 #include "sim/sweep/rows.hpp"
 #include "sim/sweep/sweep.hpp"
@@ -141,6 +142,22 @@ int run_one_point(const io::SweepDocument& doc, const sweep::Layout& layout, std
   return 0;
 }
 
+// Under mpirun: the MPI session of this process. Rank 0 tells the other ranks to stop on every
+// way out that has not handed them out points, then every rank finalizes.
+struct MpiSession {
+  const sweep::MpiModule* mpi = nullptr;
+  int rank = 0, size = 1;
+  bool released = false;
+  MpiSession() = default;
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  ~MpiSession() {
+    if (mpi == nullptr) return;
+    if (rank == 0 && !released) sweep::release_workers(*mpi, size);
+    mpi->finalize();
+  }
+};
+
 }  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
@@ -210,6 +227,24 @@ int run_sweep(const SweepArgs& a) {
     if (sc)
       for (const auto& p : sc->cluster.pools) layout.pools.push_back(p.name);
     return run_one_point(*doc, layout, static_cast<std::size_t>(a.point));
+  }
+
+  // Under mpirun, rank 0 runs this command and hands out points; the other ranks run them.
+  MpiSession session;
+  if (sweep::under_mpirun()) {
+    auto m = sweep::load_mpi_module();
+    if (!m) return fail(a, m.errors());
+    if (!(*m)->init(&session.rank, &session.size))
+      return fail(a, {about("", "", "MPI_Init_thread failed under mpirun", "run the sweep without mpirun (--jobs N)",
+                            ErrorKind::Environment)});
+    session.mpi = *m;
+    if (session.rank > 0) {
+      std::function<sweep::Row(std::size_t)> runner;
+      if (spec.command == io::SweepCommand::Simulate && spec.simgrid)
+        runner = [&](std::size_t i) { return run_in_child(*doc, a.scenario, i); };
+      sweep::run_worker(*doc, *session.mpi, runner);
+      return 0;
+    }
   }
 
   // Every point is a valid scenario before any runs.
@@ -309,7 +344,13 @@ int run_sweep(const SweepArgs& a) {
     progress.update(r.point + 1);
   };
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t delivered = sweep::run(*doc, opts);
+  std::size_t delivered = 0;
+  if (session.mpi != nullptr) {
+    delivered = sweep::run_coordinator(*doc, opts, *session.mpi, session.size);
+    session.released = true;
+  } else {
+    delivered = sweep::run(*doc, opts);
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   watcher.request_stop();
   progress.clear();

@@ -211,9 +211,40 @@ double to_double(const std::string& s) { return s.empty() ? 0 : std::strtod(s.c_
 
 }  // namespace
 
+namespace {
+
+// The header's lines without the scenario file's name: a sweep resumed from another folder (or
+// with the path spelt otherwise) is the same sweep; its hash says so.
+std::string without_file(Format f, std::string_view first_line) {
+  if (f == Format::Jsonl) {
+    auto j = nlohmann::json::parse(first_line, nullptr, false);
+    if (!j.is_object()) return std::string(first_line);
+    j.erase("file");
+    return j.dump();
+  }
+  const auto a = first_line.find(" file=");
+  const auto b = a == std::string_view::npos ? a : first_line.find(" hash=", a);
+  if (b == std::string_view::npos) return std::string(first_line);
+  return std::string(first_line.substr(0, a)) + std::string(first_line.substr(b));
+}
+
+// The length of the header at the start of `content` (its first 1 or 2 lines), or npos.
+std::size_t header_length(Format f, std::string_view content) {
+  std::size_t at = 0;
+  for (int line = 0; line < (f == Format::Csv ? 2 : 1); ++line) {
+    at = content.find('\n', at);
+    if (at == std::string_view::npos) return at;
+    ++at;
+  }
+  return at;
+}
+
+}  // namespace
+
 std::vector<Row> read_rows(Format f, const Layout& l, std::string_view content) {
   std::vector<Row> rows;
-  std::size_t at = file_header(f, l).size();
+  std::size_t at = header_length(f, content);
+  if (at == std::string_view::npos) return rows;
   const auto cols = csv_columns(l);
   const std::size_t nv = l.spec->columns.size();
   for (std::size_t nl; (nl = content.find('\n', at)) != std::string_view::npos; at = nl + 1) {
@@ -260,8 +291,17 @@ std::vector<Row> read_rows(Format f, const Layout& l, std::string_view content) 
 }
 
 Result<Existing> check_existing(Format f, const Layout& l, std::string_view content, const std::string& file) {
-  const std::string header = file_header(f, l);
-  if (content.substr(0, header.size()) != header) {
+  const std::string expected = file_header(f, l);
+  const std::size_t length = header_length(f, content);
+  auto same = [&] {
+    if (length == std::string_view::npos) return false;
+    const std::string_view have = content.substr(0, length);
+    const std::size_t e1 = expected.find('\n'), h1 = have.find('\n');
+    return without_file(f, have.substr(0, h1)) == without_file(f, std::string_view(expected).substr(0, e1)) &&
+           have.substr(h1) == std::string_view(expected).substr(e1);
+  };
+  const std::string header(length == std::string_view::npos ? expected : std::string(content.substr(0, length)));
+  if (!same()) {
     const std::string hash = io::sweep_hash_hex(l.spec->hash);
     const bool other = content.find(hash) == std::string_view::npos;
     return about(file, "--resume",

@@ -107,6 +107,24 @@ fi
 "$HETSIM" sweep "$small" --plot "$tmp/q.svg" --plot-y speed >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && [ ! -e "$tmp/q.svg" ] && ok || bad "sweep --plot-y speed exits $rc, want 2"
 
+# engine = "simgrid": each point in a child process (SimGrid runs one simulation per process), the
+# rows those of `hetsim simulate --engine simgrid` of each point.
+if [ -e "$(dirname "$HETSIM")/libhetsim_simgrid.so" ]; then
+  sg="$tmp/sg.toml"
+  cp "$SRC/scenarios/default.toml" "$sg"
+  printf '\n[sweep]\ncommand = "simulate"\nengine = "simgrid"\n"training.global_batch" = [6, 12]\n' >> "$sg"
+  rows=$("$HETSIM" sweep "$sg" --jobs 2 --json 2>/dev/null)
+  single=$(sed -e '/^\[sweep\]/,$d' -e 's/^global_batch = 576 /global_batch = 12 /' "$sg" > "$tmp/sg12.toml" &&
+           "$HETSIM" simulate --engine simgrid --json "$tmp/sg12.toml" 2>/dev/null)
+  echo "$rows" | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)["rows"]
+single = json.loads(sys.argv[1])
+assert [r["status"] for r in rows] == ["ok", "ok"], rows
+assert rows[1]["step_s"] == single["step_time_s"], (rows[1]["step_s"], single["step_time_s"])
+' "$single" && ok || bad "simgrid sweep rows differ from simulate --engine simgrid"
+fi
+
 # A scenario with [sweep] is not one scenario.
 err=$("$HETSIM" estimate "$small" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$err" | grep -q "use \`hetsim sweep" && ok || bad "estimate of a sweep: exit $rc: $err"

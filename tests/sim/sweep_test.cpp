@@ -386,6 +386,23 @@ TEST(SweepFiles, ResumeRefusesAnotherSweepsFile) {
   EXPECT_FALSE(sweep::check_existing(sweep::Format::Jsonl, la, file, "out.jsonl"));
 }
 
+TEST(SweepFiles, ResumeTakesTheSameSweepReadFromAnotherPath) {
+  const std::string text = with_sweep("\"training.global_batch\" = [16, 32, 48]\n");
+  auto a = io::parse_sweep(text, "sw.toml", test::catalog());
+  auto b = io::parse_sweep(text, "/elsewhere/sw.toml", test::catalog());
+  ASSERT_TRUE(a && b);
+  for (auto f : {sweep::Format::Csv, sweep::Format::Jsonl}) {
+    sweep::Layout la{&a->spec(), {"h100-sxm5"}}, lb{&b->spec(), {"h100-sxm5"}};
+    const std::string file = sweep::file_header(f, la) + sweep::row_line(f, la, sweep::run_point(*a, 0));
+    auto e = sweep::check_existing(f, lb, file, "out");
+    ASSERT_TRUE(e) << test::all_errors(e.errors());
+    EXPECT_EQ(e->rows, 1u);
+    EXPECT_EQ(e->keep_bytes, file.size());
+    ASSERT_EQ(sweep::read_rows(f, lb, file).size(), 1u);
+    EXPECT_EQ(sweep::read_rows(f, lb, file)[0].step_s, sweep::run_point(*a, 0).step_s);
+  }
+}
+
 TEST(SweepFiles, ARowReadBackFromJsonIsTheSameRow) {
   const auto d = sweep_of(with_sweep("\"model.preset\" = [\"tiny\", \"llama3-70b\"]\n"));
   sweep::Layout l{&d.spec(), {"h100-sxm5"}};

@@ -1,0 +1,183 @@
+#include "sim/sweep/distributed.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace hetsim::sweep {
+
+namespace {
+
+// Rank → rank 0: "give me a point" (payload: the sweep's hash); a row (payload: "I\n" + JSON),
+// which asks for the next point too. Rank 0 → rank: the point to run ("I") or "stop".
+constexpr int kRequest = 1, kRow = 2, kPoint = 3;
+const std::string kStop = "stop";
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : 0;
+}
+
+}  // namespace
+
+bool under_mpirun() {
+  return env_int("OMPI_COMM_WORLD_SIZE") > 1 || env_int("PMI_SIZE") > 1 || env_int("PMIX_SIZE") > 1;
+}
+
+Result<const MpiModule*> load_mpi_module() {
+  static std::once_flag once;
+  static std::optional<Result<const MpiModule*>> loaded;
+  std::call_once(once, [] {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const auto path = (ec ? std::filesystem::path(".") : exe.parent_path()) / kMpiModuleFile;
+    auto fail = [&](const std::string& what) {
+      loaded.emplace(Diagnostics{about(path.string(), "", "cannot load the MPI module for a sweep under mpirun: " + what,
+                                       "it is built next to hetsim with -DHETSIM_WITH_MPI=ON (libopenmpi-dev); or run "
+                                       "the sweep without mpirun (--jobs N)",
+                                       ErrorKind::Environment)});
+    };
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);  // MPI's plugins look up its symbols globally
+    if (h == nullptr) {
+      const char* e = dlerror();
+      fail(e != nullptr ? e : "dlopen failed");
+      return;
+    }
+    using Entry = const MpiModule* (*)();
+    auto entry = reinterpret_cast<Entry>(dlsym(h, "hetsim_mpi_module"));
+    const MpiModule* m = entry != nullptr ? entry() : nullptr;
+    if (m == nullptr || m->abi != kMpiModuleAbi || m->init == nullptr) {
+      fail("the module is from another build (entry point or ABI differs)");
+      return;
+    }
+    loaded.emplace(m);
+  });
+  return *loaded;
+}
+
+std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi, int size) {
+  const std::size_t n = doc.spec().points;
+  const std::string hash = io::sweep_hash_hex(doc.spec().hash);
+  const std::size_t window = static_cast<std::size_t>(std::max(opts.jobs, 1) + size) * 16;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::size_t, Row> done;
+  std::size_t next = opts.first, written = opts.first, running = 0;
+  auto claim = [&]() -> std::optional<std::size_t> {  // under mu
+    if (next >= n || opts.stop.stop_requested()) return std::nullopt;
+    return next++;
+  };
+  auto work = [&] {
+    std::unique_lock lock(mu);
+    while (true) {
+      while (!(next >= n || opts.stop.stop_requested() || next < written + window))
+        cv.wait_for(lock, std::chrono::milliseconds(50));
+      const auto i = claim();
+      if (!i) break;
+      ++running;
+      lock.unlock();
+      Row row = opts.runner ? opts.runner(*i) : run_point(doc, *i);
+      lock.lock();
+      --running;
+      done.emplace(*i, std::move(row));
+      cv.notify_all();
+    }
+    cv.notify_all();
+  };
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < std::max(opts.jobs, 1); ++t) threads.emplace_back(work);
+
+  int remote = size - 1;  // ranks not yet told to stop
+  std::size_t delivered = 0;
+  while (true) {
+    std::unique_lock lock(mu);
+    for (auto it = done.find(written); it != done.end(); it = done.find(written)) {
+      Row row = std::move(it->second);
+      done.erase(it);
+      ++written;
+      cv.notify_all();
+      lock.unlock();
+      if (opts.on_row) opts.on_row(row);
+      ++delivered;
+      lock.lock();
+    }
+    const bool local_idle = (next >= n || opts.stop.stop_requested()) && running == 0;
+    if (remote == 0 && local_idle && done.count(written) == 0) break;
+    lock.unlock();
+    bool any = false;
+    while (remote > 0 && mpi.probe()) {
+      any = true;
+      int from = 0, tag = 0;
+      std::string data;
+      mpi.recv(-1, &from, &tag, &data);
+      if (tag == kRequest && data != hash) {  // that rank read another sweep
+        mpi.send(from, kPoint, kStop);
+        --remote;
+        continue;
+      }
+      if (tag == kRow) {
+        const auto nl = data.find('\n');
+        const std::size_t i = std::strtoull(data.c_str(), nullptr, 10);
+        Row row;
+        if (auto j = nlohmann::json::parse(data.substr(nl + 1), nullptr, false); nl != std::string::npos && j.is_object()) {
+          row = row_from_json(j);
+        } else {
+          row.kind = ErrorKind::Internal;
+          row.error = "error: rank " + std::to_string(from) + " sent a row that does not parse";
+        }
+        row.point = i;
+        row.values = doc.values(i);
+        lock.lock();
+        done.emplace(i, std::move(row));
+        lock.unlock();
+      }
+      lock.lock();
+      const auto i = claim();
+      lock.unlock();
+      if (i) {
+        mpi.send(from, kPoint, std::to_string(*i));
+      } else {
+        mpi.send(from, kPoint, kStop);
+        --remote;
+      }
+    }
+    if (!any) {
+      lock.lock();
+      cv.wait_for(lock, std::chrono::microseconds(200));
+    }
+  }
+  threads.clear();
+  return delivered;
+}
+
+void release_workers(const MpiModule& mpi, int size) {
+  for (int k = 1; k < size; ++k) {
+    int from = 0, tag = 0;
+    std::string data;
+    mpi.recv(-1, &from, &tag, &data);
+    mpi.send(from, kPoint, kStop);
+  }
+}
+
+void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::function<Row(std::size_t)>& runner) {
+  const Layout layout{&doc.spec(), {}};
+  mpi.send(0, kRequest, io::sweep_hash_hex(doc.spec().hash));
+  while (true) {
+    int from = 0, tag = 0;
+    std::string data;
+    mpi.recv(0, &from, &tag, &data);
+    if (data == kStop) break;
+    const std::size_t i = std::strtoull(data.c_str(), nullptr, 10);
+    const Row row = runner ? runner(i) : run_point(doc, i);
+    mpi.send(0, kRow, std::to_string(i) + "\n" + row_json(layout, row).dump());
+  }
+}
+
+}  // namespace hetsim::sweep

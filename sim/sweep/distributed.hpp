@@ -1,0 +1,58 @@
+#pragma once
+// A sweep across MPI ranks (`mpirun -np N hetsim sweep …`; docs/scenario-format.md#mpi): rank 0
+// validates, hands out points one at a time to whichever rank asks (dynamic load balancing, its
+// own threads included), collects the rows and delivers them in point order; the other ranks run
+// the points they are given. MPI itself is behind a small module, libhetsim_mpi.so
+// (sim/sweep/mpi_module.cpp, the only file including mpi.h), opened only under mpirun, so
+// hetsim starts without MPI's libraries otherwise.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "models/base/result.hpp"
+#include "sim/sweep/rows.hpp"
+#include "sim/sweep/sweep.hpp"
+
+namespace hetsim::sweep {
+
+/// The MPI calls a distributed sweep makes; `abi` guards against a module from another build.
+struct MpiModule {
+  int abi = 0;
+  /// MPI_Init_thread (funneled): this process's rank and the number of ranks; false on failure.
+  bool (*init)(int* rank, int* size) = nullptr;
+  void (*finalize)() = nullptr;
+  /// Sends `data` to rank `dest` with `tag` (blocking until buffered).
+  void (*send)(int dest, int tag, const std::string& data) = nullptr;
+  /// Receives the next message from `src` (any rank when src < 0): its source, tag and bytes.
+  void (*recv)(int src, int* from, int* tag, std::string* data) = nullptr;
+  /// Whether a message is waiting (MPI_Iprobe from any rank).
+  bool (*probe)() = nullptr;
+};
+
+inline constexpr int kMpiModuleAbi = 1;
+inline constexpr const char* kMpiModuleFile = "libhetsim_mpi.so";
+
+/// Whether this process was started by mpirun with more than one rank (OpenMPI's, MPICH's or
+/// PMIx's environment says so).
+[[nodiscard]] bool under_mpirun();
+
+/// Opens the module next to the running executable (once per process): an Environment error
+/// when this build has none (configured with HETSIM_WITH_MPI=OFF).
+[[nodiscard]] Result<const MpiModule*> load_mpi_module();
+
+/// Rank 0: runs points [opts.first, points) on its own `opts.jobs` threads and on ranks
+/// 1 … size−1, each point to whoever asks first; delivers rows in point order through
+/// opts.on_row, on this thread (the only one making MPI calls). A rank whose first request
+/// carries another sweep's hash (it read another file) is told to stop, and its share goes to
+/// the others. Returns the rows delivered; every other rank has been told to stop by then.
+std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi, int size);
+
+/// Rank 0 when nothing is to run (bad input, a complete file): tells every other rank to stop.
+void release_workers(const MpiModule& mpi, int size);
+
+/// Ranks 1 …: asks rank 0 for points and runs them (through `runner` when set, else run_point)
+/// until told to stop.
+void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::function<Row(std::size_t)>& runner);
+
+}  // namespace hetsim::sweep
