@@ -3,6 +3,8 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QSaveFile>
+#include <QUndoCommand>
+#include <QUndoStack>
 
 #include "sim/api/api.hpp"
 
@@ -13,7 +15,33 @@ namespace {
 constexpr qint64 kMaxScenarioBytes = 16 << 20;
 }  // namespace
 
-Document::Document(QObject* parent) : QObject(parent) { read(); }
+// One edit of the text: redo sets the text after it, undo the text before it. The first redo of
+// an edit typed in the editor leaves the editor alone (it shows that text already).
+class Document::Edit : public QUndoCommand {
+ public:
+  Edit(Document* doc, QString before, QString after, bool from_editor, const QString& what)
+      : doc_(doc), before_(std::move(before)), after_(std::move(after)), quiet_(from_editor) {
+    setText(what);
+  }
+  void redo() override {
+    doc_->replace_text(after_, !quiet_);
+    quiet_ = false;
+  }
+  void undo() override { doc_->replace_text(before_, true); }
+
+ private:
+  Document* doc_;
+  QString before_, after_;
+  bool quiet_;
+};
+
+Document::Document(QObject* parent) : QObject(parent) {
+  undo_ = new QUndoStack(this);
+  connect(undo_, &QUndoStack::cleanChanged, this, [this](bool clean) { emit modified_changed(!clean); });
+  read();
+}
+
+bool Document::modified() const { return !undo_->isClean(); }
 
 QString Document::display_name() const {
   return path_.isEmpty() ? QStringLiteral("untitled.toml") : QFileInfo(path_).fileName();
@@ -37,7 +65,7 @@ bool Document::open(const QString& path, QString* error) {
   path_ = path;
   text_ = QString::fromUtf8(bytes);
   emit path_changed(path_);
-  set_modified(false);
+  undo_->clear();  // another file: nothing to undo, and clean
   emit text_replaced();
   read();
   return true;
@@ -68,22 +96,23 @@ bool Document::save_as(const QString& path, QString* error) {
     emit path_changed(path_);
     read();  // messages and relative includes follow the new name
   }
-  set_modified(false);
+  undo_->setClean();
   return true;
 }
 
 void Document::set_text(const QString& text) {
   if (text == text_) return;
-  text_ = text;
-  set_modified(true);
-  read();
+  undo_->push(new Edit(this, text_, text, true, tr("typing")));
 }
 
-void Document::edit_text(const QString& text, const QString& /*what*/) {
+void Document::edit_text(const QString& text, const QString& what) {
   if (text == text_) return;
+  undo_->push(new Edit(this, text_, text, false, what.isEmpty() ? tr("edit") : what));
+}
+
+void Document::replace_text(const QString& text, bool tell) {
   text_ = text;
-  set_modified(true);
-  emit text_edited();
+  if (tell) emit text_edited();
   read();
 }
 
@@ -110,12 +139,6 @@ void Document::read() {
       diagnostics_ = with_plan.errors();
   }
   emit reread();
-}
-
-void Document::set_modified(bool m) {
-  if (m == modified_) return;
-  modified_ = m;
-  emit modified_changed(m);
 }
 
 }  // namespace hetsim::gui

@@ -2,7 +2,9 @@
 // The document: a scenario TOML, the same file the CLI reads, as text (what the editor shows and
 // Save writes) and as the Scenario the reader makes of it, or the reader's diagnostics. Every
 // change of the text reads it again through api::load_text, named by the file's path so that
-// messages say file:line:col and relative includes resolve as the CLI resolves them.
+// messages say file:line:col and relative includes resolve as the CLI resolves them. Every edit,
+// typed in the editor or made by a form, is a QUndoCommand on the document's undo stack; the
+// document is modified exactly when the stack is not at its clean (opened or saved) state.
 
 #include <QObject>
 #include <QString>
@@ -11,6 +13,8 @@
 
 #include "models/base/result.hpp"
 #include "sim/scenario/scenario.hpp"
+
+class QUndoStack;
 
 namespace hetsim::gui {
 
@@ -26,15 +30,19 @@ class Document : public QObject {
   /// becomes the document's path. On failure `error` says why and nothing is modified.
   bool save(QString* error);
   bool save_as(const QString& path, QString* error);
-  /// An edit: the new text, marked modified, read again.
+  /// An edit typed in the editor: the new text, read again; one step on the undo stack (the
+  /// editor has the text already).
   void set_text(const QString& text);
   /// An edit made elsewhere than in the editor (a form): as set_text, and editors take the text
-  /// (text_edited). `what` names the edit ("purchase.budget_usd = 2e6").
+  /// (text_edited). `what` names the undo step ("purchase.budget_usd = 2e6").
   void edit_text(const QString& text, const QString& what = {});
+  /// The edits, for Edit > Undo and Redo: undoing or redoing one sets the text it left (editors
+  /// take it: text_edited) and reads it again.
+  [[nodiscard]] QUndoStack* undo_stack() const { return undo_; }
 
   [[nodiscard]] const QString& text() const { return text_; }
   [[nodiscard]] const QString& path() const { return path_; }
-  [[nodiscard]] bool modified() const { return modified_; }
+  [[nodiscard]] bool modified() const;
   /// The file name for titles: "llama3-70b.toml", or "untitled.toml".
   [[nodiscard]] QString display_name() const;
 
@@ -57,12 +65,14 @@ class Document : public QObject {
   void path_changed(const QString& path);
 
  private:
+  class Edit;
   void read();
-  void set_modified(bool m);
+  /// Sets the text (an edit's do or undo) and reads it; `tell` editors (text_edited).
+  void replace_text(const QString& text, bool tell);
 
   QString path_;
   QString text_;
-  bool modified_ = false;
+  QUndoStack* undo_ = nullptr;
   std::optional<Scenario> scenario_;
   Diagnostics diagnostics_;
 };

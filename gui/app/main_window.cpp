@@ -20,6 +20,7 @@
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
+#include <QUndoStack>
 
 #include <optional>
 
@@ -166,6 +167,23 @@ void MainWindow::build_menus() {
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
 
+  // Edit: the document's undo stack (form edits and typing alike).
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  undo_ = edit->addAction(tr("&Undo"), this, &MainWindow::undo);
+  undo_->setShortcut(QKeySequence::Undo);
+  redo_ = edit->addAction(tr("&Redo"), this, &MainWindow::redo);
+  redo_->setShortcuts(QKeySequence::Redo);
+  QUndoStack* stack = doc_->undo_stack();
+  auto name_steps = [this, stack] {
+    undo_->setEnabled(stack->canUndo());
+    redo_->setEnabled(stack->canRedo());
+    undo_->setText(stack->canUndo() ? tr("&Undo %1").arg(stack->undoText()) : tr("&Undo"));
+    redo_->setText(stack->canRedo() ? tr("&Redo %1").arg(stack->redoText()) : tr("&Redo"));
+  };
+  connect(stack, &QUndoStack::indexChanged, this, name_steps);
+  connect(stack, &QUndoStack::cleanChanged, this, name_steps);
+  name_steps();
+
   QMenu* run_menu = menuBar()->addMenu(tr("&Run"));
   run_ = run_menu->addAction(tr("&Run"), this, [this] { run(); });
   run_->setShortcuts({QKeySequence(Qt::Key_F5), QKeySequence(Qt::CTRL | Qt::Key_R)});
@@ -227,8 +245,18 @@ void MainWindow::tell(const QString& title, const QString& message) {
   if (prompts_.error) prompts_.error(this, title, message);
 }
 
+void MainWindow::undo() {
+  scenario_view_->apply_pending();  // typing not yet handed over is the step to undo
+  doc_->undo_stack()->undo();
+}
+
+void MainWindow::redo() {
+  scenario_view_->apply_pending();
+  doc_->undo_stack()->redo();
+}
+
 bool MainWindow::maybe_save() {
-  scenario_view_->apply_edit();
+  scenario_view_->apply_pending();
   if (!doc_->modified()) return true;
   const auto answer =
       prompts_.unsaved ? prompts_.unsaved(this, tr("%1 has unsaved changes. Save them?").arg(doc_->display_name()))
@@ -270,7 +298,7 @@ bool MainWindow::open_file(const QString& path) {
 }
 
 bool MainWindow::save() {
-  scenario_view_->apply_edit();
+  scenario_view_->apply_pending();
   if (doc_->path().isEmpty()) {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save scenario as"), {}, tr("Scenarios (*.toml)"));
     return !path.isEmpty() && save_as(path);
@@ -285,7 +313,7 @@ bool MainWindow::save() {
 }
 
 bool MainWindow::save_as(const QString& path) {
-  scenario_view_->apply_edit();
+  scenario_view_->apply_pending();
   QString error;
   if (!doc_->save_as(path, &error)) {
     tell(tr("Cannot save"), error);

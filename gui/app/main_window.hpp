@@ -1,6 +1,6 @@
 #pragma once
-// The main window: File (open, recent, save, save as, exports), Run (run, cancel, copy as
-// command), and three tabs: the scenario text with the reader's diagnostics, the purchase view
+// The main window: File (open, recent, save, save as, exports), Edit (undo, redo: the
+// document's edits), Run (run, cancel, copy as command), and three tabs: the scenario text with the reader's diagnostics, the purchase view
 // (a scenario with [purchase]: api::buy) and the plan view (any other: api::estimate at once,
 // api::plan when there is no [parallel], api::simulate in the background). One background job
 // at a time: Run again supersedes it, Cancel drops it, closing the window stops it.
@@ -56,6 +56,10 @@ class MainWindow : public QMainWindow {
   /// (no scenario, or one with errors).
   bool run();
   void cancel();
+  /// Edit > Undo and Redo: the document's last edit (pending typing handed over first), or the
+  /// one undone last.
+  void undo();
+  void redo();
   /// Exports of the selected front point and of the front (false + the error told when not).
   bool export_plan(const QString& path);
   bool export_point(const QString& dir);
@@ -77,6 +81,8 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
   [[nodiscard]] QAction* run_action() const { return run_; }
   [[nodiscard]] QAction* cancel_action() const { return cancel_; }
+  [[nodiscard]] QAction* undo_action() const { return undo_; }
+  [[nodiscard]] QAction* redo_action() const { return redo_; }
   [[nodiscard]] QProgressBar* progress_bar() const { return progress_; }
   [[nodiscard]] QString status_text() const;
 
@@ -112,6 +118,8 @@ class MainWindow : public QMainWindow {
   QAction* save_ = nullptr;
   QAction* run_ = nullptr;
   QAction* cancel_ = nullptr;
+  QAction* undo_ = nullptr;
+  QAction* redo_ = nullptr;
   QAction* export_plan_ = nullptr;
   QAction* export_point_ = nullptr;
   QAction* export_csv_ = nullptr;

@@ -37,7 +37,7 @@ struct Outcome {
 }  // namespace
 
 bool MainWindow::run() {
-  scenario_view_->apply_edit();
+  scenario_view_->apply_pending();
   if (!doc_->scenario()) {
     status(doc_->diagnostics().empty() ? tr("Nothing to run: open a scenario first")
                                        : tr("The scenario has errors: fix them to run"));

@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTableView>
 #include <QTextBlock>
@@ -17,6 +18,7 @@
 #include "gui/views/parallel_form.hpp"
 #include "gui/views/purchase_form.hpp"
 #include "gui/views/workload_form.hpp"
+#include "gui/widgets/undo_keys.hpp"
 
 namespace hetsim::gui {
 
@@ -25,6 +27,9 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   editor_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   editor_->setLineWrapMode(QPlainTextEdit::NoWrap);
   editor_->setTabChangesFocus(false);
+  // Its edits are the document's undo steps (Edit > Undo), not the editor's own.
+  editor_->setUndoRedoEnabled(false);
+  route_undo_keys(editor_);
   verdict_ = new QLabel(this);
   verdict_->setWordWrap(true);
   verdict_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -80,15 +85,7 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
   });
   connect(pause_, &QTimer::timeout, this, &ScenarioView::apply_edit);
   connect(doc_, &Document::text_replaced, this, &ScenarioView::load_text);
-  connect(doc_, &Document::text_edited, this, [this] {
-    // An edit from the form: one undoable step in the editor.
-    pause_->stop();
-    loading_ = true;
-    QTextCursor all(editor_->document());
-    all.select(QTextCursor::Document);
-    all.insertText(doc_->text());
-    loading_ = false;
-  });
+  connect(doc_, &Document::text_edited, this, &ScenarioView::take_edit);
   for (TomlForm* f : std::initializer_list<TomlForm*>{form_, workload_form_, parallel_form_})
     connect(f, &TomlForm::about_to_edit, this, [this] {
       if (pause_->isActive()) apply_edit();
@@ -107,6 +104,30 @@ ScenarioView::ScenarioView(Document* doc, QWidget* parent) : QWidget(parent), do
 void ScenarioView::apply_edit() {
   pause_->stop();
   doc_->set_text(editor_->toPlainText());
+}
+
+void ScenarioView::apply_pending() {
+  apply_edit();
+  for (TomlForm* f : std::initializer_list<TomlForm*>{workload_form_, parallel_form_, form_}) f->apply_pending();
+}
+
+void ScenarioView::take_edit() {
+  // A form's edit, an undo or a redo: the editor shows the new text, the cursor where it first
+  // differs from the old, the view where it was.
+  pause_->stop();
+  const QString old = editor_->toPlainText();
+  const QString& now = doc_->text();
+  qsizetype at = 0;
+  while (at < old.size() && at < now.size() && old[at] == now[at]) ++at;
+  const int scroll = editor_->verticalScrollBar()->value();
+  loading_ = true;
+  editor_->setPlainText(now);
+  loading_ = false;
+  QTextCursor c(editor_->document());
+  c.setPosition(static_cast<int>(at));
+  editor_->setTextCursor(c);
+  editor_->verticalScrollBar()->setValue(scroll);
+  editor_->ensureCursorVisible();
 }
 
 void ScenarioView::load_text() {

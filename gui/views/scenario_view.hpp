@@ -29,6 +29,8 @@ class ScenarioView : public QWidget {
   /// Hands the editor's text to the document now (edits are otherwise handed over after a
   /// short pause in typing).
   void apply_edit();
+  /// Hands every pending edit to the document now: the editor's and the forms' (before an undo).
+  void apply_pending();
   /// Puts the cursor at `line`:`col` (1-based; col 0 = the line's start) and shows it.
   void jump_to(int line, int col);
 
@@ -44,6 +46,7 @@ class ScenarioView : public QWidget {
 
  private:
   void load_text();
+  void take_edit();
   void show_verdict();
 
   Document* doc_;

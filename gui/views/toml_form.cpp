@@ -13,6 +13,7 @@
 #include "gui/app/document.hpp"
 #include "gui/qt_models/diagnostics_model.hpp"
 #include "gui/qt_models/format.hpp"
+#include "gui/widgets/undo_keys.hpp"
 
 namespace hetsim::gui {
 
@@ -80,6 +81,12 @@ QWidget* TomlForm::field(const QString& id) const {
   return nullptr;
 }
 
+QStringList TomlForm::field_ids() const {
+  QStringList out;
+  for (const Field& f : fields_) out << f.id;
+  return out;
+}
+
 QAbstractButton* TomlForm::button(const QString& id) const {
   for (const auto& [name, b] : buttons_)
     if (name == id) return b;
@@ -124,6 +131,7 @@ QLineEdit* TomlForm::add_line(QFormLayout* form, const QString& label, const Tom
   auto* edit = new QLineEdit(form->parentWidget());
   edit->setPlaceholderText(placeholder);
   edit->setToolTip(tip);
+  route_undo_keys(edit);
   form->addRow(label, edit);
   fields_.push_back({field_id(table, key), table, key, edit, quoted});
   const int i = static_cast<int>(fields_.size()) - 1;

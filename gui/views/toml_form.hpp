@@ -35,6 +35,8 @@ class TomlForm : public QWidget {
 
   /// A field by its key: "purchase.budget_usd", "cluster.pool.0.device".
   [[nodiscard]] QWidget* field(const QString& id) const;
+  /// Every field's id, in the form's order.
+  [[nodiscard]] QStringList field_ids() const;
   /// A button by its id: "cluster.pool.add", "cluster.pool.1.remove".
   [[nodiscard]] QAbstractButton* button(const QString& id) const;
   /// The reader's messages about the form's tables, as shown.

@@ -74,7 +74,7 @@ QString device_sources(const hw::DeviceSpec& d) {
 
 QStringList pool_names_in(const QString& text) {
   QStringList out;
-  for (const QString array : {QStringLiteral("cluster.pool"), QStringLiteral("purchase.candidate")})
+  for (const QString& array : {QStringLiteral("cluster.pool"), QStringLiteral("purchase.candidate")})
     for (int k = 0, n = toml_array_count(text, array); k < n; ++k) {
       const TomlTable t{array, true, k};
       const QString name = unquoted(toml_value(text, t, "name"));

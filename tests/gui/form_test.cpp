@@ -7,7 +7,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QTemporaryDir>
 #include <QTest>
+#include <QUndoStack>
 
 #include "gui/app/document.hpp"
 #include "gui/app/main_window.hpp"
@@ -97,6 +99,35 @@ void type_into(QLineEdit* e, const QString& text) {
   else
     QTest::keyClicks(e, text);
   QTest::keyClick(e, Qt::Key_Return);
+}
+
+// What the document and its forms show: the text, every field's value, modified or not.
+struct Shown {
+  QString text;
+  QStringList fields;
+  bool modified = false;
+  bool operator==(const Shown&) const = default;
+};
+
+Shown shown(const MainWindow& w) {
+  Shown out{w.document()->text(), {}, w.document()->modified()};
+  ScenarioView* v = w.scenario_view();
+  for (const TomlForm* f : {static_cast<TomlForm*>(v->workload_form()), static_cast<TomlForm*>(v->parallel_form()),
+                            static_cast<TomlForm*>(v->form())})
+    for (const QString& id : f->field_ids()) {
+      QString value;
+      if (auto* e = qobject_cast<QLineEdit*>(f->field(id))) value = e->text();
+      if (auto* b = qobject_cast<QComboBox*>(f->field(id))) value = b->currentText();
+      out.fields << id + " = " + value;
+    }
+  // The editor shows the document's text, and the window says whether it is saved.
+  if (v->editor()->toPlainText() != out.text) out.fields << "editor differs";
+  if (w.isWindowModified() != out.modified) out.fields << "title differs";
+  return out;
+}
+
+char* toString(const Shown& s) {
+  return qstrdup(qPrintable(s.text + "\n" + s.fields.join("\n") + (s.modified ? "\nmodified" : "")));
 }
 
 class FormTest : public QObject {
@@ -202,9 +233,8 @@ class FormTest : public QObject {
     QVERIFY(w.document()->text().contains("objective = \"time\""));
     QCOMPARE(w.document()->scenario()->purchase->objective, PurchaseSpec::Objective::Time);
 
-    // The editor's undo takes back the form's last edit.
-    w.scenario_view()->editor()->undo();
-    w.scenario_view()->apply_edit();
+    // Edit > Undo takes back the form's last edit.
+    w.undo_action()->trigger();
     QVERIFY(w.document()->text().contains("objective = \"pareto\""));
     QTRY_COMPARE(objective->currentText(), QString("pareto"));
 
@@ -575,6 +605,108 @@ class FormTest : public QObject {
     type_into(tp, "4");
     QVERIFY(w.document()->scenario());
     QVERIFY(w.run_action()->isEnabled());
+    QVERIFY(quiet.errors.isEmpty());
+  }
+  void undo_and_redo_restore_text_and_forms_exactly() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString file = dir.filePath("small.toml");
+    QVERIFY(QFile::copy(test::source_file("tests/gui/data/small-purchase.toml"), file));
+    QFile::setPermissions(file, QFile::ReadOwner | QFile::WriteOwner);
+    MainWindow w;
+    Quiet quiet;
+    w.set_prompts(quiet.prompts());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    QVERIFY(w.open_file(file));
+    ScenarioView* v = w.scenario_view();
+    QUndoStack* stack = w.document()->undo_stack();
+    std::vector<Shown> steps{shown(w)};
+    QVERIFY(!steps[0].modified);
+    QVERIFY(!w.undo_action()->isEnabled());
+    QVERIFY(!w.redo_action()->isEnabled());
+
+    // Edits of every kind: a field typed, a table added, a choice, typing in the editor, a table
+    // removed. Each is one step.
+    auto* budget = qobject_cast<QLineEdit*>(v->form()->field("purchase.budget_usd"));
+    type_into(budget, "2e6");
+    steps.push_back(shown(w));
+    QVERIFY(w.undo_action()->text().contains("purchase.budget_usd = 2e6"));
+    click(v->form()->button("purchase.candidate.add"));
+    steps.push_back(shown(w));
+    choose(qobject_cast<QComboBox*>(v->form()->field("purchase.objective")), "time");
+    steps.push_back(shown(w));
+    v->editor()->setFocus();
+    v->editor()->moveCursor(QTextCursor::End);
+    QTest::keyClicks(v->editor(), "# a note");
+    QTest::keyClick(v->editor(), Qt::Key_Return);
+    QTRY_VERIFY(w.document()->text().endsWith("# a note\n"));  // after the pause in typing
+    steps.push_back(shown(w));
+    click(v->workload_form()->button("cluster.pool.0.remove"));
+    steps.push_back(shown(w));
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(stack->count(), 5);
+    for (std::size_t i = 1; i < steps.size(); ++i) {
+      QVERIFY(steps[i].modified);
+      QVERIFY(steps[i].text != steps[i - 1].text);
+    }
+    QVERIFY(w.document()->scenario()->cluster.pools.empty());
+
+    // Typing not yet handed over is the step Ctrl+Z takes back (from the field itself). (A table
+    // added or removed lays the form out again: its fields are new.)
+    budget = qobject_cast<QLineEdit*>(v->form()->field("purchase.budget_usd"));
+    type_into(budget, "");  // the key gone ...
+    budget->setFocus();
+    QTest::keyClicks(budget, "3e6");  // ... then typed, not yet written
+    QVERIFY(!w.document()->text().contains("3e6"));
+    QTest::keyClick(budget, Qt::Key_Z, Qt::ControlModifier);
+    QVERIFY(w.redo_action()->text().contains("purchase.budget_usd = 3e6"));
+    w.undo();  // the key's removal
+    QCOMPARE(shown(w), steps[5]);
+
+    // Back, one step at a time, by the keys in the editor and by the menu: text and forms as they
+    // were, the last step unmodified (the file as opened).
+    v->editor()->setFocus();
+    QTest::keyClick(v->editor(), Qt::Key_Z, Qt::ControlModifier);
+    QCOMPARE(shown(w), steps[4]);
+    for (int i = 3; i >= 0; --i) {
+      w.undo_action()->trigger();
+      QCOMPARE(shown(w), steps[static_cast<std::size_t>(i)]);
+    }
+    QVERIFY(!w.document()->modified());
+    QVERIFY(!w.undo_action()->isEnabled());
+    QVERIFY(w.redo_action()->text().contains("purchase.budget_usd = 2e6"));
+    // And forward again.
+    v->editor()->setFocus();
+    QTest::keyClick(v->editor(), Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(shown(w), steps[1]);
+    for (std::size_t i = 2; i < steps.size(); ++i) {
+      w.redo_action()->trigger();
+      QCOMPARE(shown(w), steps[i]);
+    }
+
+    // Saved at step 3: unmodified there, modified a step away either way.
+    for (int i = 0; i < 2; ++i) w.undo();
+    QCOMPARE(shown(w), steps[3]);
+    QVERIFY(w.save());
+    QVERIFY(!w.document()->modified());
+    QCOMPARE(read_all(file), steps[3].text);
+    w.redo();
+    QVERIFY(w.document()->modified());
+    QVERIFY(w.isWindowModified());
+    w.undo();
+    QVERIFY(!w.document()->modified());
+    w.undo();
+    QVERIFY(w.document()->modified());
+    QCOMPARE(shown(w).text, steps[2].text);
+    // A new edit drops what could be redone.
+    choose(qobject_cast<QComboBox*>(v->form()->field("purchase.objective")), "cost");
+    QVERIFY(!w.redo_action()->isEnabled());
+    QVERIFY(w.document()->text().contains("objective = \"cost\""));
+    // Another file: nothing to undo.
+    QVERIFY(w.open_file(test::source_file("scenarios/mixed-h100-a100.toml")));
+    QVERIFY(!w.undo_action()->isEnabled());
+    QVERIFY(!w.document()->modified());
     QVERIFY(quiet.errors.isEmpty());
   }
 };
