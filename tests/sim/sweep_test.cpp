@@ -128,6 +128,8 @@ struct GrammarError {
   const char* says;
 };
 
+void PrintTo(const GrammarError& e, std::ostream* os) { *os << e.name; }
+
 class SweepGrammarErrors : public testing::TestWithParam<GrammarError> {};
 
 TEST_P(SweepGrammarErrors, SayWhereAndWhat) {
@@ -139,7 +141,7 @@ TEST_P(SweepGrammarErrors, SayWhereAndWhat) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, SweepGrammarErrors,
     testing::Values(
-        GrammarError{"empty_list", "\"training.seq_len\" = []\n", "sw.toml:17:21", "has no values"},
+        GrammarError{"empty_list", "\"training.seq_len\" = []\n", "sw.toml:17:22", "has no values"},
         GrammarError{"scalar_axis", "\"training.seq_len\" = 512\n", "sw.toml:17:", "expected a list of values or a range"},
         GrammarError{"misspelt_setting", "comand = \"plan\"\n\"training.seq_len\" = [1]\n", "sw.toml:17:1",
                      "did you mean 'command'"},
@@ -160,12 +162,12 @@ INSTANTIATE_TEST_SUITE_P(
         GrammarError{"not_a_path", "\"training..seq_len\" = [1]\n", "sw.toml:17:", "is not a key path"},
         GrammarError{"two_axes_one_key", "\"cluster.pool[0].nodes\" = [1]\n\"cluster.pool.0.nodes\" = [2]\n",
                      "sw.toml:18:", "has two axes"},
-        GrammarError{"nothing_to_sweep", "command = \"estimate\"\n", "sw.toml:17:", "no axes and no cases"},
+        GrammarError{"nothing_to_sweep", "command = \"estimate\"\n", "sw.toml:16:1", "no axes and no cases"},
         GrammarError{"too_many_points",
                      "\"training.seq_len\" = { from = 1, to = 1000, step = 1 }\n"
                      "\"training.global_batch\" = { from = 1, to = 1000, step = 1 }\n"
                      "\"training.tokens\" = { from = 1, to = 1000, step = 1 }\n",
-                     "sw.toml:17:", "more than 10000000"}),
+                     "sw.toml:16:1", "more than 10000000"}),
     [](const testing::TestParamInfo<GrammarError>& i) { return std::string(i.param.name); });
 
 TEST(SweepGrammar, AScenarioWithoutSweepIsAnError) {
