@@ -101,6 +101,14 @@ void type_into(QLineEdit* e, const QString& text) {
   QTest::keyClick(e, Qt::Key_Return);
 }
 
+// Sets form field `id` as a user would: a line edit typed (Enter), a choice picked.
+void set_field(TomlForm* form, const QString& id, const QString& value) {
+  QWidget* f = form->field(id);
+  QVERIFY2(f, qPrintable(id));
+  if (auto* e = qobject_cast<QLineEdit*>(f)) type_into(e, value);
+  if (auto* b = qobject_cast<QComboBox*>(f)) choose(b, value);
+}
+
 // What the document and its forms show: the text, every field's value, modified or not.
 struct Shown {
   QString text;
@@ -707,6 +715,86 @@ class FormTest : public QObject {
     QVERIFY(w.open_file(test::source_file("scenarios/mixed-h100-a100.toml")));
     QVERIFY(!w.undo_action()->isEnabled());
     QVERIFY(!w.document()->modified());
+    QVERIFY(quiet.errors.isEmpty());
+  }
+  void each_new_field_sets_what_the_reader_reads() {
+    Quiet quiet;
+    {
+      // The owned pool's node and links, the network's NIC, the kernels, the cost and a candidate.
+      MainWindow w;
+      w.set_prompts(quiet.prompts());
+      QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+      const QString opened = w.document()->text();
+      WorkloadForm* cluster = w.scenario_view()->workload_form();
+      PurchaseForm* purchase = w.scenario_view()->form();
+      const struct {
+        TomlForm* form;
+        QString id, value;
+      } edits[] = {{cluster, "cluster.pool.0.devices_per_node", "4"},
+                   {cluster, "cluster.pool.0.fabric", "pcie4"},
+                   {cluster, "cluster.network.nics_per_node", "2"},
+                   {cluster, "cluster.network.nic_bandwidth", "200Gbps"},
+                   {cluster, "cluster.network.nic_latency", "7us"},
+                   {cluster, "training.attention_kernel", "fa2"},
+                   {cluster, "training.norm_kernel", "native"},
+                   {purchase, "cost.pue", "1.5"},
+                   {purchase, "cost.amortisation_years", "5"},
+                   {purchase, "purchase.candidate.0.node_step", "2"},
+                   {purchase, "purchase.candidate.0.lead_time_days", "30"},
+                   {purchase, "purchase.candidate.1.rent_usd_per_hour", "3.5"}};
+      for (const auto& e : edits) {
+        set_field(e.form, e.id, e.value);
+        if (QTest::currentTestFailed()) return;
+        QVERIFY2(w.document()->scenario(), qPrintable(e.id));
+      }
+      const Scenario& s = *w.document()->scenario();
+      const hw::PoolSpec& pool = s.cluster.pools[0];
+      QCOMPARE(pool.devices_per_node, 4);
+      QCOMPARE(pool.fabric.name, std::string("pcie4"));
+      QCOMPARE(pool.nics_per_node, 2);
+      QCOMPARE(pool.nic.bandwidth.v, 25e9);
+      QCOMPARE(pool.nic.latency.v, 7e-6);
+      QCOMPARE(s.training.attention_kernel, workload::AttentionKernel::Fa2);
+      QCOMPARE(s.training.norm_kernel, workload::NormKernel::Native);
+      QCOMPARE(s.cost.pue, 1.5);
+      QCOMPARE(s.cost.amortisation_years, 5.0);
+      QCOMPARE(s.purchase->candidates[0].node_step, 2);
+      QCOMPARE(s.purchase->candidates[0].lead_time_days, 30.0);
+      QCOMPARE(s.purchase->candidates[1].pool.device.price_usd_per_hour, 3.5);
+      // Every edit a step: undone, the file as opened.
+      QCOMPARE(w.document()->undo_stack()->count(), static_cast<int>(std::size(edits)));
+      while (w.undo_action()->isEnabled()) w.undo();
+      QCOMPARE(w.document()->text(), opened);
+      QVERIFY(!w.document()->modified());
+    }
+    {
+      // The plan's degrees, micro-batch, schedule, virtual stages and sequence parallelism.
+      MainWindow w;
+      w.set_prompts(quiet.prompts());
+      QVERIFY(w.open_file(test::source_file("scenarios/gpt3-175b-a100.toml")));
+      ParallelForm* plan = w.scenario_view()->parallel_form();
+      QVERIFY(plan->note_text().contains("fixed plan"));
+      const auto& p = [&]() -> const plan::Plan& { return *w.document()->scenario()->plan; };
+      QCOMPARE(p().virtual_stages, 3);
+      set_field(plan, "parallel.virtual_stages", "");
+      QCOMPARE(p().virtual_stages, 2);  // interleaved's default
+      set_field(plan, "parallel.schedule", "1f1b");
+      QCOMPARE(p().schedule, cost::Schedule::OneFOneB);
+      QCOMPARE(p().virtual_stages, 1);
+      set_field(plan, "parallel.micro_batch", "2");
+      QCOMPARE(p().micro_batch, 2);
+      set_field(plan, "parallel.pp", "4");
+      QVERIFY(!w.document()->scenario());  // tp·pp·dp is no longer every device
+      QVERIFY(QString::fromStdString(w.document()->diagnostics().front().key).startsWith("parallel"));
+      QVERIFY(!plan->messages_text().isEmpty());
+      set_field(plan, "parallel.dp", "32");
+      QVERIFY(w.document()->scenario());
+      QCOMPARE(p().groups[0].stages.size(), std::size_t(4));
+      QCOMPARE(p().groups[0].replicas, 32);
+      set_field(plan, "parallel.sequence_parallel", "false");
+      QVERIFY(!p().sequence_parallel);
+      QVERIFY(w.document()->text().contains("sequence_parallel = false\n"));
+    }
     QVERIFY(quiet.errors.isEmpty());
   }
 };
