@@ -2,7 +2,8 @@
 // `hetsim sweep FILE [--jobs N] [--out results.csv|results.jsonl] [--resume] [--json]
 // [--plot FILE.svg …]`: every point of the scenario's [sweep] (docs/scenario-format.md#sweep),
 // validated first, then run on N threads; one row per point, written in point order as each is
-// ready, so that an interrupted sweep leaves a valid file that --resume completes.
+// ready, so that an interrupted sweep leaves a valid file that --resume completes. Under
+// mpirun, rank 0 hands the points out to the ranks (sim/sweep/distributed.hpp).
 
 #include <CLI/CLI.hpp>
 

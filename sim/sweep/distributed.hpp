@@ -1,5 +1,5 @@
 #pragma once
-// A sweep across MPI ranks (`mpirun -np N hetsim sweep …`; docs/scenario-format.md#mpi): rank 0
+// A sweep across MPI ranks (`mpirun -np N hetsim sweep …`; docs/scenario-format.md#across-nodes-mpirun): rank 0
 // validates, hands out points one at a time to whichever rank asks (dynamic load balancing, its
 // own threads included), collects the rows and delivers them in point order; the other ranks run
 // the points they are given. MPI itself is behind a small module, libhetsim_mpi.so
