@@ -24,6 +24,13 @@ QString percent(double factor) {
   return (pct > 0 ? "+" : "") + QString::number(pct) + " %";
 }
 
+// The largest cost change first; equal swings keep their order.
+void sort_by_swing(std::vector<TornadoModelRow>& rows) {
+  auto swing = [](const TornadoModelRow& t) { return std::max(std::abs(t.low_change_usd), std::abs(t.high_change_usd)); };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const TornadoModelRow& a, const TornadoModelRow& b) { return swing(a) > swing(b); });
+}
+
 }  // namespace
 
 std::vector<TornadoModelRow> tornado_rows(const buy::Result& r) {
@@ -50,9 +57,41 @@ std::vector<TornadoModelRow> tornado_rows(const buy::Result& r) {
       it->high_nothing = x.nodes.empty();
     }
   }
-  auto swing = [](const TornadoModelRow& t) { return std::max(std::abs(t.low_change_usd), std::abs(t.high_change_usd)); };
-  std::stable_sort(rows.begin(), rows.end(),
-                   [&](const TornadoModelRow& a, const TornadoModelRow& b) { return swing(a) > swing(b); });
+  sort_by_swing(rows);
+  return rows;
+}
+
+std::vector<TornadoModelRow> point_tornado_rows(const Scenario& s, const buy::Result& r, std::size_t i) {
+  std::vector<TornadoModelRow> rows;
+  if (i >= r.front.size() || !s.purchase) return rows;
+  const buy::Point& p = r.front[i];
+  const auto q = std::find_if(r.planned_points.begin(), r.planned_points.end(),
+                              [&](const buy::Priced& x) { return x.nodes == p.nodes; });
+  if (q == r.planned_points.end()) return rows;
+  for (const buy::Sensitivity& x : r.sensitivity) {
+    Scenario t = s;
+    if (x.what == "electricity") {
+      t.cost.electricity_usd_per_kwh *= x.factor;
+    } else {
+      auto c = std::find_if(t.purchase->candidates.begin(), t.purchase->candidates.end(),
+                            [&](const PurchaseSpec::Candidate& k) { return k.pool.name + " price" == x.what; });
+      if (c == t.purchase->candidates.end()) continue;
+      c->pool.device.purchase_usd *= x.factor;
+      c->pool.device.price_usd_per_hour *= x.factor;
+    }
+    const buy::Point priced = buy::price(t, *q);
+    const QString what = qs(x.what);
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const TornadoModelRow& row) { return row.what == what; });
+    if (it == rows.end()) {
+      rows.push_back({});
+      it = rows.end() - 1;
+      it->what = what;
+    }
+    (x.factor < 1 ? it->low_factor : it->high_factor) = x.factor;
+    (x.factor < 1 ? it->low_change_usd : it->high_change_usd) = priced.total_usd - p.total_usd;
+    (x.factor < 1 ? it->low_time_change_s : it->high_time_change_s) = priced.trained_in_s - p.trained_in_s;
+  }
+  sort_by_swing(rows);
   return rows;
 }
 

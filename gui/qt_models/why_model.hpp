@@ -29,6 +29,13 @@ struct TornadoModelRow {
 /// `r.sensitivity` a row per price, in order of the largest cost change first (the search's
 /// order among equal swings).
 [[nodiscard]] std::vector<TornadoModelRow> tornado_rows(const buy::Result& r);
+/// The same prices for front point `i` of `r` (searched or re-priced under `s`): by how much its
+/// own total cost and time move at each of r.sensitivity's settings, its planned composition
+/// priced by buy::price under `s` with that one price scaled (a candidate's purchase and rental
+/// price, or the electricity, as buy::sensitivity scales them). `changes` and `nothing` stay
+/// false (the point is the same composition). Empty when `i` is not on the front or its
+/// composition is not among r.planned_points.
+[[nodiscard]] std::vector<TornadoModelRow> point_tornado_rows(const Scenario& s, const buy::Result& r, std::size_t i);
 
 class TornadoModel : public QAbstractTableModel {
   Q_OBJECT
@@ -50,8 +57,9 @@ class TornadoModel : public QAbstractTableModel {
   std::vector<TornadoModelRow> rows_;
 };
 
-/// A part of two points' time (s) or cost ($): the runner-up's, the recommended point's and the
-/// difference (recommended − runner-up), as buy::versus gives them.
+/// A part of two points' time (s) or cost ($): the other point's (the runner-up, or the
+/// recommended point when another is chosen), the chosen point's and the difference (chosen −
+/// other), as buy::versus gives them.
 struct PartRow {
   QString part;
   double other = 0, chosen = 0, difference = 0;

@@ -307,6 +307,8 @@ void TornadoChart::set_titles(const QString& title, const QString& value_axis, c
   impl_->high->setLabel(high_name);
 }
 
+QString TornadoChart::title() const { return impl_->chart->title(); }
+
 void TornadoChart::set_rows(std::vector<TornadoRow> rows) {
   rows_ = std::move(rows);
   Impl& d = *impl_;

@@ -82,6 +82,7 @@ class TornadoChart : public QWidget {
 
   /// `low_name` and `high_name` name the two bars of every row ("−20 %", "+20 %").
   void set_titles(const QString& title, const QString& value_axis, const QString& low_name, const QString& high_name);
+  [[nodiscard]] QString title() const;
   /// The rows, the first drawn at the top.
   void set_rows(std::vector<TornadoRow> rows);
   [[nodiscard]] const std::vector<TornadoRow>& rows() const { return rows_; }

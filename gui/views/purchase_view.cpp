@@ -240,7 +240,7 @@ void PurchaseView::clear(const QString& message) {
   show_plan_->setEnabled(false);
   sensitivity_->set_rows({});
   sensitivity_table_->hide();
-  show_why(nullptr);
+  show_why();
   summary_->setText(message);
 }
 
@@ -315,15 +315,22 @@ void PurchaseView::show_outcome(std::shared_ptr<const BuyOutcome> outcome) {
   sensitivity_table_->resizeColumnsToContents();
   sensitivity_table_->setFixedHeight(sensitivity_table_->horizontalHeader()->height() +
                                      sensitivity_table_->verticalHeader()->length() + 4);
-  show_why(outcome_->partial ? nullptr : outcome_.get());
+  show_why();
   if (!outcome_->partial && !r.front.empty()) select_point(r.recommended);
 }
 
-void PurchaseView::show_why(const BuyOutcome* o) {
+void PurchaseView::show_why() {
+  const BuyOutcome* o = outcome_ && !outcome_->partial ? outcome_.get() : nullptr;
   const buy::Result* r = o ? &o->result : nullptr;
+  const std::optional<std::size_t> at = r && selected_ && *selected_ < r->front.size() ? selected_ : std::nullopt;
+  const bool recommended = at && *at == r->recommended;
   // The sensitivity as a tornado: by how much the recommendation's total cost moves with each
-  // price (api::buy's or api::reprice's figures; scaled to the axis' unit only).
-  tornado_model_->set_rows(r ? tornado_rows(*r) : std::vector<TornadoModelRow>{});
+  // price (api::buy's or api::reprice's figures; scaled to the axis' unit only), or, for another
+  // point, that point's own cost (its composition priced by buy::price at each setting).
+  std::vector<TornadoModelRow> rows;
+  if (r && (recommended || !at)) rows = tornado_rows(*r);
+  if (r && at && !recommended) rows = point_tornado_rows(o->scenario, *r, *at);
+  tornado_model_->set_rows(std::move(rows));
   double swing = 0;
   for (const TornadoModelRow& t : tornado_model_->rows())
     swing = std::max({swing, std::abs(t.low_change_usd), std::abs(t.high_change_usd)});
@@ -332,29 +339,33 @@ void PurchaseView::show_why(const BuyOutcome* o) {
   std::vector<TornadoRow> bars;
   for (const TornadoModelRow& t : tornado_model_->rows())
     bars.push_back({t.what, t.low_change_usd / unit, t.high_change_usd / unit});
-  tornado_->set_titles(tr("The recommendation's total cost, each price alone"),
+  tornado_->set_titles(at && !recommended ? tr("Point #%1's total cost, each price alone").arg(*at + 1)
+                                          : tr("The recommendation's total cost, each price alone"),
                        millions ? tr("change (M$)") : tr("change (k$)"), tr("lower price"), tr("higher price"));
   tornado_->set_rows(std::move(bars));
 
-  // Why the recommended point rather than the runner-up: their difference by part (buy::versus).
-  const bool two = r && r->front.size() > 1 && r->runner_up != r->recommended;
-  if (!two) {
+  // Why this point: the recommended one against the runner-up, any other against the
+  // recommended one; their difference by part (buy::versus).
+  const std::size_t other_i = !at ? 0 : recommended ? r->runner_up : r->recommended;
+  if (!at || other_i == *at) {
     time_parts_->set_rows({});
     cost_parts_->set_rows({});
     time_waterfall_->set_bars({});
     cost_waterfall_->set_bars({});
-    why_->setText(r && !r->front.empty() ? tr("The front has one point: nothing to compare it with.") : QString());
+    why_->setText(r && !r->front.empty() && r->front.size() == 1
+                      ? tr("The front has one point: nothing to compare it with.")
+                      : QString());
     return;
   }
-  const buy::Point& chosen = r->front[r->recommended];
-  const buy::Point& other = r->front[r->runner_up];
+  const buy::Point& chosen = r->front[*at];
+  const buy::Point& other = r->front[other_i];
   const buy::Versus v = buy::versus(chosen, other);
   time_parts_->set_rows(part_rows(v, PartUnit::Seconds));
   cost_parts_->set_rows(part_rows(v, PartUnit::Usd));
-  why_->setText(tr("Recommended #%1 against the runner-up #%2 (the objective's second choice): %3 until trained "
-                   "instead of %4, %5 instead of %6.")
-                    .arg(r->recommended + 1)
-                    .arg(r->runner_up + 1)
+  const QString against = recommended ? tr("Recommended #%1 against the runner-up #%2 (the objective's second choice)")
+                                      : tr("#%1 against the recommended #%2");
+  why_->setText(tr("%1: %2 until trained instead of %3, %4 instead of %5.")
+                    .arg(against.arg(*at + 1).arg(other_i + 1))
                     .arg(format_seconds(chosen.trained_in_s), format_seconds(other.trained_in_s),
                          format_usd(chosen.total_usd), format_usd(other.total_usd)));
   // Parts that are nothing in both points (rent when owning, a lead time of 0) are left out.
@@ -364,8 +375,8 @@ void PurchaseView::show_why(const BuyOutcome* o) {
       if (p.other != 0 || p.chosen != 0) parts.emplace_back(p.part, p.difference / scale);
     return parts;
   };
-  const QString first = tr("runner-up #%1").arg(r->runner_up + 1);
-  const QString last = tr("recommended #%1").arg(r->recommended + 1);
+  const QString first = recommended ? tr("runner-up #%1").arg(other_i + 1) : tr("recommended #%1").arg(other_i + 1);
+  const QString last = recommended ? tr("recommended #%1").arg(*at + 1) : tr("#%1").arg(*at + 1);
   time_waterfall_->set_titles(tr("Time until trained: red adds, green saves"), tr("days"));
   time_waterfall_->set_bars(
       waterfall(first, other.trained_in_s / 86400, bars_of(*time_parts_, 86400), last, chosen.trained_in_s / 86400));
@@ -400,6 +411,7 @@ void PurchaseView::select_point(std::size_t i) {
     }
   }
   selecting_ = false;
+  show_why();
   emit point_selected(i);
 }
 

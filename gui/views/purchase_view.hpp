@@ -90,7 +90,8 @@ class PurchaseView : public QWidget {
   [[nodiscard]] QPushButton* show_plan_button() const { return show_plan_; }
   [[nodiscard]] SensitivityModel* sensitivity_model() const { return sensitivity_; }
   [[nodiscard]] FrontChart* chart() const { return chart_; }
-  /// The sensitivity as a tornado, and the recommended point against the runner-up by part.
+  /// The sensitivity as a tornado (the recommendation's, or the selected point's own), and the
+  /// selected point by part against the runner-up (when recommended) or the recommended point.
   [[nodiscard]] TornadoModel* tornado_model() const { return tornado_model_; }
   [[nodiscard]] TornadoChart* tornado() const { return tornado_; }
   [[nodiscard]] PartsModel* time_parts_model() const { return time_parts_; }
@@ -110,8 +111,9 @@ class PurchaseView : public QWidget {
 
  private:
   void on_table_selection();
-  /// The tornado and the waterfalls of `o` (null: empty).
-  void show_why(const BuyOutcome* o);
+  /// The tornado and the waterfalls of the selected point (none selected, or a partial front:
+  /// the recommendation's tornado, or empty).
+  void show_why();
 
   std::shared_ptr<const BuyOutcome> outcome_;
   std::shared_ptr<const BuyOutcome> searched_;

@@ -12,16 +12,18 @@
 namespace hetsim::gui {
 
 bool PurchaseWhatIf::changes_nothing() const {
-  if (price_factor != 1 || electricity_usd_per_kwh || pue || mode || budget_usd || power_kw || deadline_days)
+  if (price_factor != 1 || electricity_usd_per_kwh || pue || amortisation_years || mode || budget_usd || power_kw ||
+      deadline_days)
     return false;
   for (const Prices& p : candidates)
-    if (p.purchase_usd || p.usd_per_hour) return false;
+    if (p.purchase_usd || p.usd_per_hour || p.lead_time_days) return false;
   return true;
 }
 
 Scenario apply_purchase_what_if(Scenario s, const PurchaseWhatIf& w) {
   if (w.electricity_usd_per_kwh) s.cost.electricity_usd_per_kwh = *w.electricity_usd_per_kwh;
   if (w.pue) s.cost.pue = *w.pue;
+  if (w.amortisation_years) s.cost.amortisation_years = *w.amortisation_years;
   if (w.mode) s.cost.mode = *w.mode;
   if (s.purchase) {
     PurchaseSpec& ps = *s.purchase;
@@ -32,6 +34,7 @@ Scenario apply_purchase_what_if(Scenario s, const PurchaseWhatIf& w) {
       hw::DeviceSpec& d = ps.candidates[k].pool.device;
       if (w.candidates[k].purchase_usd) d.purchase_usd = *w.candidates[k].purchase_usd;
       if (w.candidates[k].usd_per_hour) d.price_usd_per_hour = *w.candidates[k].usd_per_hour;
+      if (w.candidates[k].lead_time_days) ps.candidates[k].lead_time_days = *w.candidates[k].lead_time_days;
     }
     for (auto& c : ps.candidates) {
       c.pool.device.price_usd_per_hour *= w.price_factor;
@@ -55,10 +58,13 @@ QString describe(const Scenario& s, const PurchaseWhatIf& w) {
         parts << QObject::tr("%1 at %2 a device").arg(name, format_usd(*w.candidates[k].purchase_usd));
       if (w.candidates[k].usd_per_hour)
         parts << QObject::tr("%1 rented at $%2 a device-hour").arg(name).arg(*w.candidates[k].usd_per_hour);
+      if (w.candidates[k].lead_time_days)
+        parts << QObject::tr("%1 in service %2 days after the order").arg(name).arg(*w.candidates[k].lead_time_days);
     }
   if (w.price_factor != 1) parts << QObject::tr("device prices × %1").arg(w.price_factor);
   if (w.electricity_usd_per_kwh) parts << QObject::tr("electricity at $%1/kWh").arg(*w.electricity_usd_per_kwh);
   if (w.pue) parts << QObject::tr("PUE %1").arg(*w.pue);
+  if (w.amortisation_years) parts << QObject::tr("amortised over %1 years").arg(*w.amortisation_years);
   if (w.mode) parts << (*w.mode == CostSpec::Mode::Rent ? QObject::tr("renting") : QObject::tr("owning"));
   if (w.budget_usd) parts << QObject::tr("budget %1").arg(limit(*w.budget_usd, format_usd(*w.budget_usd)));
   if (w.power_kw) parts << QObject::tr("power limit %1").arg(limit(*w.power_kw, QObject::tr("%1 kW").arg(*w.power_kw)));
@@ -73,6 +79,9 @@ PurchaseWhatIfBox::PurchaseWhatIfBox(QWidget* parent) : QGroupBox(tr("What if"),
   price_->setValue(1);
   electricity_ = spin(0, 2, 4, 0.01, tr("[cost] electricity_usd_per_kwh"));
   pue_ = spin(1, 10, 3, 0.05, tr("[cost] pue: power usage effectiveness (energy and the power limit)"));
+  amortisation_ = spin(0.1, 100, 1, 0.5, tr("[cost] amortisation_years: the owned devices' purchase price is spread "
+                                            "over these years (own)"));
+  amortisation_->setSuffix(tr(" years"));
   mode_ = new QComboBox(this);
   mode_->addItem(tr("own"), static_cast<int>(CostSpec::Mode::Own));
   mode_->addItem(tr("rent"), static_cast<int>(CostSpec::Mode::Rent));
@@ -96,6 +105,7 @@ PurchaseWhatIfBox::PurchaseWhatIfBox(QWidget* parent) : QGroupBox(tr("What if"),
   add(tr("Device prices ×"), price_);
   add(tr("Electricity $/kWh"), electricity_);
   add(tr("PUE"), pue_);
+  add(tr("Amortisation"), amortisation_);
   add(tr("Mode"), mode_);
   add(tr("Budget"), budget_);
   add(tr("Power"), power_);
@@ -124,10 +134,12 @@ QDoubleSpinBox* PurchaseWhatIfBox::spin(double min, double max, int decimals, do
 }
 
 void PurchaseWhatIfBox::set_scenario(const Scenario& s) {
-  const QSignalBlocker b0(price_), b1(electricity_), b2(pue_), b3(mode_), b4(budget_), b5(power_), b6(deadline_);
+  const QSignalBlocker b0(price_), b1(electricity_), b2(pue_), b3(mode_), b4(budget_), b5(power_), b6(deadline_),
+      b7(amortisation_);
   price_->setValue(1);
   electricity_->setValue(s.cost.electricity_usd_per_kwh);
   pue_->setValue(s.cost.pue);
+  amortisation_->setValue(s.cost.amortisation_years);
   mode_->setCurrentIndex(mode_->findData(static_cast<int>(s.cost.mode)));
   const PurchaseSpec empty;
   const PurchaseSpec& ps = s.purchase ? *s.purchase : empty;
@@ -136,6 +148,7 @@ void PurchaseWhatIfBox::set_scenario(const Scenario& s) {
   deadline_->setValue(ps.deadline_days);
   shown_electricity_ = electricity_->value();
   shown_pue_ = pue_->value();
+  shown_amortisation_ = amortisation_->value();
   shown_mode_ = mode_->currentIndex();
   shown_budget_ = budget_->value();
   shown_power_ = power_->value();
@@ -151,6 +164,7 @@ void PurchaseWhatIfBox::set_scenario(const Scenario& s) {
       delete c.label;
       delete c.purchase;
       delete c.rent;
+      delete c.lead;
     }
     candidates_.clear();
     int at = 1;  // after the note
@@ -164,18 +178,23 @@ void PurchaseWhatIfBox::set_scenario(const Scenario& s) {
       k.rent = spin(0, 1e6, 3, 0.1, tr("%1's rent per device-hour (rent_usd_per_hour; rent)").arg(k.name));
       k.rent->setPrefix("$");
       k.rent->setSuffix(tr("/h"));
+      k.lead = spin(0, 3650, 1, 7, tr("%1's lead time: from the order to the nodes in service (lead_time_days)").arg(k.name));
+      k.lead->setSuffix(tr(" days"));
       candidate_row_->insertWidget(at++, k.label);
       candidate_row_->insertWidget(at++, k.purchase);
       candidate_row_->insertWidget(at++, k.rent);
+      candidate_row_->insertWidget(at++, k.lead);
       candidates_.push_back(k);
     }
   }
-  shown_prices_.clear();
+  shown_candidates_.clear();
   for (std::size_t k = 0; k < candidates_.size(); ++k) {
-    const QSignalBlocker q1(candidates_[k].purchase), q2(candidates_[k].rent);
-    candidates_[k].purchase->setValue(ps.candidates[k].pool.device.purchase_usd);
-    candidates_[k].rent->setValue(ps.candidates[k].pool.device.price_usd_per_hour);
-    shown_prices_.emplace_back(candidates_[k].purchase->value(), candidates_[k].rent->value());
+    const CandidateControls& c = candidates_[k];
+    const QSignalBlocker q1(c.purchase), q2(c.rent), q3(c.lead);
+    c.purchase->setValue(ps.candidates[k].pool.device.purchase_usd);
+    c.rent->setValue(ps.candidates[k].pool.device.price_usd_per_hour);
+    c.lead->setValue(ps.candidates[k].lead_time_days);
+    shown_candidates_.push_back({c.purchase->value(), c.rent->value(), c.lead->value()});
   }
 }
 
@@ -187,13 +206,15 @@ PurchaseWhatIf PurchaseWhatIfBox::values() const {
   };
   w.electricity_usd_per_kwh = changed(electricity_, shown_electricity_);
   w.pue = changed(pue_, shown_pue_);
+  w.amortisation_years = changed(amortisation_, shown_amortisation_);
   if (mode_->currentIndex() != shown_mode_) w.mode = static_cast<CostSpec::Mode>(mode_->currentData().toInt());
   w.budget_usd = changed(budget_, shown_budget_);
   w.power_kw = changed(power_, shown_power_);
   w.deadline_days = changed(deadline_, shown_deadline_);
   for (std::size_t k = 0; k < candidates_.size(); ++k)
-    w.candidates.push_back(
-        {changed(candidates_[k].purchase, shown_prices_[k].first), changed(candidates_[k].rent, shown_prices_[k].second)});
+    w.candidates.push_back({changed(candidates_[k].purchase, shown_candidates_[k].purchase),
+                            changed(candidates_[k].rent, shown_candidates_[k].rent),
+                            changed(candidates_[k].lead, shown_candidates_[k].lead)});
   return w;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The purchase view's what-if controls: the values api::reprice may change without planning
-// again (every device's price ×, each candidate's prices, electricity, PUE, rent or own, budget,
-// power limit, deadline), and the scenario they make from the one searched.
+// again (every device's price ×, each candidate's prices and lead time, electricity, PUE,
+// amortisation, rent or own, budget, power limit, deadline), and the scenario they make from the
+// one searched.
 
 #include <QGroupBox>
 
@@ -22,11 +23,12 @@ namespace hetsim::gui {
 /// multiplied by price_factor. Default: no change.
 struct PurchaseWhatIf {
   double price_factor = 1;
-  std::optional<double> electricity_usd_per_kwh, pue;
+  std::optional<double> electricity_usd_per_kwh, pue, amortisation_years;
   std::optional<CostSpec::Mode> mode;
   std::optional<double> budget_usd, power_kw, deadline_days;  ///< 0: no limit, as in the TOML
   struct Prices {
     std::optional<double> purchase_usd, usd_per_hour;  ///< per device
+    std::optional<double> lead_time_days;              ///< from the order to the nodes in service
   };
   std::vector<Prices> candidates;  ///< by [purchase] candidate; missing ones unchanged
 
@@ -56,6 +58,7 @@ class PurchaseWhatIfBox : public QGroupBox {
   [[nodiscard]] QDoubleSpinBox* price_factor() const { return price_; }
   [[nodiscard]] QDoubleSpinBox* electricity() const { return electricity_; }
   [[nodiscard]] QDoubleSpinBox* pue() const { return pue_; }
+  [[nodiscard]] QDoubleSpinBox* amortisation() const { return amortisation_; }
   [[nodiscard]] QComboBox* mode() const { return mode_; }
   [[nodiscard]] QDoubleSpinBox* budget() const { return budget_; }
   [[nodiscard]] QDoubleSpinBox* power() const { return power_; }
@@ -63,6 +66,8 @@ class PurchaseWhatIfBox : public QGroupBox {
   /// Candidate `k`'s price per device ($) and per device-hour ($); k < candidate_count().
   [[nodiscard]] QDoubleSpinBox* candidate_purchase(std::size_t k) const { return candidates_.at(k).purchase; }
   [[nodiscard]] QDoubleSpinBox* candidate_rent(std::size_t k) const { return candidates_.at(k).rent; }
+  /// Candidate `k`'s lead time (days).
+  [[nodiscard]] QDoubleSpinBox* candidate_lead_time(std::size_t k) const { return candidates_.at(k).lead; }
   [[nodiscard]] std::size_t candidate_count() const { return candidates_.size(); }
 
  signals:
@@ -74,12 +79,14 @@ class PurchaseWhatIfBox : public QGroupBox {
     QLabel* label = nullptr;
     QDoubleSpinBox* purchase = nullptr;
     QDoubleSpinBox* rent = nullptr;
+    QDoubleSpinBox* lead = nullptr;
   };
   QDoubleSpinBox* spin(double min, double max, int decimals, double step, const QString& tip);
 
   QDoubleSpinBox* price_ = nullptr;
   QDoubleSpinBox* electricity_ = nullptr;
   QDoubleSpinBox* pue_ = nullptr;
+  QDoubleSpinBox* amortisation_ = nullptr;
   QComboBox* mode_ = nullptr;
   QDoubleSpinBox* budget_ = nullptr;
   QDoubleSpinBox* power_ = nullptr;
@@ -87,9 +94,13 @@ class PurchaseWhatIfBox : public QGroupBox {
   QHBoxLayout* candidate_row_ = nullptr;
   std::vector<CandidateControls> candidates_;
   /// The controls' values as set_scenario left them (after rounding), and the scenario's mode.
-  double shown_electricity_ = 0, shown_pue_ = 0, shown_budget_ = 0, shown_power_ = 0, shown_deadline_ = 0;
+  double shown_electricity_ = 0, shown_pue_ = 0, shown_amortisation_ = 0, shown_budget_ = 0, shown_power_ = 0,
+         shown_deadline_ = 0;
   int shown_mode_ = 0;
-  std::vector<std::pair<double, double>> shown_prices_;
+  struct ShownCandidate {
+    double purchase = 0, rent = 0, lead = 0;
+  };
+  std::vector<ShownCandidate> shown_candidates_;
 };
 
 }  // namespace hetsim::gui

@@ -2,11 +2,16 @@
 // search's front at once, as api::reprice does for the changed scenario; nothing is exported
 // from a re-pricing; the scenario's values bring the search's own answer back. Each of the other
 // controls (a candidate's prices, PUE, rent or own, budget, power limit, deadline) re-prices the
-// front as api::reprice does for the scenario with that one value changed.
+// front as api::reprice does for the scenario with that one value changed, amortisation and lead
+// times included. A point picked other than the recommended one gets its own sensitivity and
+// "why this one" against the recommended point.
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QAbstractItemModelTester>
+#include <QSortFilterProxyModel>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -226,6 +231,12 @@ class PurchaseWhatIfTest : public QObject {
     cases.push_back(spin_case("h200 price", box->candidate_purchase(1), 0.4 * candidate(1).purchase_usd,
                               [](Scenario& x, double v) { x.purchase->candidates[1].pool.device.purchase_usd = v; }));
     cases.push_back(spin_case("PUE", box->pue(), 2.0, [](Scenario& x, double v) { x.cost.pue = v; }));
+    QCOMPARE(box->amortisation()->value(), s.cost.amortisation_years);
+    cases.push_back(spin_case("amortisation", box->amortisation(), 2.0,
+                              [](Scenario& x, double v) { x.cost.amortisation_years = v; }));
+    QCOMPARE(box->candidate_lead_time(0)->value(), s.purchase->candidates[0].lead_time_days);
+    cases.push_back(spin_case("h100 lead time", box->candidate_lead_time(0), 60,
+                              [](Scenario& x, double v) { x.purchase->candidates[0].lead_time_days = v; }));
     cases.push_back(spin_case("budget", box->budget(), std::round(max_capex / 2),
                               [](Scenario& x, double v) { x.purchase->budget_usd = v; }));
     cases.push_back(spin_case("power limit", box->power(), std::floor(max_kw * 0.9),
@@ -289,6 +300,94 @@ class PurchaseWhatIfTest : public QObject {
     QVERIFY(none->result.front.empty());
     expect_front(*pv, none->result);
     QVERIFY2(pv->summary_text().contains("power limit 1 kW"), qPrintable(pv->summary_text()));
+  }
+  void a_picked_point_has_its_own_sensitivity_and_why() {
+    Quiet quiet;
+    MainWindow w;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    PurchaseView* pv = w.purchase_view();
+    QVERIFY(w.run());
+    QTRY_VERIFY_WITH_TIMEOUT(idle(w) && pv->outcome() && !pv->outcome()->partial, kSearchTimeoutMs);
+    const auto searched = pv->searched();
+    const Scenario& s = searched->scenario;
+    const buy::Result& r = searched->result;
+    QVERIFY(r.front.size() >= 2);
+    QAbstractItemModelTester tornado_tester(pv->tornado_model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester time_tester(pv->time_parts_model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+
+    // Each point other than the recommended one, picked in the table.
+    for (std::size_t i = 0; i < r.front.size(); ++i) {
+      if (i == r.recommended) continue;
+      for (int row = 0; row < pv->proxy()->rowCount(); ++row)
+        if (pv->proxy()->index(row, 0).data(FrontModel::kPointRole).toULongLong() == i)
+          pv->table()->selectRow(row);
+      QCOMPARE(pv->selected_point(), std::optional<std::size_t>(i));
+      const buy::Point& picked = r.front[i];
+      const buy::Point& rec = r.front[r.recommended];
+
+      // Why: against the recommended point, by buy::versus's parts, from its total to the picked one's.
+      QVERIFY2(pv->why_text().startsWith(QString("#%1 against the recommended #%2").arg(i + 1).arg(r.recommended + 1)),
+               qPrintable(pv->why_text()));
+      const buy::Versus v = buy::versus(picked, rec);
+      QCOMPARE(pv->time_parts_model()->rows().size(), v.time_s.size());
+      for (std::size_t k = 0; k < v.time_s.size(); ++k) {
+        QCOMPARE(pv->time_parts_model()->rows()[k].difference, v.time_s[k].value);
+        QCOMPARE(pv->time_parts_model()->rows()[k].chosen, v.chosen_time[k].value);
+      }
+      const auto& time = pv->time_waterfall()->bars();
+      QVERIFY(time.size() >= 3);
+      QCOMPARE(time.front().to, rec.trained_in_s / 86400);
+      QCOMPARE(time.back().to, picked.trained_in_s / 86400);
+      QVERIFY(std::abs(time[time.size() - 2].to - time.back().to) <= 1e-9 * time.back().to);
+      const auto& cost = pv->cost_waterfall()->bars();
+      QCOMPARE(cost.front().to, rec.total_usd / 1e6);
+      QCOMPARE(cost.back().to, picked.total_usd / 1e6);
+      QVERIFY(std::abs(cost[cost.size() - 2].to - cost.back().to) <= 1e-9 * cost.back().to);
+
+      // Sensitivity: this point's own cost at each of the search's settings. Where the point
+      // stays on the front api::reprice gives at that setting (the price set through the what-if
+      // values), the change is that front's figure.
+      const auto& rows = pv->tornado_model()->rows();
+      QCOMPARE(rows.size(), tornado_rows(r).size());
+      QVERIFY(pv->tornado()->title().contains(QString("Point #%1").arg(i + 1)));
+      int checked = 0;
+      for (const buy::Sensitivity& x : r.sensitivity) {
+        PurchaseWhatIf wi;
+        if (x.what == "electricity") {
+          wi.electricity_usd_per_kwh = s.cost.electricity_usd_per_kwh * x.factor;
+        } else {
+          wi.candidates.resize(s.purchase->candidates.size());
+          for (std::size_t k = 0; k < s.purchase->candidates.size(); ++k)
+            if (s.purchase->candidates[k].pool.name + " price" == x.what) {
+              const hw::DeviceSpec& d = s.purchase->candidates[k].pool.device;
+              wi.candidates[k] = {d.purchase_usd * x.factor, d.price_usd_per_hour * x.factor, std::nullopt};
+            }
+          QVERIFY(!wi.changes_nothing());
+        }
+        auto y = api::reprice(s, apply_purchase_what_if(s, wi), r);
+        QVERIFY(y.ok());
+        const auto row = std::find_if(rows.begin(), rows.end(),
+                                      [&](const TornadoModelRow& t) { return t.what == QString::fromStdString(x.what); });
+        QVERIFY(row != rows.end());
+        const double shown = x.factor < 1 ? row->low_change_usd : row->high_change_usd;
+        for (const buy::Point& p : y->result.front)
+          if (p.nodes == picked.nodes) {
+            QCOMPARE(shown, p.total_usd - picked.total_usd);
+            ++checked;
+          }
+        // Dearer is dearer, cheaper cheaper (or the same, for a price the point does not pay).
+        QVERIFY(x.factor > 1 ? shown >= 0 : shown <= 0);
+      }
+      QVERIFY2(checked > 0, "the picked point left every re-priced front");
+      QVERIFY(std::any_of(rows.begin(), rows.end(), [](const TornadoModelRow& t) { return t.high_change_usd > 0; }));
+    }
+
+    // The recommended point again: the search's sensitivity, against the runner-up.
+    pv->select_point(r.recommended);
+    expect_shown(*pv, r);
+    QVERIFY(pv->tornado()->title().contains("recommendation"));
+    QVERIFY(quiet.errors.isEmpty());
   }
 };
 
