@@ -167,7 +167,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
       "lists or ranges, combined as a product or zipped, plus [[sweep.case]] points; each point estimated, "
       "simulated or planned as [sweep] command says. Every point is validated before any runs; one row per "
       "point (its values, status, step time, tokens/s, MFU, time and cost to train, goodput, plan, peak memory "
-      "and fit per pool, error), in point order. Without --out the rows go to stdout as CSV");
+      "and fit per pool, error), in point order. Without --out the rows go to stdout as CSV. Under `mpirun -np N` "
+      "rank 0 hands the points out to the ranks as they ask and writes the rows (docs/scenario-format.md#across-nodes-mpirun)");
   s->add_option("scenario", a.scenario, "Scenario TOML file with a [sweep] table")->required();
   s->add_option("-j,--jobs", a.jobs, "Points run at once, on this many threads")
       ->check(count_between(1, 1024, "threads"))
