@@ -49,17 +49,17 @@ void ParallelForm::lay_out() {
              tr("replicas; a check: tp·pp·dp must be every device of the cluster"));
   }
   add_line(f, tr("Micro-batch"), kParallel, "micro_batch", "1", tr("sequences per micro-batch"));
-  add_choice(f, tr("Schedule"), kParallel, "schedule", {"gpipe", "1f1b", "interleaved"}, tr("empty: 1f1b"));
+  add_choice(f, tr("Schedule"), kParallel, "schedule", {"gpipe", "1f1b", "interleaved"}, tr("empty: 1f1b"), "1f1b");
   add_line(f, tr("Virtual stages"), kParallel, "virtual_stages", {},
            tr("model chunks per stage with \"interleaved\" (2 when empty), else 1"));
   add_choice(f, tr("Recompute"), kParallel, "recompute", {"none", "selective", "full", "selective_op"},
-             tr("activation recomputation; empty: none"));
+             tr("activation recomputation; empty: none"), "none");
   add_choice(f, tr("ZeRO"), kParallel, "zero", {"0", "1", "2", "3"},
              tr("0: none; 1: optimizer state sharded (Megatron's distributed optimizer); 2: and gradients; 3: and "
                 "weights; empty: 1"),
-             false);
+             "1", false);
   add_choice(f, tr("Sequence parallel"), kParallel, "sequence_parallel", {"true", "false"},
-             tr("for stages with tp > 1; empty: true"), false);
+             tr("for stages with tp > 1; empty: true"), "true", false);
   if (key != "none")
     f->addRow(add_button(box, "parallel.remove", tr("Remove [parallel] (search the plan)"),
                          [](const QString& text) { return remove_toml_table(text, kParallel); },

@@ -40,7 +40,8 @@ void PurchaseForm::lay_out() {
   auto* pf = new QFormLayout(purchase);
   const TomlTable p{"purchase", false, 0};
   add_choice(pf, tr("Objective"), p, "objective", {"pareto", "time", "cost"},
-             tr("pareto: the knee (or the cheapest meeting the deadline); time: the fastest; cost: the cheapest"));
+             tr("pareto: the knee (or the cheapest meeting the deadline); time: the fastest; cost: the cheapest"),
+             "pareto");
   add_line(pf, tr("Budget ($)"), p, "budget_usd", tr("no limit"), tr("capex when owning, rent when renting"));
   add_line(pf, tr("Deadline (days)"), p, "deadline_days", tr("none"), tr("lead time + effective time to train"));
   add_line(pf, tr("Power (kW)"), p, "power_kw", tr("no limit"), tr("at the wall: TDP × PUE, owned + bought"));
@@ -48,7 +49,7 @@ void PurchaseForm::lay_out() {
   auto* cost = new QGroupBox(tr("Cost"), body_);
   auto* cf = new QFormLayout(cost);
   const TomlTable c{"cost", false, 0};
-  add_choice(cf, tr("Devices"), c, "mode", {"own", "rent"}, tr("rent by the hour, or buy and own; empty: rent"));
+  add_choice(cf, tr("Devices"), c, "mode", {"own", "rent"}, tr("rent by the hour, or buy and own; empty: rent"), "rent");
   add_line(cf, tr("Electricity ($/kWh)"), c, "electricity_usd_per_kwh", "0.1", tr("[cost] electricity_usd_per_kwh"));
   add_line(cf, tr("PUE"), c, "pue", "1.3", tr("power usage effectiveness (1 to 10)"));
   add_line(cf, tr("Amortisation (years)"), c, "amortisation_years", "4",

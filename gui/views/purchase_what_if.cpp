@@ -4,6 +4,8 @@
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 
@@ -95,30 +97,42 @@ PurchaseWhatIfBox::PurchaseWhatIfBox(QWidget* parent) : QGroupBox(tr("What if"),
   deadline_->setSuffix(tr(" days"));
   for (QDoubleSpinBox* box : {budget_, power_, deadline_}) box->setSpecialValueText(tr("no limit"));
 
+  // Two rows: the prices, then the limits beside each candidate's prices and lead time (which
+  // scroll sideways rather than widen the window when there are many candidates).
   auto* row = new QHBoxLayout;
-  auto add = [&](const QString& label, QWidget* w) {
+  auto* limits = new QHBoxLayout;
+  auto add = [this](QHBoxLayout* to, const QString& label, QWidget* w) {
     auto* l = new QLabel(label, this);
     l->setToolTip(w->toolTip());
-    row->addWidget(l);
-    row->addWidget(w);
+    to->addWidget(l);
+    to->addWidget(w);
   };
-  add(tr("Device prices ×"), price_);
-  add(tr("Electricity $/kWh"), electricity_);
-  add(tr("PUE"), pue_);
-  add(tr("Amortisation"), amortisation_);
-  add(tr("Mode"), mode_);
-  add(tr("Budget"), budget_);
-  add(tr("Power"), power_);
-  add(tr("Deadline"), deadline_);
-  row->addStretch(1);
-  candidate_row_ = new QHBoxLayout;
+  add(row, tr("Device prices ×"), price_);
+  add(row, tr("Electricity $/kWh"), electricity_);
+  add(row, tr("PUE"), pue_);
+  add(row, tr("Amortisation"), amortisation_);
+  add(row, tr("Mode"), mode_);
   auto* note = new QLabel(tr("The compositions the search planned, priced again without planning again"), this);
   note->setEnabled(false);
-  candidate_row_->addWidget(note);
+  note->setWordWrap(true);
+  row->addWidget(note, 1);
+  add(limits, tr("Budget"), budget_);
+  add(limits, tr("Power"), power_);
+  add(limits, tr("Deadline"), deadline_);
+  auto* strip = new QWidget;
+  candidate_row_ = new QHBoxLayout(strip);
+  candidate_row_->setContentsMargins(0, 0, 0, 0);
   candidate_row_->addStretch(1);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(strip);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setFixedHeight(budget_->sizeHint().height() + scroll->horizontalScrollBar()->sizeHint().height() + 2);
+  limits->addWidget(scroll, 1);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(row);
-  layout->addLayout(candidate_row_);
+  layout->addLayout(limits);
   connect(mode_, &QComboBox::currentIndexChanged, this, [this] { emit changed(); });
 }
 
@@ -167,7 +181,7 @@ void PurchaseWhatIfBox::set_scenario(const Scenario& s) {
       delete c.lead;
     }
     candidates_.clear();
-    int at = 1;  // after the note
+    int at = 0;
     for (const PurchaseSpec::Candidate& c : ps.candidates) {
       CandidateControls k;
       k.name = qs(c.pool.name);

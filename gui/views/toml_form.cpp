@@ -145,9 +145,11 @@ QLineEdit* TomlForm::add_line(QFormLayout* form, const QString& label, const Tom
 }
 
 QComboBox* TomlForm::add_choice(QFormLayout* form, const QString& label, const TomlTable& table, const QString& key,
-                                const QStringList& choices, const QString& tip, bool quoted) {
+                                const QStringList& choices, const QString& tip, const QString& absent,
+                                bool quoted) {
   auto* box = new QComboBox(form->parentWidget());
   box->addItem(QString());  // the key absent: the reader's default
+  set_absent_text(box, absent);
   box->addItems(choices);
   box->setToolTip(tip);
   form->addRow(label, box);
@@ -163,6 +165,10 @@ QComboBox* TomlForm::add_choice(QFormLayout* form, const QString& label, const T
   return box;
 }
 
+void TomlForm::set_absent_text(QComboBox* box, const QString& absent) {
+  box->setItemText(0, absent.isEmpty() ? QString() : "(" + absent + ")");
+}
+
 void TomlForm::refresh() {
   // The fields show the text's values, except the one being typed in (and, after the form's own
   // write, the one with the focus: the text holds what it shows).
@@ -175,8 +181,8 @@ void TomlForm::refresh() {
       if (e->text() != shown) e->setText(shown);
     } else if (auto* b = qobject_cast<QComboBox*>(f.widget)) {
       const QString shown = f.quoted ? unquote(v) : v;
-      int at = b->findText(shown);
-      if (at < 0 && !shown.isEmpty()) {  // a value the choices lack (a device of the file's own catalogue)
+      int at = shown.isEmpty() ? 0 : b->findText(shown);
+      if (at <= 0 && !shown.isEmpty()) {  // a value the choices lack (a device of the file's own catalogue)
         b->addItem(shown);
         at = b->count() - 1;
       }
@@ -209,7 +215,7 @@ void TomlForm::apply_pending() {
 void TomlForm::write(Field f) {  // a copy: the edit may lay the form out again
   QString value;
   if (auto* e = qobject_cast<QLineEdit*>(f.widget)) value = e->text().trimmed();
-  if (auto* b = qobject_cast<QComboBox*>(f.widget)) value = b->currentText();
+  if (auto* b = qobject_cast<QComboBox*>(f.widget)) value = b->currentIndex() > 0 ? b->currentText() : QString();
   if (f.quoted && !value.isEmpty()) value = quote(value);
   emit about_to_edit();
   const auto text = set_toml_value(doc_->text(), f.table, f.key, value);

@@ -67,10 +67,13 @@ class TomlForm : public QWidget {
   QLineEdit* add_line(QFormLayout* form, const QString& label, const TomlTable& table, const QString& key,
                       const QString& placeholder, const QString& tip, bool quoted = false);
   /// A choice of values for `key` (quoted strings, or bare words such as true/false when not
-  /// `quoted`); its first, empty item removes the key. A value in the text that is not among the
-  /// choices is added to them.
+  /// `quoted`); its first item removes the key and shows `absent` in brackets (what the reader
+  /// takes then: "(bf16)"). A value in the text that is not among the choices is added to them.
   QComboBox* add_choice(QFormLayout* form, const QString& label, const TomlTable& table, const QString& key,
-                        const QStringList& choices, const QString& tip, bool quoted = true);
+                        const QStringList& choices, const QString& tip, const QString& absent = {},
+                        bool quoted = true);
+  /// What choice `box`'s first item says the key's absence means ("(nvlink3)").
+  static void set_absent_text(QComboBox* box, const QString& absent);
   /// A button `id` that makes one edit of the text: `change` gets the text (pending typing
   /// written first) and returns the new one (nullopt: no change); `what` names the undo step.
   QAbstractButton* add_button(QWidget* parent, const QString& id, const QString& text,

@@ -128,7 +128,7 @@ void WorkloadForm::lay_out() {
   auto* mf = new QFormLayout(model);
   const TomlTable m{"model", false, 0};
   add_choice(mf, tr("Preset"), m, "preset", names(workload::preset_names()),
-             tr("a published model; empty: the shape below"));
+             tr("a published model; empty: the shape below"), tr("the shape below"));
   const QString shape_tip = tr("with a preset: overrides its value; without: required");
   struct Shape {
     QString label;
@@ -150,18 +150,18 @@ void WorkloadForm::lay_out() {
   add_line(tf, tr("Global batch"), t, "global_batch", {}, tr("sequences per optimizer step"));
   add_line(tf, tr("Sequence length"), t, "seq_len", {}, tr("tokens per sequence"));
   add_choice(tf, tr("Precision"), t, "precision", {"bf16", "fp16", "fp8", "fp32"},
-             tr("the GEMMs' and activations' number format; empty: bf16"));
+             tr("the GEMMs' and activations' number format; empty: bf16"), "bf16");
   add_line(tf, tr("Tokens"), t, "tokens", tr("one step only"), tr("tokens to train, e.g. 2e12"));
-  add_choice(tf, tr("Optimizer"), t, "optimizer", {"adam", "sgd"}, tr("empty: adam"));
+  add_choice(tf, tr("Optimizer"), t, "optimizer", {"adam", "sgd"}, tr("empty: adam"), "adam");
   add_choice(tf, tr("Fused kernels"), t, "fused_kernels", {"true", "false"},
              tr("memory-bound kernels fused as Megatron-LM and Transformer Engine fuse them; false: PyTorch "
                 "eager, one kernel per elementary op; empty: true"),
-             false);
+             "true", false);
   add_choice(tf, tr("Loss kernel"), t, "loss_kernel", {"fp32", "fused"},
-             tr("the cross-entropy on fp32 logits, or one fused kernel over the 16-bit logits; empty: fp32"));
+             tr("the cross-entropy on fp32 logits, or one fused kernel over the 16-bit logits; empty: fp32"), "fp32");
   add_choice(tf, tr("Attention kernel"), t, "attention_kernel", {"auto", "vendor", "fa2"},
-             tr("the device's fastest published fused attention, or FlashAttention-2's; empty: auto"));
-  add_choice(tf, tr("Norm kernel"), t, "norm_kernel", {"auto", "fused", "native", "eager"}, tr("empty: auto"));
+             tr("the device's fastest published fused attention, or FlashAttention-2's; empty: auto"), "auto");
+  add_choice(tf, tr("Norm kernel"), t, "norm_kernel", {"auto", "fused", "native", "eager"}, tr("empty: auto"), "auto");
   v->addWidget(training);
 
   auto cat = api::catalog();
@@ -207,12 +207,13 @@ void WorkloadForm::lay_out() {
   auto* network = new QGroupBox(tr("Network"), body_);
   auto* nf = new QFormLayout(network);
   const TomlTable n{"cluster.network", false, 0};
-  add_choice(nf, tr("NIC"), n, "nic", nics, tr("every pool's NIC port (a catalogue link); empty: each device's own"));
+  add_choice(nf, tr("NIC"), n, "nic", nics, tr("every pool's NIC port (a catalogue link); empty: each device's own"),
+             tr("each device's"));
   add_line(nf, tr("NIC bandwidth"), n, "nic_bandwidth", {},
            tr("instead of a NIC: a custom NIC of this bandwidth per port, e.g. 400Gbps"), true);
   add_line(nf, tr("NIC latency"), n, "nic_latency", "5us", tr("the custom NIC's latency"), true);
   add_line(nf, tr("NICs per node"), n, "nics_per_node", {}, tr("for every pool that does not set its own"));
-  add_choice(nf, tr("Topology"), n, "topology", {"fat-tree", "rail-optimized", "torus"}, tr("empty: fat-tree"));
+  add_choice(nf, tr("Topology"), n, "topology", {"fat-tree", "rail-optimized", "torus"}, tr("empty: fat-tree"), "fat-tree");
   add_line(nf, tr("Oversubscription"), n, "oversubscription", "1", tr("of the inter-node network (≥ 1)"));
   v->addWidget(network);
 }
@@ -248,12 +249,15 @@ void WorkloadForm::refreshed() {
     placeholder("name", ps ? qs(ps->name) : name);
     placeholder("devices_per_node", ps ? QString::number(ps->devices_per_node) : QString());
     placeholder("nics_per_node", ps ? QString::number(ps->nics_per_node) : QString());
-    // A choice's empty item is the key absent: what that means here, in its tooltip.
+    // A link's first item is the key absent: what the reader takes then (docs/scenario-format.md:
+    // the device's fabric; the network's NIC, else the device's).
+    const hw::DeviceSpec* shipped = ps ? &ps->device : d;
+    QString nic = unquoted(toml_value(doc_->text(), {"cluster.network", false, 0}, "nic"));
+    if (toml_value(doc_->text(), {"cluster.network", false, 0}, "nic_bandwidth")) nic = "custom-nic";
+    if (nic.isEmpty() && shipped) nic = qs(shipped->node.nic);
     if (auto* b = qobject_cast<QComboBox*>(field(QString("cluster.pool.%1.fabric").arg(k))))
-      b->setToolTip(tr("the intra-node link; empty: the device's") + (ps ? " (" + qs(ps->fabric.name) + ")" : QString()));
-    if (auto* b = qobject_cast<QComboBox*>(field(QString("cluster.pool.%1.nic").arg(k))))
-      b->setToolTip(tr("this pool's NIC port; empty: the network's, else the device's") +
-                    (ps ? " (" + qs(ps->nic.name) + ")" : QString()));
+      set_absent_text(b, shipped ? qs(shipped->node.fabric) : QString());
+    if (auto* b = qobject_cast<QComboBox*>(field(QString("cluster.pool.%1.nic").arg(k)))) set_absent_text(b, nic);
   }
 }
 

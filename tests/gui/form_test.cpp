@@ -742,6 +742,10 @@ class FormTest : public QObject {
                    {purchase, "purchase.candidate.0.node_step", "2"},
                    {purchase, "purchase.candidate.0.lead_time_days", "30"},
                    {purchase, "purchase.candidate.1.rent_usd_per_hour", "3.5"}};
+      // A choice's first item says what the key's absence means.
+      QCOMPARE(qobject_cast<QComboBox*>(cluster->field("training.precision"))->currentText(), QString("(bf16)"));
+      QCOMPARE(qobject_cast<QComboBox*>(cluster->field("cluster.pool.0.fabric"))->currentText(), QString("(nvlink3)"));
+      QCOMPARE(qobject_cast<QComboBox*>(cluster->field("cluster.pool.0.nic"))->currentText(), QString("(ib-hdr-200)"));
       for (const auto& e : edits) {
         set_field(e.form, e.id, e.value);
         if (QTest::currentTestFailed()) return;
@@ -754,6 +758,8 @@ class FormTest : public QObject {
       QCOMPARE(pool.nics_per_node, 2);
       QCOMPARE(pool.nic.bandwidth.v, 25e9);
       QCOMPARE(pool.nic.latency.v, 7e-6);
+      QCOMPARE(qobject_cast<QComboBox*>(cluster->field("cluster.pool.0.fabric"))->itemText(0), QString("(nvlink3)"));
+      QCOMPARE(qobject_cast<QComboBox*>(cluster->field("cluster.pool.0.nic"))->currentText(), QString("(custom-nic)"));
       QCOMPARE(s.training.attention_kernel, workload::AttentionKernel::Fa2);
       QCOMPARE(s.training.norm_kernel, workload::NormKernel::Native);
       QCOMPARE(s.cost.pue, 1.5);
