@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <stop_token>
 #include <thread>
@@ -141,6 +142,66 @@ int run_one_point(const io::SweepDocument& doc, const sweep::Layout& layout, std
   std::cout << sweep::row_json(layout, sweep::run_point(doc, i)).dump() << "\n" << std::flush;
   return 0;
 }
+
+// FILE.pending, beside the results file: rows that finished before an earlier point's and wait
+// for their turn, so that a crash or a kill loses no finished row. A header line with the sweep's
+// hash, then one row_json per line; --resume takes the rows of points not yet in the file.
+class PendingRows {
+ public:
+  PendingRows(std::string path, const io::SweepSpec& spec) : path_(std::move(path)), spec_(spec) {}
+  ~PendingRows() {
+    if (f_ != nullptr) std::fclose(f_);
+  }
+  PendingRows(const PendingRows&) = delete;
+  PendingRows& operator=(const PendingRows&) = delete;
+
+  // The rows of points ≥ first that an earlier run kept (none when the file is another sweep's).
+  std::map<std::size_t, sweep::Row> read(const io::SweepDocument& doc, std::size_t first) const {
+    std::map<std::size_t, sweep::Row> rows;
+    std::ifstream in(path_);
+    std::string line;
+    if (!std::getline(in, line)) return rows;
+    const auto head = nlohmann::json::parse(line, nullptr, false);
+    if (!head.is_object() || !head.contains("hash") || head["hash"] != io::sweep_hash_hex(spec_.hash)) return rows;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);  // a line cut by a crash does not parse
+      if (!j.is_object() || !j.contains("point") || !j["point"].is_number_unsigned()) continue;
+      const auto i = j["point"].get<std::size_t>();
+      if (i < first || i >= spec_.points) continue;
+      sweep::Row r = sweep::row_from_json(j);
+      r.point = i;
+      r.values = doc.values(i);
+      rows.insert_or_assign(i, std::move(r));
+    }
+    return rows;
+  }
+  // Appends one row (the file and its header made at the first); false when it cannot be written.
+  bool keep(const sweep::Layout& l, const sweep::Row& r) {
+    if (f_ == nullptr) {
+      std::error_code ec;
+      const bool fresh = !std::filesystem::exists(path_, ec);
+      f_ = std::fopen(path_.c_str(), "ab");
+      if (f_ == nullptr) return false;
+      if (fresh) std::fputs((header() + "\n").c_str(), f_);
+    }
+    const std::string line = sweep::row_json(l, r).dump() + "\n";
+    return std::fwrite(line.data(), 1, line.size(), f_) == line.size() && std::fflush(f_) == 0;
+  }
+  void remove() {
+    if (f_ != nullptr) std::fclose(f_);
+    f_ = nullptr;
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+
+ private:
+  std::string header() const {
+    return nlohmann::json{{"hetsim_sweep_pending", 1}, {"hash", io::sweep_hash_hex(spec_.hash)}}.dump();
+  }
+  std::string path_;
+  const io::SweepSpec& spec_;
+  std::FILE* f_ = nullptr;
+};
 
 // Under mpirun: the MPI session of this process. Rank 0 tells the other ranks to stop on every
 // way out that has not handed them out points, then every rank finalizes.
@@ -274,6 +335,8 @@ int run_sweep(const SweepArgs& a) {
   const sweep::Format format = format_of(a.out);
   std::size_t first = 0;
   std::FILE* out = nullptr;
+  PendingRows pending(a.out + ".pending", spec);
+  std::map<std::size_t, sweep::Row> finished;
   if (!a.out.empty()) {
     std::error_code ec;
     const std::string header = sweep::file_header(format, layout);
@@ -286,9 +349,11 @@ int run_sweep(const SweepArgs& a) {
       std::filesystem::resize_file(a.out, existing->keep_bytes, ec);
       if (ec) return fail(a, {about(a.out, "--out", "cannot cut the file's last, unfinished line: " + ec.message(), "", ErrorKind::Environment)});
       first = existing->rows;
+      finished = pending.read(*doc, first);
       if (plotter != nullptr) plot_rows = sweep::read_rows(format, layout, std::string_view(ss.str()).substr(0, existing->keep_bytes));
       out = std::fopen(a.out.c_str(), "ab");
     } else {
+      pending.remove();  // an earlier, interrupted run's: this one starts over
       out = std::fopen(a.out.c_str(), "wb");
       if (out != nullptr) {
         std::fwrite(header.data(), 1, header.size(), out);
@@ -324,6 +389,14 @@ int run_sweep(const SweepArgs& a) {
   sweep::RunOptions opts;
   opts.jobs = a.jobs;
   opts.first = first;
+  opts.finished = std::move(finished);
+  if (out != nullptr)
+    opts.on_waiting = [&](const sweep::Row& r) {
+      if (!pending.keep(layout, r) && !write_failed) {
+        write_failed = true;
+        stop.request_stop();
+      }
+    };
   opts.stop = stop.get_token();
   if (spec.command == io::SweepCommand::Simulate && spec.simgrid)
     opts.runner = [&](std::size_t i) { return run_in_child(*doc, a.scenario, i); };
@@ -360,6 +433,7 @@ int run_sweep(const SweepArgs& a) {
     return fail(a, {about(a.out, "--out", "writing the results file failed (disk full?); the rows before are kept",
                           "free space, then --resume", ErrorKind::Environment)});
   const bool complete = first + delivered == spec.points;
+  if (out != nullptr && complete) pending.remove();
   if (plotter != nullptr && complete) {
     auto chart = sweep::make_chart(layout, plot_rows, plot_opts);
     if (!chart) return fail(a, chart.errors());

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 namespace hetsim::sweep {
@@ -69,8 +70,15 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::size_t, Row> done;
+  std::set<std::size_t> kept;  // rows handed to on_waiting (or finished before)
+  for (const auto& [i, r] : opts.finished)
+    if (i >= opts.first && i < n) {
+      done.emplace(i, r);
+      kept.insert(i);
+    }
   std::size_t next = opts.first, written = opts.first, running = 0;
   auto claim = [&]() -> std::optional<std::size_t> {  // under mu
+    while (next < n && opts.finished.count(next) > 0) ++next;  // done by an earlier run
     if (next >= n || opts.stop.stop_requested()) return std::nullopt;
     return next++;
   };
@@ -106,6 +114,14 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
       lock.unlock();
       if (opts.on_row) opts.on_row(row);
       ++delivered;
+      lock.lock();
+    }
+    if (opts.on_waiting) {  // rows that wait for an earlier point's: kept by the caller meanwhile
+      std::vector<Row> waiting;
+      for (auto it = done.upper_bound(written); it != done.end(); ++it)
+        if (kept.insert(it->first).second) waiting.push_back(it->second);
+      lock.unlock();
+      for (const auto& r : waiting) opts.on_waiting(r);
       lock.lock();
     }
     const bool local_idle = (next >= n || opts.stop.stop_requested()) && running == 0;

@@ -153,29 +153,52 @@ std::string row_line(Format f, const Layout& l, const Row& r) {
   return out + "\n";
 }
 
+namespace {
+
+// A figure of a row read back (a figure that was not finite was written as null).
+double figure(const nlohmann::json& j, const char* key, double otherwise) {
+  const auto it = j.find(key);
+  if (it == j.end()) return otherwise;
+  return it->is_number() ? it->get<double>() : std::nan("");
+}
+
+std::string text(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
 Row row_from_json(const nlohmann::json& j) {
   Row r;
-  const std::string status = j.value("status", "internal");
-  r.ok = status == "ok";
   r.kind = ErrorKind::Internal;
+  if (!j.is_object()) {
+    r.error = "error: a row that is not a JSON object";
+    return r;
+  }
+  const std::string status = text(j, "status");
+  r.ok = status == "ok";
   for (ErrorKind k : {ErrorKind::BadInput, ErrorKind::DoesNotFit, ErrorKind::Environment, ErrorKind::Internal})
     if (status == kind_name(k)) r.kind = k;
-  r.error = j.value("error", "");
+  r.error = text(j, "error");
   r.has_figures = j.contains("step_s");
   if (!r.has_figures) return r;
-  r.step_s = j.value("step_s", 0.0);
-  r.tokens_per_s = j.value("tokens_per_s", 0.0);
-  r.mfu = j.value("mfu", 0.0);
-  r.time_to_train_s = j.value("time_to_train_s", 0.0);
-  r.goodput = j.value("goodput", 1.0);
-  r.effective_time_to_train_s = j.value("effective_time_to_train_s", 0.0);
-  r.cost_to_train_usd = j.value("cost_to_train_usd", 0.0);
-  r.devices = j.value("devices", 0);
-  r.plan = j.value("plan", "");
-  if (j.contains("pools") && j["pools"].is_array())
-    for (const auto& p : j["pools"])
-      r.pools.push_back({p.value("name", ""), p.value("peak_GiB", 0.0) * kGiB, p.value("capacity_GiB", 0.0) * kGiB,
-                         p.value("devices", 0), p.value("fits", false)});
+  r.step_s = figure(j, "step_s", 0);
+  r.tokens_per_s = figure(j, "tokens_per_s", 0);
+  r.mfu = figure(j, "mfu", 0);
+  r.time_to_train_s = figure(j, "time_to_train_s", 0);
+  r.goodput = figure(j, "goodput", 1);
+  r.effective_time_to_train_s = figure(j, "effective_time_to_train_s", 0);
+  r.cost_to_train_usd = figure(j, "cost_to_train_usd", 0);
+  r.devices = static_cast<int>(figure(j, "devices", 0));
+  r.plan = text(j, "plan");
+  if (const auto p = j.find("pools"); p != j.end() && p->is_array())
+    for (const auto& x : *p) {
+      if (!x.is_object()) continue;
+      const auto fits = x.find("fits");
+      r.pools.push_back({text(x, "name"), figure(x, "peak_GiB", 0) * kGiB, figure(x, "capacity_GiB", 0) * kGiB,
+                         static_cast<int>(figure(x, "devices", 0)), fits != x.end() && fits->is_boolean() && fits->get<bool>()});
+    }
   return r;
 }
 

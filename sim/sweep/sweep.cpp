@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "sim/api/api.hpp"
@@ -54,6 +55,20 @@ void fill(Row& row, const Scenario& s, const plan::Plan& p, const analytic::Esti
                               format_bytes(d.peak_memory), format_bytes(d.capacity), d.worst_stage);
       break;
     }
+}
+
+// Hands each row that waits for an earlier point's (and was not handed before) to `on_waiting`,
+// outside the lock.
+void keep_waiting_rows(const std::map<std::size_t, Row>& done, std::size_t written, std::set<std::size_t>& kept,
+                       const std::function<void(const Row&)>& on_waiting, std::unique_lock<std::mutex>& lock) {
+  if (!on_waiting) return;
+  std::vector<Row> rows;
+  for (auto it = done.upper_bound(written); it != done.end(); ++it)
+    if (kept.insert(it->first).second) rows.push_back(it->second);
+  if (rows.empty()) return;
+  lock.unlock();
+  for (const auto& r : rows) on_waiting(r);
+  lock.lock();
 }
 
 }  // namespace
@@ -161,6 +176,12 @@ std::size_t run(const io::SweepDocument& doc, const RunOptions& opts) {
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::size_t, Row> done;
+  std::set<std::size_t> kept;        // rows handed to on_waiting (or finished before)
+  for (const auto& [i, r] : opts.finished)
+    if (i >= opts.first && i < n) {
+      done.emplace(i, r);
+      kept.insert(i);
+    }
   std::size_t next = opts.first;     // the next point to hand out
   std::size_t written = opts.first;  // the next row to deliver
   std::size_t running = 0;
@@ -170,6 +191,7 @@ std::size_t run(const io::SweepDocument& doc, const RunOptions& opts) {
       // Timed waits: a stop request wakes nobody.
       while (!(next >= n || opts.stop.stop_requested() || next < written + window))
         cv.wait_for(lock, std::chrono::milliseconds(50));
+      while (next < n && opts.finished.count(next) > 0) ++next;  // done by an earlier run
       if (next >= n || opts.stop.stop_requested()) break;
       const std::size_t i = next++;
       ++running;
@@ -189,8 +211,10 @@ std::size_t run(const io::SweepDocument& doc, const RunOptions& opts) {
   while (written < n) {
     // A row is delivered when its turn comes; once stopped, the rows of points still running
     // are waited for so that no finished work is lost, then the gap ends the run.
-    while (!(done.count(written) > 0 || ((opts.stop.stop_requested() || next >= n) && running == 0)))
+    while (!(done.count(written) > 0 || ((opts.stop.stop_requested() || next >= n) && running == 0))) {
       cv.wait_for(lock, std::chrono::milliseconds(50));
+      keep_waiting_rows(done, written, kept, opts.on_waiting, lock);
+    }
     auto it = done.find(written);
     if (it == done.end()) break;
     Row row = std::move(it->second);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -73,6 +74,13 @@ struct RunOptions {
   /// Runs one point instead of run_point (the CLI's child process for SimGrid); may be empty.
   std::function<Row(std::size_t)> runner;
   std::stop_token stop;  ///< asked, no new point starts; rows already run are still delivered in order
+  /// Called, on the thread that called run(), for each row that finished before an earlier
+  /// point's: it waits for its turn, and a crash meanwhile would lose it (the CLI keeps such
+  /// rows in FILE.pending); may be empty.
+  std::function<void(const Row&)> on_waiting;
+  /// Rows of points ≥ first finished by an earlier run (FILE.pending): delivered in their turn,
+  /// not run again.
+  std::map<std::size_t, Row> finished;
 };
 
 /// Runs points [first, points) on `jobs` threads (at most jobs·16 rows wait for an earlier one).

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "sim/api/api.hpp"
 #include "sim/io/sweep_reader.hpp"
@@ -346,6 +350,61 @@ TEST(SweepRun, AStopEndsTheRunWithTheRowsBeforeInOrder) {
   EXPECT_EQ(sweep::run(d, o), 100u - n);
   EXPECT_EQ(seen.size(), 100u);
   for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i);
+}
+
+TEST(SweepRun, RowsFinishedByAnEarlierRunAreDeliveredNotRunAgain) {
+  const auto d = sweep_of(with_sweep("\"training.global_batch\" = { from = 16, to = 160, step = 16 }\n"));
+  sweep::RunOptions o;
+  o.jobs = 2;
+  o.first = 2;
+  sweep::Row kept = sweep::run_point(d, 6);
+  kept.step_s = -1;  // a marker: this row, not a new run of point 6
+  o.finished.emplace(6, kept);
+  o.finished.emplace(1, sweep::run_point(d, 1));  // before `first`: ignored
+  std::atomic<int> runs{0};
+  o.runner = [&](std::size_t i) {
+    ++runs;
+    EXPECT_NE(i, 6u);
+    return sweep::run_point(d, i);
+  };
+  std::vector<sweep::Row> rows;
+  o.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  EXPECT_EQ(sweep::run(d, o), 8u);
+  EXPECT_EQ(runs.load(), 7);
+  ASSERT_EQ(rows.size(), 8u);
+  for (std::size_t k = 0; k < rows.size(); ++k) EXPECT_EQ(rows[k].point, k + 2);
+  EXPECT_EQ(rows[4].step_s, -1);
+}
+
+TEST(SweepRun, RowsThatWaitForAnEarlierPointAreHandedOverMeanwhile) {
+  // Point 0 finishes only once three later points have been handed to on_waiting (which the CLI
+  // keeps in FILE.pending): without that hand-over it gives up after 20 s and the test fails.
+  const auto d = sweep_of(with_sweep("\"training.global_batch\" = { from = 16, to = 160, step = 16 }\n"));
+  std::mutex mu;
+  std::vector<std::size_t> waiting;
+  std::size_t handed_before_0 = 0;
+  auto handed = [&] {
+    std::lock_guard lock(mu);
+    return waiting.size();
+  };
+  sweep::RunOptions o;
+  o.jobs = 3;
+  o.runner = [&](std::size_t i) {
+    if (i == 0)
+      for (int k = 0; k < 20000 && handed() < 3; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return sweep::run_point(d, i);
+  };
+  o.on_waiting = [&](const sweep::Row& r) {
+    std::lock_guard lock(mu);
+    waiting.push_back(r.point);
+  };
+  o.on_row = [&](const sweep::Row& r) {
+    std::lock_guard lock(mu);
+    if (r.point == 0) handed_before_0 = waiting.size();
+  };
+  EXPECT_EQ(sweep::run(d, o), 10u);
+  EXPECT_GE(handed_before_0, 3u);
+  for (auto i : waiting) EXPECT_NE(i, 0u);
 }
 
 TEST(SweepFiles, ResumeKeepsTheRowsOfTheSameSweepAndDropsACutLine) {
