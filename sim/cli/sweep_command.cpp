@@ -389,6 +389,7 @@ int run_sweep(const SweepArgs& a) {
   sweep::RunOptions opts;
   opts.jobs = a.jobs;
   opts.first = first;
+  const std::size_t reused = finished.size();
   opts.finished = std::move(finished);
   if (out != nullptr)
     opts.on_waiting = [&](const sweep::Row& r) {
@@ -453,7 +454,8 @@ int run_sweep(const SweepArgs& a) {
   }
   std::cerr << fmt::format("hetsim: {} point{} run in {:.2f} s ({} ok, {} do not fit, {} failed){}{}\n", delivered,
                            delivered == 1 ? "" : "s", seconds, ok, not_fit, failed,
-                           first > 0 ? fmt::format("; {} were in {} already", first, a.out) : "",
+                           (first > 0 ? fmt::format("; {} were in {} already", first, a.out) : "") +
+                               (reused > 0 ? fmt::format("; {} of these were kept in {}.pending, not run again", reused, a.out) : ""),
                            a.out.empty() ? "" : "; rows in " + a.out);
   if (!complete) {
     std::cerr << fmt::format("hetsim: stopped after point {} of {}; `hetsim sweep {} --out {} --resume` runs the rest\n",
