@@ -13,6 +13,8 @@ namespace hetsim::gui {
 namespace {
 // The CLI refuses larger scenario files too (sim/io/input_file); a GUI should not hang on one.
 constexpr qint64 kMaxScenarioBytes = 16 << 20;
+// Each step keeps the text before and after it: a bound on what a long session holds.
+constexpr int kUndoSteps = 1000;
 }  // namespace
 
 // One edit of the text: redo sets the text after it, undo the text before it. The first redo of
@@ -37,6 +39,7 @@ class Document::Edit : public QUndoCommand {
 
 Document::Document(QObject* parent) : QObject(parent) {
   undo_ = new QUndoStack(this);
+  undo_->setUndoLimit(kUndoSteps);
   connect(undo_, &QUndoStack::cleanChanged, this, [this](bool clean) { emit modified_changed(!clean); });
   read();
 }
