@@ -150,6 +150,15 @@ QString add_toml_array_table(const QString& text, const QString& name, const QSt
   return lines.join('\n');
 }
 
+std::optional<QString> copy_toml_array_table(const QString& text, const QString& name, int index) {
+  const QStringList lines = text.split('\n');
+  const TomlTable table{name, true, index};
+  const auto span = find_table(lines, table);
+  if (!span) return std::nullopt;
+  const int end = trim_closing(lines, span->header + 1, end_with_subtables(lines, table, span->end));
+  return add_toml_array_table(text, name, lines.mid(span->header + 1, end - span->header - 1));
+}
+
 std::optional<QString> remove_toml_table(const QString& text, const TomlTable& table) {
   QStringList lines = text.split('\n');
   const auto span = find_table(lines, table);

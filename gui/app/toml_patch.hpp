@@ -41,6 +41,10 @@ struct TomlTable {
 /// `text` with a new `[[name]]` table of `lines` ("key = value"), after the last `[[name]]` table
 /// and its sub-tables (their trailing comments stay with what follows), or at the end.
 [[nodiscard]] QString add_toml_array_table(const QString& text, const QString& name, const QStringList& lines);
+/// `text` with a copy of the index-th `[[name]]` table (its lines and sub-tables, as
+/// remove_toml_table would take them; not its header's comment) after the last `[[name]]` table;
+/// nullopt when it is not there.
+[[nodiscard]] std::optional<QString> copy_toml_array_table(const QString& text, const QString& name, int index);
 /// `text` without `table`: its header, its lines and the sub-tables (`[name.…]`, `[[name.…]]`)
 /// right after it, except the comment and blank lines that end it (they stand before what
 /// follows). nullopt when the table is not there.

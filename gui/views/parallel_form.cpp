@@ -12,11 +12,16 @@ namespace hetsim::gui {
 
 namespace {
 const TomlTable kParallel{"parallel", false, 0};
+const QString kGroups = QStringLiteral("parallel.replicas");
 }  // namespace
 
 ParallelForm::ParallelForm(Document* doc, QWidget* parent) : TomlForm(doc, {"parallel"}, parent) { rebuild(); }
 
 QString ParallelForm::note_text() const { return note_ ? note_->text() : QString(); }
+
+QString ParallelForm::stages_text(int i) const {
+  return i >= 0 && i < static_cast<int>(stages_.size()) ? stages_[static_cast<std::size_t>(i)]->text() : QString();
+}
 
 bool ParallelForm::shown() const {
   return !doc_->text().trimmed().isEmpty() && !has_toml_table(doc_->text(), {"purchase", false, 0});
@@ -24,12 +29,15 @@ bool ParallelForm::shown() const {
 
 QString ParallelForm::layout_key() const {
   if (!has_toml_table(doc_->text(), kParallel)) return "none";
-  return has_toml_table(doc_->text(), {"parallel.replicas", true, 0}) ? "replicas" : "uniform";
+  const int groups = toml_array_count(doc_->text(), kGroups);
+  return groups > 0 ? QString("replicas %1").arg(groups) : QString("uniform");
 }
 
 void ParallelForm::lay_out() {
   auto* v = static_cast<QVBoxLayout*>(body_->layout());
-  const QString key = layout_key();
+  stages_.clear();
+  const QString key = layout_key().section(' ', 0, 0);
+  const int groups = toml_array_count(doc_->text(), kGroups);
   auto* box = new QGroupBox(tr("Plan ([parallel])"), body_);
   auto* f = new QFormLayout(box);
   note_ = new QLabel(box);
@@ -37,8 +45,7 @@ void ParallelForm::lay_out() {
   if (key == "none")
     note_->setText(tr("No [parallel]: Run searches the best plan (hetsim plan). A value typed here fixes the plan."));
   else if (key == "replicas")
-    note_->setText(tr("Replica groups ([[parallel.replicas]]): their counts, micro-batches and stages are edited "
-                      "in the text."));
+    note_->setText(tr("Replica groups ([[parallel.replicas]]), below: their stages are edited in the text."));
   else
     note_->setText(tr("A fixed plan: every replica is pp stages of tp devices of one pool (hetsim simulate)."));
   f->addRow(note_);
@@ -65,6 +72,43 @@ void ParallelForm::lay_out() {
                          [](const QString& text) { return remove_toml_table(text, kParallel); },
                          tr("remove [parallel]")));
   v->addWidget(box);
+  for (int k = 0; k < groups; ++k) {
+    auto* group = new QGroupBox(tr("Replica group %1").arg(k + 1), body_);
+    auto* g = new QFormLayout(group);
+    const TomlTable t{kGroups, true, k};
+    add_line(g, tr("Replicas"), t, "count", "1", tr("identical data-parallel replicas in the group"));
+    add_line(g, tr("Micro-batches"), t, "micro_batches", tr("shared evenly"),
+             tr("per replica per step; empty: what the groups without it share evenly"));
+    auto* stages = new QLabel(group);
+    stages->setWordWrap(true);
+    stages->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    stages->setToolTip(tr("the group's stages (pool, tp, layers) as read; edit `stages` in the text"));
+    g->addRow(tr("Stages"), stages);
+    stages_.push_back(stages);
+    g->addRow(add_button(group, QString("%1.%2.copy").arg(kGroups).arg(k), tr("Copy this group"),
+                         [k](const QString& text) { return copy_toml_array_table(text, kGroups, k); },
+                         tr("copy replica group %1").arg(k + 1)));
+    g->addRow(add_button(group, QString("%1.%2.remove").arg(kGroups).arg(k), tr("Remove this group"),
+                         [k](const QString& text) { return remove_toml_table(text, {kGroups, true, k}); },
+                         tr("remove replica group %1").arg(k + 1)));
+    v->addWidget(group);
+  }
+}
+
+void ParallelForm::refreshed() {
+  // Each group's stages as the reader made them (the plan's groups are the tables, in order).
+  const auto& s = doc_->scenario();
+  const bool read = s && s->plan && s->plan->groups.size() == stages_.size();
+  for (std::size_t k = 0; k < stages_.size(); ++k) {
+    QStringList parts;
+    if (read)
+      for (const plan::Stage& st : s->plan->groups[k].stages)
+        parts << QString("%1 tp%2 L%3")
+                     .arg(QString::fromStdString(s->cluster.pools[static_cast<std::size_t>(st.pool)].name))
+                     .arg(st.tp)
+                     .arg(st.layers);
+    stages_[k]->setText(read ? parts.join(" | ") : tr("(as read: the file has errors)"));
+  }
 }
 
 }  // namespace hetsim::gui

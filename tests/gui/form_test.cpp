@@ -70,6 +70,15 @@ void same_as_typed(const MainWindow& w, const QString& text) {
   QVERIFY(typed.open_file(w.document()->path()));
   typed.scenario_view()->editor()->setPlainText(text);
   typed.scenario_view()->apply_edit();
+  if (w.document()->text() != typed.document()->text()) {
+    // Where they part, to read.
+    const QString& a = w.document()->text();
+    const QString& b = typed.document()->text();
+    qsizetype at = 0;
+    while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
+    qWarning("form:  %s\ntyped: %s", qPrintable(a.mid(std::max<qsizetype>(0, at - 60), 200)),
+             qPrintable(b.mid(std::max<qsizetype>(0, at - 60), 200)));
+  }
   QCOMPARE(w.document()->text(), typed.document()->text());
   QCOMPARE(w.document()->scenario().has_value(), typed.document()->scenario().has_value());
   QCOMPARE(w.document()->diagnostics().size(), typed.document()->diagnostics().size());
@@ -394,6 +403,10 @@ class FormTest : public QObject {
                  .replace("[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n\n", "")
                  .replace("peak = \"a datasheet\"\n\n# the second",
                           "peak = \"a datasheet\"\n\n[[cluster.pool]]\ndevice = \"x\"\n\n# the second"));
+    // A copy of a table, after the last of its array.
+    QCOMPARE(*copy_toml_array_table(kText, "purchase.candidate", 0),
+             kText + "\n[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 2\n");
+    QVERIFY(!copy_toml_array_table(kText, "purchase.candidate", 2));
     // [parallel] with its replica groups.
     QCOMPARE(*remove_toml_table(pools, {"parallel", false, 0}),
              QString(pools).replace("[parallel]\ntp = 2\n# a group\n[[parallel.replicas]]\ncount = 1\n\n", ""));
@@ -572,6 +585,7 @@ class FormTest : public QObject {
     // Replica groups: the common keys only.
     QVERIFY(!plan->field("parallel.tp"));
     QVERIFY(plan->note_text().contains("[[parallel.replicas]]"));
+    QVERIFY(plan->field("parallel.replicas.1.micro_batches"));
     auto* recompute = qobject_cast<QComboBox*>(plan->field("parallel.recompute"));
     QVERIFY(recompute);
     QCOMPARE(recompute->currentText(), QString("selective"));
@@ -801,6 +815,65 @@ class FormTest : public QObject {
       QVERIFY(!p().sequence_parallel);
       QVERIFY(w.document()->text().contains("sequence_parallel = false\n"));
     }
+    QVERIFY(quiet.errors.isEmpty());
+  }
+  void replica_groups_are_edited_copied_and_removed() {
+    MainWindow w;
+    Quiet quiet;
+    w.set_prompts(quiet.prompts());
+    QVERIFY(w.open_file(test::source_file("scenarios/mixed-h100-a100.toml")));
+    const QString opened = w.document()->text();
+    QString typed = opened;
+    ParallelForm* plan = w.scenario_view()->parallel_form();
+    auto line = [&](const QString& id) { return qobject_cast<QLineEdit*>(plan->field(id)); };
+    QVERIFY(line("parallel.replicas.0.count") && line("parallel.replicas.1.micro_batches"));
+    QCOMPARE(line("parallel.replicas.0.count")->text(), QString("4"));
+    QCOMPARE(line("parallel.replicas.0.micro_batches")->text(), QString("92"));
+    QCOMPARE(line("parallel.replicas.1.micro_batches")->text(), QString("36"));
+    QCOMPARE(plan->stages_text(0), QString("h100 tp8 L20 | h100 tp8 L20 | h100 tp8 L20 | h100 tp8 L20"));
+    QCOMPARE(plan->stages_text(1), QString("a100 tp8 L20 | a100 tp8 L20 | a100 tp8 L20 | a100 tp8 L20"));
+
+    // Micro-batches that do not add up to the batch: the reader's message, no Run.
+    type_into(line("parallel.replicas.0.micro_batches"), "100");
+    QVERIFY(!w.document()->scenario());
+    QVERIFY(!w.run_action()->isEnabled());
+    QVERIFY2(plan->messages_text().contains(QString::fromStdString(w.document()->diagnostics().front().message)),
+             qPrintable(plan->messages_text()));
+    QVERIFY(plan->stages_text(0).contains("errors"));
+    type_into(line("parallel.replicas.0.micro_batches"), "92");
+    QVERIFY(w.document()->scenario());
+
+    // The A100 group removed; the H100 group then takes the whole batch (micro-batches shared).
+    click(plan->button("parallel.replicas.1.remove"));
+    typed = typed.left(typed.lastIndexOf("\n[[parallel.replicas]]"));
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(!w.document()->scenario());  // 4 · 92 is not 512
+    type_into(line("parallel.replicas.0.micro_batches"), "");
+    typed.replace("micro_batches = 92\n", "");
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(w.document()->scenario()->plan->groups.size(), std::size_t(1));
+    QCOMPARE(w.document()->scenario()->plan->groups[0].micro_batches, 128);
+    QVERIFY(!plan->field("parallel.replicas.1.count"));
+
+    // Copied: a second group of the same stages; two replicas each fit the H100 pool.
+    click(plan->button("parallel.replicas.0.copy"));
+    const QString body = typed.mid(typed.lastIndexOf("[[parallel.replicas]]\n") + 22).chopped(1);
+    typed += "\n[[parallel.replicas]]\n" + body + "\n";
+    same_as_typed(w, typed);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(!w.document()->scenario());  // 8 replicas of 32 H100s: more than the pool has
+    type_into(line("parallel.replicas.0.count"), "2");
+    type_into(line("parallel.replicas.1.count"), "2");
+    QVERIFY(w.document()->scenario());
+    QCOMPARE(w.document()->scenario()->plan->groups.size(), std::size_t(2));
+    QCOMPARE(plan->stages_text(1), plan->stages_text(0));
+    QCOMPARE(w.document()->scenario()->plan->groups[1].replicas, 2);
+
+    // All of it undone: the file as opened.
+    while (w.undo_action()->isEnabled()) w.undo();
+    QCOMPARE(w.document()->text(), opened);
     QVERIFY(quiet.errors.isEmpty());
   }
 };
