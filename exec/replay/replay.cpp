@@ -165,6 +165,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
 
   // Every folded device is unfolded into its real devices: tp ranks × replicas, one thread each;
   // each data-parallel collective joins the replicas of every group that hold its layer.
+  if (p.ep > 1)
+    return Diagnostic{{}, "plan", "expert parallelism (ep = " + std::to_string(p.ep) +
+                                      ") is not replayed yet: the executor runs every expert on every replica",
+                      "run the plan with ep = 1 (docs/executor.md, Limits)"};
   if (p.groups.size() > 1 && p.zero >= 2 && p.replicas() > 1)
     return Diagnostic{{}, "plan", "ZeRO " + std::to_string(p.zero) + " with " + std::to_string(p.groups.size()) +
                                       " replica groups: the schedule reduces each micro-batch's gradients within its "

@@ -130,10 +130,15 @@ StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt, bool autoca
 
 MemoryBreakdown device_memory(const DeviceMemoryInput& in) {
   const double d = std::max(1, in.dp);
+  const double de = std::max(1.0, d / std::max(1, in.ep));  // the experts' data-parallel ranks
+  const double dense = in.params - in.expert_params;
+  auto state = [&](double bytes, bool sharded) {
+    return Bytes{dense * bytes / (sharded ? d : 1.0) + in.expert_params * bytes / (sharded ? de : 1.0)};
+  };
   MemoryBreakdown mb;
-  mb.add("weights", Bytes{in.params * in.state.weights / (in.zero >= 3 ? d : 1.0)});
-  mb.add("gradients", Bytes{in.params * in.state.grads / (in.zero >= 2 ? d : 1.0)});
-  mb.add("optimizer", Bytes{in.params * in.state.optimizer / (in.zero >= 1 ? d : 1.0)});
+  mb.add("weights", state(in.state.weights, in.zero >= 3));
+  mb.add("gradients", state(in.state.grads, in.zero >= 2));
+  mb.add("optimizer", state(in.state.optimizer, in.zero >= 1));
   mb.add("activations", in.activations_per_micro_batch * in.in_flight);
   mb.add("transient", in.transient);
   mb.add("comm buffers", in.comm_buffers);

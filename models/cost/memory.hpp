@@ -60,6 +60,10 @@ struct StateBytes {
 /// Everything that decides one device's memory.
 struct DeviceMemoryInput {
   double params = 0;          ///< parameters this device holds before ZeRO sharding
+  /// Of `params`, routed-expert parameters (already divided by the expert-parallel degree):
+  /// their ZeRO shards span the dp/ep ranks of their expert-data-parallel group.
+  double expert_params = 0;
+  int ep = 1;                 ///< expert-parallel degree
   StateBytes state;
   int zero = 0;               ///< ZeRO stage 0–3
   int dp = 1;                 ///< data-parallel ranks that share the ZeRO shards

@@ -262,14 +262,19 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   } else {
     // Router, then each expert sees tokens·top_k·capacity_factor/experts tokens (padded to
     // capacity). The model-FLOP convention counts the top_k experts' work without padding.
+    // Under expert parallelism a rank holds experts/ep of them and runs, balanced, the tokens
+    // its ep peers send them: ep times as many per expert, the same work per rank (a grouped
+    // GEMM of experts/ep GEMMs of ep× the rows; the all-to-alls are priced by stage_cost).
     Op router = gemm("router", tokens, m.experts, h, e);
     ops.push_back(router);
-    const double per_expert = tokens * m.top_k * m.capacity_factor / m.experts;
+    const int ep = std::max(1, s.ep);
+    const int local_experts = m.experts / ep;
+    const double per_expert = tokens * m.top_k * m.capacity_factor * ep / m.experts;
     ops.push_back(streaming("moe_permute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 2, 1}, 0));
-    Op up = linear("expert_up", per_expert, up_cols, h, ge, m.experts);
+    Op up = linear("expert_up", per_expert, up_cols, h, ge, local_experts);
     Op actop = streaming(swiglu ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
-                         per_expert * m.experts * f / t, e, act, swiglu ? 6 : 8);
-    Op down = linear("expert_down", per_expert, h, f / t, ge, m.experts);
+                         per_expert * local_experts * f / t, e, act, swiglu ? 6 : 8);
+    Op down = linear("expert_down", per_expert, h, f / t, ge, local_experts);
     const double unpadded = 1.0 / m.capacity_factor;
     up.model_flops = up.fwd_flops * unpadded;
     down.model_flops = down.fwd_flops * unpadded;

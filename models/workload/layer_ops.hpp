@@ -73,6 +73,9 @@ struct MicroBatchShape {
   /// per parameter each way); norms and residual adds read and write fp32; the norm outputs
   /// that feed GEMMs are cast to 16 bits (and their gradients back): 6 bytes per element each.
   bool autocast = false;
+  /// Expert parallelism (plan::Plan::ep): each rank holds experts/ep of a MoE layer's routed
+  /// experts and runs the tokens of its ep peers that chose them.
+  int ep = 1;
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

@@ -32,6 +32,7 @@ ParamCount count_params(const ModelSpec& m) {
 
   ParamCount p;
   p.per_layer = attn + m.experts * mlp + shared + router + 2 * norm;
+  p.per_layer_experts = m.moe() ? m.experts * mlp : 0;
   p.per_layer_active = attn + (m.moe() ? m.top_k : 1) * mlp + shared + router + 2 * norm;
   p.embedding = static_cast<double>(m.vocab) * h +
                 (m.positions == Positions::Learned ? static_cast<double>(m.max_positions) * h : 0);

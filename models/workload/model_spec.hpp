@@ -53,6 +53,7 @@ struct ModelSpec {
 /// Parameter counts, exact for the shapes above (see docs/cost-models.md#parameters).
 struct ParamCount {
   double per_layer = 0;         ///< all experts included
+  double per_layer_experts = 0; ///< of which the routed experts' MLPs (0 for a dense model)
   double per_layer_active = 0;  ///< parameters one token uses (top_k experts)
   double embedding = 0;         ///< token (+ position) embedding
   double output = 0;            ///< untied output projection (0 when tied)

@@ -54,6 +54,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.micro_batch = p.micro_batch;
   shape.seq_len = s.training.seq_len;
   shape.tp = st.tp;
+  shape.ep = s.model.moe() ? p.ep : 1;
   shape.sequence_parallel = p.sequence_parallel && st.tp > 1;
   shape.dtype = s.training.precision;
   shape.flash_attention = s.training.flash_attention;
@@ -76,11 +77,15 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer, tr.autocast);
   const int replicas = p.replicas();
   const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
+  // Expert parallelism: a rank holds 1/ep of each MoE layer's routed experts.
+  const int ep = m.moe() ? std::max(1, p.ep) : 1;
+  const double layer_params_tp1 = pc.per_layer - pc.per_layer_experts + pc.per_layer_experts / ep;  // before TP
 
   // Per-layer costs of a (pool, tp) pair, per micro-batch.
   struct LayerCost {
     Duration fwd, bwd, recompute, tp_fwd, tp_bwd, tp_recompute;
     Duration ag, rs, ar;  // one TP collective of the micro-batch's activation
+    Duration a2a;         // one expert-parallel all-to-all of the micro-batch's routed tokens
     cost::Algorithm ar_algorithm = cost::Algorithm::Ring;
   };
   std::map<std::pair<int, int>, LayerCost> memo;
@@ -109,10 +114,23 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // weights read and written, on the compute stream (docs/cost-models.md#data-parallel-sync).
       // FSDP1's flat parameters are views into the gathered buffer (zero3_copy_out = false);
       // TPUs run JAX/XLA, whose sharded all-gather writes the weights where they are read.
-      const Duration copy_out = Bytes{2 * pc.per_layer / tp * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
+      const Duration copy_out = Bytes{2 * layer_params_tp1 / tp * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
                                 dev.efficiency.launch_overhead;
       lc.fwd += copy_out;
       lc.bwd += copy_out;
+    }
+    if (ep > 1) {
+      // Dispatch (and, the same size, combine) of a MoE layer: each rank sends its share of the
+      // micro-batch's tokens (1/tp of them: the TP ranks split the dispatch) top_k times, padded
+      // to capacity, h wide, to the experts' ranks: all-to-all over the ep ranks, which Megatron
+      // orders tp apart (tp · ep ≤ a node keeps it on the fabric; docs/cost-models.md#experts).
+      CommGroup g;
+      g.ranks = ep;
+      g.ranks_per_node = std::max(1, std::min(ep, pool.devices_per_node / tp));
+      g.intra = fabric_cost(pool);
+      g.inter = nic_cost(pool, cl.network);
+      const Bytes tokens{sbh / tp * m.top_k * m.capacity_factor * e};
+      lc.a2a = cost::collective_time(Collective::AllToAll, tokens, g).time.total();
     }
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;
@@ -195,6 +213,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.tp_algorithm = sp ? cost::Algorithm::Ring : lc.ar_algorithm;
       c.layer_tp_bwd = lc.tp_bwd;
       c.layer_tp_recompute = lc.tp_recompute;
+      // Forward: dispatch and combine; backward: their gradients the same way back; full
+      // recompute re-runs the forward's pair.
+      c.layer_ep_fwd = lc.a2a * 2;
+      c.layer_ep_bwd = lc.a2a * 2;
+      c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.a2a * 2 : Duration{0};
       if (first) {
         const auto emb = workload::embedding_ops(m, shape);
         c.emb_fwd = cost::pass_time(dev, dt, emb, Pass::Forward);
@@ -210,7 +233,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
 
       // Parameters on one device of this stage. With tied embeddings and pp > 1 the last stage
       // keeps its own copy of the token embedding (not the position table).
-      c.params_layer = pc.per_layer / st.tp;
+      c.params_layer = layer_params_tp1 / st.tp;
+      c.expert_params = pc.per_layer_experts / ep / st.tp * st.layers;
       if (first) c.params_emb = pc.embedding / st.tp;
       const double token_embedding = static_cast<double>(m.vocab) * m.hidden;
       if (last)
@@ -264,29 +288,44 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
             g.inter = slower(g.inter, nic_cost(cl.pools[os.pool], cl.network));
           }
         // Megatron-LM reduces (and gathers) bucket by bucket, kBucketParams each: every bucket
-        // pays the collective's latency, and runs at the bandwidth its size reaches.
-        const double buckets = std::max(1.0, std::ceil(c.params / kBucketParams));
-        const Bytes grads{c.params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
-        const Bytes weights{c.params * sb.weights / buckets};
-        if (p.zero == 0) {
-          const auto r = cost::collective_time(Collective::AllReduce, grads, g, p.grad_sync);
-          c.dp_reduce = r.time.total() * buckets;
-          c.dp_reduce_algorithm = r.algorithm;
-        } else {
-          const auto r = cost::collective_time(Collective::ReduceScatter, grads, g, p.grad_sync);
-          const auto a = cost::collective_time(Collective::AllGather, weights, g, p.grad_sync);
-          c.dp_reduce = r.time.total() * buckets;
-          c.dp_gather = a.time.total() * buckets;
-          c.dp_reduce_algorithm = r.algorithm;
-          c.dp_gather_algorithm = a.algorithm;
-        }
+        // pays the collective's latency, and runs at the bandwidth its size reaches. Under
+        // expert parallelism the routed experts' parameters sync apart, over the replicas/ep
+        // ranks that hold the same experts (ep·tp apart in Megatron's rank order).
+        auto sync = [&](double params, const CommGroup& sg, bool first_part) {
+          if (params <= 0 || sg.ranks <= 1) return;
+          const double buckets = std::max(1.0, std::ceil(params / kBucketParams));
+          const Bytes grads{params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
+          const Bytes weights{params * sb.weights / buckets};
+          if (p.zero == 0) {
+            const auto r = cost::collective_time(Collective::AllReduce, grads, sg, p.grad_sync);
+            c.dp_reduce += r.time.total() * buckets;
+            if (first_part) c.dp_reduce_algorithm = r.algorithm;
+          } else {
+            const auto r = cost::collective_time(Collective::ReduceScatter, grads, sg, p.grad_sync);
+            const auto a = cost::collective_time(Collective::AllGather, weights, sg, p.grad_sync);
+            c.dp_reduce += r.time.total() * buckets;
+            c.dp_gather += a.time.total() * buckets;
+            if (first_part) {
+              c.dp_reduce_algorithm = r.algorithm;
+              c.dp_gather_algorithm = a.algorithm;
+            }
+          }
+        };
+        sync(c.params - c.expert_params, g, true);
+        CommGroup eg = g;
+        eg.ranks = replicas / ep;
+        eg.ranks_per_node = std::max(1, g.ranks_per_node / ep);
+        sync(c.expert_params, eg, c.params - c.expert_params <= 0);
       }
       // The step after the gradients are in: the gradient norm for clipping (read the shard's
       // gradients), Adam over the shard (read the gradient, read and write the fp32 state,
       // write the weights), and zeroing the whole local gradient buffer for the next step.
-      const double opt_params = c.params / (p.zero >= 1 ? replicas : 1);
-      c.optimizer = cost::optimizer_time(dev, opt_params, 2 * sb.grads + 2 * sb.optimizer + sb.weights) +
-                    cost::optimizer_time(dev, c.params / (p.zero >= 2 ? replicas : 1), sb.grads);
+      // (Expert parameters shard over their replicas/ep expert-data-parallel ranks.)
+      auto sharded = [&](bool on) {
+        return on ? (c.params - c.expert_params) / replicas + c.expert_params / std::max(1, replicas / ep) : c.params;
+      };
+      c.optimizer = cost::optimizer_time(dev, sharded(p.zero >= 1), 2 * sb.grads + 2 * sb.optimizer + sb.weights) +
+                    cost::optimizer_time(dev, sharded(p.zero >= 2), sb.grads);
 
       // Memory. Eager modules save more than fused kernels (memory.hpp: repeated GQA K and V,
       // SwiGLU's SiLU output).
@@ -309,13 +348,15 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const bool torch_fsdp = p.zero == 3 && replicas > 1 && dev.vendor != "google";
       if (p.zero == 3) {
         // Two layers' weights gathered: the one computing and the one prefetched.
-        c.gathered = Bytes{2 * pc.per_layer / st.tp * sb.weights};
+        c.gathered = Bytes{2 * c.params_layer * sb.weights};
         // The root unit (embedding, final norm, output layer) is not resharded after the
         // forward (FSDP's _lazy_init sets the root's post_forward_mesh_info to None): its
         // weights stay gathered through the loss and the whole backward.
         if (torch_fsdp) c.gathered += Bytes{(c.params_emb + c.params_head) * sb.weights};
       }
       c.memory.params = c.params;
+      c.memory.expert_params = c.expert_params;
+      c.memory.ep = ep;
       c.memory.state = sb;
       c.memory.state.grads = s.memory.gradient_bytes;  // what the framework keeps (memory only)
       c.memory.zero = p.zero;
@@ -340,7 +381,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           // input of the reduce dtype that lives until the collective ends, while the next
           // layer's gradients are computed; the root's output-layer gradient is held unsharded
           // until the root's post-backward at the end of the backward.
-          c.backward_working += Bytes{pc.per_layer / st.tp * (sb.weights + tr.grad_reduce_bytes) + c.params_head * sb.weights};
+          c.backward_working += Bytes{c.params_layer * (sb.weights + tr.grad_reduce_bytes) + c.params_head * sb.weights};
         }
       }
       c.memory.transient = (c.logits > c.backward_working ? c.logits : c.backward_working) + c.gathered;

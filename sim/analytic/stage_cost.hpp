@@ -17,6 +17,9 @@ struct StageCost {
   // Per micro-batch and per transformer layer:
   Duration layer_fwd, layer_bwd, layer_recompute;
   Duration layer_tp_fwd, layer_tp_bwd, layer_tp_recompute;  ///< exposed TP collectives
+  /// Expert parallelism: a MoE layer's token dispatch and combine all-to-alls (two each pass,
+  /// blocking: the experts wait for their tokens, the next block for their outputs).
+  Duration layer_ep_fwd, layer_ep_bwd, layer_ep_recompute;
   // Per micro-batch, once: the embedding (first stage) and the head (last stage), with their
   // TP collectives (forward and backward together).
   Duration emb_fwd, emb_bwd, emb_tp;
@@ -33,6 +36,7 @@ struct StageCost {
   int regathers_fwd = 0, regathers_bwd = 0;
   double params = 0;    ///< parameters on one device, after TP, before ZeRO
   double params_layer = 0;  ///< of which each transformer layer holds this many
+  double expert_params = 0; ///< of params, routed-expert parameters (1/ep of the stage's experts)
   double params_emb = 0;    ///< the embedding (first stage)
   double params_head = 0;   ///< output layer or tied copy, final norm (last stage)
   Bytes act_per_layer;  ///< activations kept per layer per micro-batch
@@ -53,6 +57,7 @@ struct StageCost {
   [[nodiscard]] Duration fwd(int layers) const { return layer_fwd * layers + emb_fwd + head_fwd; }
   [[nodiscard]] Duration bwd(int layers) const { return layer_bwd * layers + emb_bwd + head_bwd; }
   [[nodiscard]] Duration recompute(int layers) const { return layer_recompute * layers; }
+  [[nodiscard]] Duration ep(int layers) const { return (layer_ep_fwd + layer_ep_bwd + layer_ep_recompute) * layers; }
   [[nodiscard]] Duration pipeline_regather() const { return regather * (regathers_fwd + regathers_bwd); }
   [[nodiscard]] Duration tp(int layers) const {
     return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + emb_tp + head_tp + pipeline_regather();

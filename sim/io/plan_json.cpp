@@ -115,6 +115,7 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   j["virtual_stages"] = p.virtual_stages;
   j["recompute"] = kRecompute.name(p.recompute);
   j["zero"] = p.zero;
+  if (p.ep > 1) j["ep"] = p.ep;  // absent: 1 (plans written before expert parallelism)
   j["sequence_parallel"] = p.sequence_parallel;
   j["grad_sync"] = kAlgorithms.name(p.grad_sync);
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
@@ -142,7 +143,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",
-                       "zero", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "groups"});
+                       "zero", "ep", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "groups"});
   if (!j.contains("format") || j["format"] != "hetsim-plan")
     r.error("/format", "not a hetsim plan (\"format\": \"hetsim-plan\" missing)");
   if (auto v = r.integer(j, "", "version", 1, 1000, true); v && *v != kPlanFormatVersion)
@@ -155,6 +156,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
                                           .value_or(p.schedule == cost::Schedule::Interleaved ? 2 : 1));
   p.recompute = r.choice(j, "", "recompute", kRecompute).value_or(p.recompute);
   p.zero = static_cast<int>(r.integer(j, "", "zero", 0, 3, false).value_or(p.zero));
+  p.ep = static_cast<int>(r.integer(j, "", "ep", 1, 1 << 20, false).value_or(p.ep));
   p.sequence_parallel = r.boolean(j, "", "sequence_parallel").value_or(p.sequence_parallel);
   p.grad_sync = r.choice(j, "", "grad_sync", kAlgorithms).value_or(p.grad_sync);
   p.overlap_grad_reduce = r.boolean(j, "", "overlap_grad_reduce").value_or(p.overlap_grad_reduce);

@@ -418,7 +418,7 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 
 // ------------------------------------------------------------------------------- [parallel]
 const std::vector<std::string> kParallelKeys = {
-    "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel",
+    "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "sequence_parallel",
     "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "replicas"};
 
 // Per-op selective checkpointing is modelled for dense models only (memory.cpp): said where
@@ -450,6 +450,25 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       r.error(r.loc(r.node(*t, "recompute")), "parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
   }
   p.zero = as_int(r.integer(*t, "zero", 0, 3), p.zero);
+  p.ep = as_int(r.integer(*t, "ep", 1, 1 << 20), p.ep);
+  if (p.ep > 1 && !s.model.moe())
+    r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(p.ep) +
+            " (expert parallelism) needs a mixture-of-experts model, and this one has experts = " +
+            std::to_string(s.model.experts), "remove ep, or set [model] experts (> 1) and top_k");
+  else if (p.ep > 1 && s.model.experts % p.ep != 0)
+    r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(p.ep) + " does not divide the model's " +
+            std::to_string(s.model.experts) + " experts", "choose ep among the divisors of experts");
+  // Expert-parallel ranks are drawn from each stage's data-parallel replicas.
+  auto check_ep = [&](const plan::Plan& plan) {
+    for (const auto& g : plan.groups)
+      if (plan.ep > 1 && g.replicas % plan.ep != 0) {
+        r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(plan.ep) +
+                " does not divide the " + std::to_string(g.replicas) +
+                " data-parallel replicas of a replica group (expert-parallel ranks are drawn from them)",
+                "choose ep dividing dp (every [[parallel.replicas]] count)");
+        return;
+      }
+  };
   p.sequence_parallel = r.boolean(*t, "sequence_parallel").value_or(p.sequence_parallel);
   if (auto a = pick<cost::Algorithm>(r, *t, "grad_sync", {{"auto", cost::Algorithm::Auto},
                                                           {"ring", cost::Algorithm::Ring},
@@ -553,6 +572,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       for (auto& g : p.groups)
         if (g.micro_batches == 0) g.micro_batches = rest / missing_mb;
     }
+    check_ep(p);
     return p;
   }
 
@@ -625,6 +645,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       g.stages.push_back({static_cast<int>(pi), tp, k * (L / pp), L / pp});
     p.groups.push_back(g);
   }
+  check_ep(p);
   return p;
 }
 
@@ -809,6 +830,21 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     err("parallel.virtual_stages", "the interleaved schedule needs virtual_stages ≥ 2");
   if (p.recompute == cost::Recompute::SelectiveOp && m.moe())
     err("parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
+  if (p.ep > 1) {
+    // Expert parallelism: the EP ranks of a stage are ep of its data-parallel replicas.
+    if (!m.moe())
+      err("parallel.ep", "ep = " + std::to_string(p.ep) + " needs a mixture-of-experts model, and this one has experts = " +
+          std::to_string(m.experts), "remove ep, or set [model] experts (> 1) and top_k");
+    else if (m.experts % p.ep != 0)
+      err("parallel.ep", "ep = " + std::to_string(p.ep) + " does not divide the model's " + std::to_string(m.experts) +
+          " experts", "choose ep among the divisors of experts");
+    for (std::size_t gi = 0; gi < p.groups.size(); ++gi)
+      if (p.groups[gi].replicas % p.ep != 0)
+        err("parallel.replicas[" + std::to_string(gi) + "].count",
+            "ep = " + std::to_string(p.ep) + " does not divide this group's " + std::to_string(p.groups[gi].replicas) +
+            " replicas (expert-parallel ranks are drawn from a stage's data-parallel replicas)",
+            "choose ep among the divisors of every group's replica count (dp)");
+  }
   return d;
 }
 

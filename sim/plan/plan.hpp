@@ -35,6 +35,10 @@ struct Plan {
   int virtual_stages = 1;  ///< model chunks per stage for the interleaved schedule
   cost::Recompute recompute = cost::Recompute::None;
   int zero = 1;  ///< 1 = distributed optimizer (Megatron), the usual default
+  /// Expert parallelism (mixture-of-experts models): each MoE layer's routed experts are spread
+  /// over `ep` data-parallel replicas of a stage (Megatron-Core: EP ranks drawn from the DP
+  /// ranks), tokens reach their experts by all-to-all; 1 = every replica holds every expert.
+  int ep = 1;
   bool sequence_parallel = true;
   cost::Algorithm grad_sync = cost::Algorithm::Auto;
   bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlapped with backward

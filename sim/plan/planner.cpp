@@ -49,7 +49,7 @@ std::vector<double> stage_times(const plan::Plan& p, std::size_t g, const std::v
   std::vector<double> out;
   for (std::size_t i = 0; i < grp.stages.size(); ++i) {
     const int L = grp.stages[i].layers;
-    Duration t = c[i].fwd(L) + c[i].bwd(L) + c[i].recompute(L) + c[i].tp(L) + c[i].send_next * v;
+    Duration t = c[i].fwd(L) + c[i].bwd(L) + c[i].recompute(L) + c[i].tp(L) + c[i].ep(L) + c[i].send_next * v;
     if (i > 0) t += c[i - 1].send_next * v;
     out.push_back(t.v);
   }
@@ -109,7 +109,7 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
   for (int i = 0; i < S; ++i) {
     const auto& c = costs[i];
     b[i] = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd +
-            c.layer_tp_recompute).v;
+            c.layer_tp_recompute + c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute).v;
     a[i] = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.pipeline_regather() +
             c.send_next * v).v;
     if (i > 0) a[i] += costs[i - 1].send_next.v * v;
@@ -786,7 +786,8 @@ class Search {
     const auto costs = analytic::stage_costs(s_, p);
     const auto& c = costs[0][0];
     StageRates r;
-    r.layer = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd + c.layer_tp_recompute).v;
+    r.layer = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd + c.layer_tp_recompute +
+               c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute).v;
     r.emb = (c.emb_fwd + c.emb_bwd + c.emb_tp).v;
     r.head = (c.head_fwd + c.head_bwd + c.head_tp).v;
     return rates_[key] = r;

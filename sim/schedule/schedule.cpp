@@ -237,7 +237,8 @@ class Builder {
           // The activation received from another stage, split over its sender's ranks, is
           // gathered first (StageCost::regather).
           const bool regather = to_ns(c.regather) > 0 && k > 0 && chunks[k - 1].stage != si;
-          const Duration tp = c.layer_tp_fwd * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
+          // (Expert parallelism's all-to-alls block like the TP collectives and ride in this task.)
+          const Duration tp = (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
                               (ch.has_head ? c.head_tp / 2 : Duration{0}) + (regather ? c.regather : Duration{0});
           if (to_ns(tp) > 0)
             ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm, regather);
@@ -268,7 +269,7 @@ class Builder {
             unit_reduces.push_back(r);
           }
           const bool regather = to_ns(c.regather) > 0 && k + 1 < K && chunks[k + 1].stage != si;  // the gradient
-          const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers +
+          const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute + c.layer_ep_bwd + c.layer_ep_recompute) * ch.layers +
                               (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0}) +
                               (regather ? c.regather : Duration{0});
           if (to_ns(tp) > 0)

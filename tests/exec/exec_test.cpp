@@ -791,6 +791,19 @@ TEST(Replay, RunsUnvectorizedOpsOneElementAtATime) {
   EXPECT_EQ(count("fused_kernels = true\nloss_kernel = \"fused\"\n"), 0);
 }
 
+// Expert parallelism is priced but not replayed: refused before anything runs, saying so.
+TEST(Replay, RefusesExpertParallelismForNow) {
+  auto text = small("tp = 1\npp = 1\ndp = 2\nmicro_batch = 1\nep = 2\n");
+  text.replace(text.find("kv_heads = 4"), 12, "kv_heads = 4\nexperts = 4\ntop_k = 2");
+  auto s = test::parse(text);
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto backend = exec::make_cpu_backend(2);
+  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(test::all_errors(r.errors()).find("expert parallelism (ep = 2) is not replayed yet"), std::string::npos)
+      << test::all_errors(r.errors());
+}
+
 // pipeline_scatter_gather without sequence parallelism: each stage sends 1/tp of the message per
 // rank and the receiving ranks all-gather it in their TP task, as the cost model prices it:
 // per micro-batch, stage 1's two ranks gather the activation and stage 0's two the gradient.

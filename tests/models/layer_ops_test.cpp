@@ -342,6 +342,31 @@ TEST(ModelFlops, MatchesMegatronFormulaForGpt) {
   EXPECT_NEAR(model_flops_per_step(m, t).v / want, 1.0, 1e-12);
 }
 
+// Expert parallelism: a rank holds experts/ep experts and runs ep× the tokens per expert — the
+// same FLOPs and bytes in fewer, taller GEMMs; the dense ops do not change.
+TEST(LayerOps, ExpertParallelismRunsFewerTallerExpertGemms) {
+  ModelSpec moe = gpt(2, 512, 8, 1000);
+  moe.experts = 8;
+  moe.top_k = 2;
+  MicroBatchShape s{1, 1024, 1, true, hw::Dtype::Bf16, true, true};
+  const auto one = layer_ops(moe, s);
+  s.ep = 4;
+  const auto four = layer_ops(moe, s);
+  for (const char* name : {"expert_up", "expert_down"}) {
+    const Op& a = find(one, name);
+    const Op& b = find(four, name);
+    EXPECT_EQ(a.count, 8);
+    EXPECT_EQ(b.count, 2);
+    EXPECT_DOUBLE_EQ(b.m, 4 * a.m);  // 1024 tokens · top-2 / 8 experts = 256 rows; × 4
+    EXPECT_DOUBLE_EQ(a.m, 256);
+    EXPECT_DOUBLE_EQ(b.n, a.n);
+    EXPECT_DOUBLE_EQ(b.fwd_flops.v, a.fwd_flops.v);
+    EXPECT_DOUBLE_EQ(b.model_flops.v, a.model_flops.v);
+  }
+  EXPECT_DOUBLE_EQ(find(four, "qkv").fwd_flops.v, find(one, "qkv").fwd_flops.v);
+  EXPECT_DOUBLE_EQ(find(four, "expert_gelu").fwd_bytes.v, find(one, "expert_gelu").fwd_bytes.v);
+}
+
 TEST(ModelFlops, MoeCountsTopKExpertsWithoutPadding) {
   ModelSpec dense = gpt(2, 512, 8, 1000);
   ModelSpec moe = dense;

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "models/workload/model_spec.hpp"
+
+#include "models/cost/memory.hpp"
+
 #include "models/cost/compute.hpp"
 #include "sim/analytic/op_breakdown.hpp"
 #include "sim/analytic/stage_cost.hpp"
@@ -328,6 +332,50 @@ TEST(Estimate, PipelineSendsAreScatteredOverTheTensorParallelRanks) {
   EXPECT_EQ(interleaved[0].regathers_bwd, 2);
   EXPECT_EQ(interleaved[1].regathers_fwd, 2);
   EXPECT_EQ(interleaved[1].regathers_bwd, 1);
+}
+
+// Expert parallelism (issue 15): each rank holds experts/ep of a MoE layer's routed experts —
+// their weights, gradients and unsharded state shrink by ep — and runs ep× the tokens per expert
+// in experts/ep GEMMs (the same FLOPs); each MoE layer adds a dispatch and a combine all-to-all
+// each way of the rank's routed tokens over the ep ranks. On a fabric of 100 GB/s with no
+// latency, one all-to-all is, in closed form, (tokens/tp · top_k · h · 2 bytes) · (ep − 1)/ep / 100 GB/s.
+TEST(Estimate, ExpertParallelismSplitsTheExpertsAndAddsAllToAlls) {
+  auto costs = [](int ep, int zero) {
+    const Scenario s = load(
+        "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+        "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"100GB/s\"\nlatency = \"0us\"\nefficiency = 1.0\n"
+        "[[cluster.pool]]\nnodes = 1\n[cluster.pool.device]\nname = \"g\"\npeak = { bf16 = \"1000TFLOPS\" }\n"
+        "memory = \"192GiB\"\nmemory_bandwidth = \"4TB/s\"\nnode = { devices = 8, fabric = \"fab\", nics = 8, nic = \"fab\" }\n"
+        "[parallel]\ntp = 2\npp = 1\ndp = 4\nzero = " + std::to_string(zero) + "\nep = " + std::to_string(ep) + "\n");
+    EXPECT_TRUE(s.plan);
+    return std::make_pair(s, analytic::stage_costs(s, *s.plan).at(0).at(0));
+  };
+  const auto [s1, one] = costs(1, 0);
+  const auto [s4, four] = costs(4, 0);
+  const auto pc = workload::count_params(s1.model);
+  EXPECT_DOUBLE_EQ(one.expert_params, pc.per_layer_experts / 2 * 4);
+  EXPECT_DOUBLE_EQ(four.expert_params, pc.per_layer_experts / 4 / 2 * 4);
+  EXPECT_NEAR(one.params_layer - four.params_layer, pc.per_layer_experts / 2 * 0.75, 1.0);
+  EXPECT_EQ(one.layer_ep_fwd.v, 0);
+  const double a2a = 4096.0 / 2 * 2 * 4096 * 2 * 0.75 / 100e9;
+  EXPECT_NEAR(four.layer_ep_fwd.v, 2 * a2a, 1e-12);
+  EXPECT_NEAR(four.layer_ep_bwd.v, 2 * a2a, 1e-12);
+  EXPECT_EQ(four.layer_ep_recompute.v, 0);  // no recompute
+  // The experts' FLOPs are the same, in fewer, taller GEMMs: no slower.
+  EXPECT_LE(four.layer_fwd.v, one.layer_fwd.v * (1 + 1e-9));
+  // Memory: weights and gradients of the experts / 4; under ZeRO 1 their optimizer shards span
+  // dp/ep = 1 rank, so the sharded state is the same per device.
+  const auto m1 = analytic::estimate(s1, *s1.plan), m4 = analytic::estimate(s4, *s4.plan);
+  EXPECT_LT(m4.device_types[0].peak_memory.v, m1.device_types[0].peak_memory.v);
+  EXPECT_GT(m4.step.get("ep comm").v, 0);
+  EXPECT_EQ(m1.step.get("ep comm").v, 0);
+  const auto [z1, zero_one] = costs(4, 1);
+  const auto [z1e1, zero_one_ep1] = costs(1, 1);
+  cost::DeviceMemoryInput in4 = zero_one.memory, in1 = zero_one_ep1.memory;
+  const double per_param_opt = in4.state.optimizer;
+  EXPECT_NEAR(cost::device_memory(in4).get("optimizer").v,
+              ((in4.params - in4.expert_params) / 4 + in4.expert_params / 1) * per_param_opt, 1.0);
+  EXPECT_NEAR(cost::device_memory(in1).get("optimizer").v, in1.params / 4 * per_param_opt, 1.0);
 }
 
 // grad_reduce_dtype = "bf16" (Megatron-Core's grad_reduce_in_fp32 = false) halves the bytes of the

@@ -36,6 +36,26 @@ TEST(PlanJson, EveryRecomputeModeRoundTrips) {
   }
 }
 
+// Expert parallelism travels with the plan (absent = 1, as plans written before it), and a
+// plan file is validated like [parallel]: ep must divide the experts.
+TEST(PlanJson, ExpertParallelismRoundTripsAndIsValidated) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  EXPECT_EQ(io::plan_to_json(*s, *s->plan).find("\"ep\""), std::string::npos);
+  s->plan->ep = 2;
+  const std::string text = io::plan_to_json(*s, *s->plan);
+  EXPECT_NE(text.find("\"ep\": 2"), std::string::npos) << text;
+  auto back = io::parse_plan_json(text, "plan.json", *s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_EQ(back->ep, 2);
+  std::string bad = text;
+  bad.replace(bad.find("\"ep\": 2"), 7, "\"ep\": 3");
+  auto refused = io::parse_plan_json(bad, "plan.json", *s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(test::all_errors(refused.errors()).find("does not divide the model's 8 experts"), std::string::npos)
+      << test::all_errors(refused.errors());
+}
+
 struct BadPlan {
   const char* name;
   std::string from, to;  // textual edit of the valid plan
