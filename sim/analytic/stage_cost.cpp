@@ -311,11 +311,15 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
             }
           }
         };
-        sync(c.params - c.expert_params, g, true);
-        CommGroup eg = g;
-        eg.ranks = replicas / ep;
-        eg.ranks_per_node = std::max(1, g.ranks_per_node / ep);
-        sync(c.expert_params, eg, c.params - c.expert_params <= 0);
+        if (ep == 1) {
+          sync(c.params, g, true);
+        } else {
+          sync(c.params - c.expert_params, g, true);
+          CommGroup eg = g;
+          eg.ranks = replicas / ep;
+          eg.ranks_per_node = std::max(1, g.ranks_per_node / ep);
+          sync(c.expert_params, eg, c.params - c.expert_params <= 0);
+        }
       }
       // The step after the gradients are in: the gradient norm for clipping (read the shard's
       // gradients), Adam over the shard (read the gradient, read and write the fp32 state,

@@ -317,6 +317,7 @@ class Search {
       if (!stopped(r)) mixed_pipelines(alone, all);
       progress(0.75);
     }
+    if (!stopped(r)) expert_parallel(all);
     all_ = nullptr;
     std::optional<Candidate> uniform_best = stopped(r) ? std::nullopt : uniform(all);
     progress(0.8);
@@ -418,7 +419,7 @@ class Search {
 
   static bool same(const plan::Plan& a, const plan::Plan& b) {
     if (a.micro_batch != b.micro_batch || a.schedule != b.schedule || a.recompute != b.recompute ||
-        a.virtual_stages != b.virtual_stages || a.groups.size() != b.groups.size())
+        a.virtual_stages != b.virtual_stages || a.ep != b.ep || a.groups.size() != b.groups.size())
       return false;
     for (std::size_t g = 0; g < a.groups.size(); ++g) {
       const auto &x = a.groups[g], &y = b.groups[g];
@@ -450,6 +451,24 @@ class Search {
     p.recompute = st.recompute;
     p.zero = st.zero;
     return p;
+  }
+
+  // Mixture-of-experts models: every plan found so far again with each expert-parallel degree
+  // that divides the experts and every group's replicas (fewer expert weights per device, the
+  // experts' DP sync over fewer ranks, all-to-alls added; docs/cost-models.md#expert-parallelism).
+  void expert_parallel(std::vector<Candidate>& all) {
+    if (!s_.model.moe()) return;
+    const std::vector<Candidate> found = all;  // evaluate may compact `all`
+    for (const auto& c : found)
+      for (int ep = 2; ep <= s_.model.experts; ep *= 2) {
+        if (s_.model.experts % ep != 0) continue;
+        bool divides = true;
+        for (const auto& g : c.plan.groups) divides = divides && g.replicas % ep == 0;
+        if (!divides) break;  // a larger power of two does not divide either
+        plan::Plan p = c.plan;
+        p.ep = ep;
+        evaluate(std::move(p), c.family, all);
+      }
   }
 
   // Estimates a complete plan; keeps it when it fits.
