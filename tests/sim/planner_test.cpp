@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <functional>
 #include <numeric>
 
@@ -150,6 +152,47 @@ TEST(Planner, MatchesExhaustiveSearchOnSmallClusters) {
     EXPECT_LE(r.top[0].step_s(), ex_step * 1.02) << second << ": planner " << r.top[0].step_s() << " s vs exhaustive "
                                                  << ex_step << " s";
   }
+}
+
+// The measured heterogeneous loop's scenario (scenarios/cpu-hetero.toml: two calibrated cpu
+// devices, one at half speed; tests/perf/hetero_loop.sh runs it): the search gives the fast
+// device more of the batch than the slow one, and beats the scenario's own even split by at
+// least 4/3 (its devices' calibrated speeds differ about 2×; an even split waits for the slow one).
+TEST(Planner, TheHeterogeneousLoopGivesTheFastDeviceMoreOfTheBatch) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/cpu-hetero.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto r = planner::search(*s, {});
+  ASSERT_FALSE(r.top.empty());
+  const auto& best = r.top[0];
+  EXPECT_NE(best.family, "uniform");
+  // Work per pool: layer-sequences each of its devices runs in a step.
+  std::map<int, double> work;
+  for (const auto& g : best.plan.groups)
+    for (const auto& st : g.stages)
+      work[st.pool] += static_cast<double>(g.micro_batches) * best.plan.micro_batch * st.layers;
+  ASSERT_EQ(work.size(), 2u);
+  EXPECT_GT(work[0], 1.5 * work[1]) << "pool 0 (fast) against pool 1 (slow)";
+  const double uniform = analytic::estimate(*s, *s->plan).step_time.v;
+  EXPECT_LT(best.step_s() * 4.0 / 3.0, uniform);
+}
+
+// Mixture-of-experts models: the search also tries expert parallelism, and never returns an EP
+// degree that does not divide the experts or a group's replicas (the ranks EP is drawn from).
+TEST(Planner, SearchesExpertParallelismThatDividesExpertsAndReplicas) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  planner::Options o;
+  o.top = 20;
+  const auto r = planner::search(*s, o);
+  ASSERT_FALSE(r.top.empty());
+  bool some_ep = false;
+  for (const auto& c : r.top) {
+    some_ep = some_ep || c.plan.ep > 1;
+    EXPECT_EQ(s->model.experts % c.plan.ep, 0);
+    for (const auto& g : c.plan.groups) EXPECT_EQ(g.replicas % c.plan.ep, 0);
+    EXPECT_TRUE(io::validate_plan(*s, c.plan, {}).empty());
+  }
+  EXPECT_TRUE(some_ep) << "no plan with ep > 1 among the best " << r.top.size();
 }
 
 TEST(Planner, EveryReportedPlanFitsInMemory) {

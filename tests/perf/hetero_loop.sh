@@ -1,0 +1,44 @@
+#!/bin/sh
+# The measured heterogeneous loop (issue 14, docs/benchmarks.md): calibrate a cpu device at full
+# and at half speed, let `hetsim plan` choose a plan for scenarios/cpu-hetero.toml, run it and the
+# scenario's uniform plan for real on two cpu devices (the "slow" pool at --speed 0.5), and print
+# predicted against measured step for each and the speed-up. Run it on an otherwise idle machine:
+# the devices are this machine's cores.
+#   tests/perf/hetero_loop.sh [BIN_DIR] [OUT_DIR]      (default build/release/bin, a temp dir)
+# HETERO_KEEP_PROFILES=1 also copies the fresh profiles to scenarios/profiles/.
+set -eu
+BIN=${1:-build/release/bin}
+OUT=${2:-$(mktemp -d)}
+STEPS=${HETERO_STEPS:-3}
+mkdir -p "$OUT/profiles"
+PRIO="nice -n -10"
+[ "$(id -u)" = 0 ] || PRIO=""
+echo "calibrating (full speed, half speed) into $OUT/profiles" >&2
+$PRIO "$BIN/hetsim-exec" calibrate --name cpu-fast --devices 1 --out "$OUT/profiles/cpu-fast.toml" >&2
+$PRIO "$BIN/hetsim-exec" calibrate --speed 0.5 --name cpu-slow --devices 1 --out "$OUT/profiles/cpu-slow.toml" >&2
+cp scenarios/cpu-hetero.toml "$OUT/cpu-hetero.toml"
+"$BIN/hetsim" plan "$OUT/cpu-hetero.toml" --out "$OUT/best-plan.json" --json > "$OUT/search.json"
+for which in uniform best; do
+  plan=""
+  [ "$which" = best ] && plan="--plan $OUT/best-plan.json"
+  # shellcheck disable=SC2086
+  $PRIO "$BIN/hetsim-exec" run "$OUT/cpu-hetero.toml" $plan --devices 2 --speed slow=0.5 --steps "$STEPS" \
+    --warmup 1 --json > "$OUT/$which-run.json"
+done
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+search = json.load(open(f"{out}/search.json"))
+desc = {"uniform": "the scenario's [parallel]: the batch split evenly", "best": search["best"]["plan"]}
+rows = {}
+for which in ("uniform", "best"):
+    d = json.load(open(f"{out}/{which}-run.json"))
+    rows[which] = (d["predicted_step_s"], d["measured_step_s"])
+print("plan      predicted   measured    error   plan")
+for which, (p, m) in rows.items():
+    print(f"{which:8s} {p:9.3f} s {m:9.3f} s {100 * (p / m - 1):+6.1f} %   {desc[which]}")
+ps = rows["uniform"][0] / rows["best"][0]
+ms = rows["uniform"][1] / rows["best"][1]
+print(f"speed-up of the heterogeneous plan: predicted {ps:.3f}x, measured {ms:.3f}x ({100 * (ps / ms - 1):+.1f} %)")
+PY
+if [ "${HETERO_KEEP_PROFILES:-0}" = 1 ]; then cp "$OUT/profiles/cpu-fast.toml" "$OUT/profiles/cpu-slow.toml" scenarios/profiles/; fi
