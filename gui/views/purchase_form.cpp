@@ -24,10 +24,12 @@ PurchaseForm::PurchaseForm(Document* doc, QWidget* parent) : TomlForm(doc, {"pur
   rebuild();
 }
 
-bool PurchaseForm::shown() const { return has_toml_table(doc_->text(), {"purchase", false, 0}); }
+bool PurchaseForm::shown() const { return !doc_->text().trimmed().isEmpty(); }
 
 QString PurchaseForm::layout_key() const {
-  QString key;
+  // Without [purchase], the cost only.
+  if (!has_toml_table(doc_->text(), {"purchase", false, 0})) return "cost";
+  QString key = "purchase ";
   for (int k = 0, n = toml_array_count(doc_->text(), kCandidate); k < n; ++k)
     key += toml_subtables(doc_->text(), {kCandidate, true, k}).contains(kCandidate + ".device") ? 'i' : 'c';
   return key;
@@ -36,16 +38,20 @@ QString PurchaseForm::layout_key() const {
 void PurchaseForm::lay_out() {
   candidates_.clear();
   auto* v = static_cast<QVBoxLayout*>(body_->layout());
-  auto* purchase = new QGroupBox(tr("Purchase"), body_);
-  auto* pf = new QFormLayout(purchase);
-  const TomlTable p{"purchase", false, 0};
-  add_choice(pf, tr("Objective"), p, "objective", {"pareto", "time", "cost"},
-             tr("pareto: the knee (or the cheapest meeting the deadline); time: the fastest; cost: the cheapest"),
-             "pareto");
-  add_line(pf, tr("Budget ($)"), p, "budget_usd", tr("no limit"), tr("capex when owning, rent when renting"));
-  add_line(pf, tr("Deadline (days)"), p, "deadline_days", tr("none"), tr("lead time + effective time to train"));
-  add_line(pf, tr("Power (kW)"), p, "power_kw", tr("no limit"), tr("at the wall: TDP × PUE, owned + bought"));
-  v->addWidget(purchase);
+  const QString key = layout_key();
+  const bool buying = key != "cost";
+  if (buying) {
+    auto* purchase = new QGroupBox(tr("Purchase"), body_);
+    auto* pf = new QFormLayout(purchase);
+    const TomlTable p{"purchase", false, 0};
+    add_choice(pf, tr("Objective"), p, "objective", {"pareto", "time", "cost"},
+               tr("pareto: the knee (or the cheapest meeting the deadline); time: the fastest; cost: the cheapest"),
+               "pareto");
+    add_line(pf, tr("Budget ($)"), p, "budget_usd", tr("no limit"), tr("capex when owning, rent when renting"));
+    add_line(pf, tr("Deadline (days)"), p, "deadline_days", tr("none"), tr("lead time + effective time to train"));
+    add_line(pf, tr("Power (kW)"), p, "power_kw", tr("no limit"), tr("at the wall: TDP × PUE, owned + bought"));
+    v->addWidget(purchase);
+  }
   auto* cost = new QGroupBox(tr("Cost"), body_);
   auto* cf = new QFormLayout(cost);
   const TomlTable c{"cost", false, 0};
@@ -60,13 +66,13 @@ void PurchaseForm::lay_out() {
   QStringList devices;
   if (cat)
     for (const std::string& d : cat->device_names()) devices << qs(d);
-  const QString key = layout_key();
-  for (int k = 0; k < key.size(); ++k) {
+  const QString kinds = buying ? key.section(' ', 1) : QString();
+  for (int k = 0; k < kinds.size(); ++k) {
     auto* box = new QGroupBox(body_);
     auto* f = new QFormLayout(box);
     const TomlTable t{kCandidate, true, k};
     auto* device = add_choice(f, tr("Device"), t, "device", devices, tr("a catalogue device"));
-    if (key[k] == 'i') {
+    if (kinds[k] == 'i') {
       device->setEnabled(false);
       device->setToolTip(tr("an inline [purchase.candidate.device] table: edit it in the text"));
     }
@@ -82,10 +88,13 @@ void PurchaseForm::lay_out() {
     v->addWidget(box);
     candidates_.push_back(box);
   }
-  v->addWidget(add_button(
-      body_, "purchase.candidate.add", tr("Add a candidate"),
-      [](const QString& text) { return add_toml_array_table(text, kCandidate, new_pool_lines(text, kCandidate, {"max_nodes = 1"})); },
-      tr("add a candidate")));
+  if (buying)
+    v->addWidget(add_button(
+        body_, "purchase.candidate.add", tr("Add a candidate"),
+        [](const QString& text) {
+          return add_toml_array_table(text, kCandidate, new_pool_lines(text, kCandidate, {"max_nodes = 1"}));
+        },
+        tr("add a candidate")));
 }
 
 void PurchaseForm::refreshed() {

@@ -2,7 +2,8 @@
 // The purchase and cost fields of a scenario as a form beside its text (views/toml_form):
 // objective, budget, deadline, power limit; rent or own, electricity, PUE, amortisation; per
 // candidate the device (from the catalogue), its name, the most nodes, the node step, the prices
-// and the lead time; candidates added and removed. Hidden for a scenario without [purchase].
+// and the lead time; candidates added and removed. A scenario without [purchase] shows the cost
+// only.
 
 #include <QString>
 

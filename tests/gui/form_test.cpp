@@ -255,9 +255,16 @@ class FormTest : public QObject {
     QVERIFY(w.document()->text().contains("objective = \"pareto\""));
     QTRY_COMPARE(objective->currentText(), QString("pareto"));
 
-    // Not a purchase scenario: no form.
+    // Not a purchase scenario: the cost only.
     QVERIFY(w.open_file(test::source_file("scenarios/mixed-h100-a100.toml")));
-    QVERIFY(!form->isVisibleTo(&w));
+    QVERIFY(form->isVisibleTo(&w));
+    QVERIFY(!form->field("purchase.budget_usd") && !form->field("purchase.objective"));
+    QVERIFY(!form->button("purchase.candidate.add"));
+    type_into(qobject_cast<QLineEdit*>(form->field("cost.electricity_usd_per_kwh")), "0.2");
+    QVERIFY(w.document()->text().endsWith("\n[cost]\nelectricity_usd_per_kwh = 0.2\n"));
+    QCOMPARE(w.document()->scenario()->cost.electricity_usd_per_kwh, 0.2);
+    choose(qobject_cast<QComboBox*>(form->field("cost.mode")), "own");
+    QCOMPARE(w.document()->scenario()->cost.mode, CostSpec::Mode::Own);
   }
 
   void the_workload_and_cluster_form_writes_and_checks_as_typed() {
@@ -566,7 +573,7 @@ class FormTest : public QObject {
     WorkloadForm* workload = w.scenario_view()->workload_form();
     ParallelForm* plan = w.scenario_view()->parallel_form();
     QVERIFY(plan->isVisibleTo(&w));
-    QVERIFY(!w.scenario_view()->form()->isVisibleTo(&w));
+    QVERIFY(!w.scenario_view()->form()->field("purchase.objective"));  // the cost only
     QString typed = w.document()->text();
 
     // Training: the optimizer, the kernels (a bare true/false), the loss.
