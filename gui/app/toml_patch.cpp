@@ -113,7 +113,8 @@ std::optional<QString> set_toml_value(const QString& text, const TomlTable& tabl
 
 int toml_array_count(const QString& text, const QString& name) {
   int n = 0;
-  while (find_table(text.split('\n'), {name, true, n})) ++n;
+  for (const QString& line : text.split('\n'))
+    if (line.trimmed().startsWith("[[") && header_name(line) == name) ++n;
   return n;
 }
 
