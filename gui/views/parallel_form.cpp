@@ -56,6 +56,9 @@ void ParallelForm::lay_out() {
              tr("replicas; a check: tp·pp·dp must be every device of the cluster"));
   }
   add_line(f, tr("Micro-batch"), kParallel, "micro_batch", "1", tr("sequences per micro-batch"));
+  add_line(f, tr("EP"), kParallel, "ep", "1",
+           tr("expert parallelism (MoE models): each MoE layer's experts over this many data-parallel replicas; "
+              "divides the experts and every group's replicas"));
   add_choice(f, tr("Schedule"), kParallel, "schedule", {"gpipe", "1f1b", "interleaved"}, tr("empty: 1f1b"), "1f1b");
   add_line(f, tr("Virtual stages"), kParallel, "virtual_stages", {},
            tr("model chunks per stage with \"interleaved\" (2 when empty), else 1"));

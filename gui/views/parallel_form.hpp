@@ -1,7 +1,7 @@
 #pragma once
 // A scenario's fixed plan, [parallel], as a form beside its text (views/toml_form): the uniform
-// degrees tp, pp, dp, and the keys every plan has (micro-batch, schedule, virtual stages,
-// recompute, ZeRO, sequence parallelism). Without [parallel] Run searches the plan; a value typed
+// degrees tp, pp, dp, and the keys every plan has (micro-batch, expert parallelism, schedule,
+// virtual stages, recompute, ZeRO, sequence parallelism). Without [parallel] Run searches the plan; a value typed
 // here adds the table (the plan is then fixed), and a button removes it. With replica groups
 // ([[parallel.replicas]]) the form shows the common keys and, per group, its count and
 // micro-batches, its stages as read (edited in the text), and buttons to copy or remove it.

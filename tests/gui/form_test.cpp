@@ -822,8 +822,29 @@ class FormTest : public QObject {
       QVERIFY(!p().sequence_parallel);
       QVERIFY(w.document()->text().contains("sequence_parallel = false\n"));
     }
+    {
+      // Expert parallelism on a mixture of experts: over 2 of its 16 replicas; 3 does not divide
+      // the 8 experts (the reader's message).
+      MainWindow w;
+      w.set_prompts(quiet.prompts());
+      QVERIFY(w.open_file(test::source_file("scenarios/mixtral-8x7b-mi300x.toml")));
+      ParallelForm* plan = w.scenario_view()->parallel_form();
+      auto* ep = qobject_cast<QLineEdit*>(plan->field("parallel.ep"));
+      QVERIFY(ep);
+      QCOMPARE(w.document()->scenario()->plan->ep, 1);
+      type_into(ep, "2");
+      QVERIFY(w.document()->text().contains("zero = 1\nep = 2\n"));
+      QVERIFY(w.document()->scenario());
+      QCOMPARE(w.document()->scenario()->plan->ep, 2);
+      type_into(ep, "3");
+      QVERIFY(!w.document()->scenario());
+      QVERIFY(!w.run_action()->isEnabled());
+      QVERIFY2(plan->messages_text().contains(QString::fromStdString(w.document()->diagnostics().front().message)),
+               qPrintable(plan->messages_text()));
+    }
     QVERIFY(quiet.errors.isEmpty());
   }
+
   void replica_groups_are_edited_copied_and_removed() {
     MainWindow w;
     Quiet quiet;
