@@ -122,7 +122,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), prompts_(default_
   resize(1280, 860);
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // The document's undo stack outlives this object's own members being torn down and emits
+  // while it is cleared: its connections to this window (whose slots touch the Edit actions)
+  // must go first, or they would run on a half-destroyed MainWindow.
+  if (doc_ != nullptr) QObject::disconnect(doc_->undo_stack(), nullptr, this, nullptr);
+}
 
 void MainWindow::build_menus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
