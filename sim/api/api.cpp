@@ -54,9 +54,31 @@ Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const Simulat
                              n, kMaxSimulatedTasks),
                  "fewer micro-batches per replica (a larger micro_batch), or `hetsim estimate` for the "
                  "closed-form answer");
+  if (s.variability && opts.engine == Engine::SimGrid)
+    return about(s.file, "variability", "the simgrid engine does not sample [variability]",
+                 "`--engine native` (the default) samples stragglers and jitter; remove [variability] to "
+                 "simulate the nominal step with SimGrid");
+  if (const double n = schedule::estimated_tasks(s, p) * (s.variability ? s.variability->steps : 0);
+      n > kMaxSampledTasks)
+    return about(s.file, "variability.steps",
+                 fmt::format("{} sampled steps would run about {:.3g} tasks, more than the {:.3g} this command "
+                             "takes on",
+                             s.variability->steps, n, kMaxSampledTasks),
+                 "fewer steps (a sweep over variability.seed spreads them over points and cores)");
   auto run = report::run_simulation(s, p, engine::RunControl{opts.stop, opts.progress});
   if (!run) return run.errors();
   Simulated out{std::move(*run), std::nullopt};
+  if (s.variability) {
+    const report::Simulation& sim = out.sim;
+    if (const auto n = engine::real_devices(sim.graph); s.variability->slow_devices > n)
+      return about(s.file, "variability.slow_devices",
+                   fmt::format("slow_devices = {} but the plan uses {} devices", s.variability->slow_devices, n),
+                   "at most the devices the plan uses (or slow_fraction for a share of them)");
+    auto d = engine::sample_steps(sim.graph, *s.variability, sim.trace.makespan,
+                                  engine::RunControl{opts.stop, opts.progress});
+    if (!d) return d.errors();
+    out.sim.variability = std::move(*d);
+  }
   if (opts.engine == Engine::Native) return out;
   if (opts.stop.stop_requested()) return engine::stopped_error();
 #ifdef HETSIM_HAVE_SIMGRID

@@ -67,9 +67,14 @@ struct SimulateOptions {
 /// handed to SimGrid (50–300 k activities per second).
 inline constexpr double kMaxSimulatedTasks = 20e6;
 inline constexpr double kMaxSimgridActivities = 20e6;
+/// The most tasks [variability]'s sampled steps run in all (steps × the step's tasks; some
+/// minutes of the engine).
+inline constexpr double kMaxSampledTasks = 1e9;
 
 /// Schedules and simulates one step. Bad input when the step is beyond the limits above; an
-/// Environment error when SimGrid is asked for and this build or machine has none.
+/// Environment error when SimGrid is asked for and this build or machine has none. With
+/// [variability], also samples its steps (native engine only: bad input with SimGrid) into
+/// Simulation::variability; the nominal figures stay as they are.
 [[nodiscard]] Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const SimulateOptions& opts = {});
 
 struct Planned {

@@ -1,7 +1,10 @@
 #include "sim/engine/native_engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
+
+#include "models/base/assert.hpp"
 
 namespace hetsim::engine {
 namespace {
@@ -16,7 +19,7 @@ struct Event {
 
 class Run {
  public:
-  Run(const schedule::TaskGraph& g, const RunControl& c) : g_(g), c_(c) {
+  Run(const schedule::TaskGraph& g, const RunControl& c, std::span<const double> f) : g_(g), c_(c), factor_(f) {
     const std::size_t n = g.tasks.size();
     tr_.start.assign(n, -1);
     tr_.end.assign(n, -1);
@@ -84,9 +87,12 @@ class Run {
   void start(std::uint32_t t, SimTime now) {
     const auto& task = g_.tasks[t];
     tr_.start[t] = now;
-    tr_.busy[task.device][static_cast<int>(task.stream)] += task.duration;
+    const SimTime d = factor_.empty() || task.stream != schedule::Stream::Compute
+                          ? task.duration
+                          : scaled(task.duration, factor_[task.device]);
+    tr_.busy[task.device][static_cast<int>(task.stream)] += d;
     if (task.alloc_bytes != 0) change_memory(task.device, now, task.alloc_bytes);
-    queue_.push({{now + task.duration, Phase::Complete, seq_++}, t});
+    queue_.push({{now + d, Phase::Complete, seq_++}, t});
   }
 
   void complete(std::uint32_t t, SimTime now) {
@@ -119,6 +125,7 @@ class Run {
 
   const schedule::TaskGraph& g_;
   const RunControl& c_;
+  std::span<const double> factor_;
   Trace tr_;
   std::vector<std::uint32_t> pending_, via_, arrived_, last_via_;
   std::vector<std::int64_t> live_;
@@ -130,6 +137,16 @@ class Run {
 
 Diagnostic stopped_error() { return Diagnostic{{}, "", "the simulation was stopped", "", ErrorKind::Environment}; }
 
-Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control) { return Run(g, control).go(); }
+SimTime scaled(SimTime d, double factor) {
+  if (factor == 1.0) return d;
+  return static_cast<SimTime>(std::llround(static_cast<double>(d) * factor));
+}
+
+Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control,
+                         std::span<const double> compute_factor) {
+  HETSIM_ASSERT(compute_factor.empty() || compute_factor.size() == g.devices.size(),
+                "one compute factor per device");
+  return Run(g, control, compute_factor).go();
+}
 
 }  // namespace hetsim::engine

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <stop_token>
 #include <vector>
 
@@ -54,6 +55,13 @@ struct RunControl {
 
 /// Runs the graph: a task starts when all its predecessors have ended (and, for a collective,
 /// when all its members can start). Fails, naming a task, if some tasks can never run.
-[[nodiscard]] Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control = {});
+/// `compute_factor`, when not empty (one per device of g), multiplies the duration of every
+/// compute-stream task of that device (rounded to the nanosecond; a factor of exactly 1 leaves
+/// the duration as it is): stragglers and jitter (sim/engine/variability.hpp).
+[[nodiscard]] Result<Trace> run_native(const schedule::TaskGraph& g, const RunControl& control = {},
+                                       std::span<const double> compute_factor = {});
+
+/// `d` × `factor`, rounded to the nearest nanosecond; `d` itself when factor is exactly 1.
+[[nodiscard]] SimTime scaled(SimTime d, double factor);
 
 }  // namespace hetsim::engine

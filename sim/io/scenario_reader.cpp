@@ -13,6 +13,7 @@
 #include "sim/io/input_file.hpp"
 
 namespace hetsim::io {
+#include "sim/io/detail/variability_reader.hpp"
 namespace {
 
 using detail::TableRef;
@@ -871,7 +872,7 @@ Result<Scenario> read_scenario_document(const toml::table& doc, const std::strin
   TomlReader r(file, diags);
   const TableRef root{&doc, ""};
   r.check_keys(root, {"sweep", "schema", "scenario", "model", "training", "cluster", "parallel", "cost",
-                      "memory", "reliability", "reference", "purchase"});
+                      "memory", "reliability", "reference", "purchase", "variability"});
   if (auto schema = r.integer(root, "schema", 1, 1000); schema && *schema != 1)
     r.error(r.loc(r.node(root, "schema")), "schema", "unsupported schema " + std::to_string(*schema),
             "this hetsim reads schema = 1");
@@ -925,3 +926,4 @@ Result<Scenario> read_scenario(const std::filesystem::path& file, const hw::Cata
 }
 
 }  // namespace hetsim::io
+  read_variability(r, root, s);

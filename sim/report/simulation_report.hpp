@@ -4,11 +4,13 @@
 // utilisation, memory peaks over time, the critical path).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/analytic/estimate.hpp"
 #include "sim/engine/summary.hpp"
+#include "sim/engine/variability.hpp"
 #include "sim/schedule/task_graph.hpp"
 
 namespace hetsim::report {
@@ -19,6 +21,8 @@ struct Simulation {
   engine::Summary summary;
   analytic::Estimate estimate;  ///< the closed-form estimate of the same plan
   analytic::Estimate simulated;  ///< the estimate with simulated step time and memory peaks
+  /// With [variability]: the step over sampled steps (the figures above stay nominal).
+  std::optional<engine::StepDistribution> variability;
 };
 
 /// What only the SimGrid engine shows: contended links, and what the engine cost.
@@ -50,7 +54,8 @@ void apply_simulation(Simulation& sim);
                                         const SimgridReport* simgrid = nullptr);
 /// The estimate JSON keys (simulated values) plus bubble_fraction, exposed_comm_s,
 /// estimate_step_time_s, critical_path_s, tasks, and per device type busy_fraction; with
-/// `simgrid`, an "engine" object (docs/formats.md#simulate-json).
+/// `simgrid`, an "engine" object; with sampled variability, a "variability" object
+/// (docs/formats.md#simulate-json).
 [[nodiscard]] std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulation& sim,
                                         const SimgridReport* simgrid = nullptr);
 

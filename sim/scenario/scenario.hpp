@@ -11,6 +11,7 @@
 #include "models/workload/model_spec.hpp"
 #include "models/workload/training.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/scenario/variability.hpp"
 
 namespace hetsim {
 
@@ -94,6 +95,7 @@ struct Scenario {
   ReliabilitySpec reliability;
   std::optional<PurchaseSpec> purchase;
   std::optional<ReferenceSpec> reference;
+  std::optional<VariabilitySpec> variability;  ///< [variability]; absent = every step nominal
   std::uint64_t seed = 1;
 };
 

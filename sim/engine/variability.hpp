@@ -1,0 +1,66 @@
+#pragma once
+// Stragglers and jitter (docs/simulation.md#variability): per-device compute factors drawn from
+// a VariabilitySpec, and the distribution of the step over sampled steps, each a run of the
+// native engine with its factors. Deterministic: the same graph, spec and seed give the same
+// factors and steps, bit for bit (own normal draws from std::mt19937_64, no std:: distribution).
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "models/base/result.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/scenario/variability.hpp"
+
+namespace hetsim::engine {
+
+/// Draws the compute factors of a folded graph's devices. A simulated device stands for
+/// `count` real ones (its TP ranks times its group's replicas) that meet at every collective:
+/// its factor is the largest of theirs (exact for TP ranks and for replicas of a one-stage
+/// group; an upper bound for a pipeline whose replicas' stragglers sit on different stages).
+class FactorSampler {
+ public:
+  /// Requires: v.slow_devices ≤ real_devices(g).
+  FactorSampler(const schedule::TaskGraph& g, const VariabilitySpec& v);
+
+  /// The next sampled step's factors, one per device of the graph.
+  [[nodiscard]] const std::vector<double>& next_step();
+
+  /// Real devices drawn as stragglers (fixed for the seed).
+  [[nodiscard]] int stragglers() const { return stragglers_; }
+
+ private:
+  void fill(bool jitter);
+
+  const schedule::TaskGraph& g_;
+  VariabilitySpec v_;
+  std::vector<double> persistent_;  ///< per real device, in device order then member order
+  std::vector<double> factors_;     ///< per simulated device
+  std::mt19937_64 jitter_rng_;
+  int stragglers_ = 0;
+};
+
+/// Real devices a folded graph stands for (Σ DeviceRep::count).
+[[nodiscard]] std::int64_t real_devices(const schedule::TaskGraph& g);
+
+/// The step over sampled steps.
+struct StepDistribution {
+  std::uint64_t seed = 0;
+  int stragglers = 0;                ///< real devices drawn slow
+  double nominal_s = 0;              ///< every factor 1
+  double mean_s = 0, min_s = 0, max_s = 0;
+  double p50_s = 0, p90_s = 0, p99_s = 0;
+  std::vector<double> steps_s;       ///< in the order sampled
+};
+
+/// The nearest-rank percentile (0 < p ≤ 100) of `sorted` (ascending, not empty):
+/// sorted[⌈p/100 · n⌉ − 1].
+[[nodiscard]] double percentile(const std::vector<double>& sorted, double p);
+
+/// Runs v.steps steps of `g`, each with its factors. `nominal` is g's makespan with every
+/// factor 1. `control.progress` gets the fraction of steps done; `control.stop` ends it with
+/// stopped_error(). Fails only as run_native does.
+[[nodiscard]] Result<StepDistribution> sample_steps(const schedule::TaskGraph& g, const VariabilitySpec& v,
+                                                    SimTime nominal, const RunControl& control = {});
+
+}  // namespace hetsim::engine

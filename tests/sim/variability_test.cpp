@@ -1,0 +1,263 @@
+// [variability]: stragglers and jitter applied by the native engine to each device's compute
+// (docs/simulation.md#variability). Zero spread gives today's step exactly; one straggler moves
+// the step as the pipeline's closed form says; the same seed gives the same bytes; bad input
+// names file:line:col and the key.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/api/api.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/engine/variability.hpp"
+#include "sim/report/simulation_report.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+using schedule::SimTime;
+using schedule::TaskKind;
+
+// As in schedule_engine_test: memory-bound work, launches and the fabric cost nothing, so that
+// stages are uniform and sends take 0 ns; `dp` replicas of `stages` stages.
+std::string ideal(int stages, int micro_batches, int dp, const std::string& variability) {
+  return "[model]\npreset = \"tiny\"\nlayers = 8\nvocab = 8\n"
+         "[training]\nglobal_batch = " + std::to_string(micro_batches * dp) + "\nseq_len = 1024\n"
+         "[[cluster.link]]\nname = \"ideal\"\nkind = \"scale-up\"\nbandwidth = \"1000000000TB/s\"\nlatency = \"0us\"\n"
+         "[[cluster.pool]]\nnodes = 1\nfabric = \"ideal\"\nnic = \"ideal\"\n"
+         "[cluster.pool.device]\nname = \"ideal-gpu\"\npeak = { bf16 = \"100TFLOPS\", fp32 = \"1000000TFLOPS\" }\n"
+         "memory = \"80GiB\"\nmemory_bandwidth = \"1000000000TB/s\"\n"
+         "node = { devices = " + std::to_string(stages * dp) + ", fabric = \"ideal\", nics = 1, nic = \"ideal\" }\n"
+         "efficiency = { gemm = 1.0, gemm_half_dim = 0, attention = 1.0, memory = 1.0, launch_overhead = \"0us\" }\n"
+         "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
+         "[parallel]\ntp = 1\npp = " + std::to_string(stages) + "\ndp = " + std::to_string(dp) +
+         "\nmicro_batch = 1\nschedule = \"1f1b\"\n[variability]\n" + variability;
+}
+
+Scenario load(const std::string& text) {
+  auto s = test::parse(text);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
+  return s.ok() ? *s : Scenario{};
+}
+
+SimTime duration_of(const schedule::TaskGraph& g, TaskKind k, std::uint32_t device) {
+  for (const auto& t : g.tasks)
+    if (t.kind == k && t.device == device) return t.duration;
+  return -1;
+}
+
+TEST(Variability, ZeroSpreadGivesTodaysStepExactly) {
+  // Stragglers that are not slower, no spread, no jitter: every factor is exactly 1.
+  const Scenario s = load(ideal(4, 8, 2, "slow_fraction = 0.5\nslow_factor = 1\nsteps = 7\n"));
+  ASSERT_TRUE(s.variability && s.variability->none());
+  const auto g = schedule::build_schedule(s, *s.plan);
+  auto nominal = engine::run_native(g);
+  ASSERT_TRUE(nominal.ok());
+  engine::FactorSampler sampler(g, *s.variability);
+  const auto& f = sampler.next_step();
+  ASSERT_EQ(f.size(), g.devices.size());
+  for (double x : f) EXPECT_EQ(x, 1.0);
+  auto same = engine::run_native(g, {}, f);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->start, nominal->start);
+  EXPECT_EQ(same->end, nominal->end);
+  auto d = engine::sample_steps(g, *s.variability, nominal->makespan);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->steps_s.size(), 7u);
+  for (double x : d->steps_s) EXPECT_EQ(x, static_cast<double>(nominal->makespan) * 1e-9);
+
+  // A bundled scenario through the API: the nominal figures do not move, p50 = p99 = the step.
+  auto def = api::load(std::string(HETSIM_SOURCE_DIR) + "/scenarios/default.toml");
+  ASSERT_TRUE(def.ok());
+  auto plain = api::simulate(*def, *def->plan);
+  Scenario v = *def;
+  v.variability = VariabilitySpec{};
+  v.variability->seed = 3;
+  v.variability->steps = 3;
+  v.variability->slow_fraction = 0.1;
+  auto with = api::simulate(v, *v.plan);
+  ASSERT_TRUE(plain.ok() && with.ok());
+  EXPECT_EQ(with->sim.trace.makespan, plain->sim.trace.makespan);
+  ASSERT_TRUE(with->sim.variability.has_value());
+  EXPECT_EQ(with->sim.variability->p50_s, with->sim.variability->nominal_s);
+  EXPECT_EQ(with->sim.variability->p99_s, static_cast<double>(plain->sim.trace.makespan) * 1e-9);
+  EXPECT_FALSE(plain->sim.variability.has_value());
+}
+
+// 1F1B over p stages with no communication time, stage i taking c_i = t_f,i + t_b,i per
+// micro-batch; one straggler at factor f on stage k, c_k = ⌊f·t_f⌉ + ⌊f·t_b⌉ the largest.
+// On the last stage (k = p − 1) the straggler never waits once its first micro-batch arrives:
+//     step = Σ_{i<k} c_i + m·c_k + t_opt,k
+// (the fill, its m micro-batches, its optimizer; f = 1 gives the uniform (m + p − 1)·c + m·Δ).
+// Elsewhere 1F1B's order makes it wait for the stages after it now and then: the step lies
+// between that and the bottleneck bound Σ_i c_i + (m − 1)·c_k.
+TEST(Variability, OneStragglerMovesThePipelineAsTheClosedFormSays) {
+  const int p = 4, m = 8;
+  const double f = 1.5;
+  std::vector<bool> seen(p, false);
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const Scenario s = load(ideal(p, m, 1, "seed = " + std::to_string(seed) +
+                                               "\nslow_devices = 1\nslow_factor = 1.5\nsteps = 1\n"));
+    const auto g = schedule::build_schedule(s, *s.plan);
+    ASSERT_EQ(g.devices.size(), static_cast<std::size_t>(p));
+    engine::FactorSampler sampler(g, *s.variability);
+    const auto factors = sampler.next_step();
+    EXPECT_EQ(sampler.stragglers(), 1);
+    ASSERT_EQ(std::count(factors.begin(), factors.end(), f), 1);
+    const auto k = static_cast<std::uint32_t>(std::find(factors.begin(), factors.end(), f) - factors.begin());
+    seen[k] = true;
+    auto c = [&](std::uint32_t i) {
+      return engine::scaled(duration_of(g, TaskKind::Forward, i), factors[i]) +
+             engine::scaled(duration_of(g, TaskKind::Backward, i), factors[i]);
+    };
+    SimTime lower = m * c(k) + engine::scaled(duration_of(g, TaskKind::Optimizer, k), f), upper = lower - c(k);
+    for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(p); ++i) {
+      if (i < k) lower += c(i);
+      upper += c(i);
+    }
+    auto t = engine::run_native(g, {}, factors);
+    ASSERT_TRUE(t.ok());
+    if (k == static_cast<std::uint32_t>(p - 1)) {
+      EXPECT_EQ(t->makespan, lower) << "seed " << seed;
+    } else {
+      EXPECT_GT(t->makespan, lower) << "seed " << seed << ", straggler on stage " << k;
+      EXPECT_LE(t->makespan, upper) << "seed " << seed << ", straggler on stage " << k;
+    }
+  }
+  // The seeds put the straggler on every stage.
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), true), p);
+}
+
+// Data parallelism alone (pp = 1, four replicas folded into one simulated device) on an ideal
+// fabric: the nominal step is the device's compute, Σ t over its compute tasks, and the
+// gradient all-reduce waits for the slowest replica, so one straggler stretches every one of
+// them: step = Σ ⌊f·t⌉.
+TEST(Variability, OneStragglerHoldsBackEveryReplica) {
+  const Scenario s = load(ideal(1, 4, 4, "slow_devices = 1\nslow_factor = 1.25\nsteps = 2\n"));
+  const auto g = schedule::build_schedule(s, *s.plan);
+  ASSERT_EQ(g.devices.size(), 1u);
+  ASSERT_EQ(g.devices[0].count, 4);
+  const double f = 1.25;
+  SimTime compute = 0, expected = 0;
+  for (const auto& t : g.tasks)
+    if (t.stream == schedule::Stream::Compute) {
+      compute += t.duration;
+      expected += engine::scaled(t.duration, f);
+    }
+  auto nominal = engine::run_native(g);
+  ASSERT_TRUE(nominal.ok());
+  ASSERT_EQ(nominal->makespan, compute);
+  auto d = engine::sample_steps(g, *s.variability, nominal->makespan);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->stragglers, 1);
+  ASSERT_EQ(d->steps_s.size(), 2u);
+  for (double x : d->steps_s) EXPECT_EQ(x, static_cast<double>(expected) * 1e-9);
+  EXPECT_NEAR(d->p50_s / d->nominal_s, f, 1e-6);
+}
+
+TEST(Variability, SameSeedSameBytesAnotherSeedOthers) {
+  auto def = api::load(std::string(HETSIM_SOURCE_DIR) + "/scenarios/default.toml");
+  ASSERT_TRUE(def.ok());
+  auto json = [&](std::uint64_t seed) {
+    Scenario v = *def;
+    VariabilitySpec& x = v.variability.emplace();
+    x.seed = seed;
+    x.steps = 20;
+    x.slow_fraction = 0.02;
+    x.slow_factor = 1.3;
+    x.sigma = 0.01;
+    x.jitter = 0.03;
+    auto r = api::simulate(v, *v.plan);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? report::simulate_json(v, *v.plan, r->sim) : std::string();
+  };
+  const std::string a = json(11), b = json(11), c = json(12);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a.find("\"p90_step_time_s\""), std::string::npos);
+}
+
+TEST(Variability, JitterSpreadsTheStepAndPercentilesAreNearestRank) {
+  const Scenario s = load(ideal(2, 4, 2, "jitter = 0.05\nsteps = 200\n"));
+  const auto g = schedule::build_schedule(s, *s.plan);
+  auto nominal = engine::run_native(g);
+  auto d = engine::sample_steps(g, *s.variability, nominal->makespan);
+  ASSERT_TRUE(d.ok());
+  EXPECT_LT(d->min_s, d->p50_s);
+  EXPECT_LE(d->p50_s, d->p90_s);
+  EXPECT_LE(d->p90_s, d->p99_s);
+  EXPECT_LT(d->p99_s, d->max_s + 1e-12);
+  // The slowest of 4 devices with lognormal jitter: the median step above nominal.
+  EXPECT_GT(d->p50_s, d->nominal_s);
+  std::vector<double> sorted = {5, 1, 4, 2, 3};
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(engine::percentile(sorted, 50), 3);  // ⌈2.5⌉ = 3rd
+  EXPECT_EQ(engine::percentile(sorted, 90), 5);  // ⌈4.5⌉ = 5th
+  EXPECT_EQ(engine::percentile(sorted, 20), 1);  // ⌈1⌉ = 1st
+}
+
+TEST(Variability, SlowFractionDrawsEachDevice) {
+  const Scenario all = load(ideal(2, 2, 4, "slow_fraction = 1\nslow_factor = 2\nsteps = 1\n"));
+  const auto g = schedule::build_schedule(all, *all.plan);
+  engine::FactorSampler s1(g, *all.variability);
+  EXPECT_EQ(s1.stragglers(), 8);
+  for (double x : s1.next_step()) EXPECT_EQ(x, 2.0);
+  const Scenario three = load(ideal(2, 2, 4, "slow_devices = 3\nslow_factor = 2\nsteps = 1\n"));
+  engine::FactorSampler s3(g, *three.variability);
+  EXPECT_EQ(s3.stragglers(), 3);
+}
+
+TEST(Variability, SimgridRefusesIt) {
+  Scenario s = load(ideal(2, 2, 1, "jitter = 0.01\n"));
+  api::SimulateOptions o;
+  o.engine = api::Engine::SimGrid;
+  auto r = api::simulate(s, *s.plan, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors()[0].kind, ErrorKind::BadInput);
+  EXPECT_EQ(r.errors()[0].key, "variability");
+  EXPECT_NE(r.errors()[0].hint.find("--engine native"), std::string::npos);
+}
+
+struct Bad {
+  std::string lines;
+  const char* where;
+  const char* key;
+  const char* says;
+  const char* hint;
+};
+
+TEST(Variability, BadInputNamesTheLineTheKeyAndAHint) {
+  // The [variability] table's first key is on line 35 of ideal()'s text.
+  const std::vector<Bad> cases = {
+      {"jitter = -0.1\n", "v.toml:35:10", "variability.jitter", "jitter = -0.1 is negative", "0 to 1"},
+      {"sigma = 3\n", "v.toml:35:9", "variability.sigma", "beyond any measured spread", "0 to 1"},
+      {"slow_fraction = 1.5\nslow_factor = 2\n", "v.toml:35:17", "variability.slow_fraction", "not a probability",
+       "0 to 1"},
+      {"slow_fraction = 0.1\nslow_factor = 0.8\n", "v.toml:36:15", "variability.slow_factor",
+       "would make stragglers faster", "1 or more"},
+      {"slow_fraction = 0.1\n", "v.toml:35:17", "variability.slow_fraction", "without a slow_factor", "slow_factor ="},
+      {"steps = 0\n", "v.toml:35:9", "variability.steps", "steps = 0", "1 to 100000"},
+      {"steps = 10000000\n", "v.toml:35:9", "variability.steps", "steps = 10000000", "sweep variability.seed"},
+      {"slow_devices = 99\nslow_factor = 2\n", "v.toml:35:16", "variability.slow_devices", "the cluster has 2 devices",
+       ""},
+      {"slow_devices = 1\nslow_fraction = 0.1\nslow_factor = 2\n", "v.toml:35:16", "variability.slow_devices",
+       "both say how many", "give one"},
+      {"jiter = 0.1\n", "v.toml:35:1", "variability.jiter", "unknown key 'jiter'", "did you mean 'jitter'"},
+  };
+  for (const auto& c : cases) {
+    auto r = test::parse(ideal(2, 2, 1, c.lines), "v.toml");
+    ASSERT_FALSE(r.ok()) << c.lines;
+    const Diagnostic& d = r.errors()[0];
+    const std::string at = d.where.file + ":" + std::to_string(d.where.line) + ":" + std::to_string(d.where.col);
+    EXPECT_EQ(at, c.where) << c.lines;
+    EXPECT_EQ(d.key, c.key) << c.lines;
+    EXPECT_NE(d.message.find(c.says), std::string::npos) << d.message;
+    EXPECT_NE(d.hint.find(c.hint), std::string::npos) << d.hint;
+  }
+}
+
+}  // namespace
+}  // namespace hetsim
