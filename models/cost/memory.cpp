@@ -35,7 +35,7 @@ std::string_view schedule_name(Schedule s) {
 
 Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s, int tp,
                                  bool sequence_parallel, Recompute r, bool flash_attention,
-                                 hw::Dtype precision, bool eager) {
+                                 hw::Dtype precision, bool eager, int ep) {
   const double t = tp;
   const double h = m.hidden;
   const double a = m.heads;
@@ -66,9 +66,10 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   double split = e * (2 * qr + 2 * kv);
   if (m.moe()) {
     // Each token visits top_k experts, padded to capacity: the permuted input and the expert
-    // internals are duplicated top_k·capacity times; the router keeps fp32 logits. Shared
-    // experts keep what a dense MLP of their total width does.
-    const double dup = m.top_k * m.capacity_factor;
+    // internals are duplicated top_k·capacity times (on the most loaded of the ep ranks under
+    // routing imbalance: top_k·moe_rank_load); the router keeps fp32 logits. Shared experts keep
+    // what a dense MLP of their total width does.
+    const double dup = m.top_k * workload::moe_rank_load(m, ep);
     split += dup * e * (1 + act_tensors * f) + 4.0 * m.experts / h + e * act_tensors * m.shared_width() / h;
   } else {
     split += e * act_tensors * f;

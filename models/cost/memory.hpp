@@ -33,10 +33,11 @@ enum class Schedule { GPipe, OneFOneB, Interleaved };
 /// grouped-query attention's K and V reach the attention kernel repeated to every query head
 /// (repeat_kv before scaled_dot_product_attention, which saves its inputs), and SwiGLU's
 /// F.silu(gate) · up keeps the SiLU output beside the gate (4 tensors of width f, not 3).
+/// `ep`: expert parallelism, for the most loaded rank's MoE rows (workload::moe_rank_load).
 [[nodiscard]] Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s,
                                                int tp, bool sequence_parallel, Recompute r,
                                                bool flash_attention, hw::Dtype precision,
-                                               bool eager = false);
+                                               bool eager = false, int ep = 1);
 
 /// Micro-batches whose activations stage `stage` (0-based, of `stages`) holds at its peak:
 /// GPipe m; 1F1B min(p − i, m); interleaved (p − i − 1)·2/v + (v − 1)·p/v + 1/v… see docs.

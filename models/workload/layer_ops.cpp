@@ -265,17 +265,20 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     // Under expert parallelism a rank holds experts/ep of them and runs, balanced, the tokens
     // its ep peers send them: ep times as many per expert, the same work per rank (a grouped
     // GEMM of experts/ep GEMMs of ep× the rows; the all-to-alls are priced by stage_cost).
+    // Routing imbalance: the most loaded rank's rows set the layer's time (moe_rank_load, =
+    // capacity_factor when uniform), priced as experts/ep GEMMs of its mean rows per expert.
     Op router = gemm("router", tokens, m.experts, h, e);
     ops.push_back(router);
     const int ep = std::max(1, s.ep);
     const int local_experts = m.experts / ep;
-    const double per_expert = tokens * m.top_k * m.capacity_factor * ep / m.experts;
+    const double rank_load = moe_rank_load(m, ep);
+    const double per_expert = tokens * m.top_k * rank_load * ep / m.experts;
     ops.push_back(streaming("moe_permute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 2, 1}, 0));
     Op up = linear("expert_up", per_expert, up_cols, h, ge, local_experts);
     Op actop = streaming(swiglu ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
                          per_expert * local_experts * f / t, e, act, swiglu ? 6 : 8);
     Op down = linear("expert_down", per_expert, h, f / t, ge, local_experts);
-    const double unpadded = 1.0 / m.capacity_factor;
+    const double unpadded = 1.0 / rank_load;
     up.model_flops = up.fwd_flops * unpadded;
     down.model_flops = down.fwd_flops * unpadded;
     ops.push_back(up);

@@ -1,5 +1,8 @@
 #include "models/workload/model_spec.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace hetsim::workload {
 
 double ParamCount::total(int layers) const {
@@ -39,6 +42,30 @@ ParamCount count_params(const ModelSpec& m) {
   p.output = m.tied_embeddings ? 0 : static_cast<double>(m.vocab) * h;
   p.final_norm = norm;
   return p;
+}
+
+double moe_rank_load(const ModelSpec& m, int ep) {
+  const double c = m.capacity_factor;
+  // An expert's rows in units of the mean load, from its load in those units.
+  auto rows_of = [&](double load) { return m.dropless ? std::max(load, c) : c > 0 ? c : 1.0; };
+  if (!m.moe() || m.expert_load.empty()) return rows_of(1.0);  // uniform
+  const int per_rank = m.experts / std::max(1, ep);
+  double worst = 0;
+  for (int r = 0; r * per_rank < m.experts; ++r) {
+    double rows = 0;
+    for (int i = r * per_rank; i < (r + 1) * per_rank && i < m.experts; ++i)
+      rows += rows_of(m.expert_load[static_cast<std::size_t>(i)] * m.experts);
+    worst = std::max(worst, rows / per_rank);
+  }
+  return worst;
+}
+
+std::vector<double> zipf_load(int experts, double skew) {
+  std::vector<double> load(static_cast<std::size_t>(std::max(0, experts)));
+  double sum = 0;
+  for (std::size_t i = 0; i < load.size(); ++i) sum += load[i] = std::pow(static_cast<double>(i + 1), -skew);
+  for (double& x : load) x /= sum;
+  return load;
 }
 
 namespace {

@@ -31,13 +31,24 @@ struct ModelSpec {
   bool dropout = false;      ///< dropout layers (their 1-byte masks are kept for backward)
   int experts = 1;
   int top_k = 1;
-  double capacity_factor = 1.0;
+  /// MoE: each expert's token buffer in units of the mean load (tokens·top_k/experts), as
+  /// GShard and Megatron-Core's moe_expert_capacity_factor size it; 0: none (dropless routing
+  /// runs each expert's own tokens, unpadded).
+  double capacity_factor = 0;
   int shared_experts = 0;     ///< MoE: MLPs every token goes through beside the routed ones
   int shared_ffn_hidden = 0;  ///< their width each; 0: ffn_hidden
   /// Width of one attention head; 0: hidden/heads. Set where the queries are wider or narrower
   /// than the residual stream (Qwen3: 32 heads of 128 over hidden 2048).
   int explicit_head_dim = 0;
   bool qk_norm = false;  ///< an RMSNorm over each query and key head (Qwen3)
+  /// MoE routing: each routed expert's share of the tokens of a step, in expert order (sum 1;
+  /// experts are placed on the expert-parallel ranks in this order, experts/ep each). Empty:
+  /// uniform. docs/cost-models.md#routing-imbalance.
+  std::vector<double> expert_load;
+  /// MoE: every token reaches its experts (Megatron-Core's dropless routing); a capacity_factor
+  /// is then the least buffer, grown for an expert routed more. false: the tokens above the
+  /// capacity (capacity_factor, else the mean) are dropped and every buffer is padded to it.
+  bool dropless = true;
 
   [[nodiscard]] int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
   /// Width of all query heads together (= hidden unless head_dim is set).
@@ -62,6 +73,16 @@ struct ParamCount {
   [[nodiscard]] double active(int layers) const;
 };
 [[nodiscard]] ParamCount count_params(const ModelSpec& m);
+
+/// Rows of the most loaded of `ep` expert-parallel ranks per MoE layer, relative to the balanced
+/// rows without padding (tokens·top_k·ep/experts per local expert): the mean over its experts of
+/// max(load, capacity_factor) (dropless) or of the capacity (dropping; 1 without a
+/// capacity_factor), loads in units of the mean. Under uniform routing exactly max(1,
+/// capacity_factor) (dropless) or the capacity. docs/cost-models.md#routing-imbalance.
+/// Requires: ep divides experts; expert_load empty or of `experts` entries.
+[[nodiscard]] double moe_rank_load(const ModelSpec& m, int ep);
+/// Zipf shares over `experts` experts: expert i gets (i+1)^-skew / sum_j (j+1)^-skew.
+[[nodiscard]] std::vector<double> zipf_load(int experts, double skew);
 
 /// Names of the built-in presets, in a stable order.
 [[nodiscard]] std::vector<std::string> preset_names();

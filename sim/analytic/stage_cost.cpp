@@ -124,12 +124,15 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // micro-batch's tokens (1/tp of them: the TP ranks split the dispatch) top_k times, padded
       // to capacity, h wide, to the experts' ranks: all-to-all over the ep ranks, which Megatron
       // orders tp apart (tp · ep ≤ a node keeps it on the fabric; docs/cost-models.md#experts).
+      // Under routing imbalance the most loaded rank receives top_k·moe_rank_load rows per
+      // token (not top_k·capacity_factor), and its traffic bounds the exchange: priced as every
+      // rank moving as much (docs/cost-models.md#routing-imbalance).
       CommGroup g;
       g.ranks = ep;
       g.ranks_per_node = std::max(1, std::min(ep, pool.devices_per_node / tp));
       g.intra = fabric_cost(pool);
       g.inter = nic_cost(pool, cl.network);
-      const Bytes tokens{sbh / tp * m.top_k * m.capacity_factor * e};
+      const Bytes tokens{sbh / tp * m.top_k * workload::moe_rank_load(m, ep) * e};
       lc.a2a = cost::collective_time(Collective::AllToAll, tokens, g).time.total();
     }
     if (p.recompute == cost::Recompute::Full) {
@@ -335,7 +338,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // SwiGLU's SiLU output).
       const bool eager = !tr.fused_kernels;
       c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
-                                                         p.recompute, tr.flash_attention, dt, eager);
+                                                         p.recompute, tr.flash_attention, dt, eager, ep);
       if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
       // The loss's peak per logit: Megatron-LM's fused vocabulary-parallel cross-entropy keeps
       // the bf16 logits and one fp32 buffer it works in place on (6 bytes); PyTorch's eager
@@ -373,7 +376,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       {
         const Bytes kept = c.act_per_layer;
         const Bytes whole = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
-                                                             cost::Recompute::None, tr.flash_attention, dt, eager);
+                                                             cost::Recompute::None, tr.flash_attention, dt, eager, ep);
         const double act = m.activation == workload::Activation::SwiGlu ? 2 : 1;
         const Bytes grads{e * p.micro_batch * tr.seq_len *
                           (m.hidden / (sp ? st.tp : 1.0) +

@@ -1,6 +1,9 @@
 #include "sim/io/scenario_reader.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -36,6 +39,106 @@ int as_int(std::optional<std::int64_t> v, int fallback) {
 }
 
 // ---------------------------------------------------------------------------------- [model]
+// A measured routing histogram: numbers separated by blanks, commas or newlines, `#` to the end
+// of a line a comment. Bad entries are reported where they stand in that file.
+std::optional<std::vector<double>> read_histogram_file(TomlReader& r, const TableRef& t, const std::string& name) {
+  const std::filesystem::path path = (std::filesystem::path(r.file()).parent_path() / name).lexically_normal();
+  const std::string key = r.key_path(t, "routing_histogram");
+  auto text = read_input_file(path, "routing histogram", "one token count (or share) per expert, in expert order");
+  if (!text) {
+    const Diagnostic& e = text.errors().front();
+    r.error(r.loc(r.node(t, "routing_histogram")), key, e.message + " '" + path.string() + "'", e.hint);
+    return std::nullopt;
+  }
+  std::vector<double> out;
+  std::istringstream lines(*text);
+  std::string line;
+  for (std::uint32_t n = 1; std::getline(lines, line); ++n) {
+    line = line.substr(0, line.find('#'));
+    std::replace(line.begin(), line.end(), ',', ' ');
+    for (std::size_t at = line.find_first_not_of(" \t\r"); at != std::string::npos;
+         at = line.find_first_not_of(" \t\r", at)) {
+      const std::size_t stop = std::min(line.size(), line.find_first_of(" \t\r", at));
+      const std::string w = line.substr(at, stop - at);
+      const SourceLoc where{path.string(), n, static_cast<std::uint32_t>(at + 1)};
+      at = stop;
+      char* end = nullptr;
+      const double v = std::strtod(w.c_str(), &end);
+      if (end != w.c_str() + w.size() || !std::isfinite(v)) {
+        r.error(where, key, "'" + w + "' is not a number", "one token count (or share) per expert, in expert order");
+        return std::nullopt;
+      }
+      if (v < 0) {
+        r.error(where, key, "negative token count " + w + " for expert " + std::to_string(out.size()),
+                "counts are tokens routed to each expert, 0 or more");
+        return std::nullopt;
+      }
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+// [model] routing_skew or routing_histogram (MoE): the per-expert token shares of a step,
+// normalised to sum 1 (docs/cost-models.md#routing-imbalance).
+void read_routing(TomlReader& r, const TableRef& t, workload::ModelSpec& m) {
+  const toml::node* skew = r.node(t, "routing_skew");
+  const toml::node* hist = r.node(t, "routing_histogram");
+  if (!skew && !hist) return;
+  const std::string key = r.key_path(t, hist ? "routing_histogram" : "routing_skew");
+  const SourceLoc at = r.loc(hist ? hist : skew);
+  if (!m.moe()) {
+    r.error(at, key, "routing imbalance belongs to a mixture of experts, and this model has experts = " + std::to_string(m.experts),
+            "set experts (> 1) and top_k, or remove " + std::string(hist ? "routing_histogram" : "routing_skew"));
+    return;
+  }
+  if (skew && hist) {
+    r.error(at, key, "routing_skew and routing_histogram are both set", "keep one: a Zipf skew or a measured histogram");
+    return;
+  }
+  if (skew) {
+    if (auto v = r.number(t, "routing_skew", 0.0, 16.0)) m.expert_load = workload::zipf_load(m.experts, *v);
+    return;
+  }
+  std::vector<double> load;
+  if (hist->is_string()) {
+    auto f = read_histogram_file(r, t, hist->as_string()->get());
+    if (!f) return;
+    load = std::move(*f);
+  } else if (const toml::array* a = hist->as_array()) {
+    for (const toml::node& el : *a) {
+      const double v = el.is_integer() ? static_cast<double>(el.as_integer()->get())
+                       : el.is_floating_point() ? el.as_floating_point()->get() : -1.0;
+      if (!(el.is_integer() || el.is_floating_point()) || !std::isfinite(v)) {
+        r.error(r.loc(&el), key, "expected a number, got " + detail::type_name(el), "one token count (or share) per expert");
+        return;
+      }
+      if (v < 0) {
+        r.error(r.loc(&el), key, "negative token count for expert " + std::to_string(load.size()),
+                "counts are tokens routed to each expert, 0 or more");
+        return;
+      }
+      load.push_back(v);
+    }
+  } else {
+    r.error(at, key, "expected a file name or an array of numbers, got " + detail::type_name(*hist),
+            "routing_histogram = \"experts.txt\" (relative to this file) or [n0, n1, …]");
+    return;
+  }
+  if (load.size() != static_cast<std::size_t>(m.experts)) {
+    r.error(at, key, "the histogram has " + std::to_string(load.size()) + " entries and the model " +
+            std::to_string(m.experts) + " experts", "one token count per expert, in expert order");
+    return;
+  }
+  const double sum = std::accumulate(load.begin(), load.end(), 0.0);
+  if (!(sum > 0)) {
+    r.error(at, key, "every entry of the histogram is 0", "counts are tokens routed to each expert; at least one above 0");
+    return;
+  }
+  for (double& x : load) x /= sum;
+  m.expert_load = std::move(load);
+}
+
 void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   auto t = r.table(root, "model");
   if (!t) {
@@ -45,7 +148,7 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   r.check_keys(*t, {"preset", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                     "vocab", "experts", "top_k", "capacity_factor", "shared_experts", "shared_ffn_hidden",
                     "head_dim", "qk_norm", "activation", "norm", "positions", "max_positions",
-                    "tied_embeddings", "linear_bias", "dropout"});
+                    "tied_embeddings", "linear_bias", "dropout", "dropless", "routing_skew", "routing_histogram"});
   workload::ModelSpec& m = s.model;
   bool from_preset = false;
   if (auto p = r.string(*t, "preset")) {
@@ -80,7 +183,10 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   set("shared_ffn_hidden", m.shared_ffn_hidden, 1);
   set("head_dim", m.explicit_head_dim, 1);
   m.qk_norm = r.boolean(*t, "qk_norm").value_or(m.qk_norm);
-  m.capacity_factor = r.number(*t, "capacity_factor", 1.0, 64.0).value_or(m.capacity_factor);
+  m.capacity_factor = r.number(*t, "capacity_factor", 0.01, 64.0).value_or(m.capacity_factor);
+  // A capacity factor drops the tokens above it unless dropless = true says otherwise
+  // (Megatron-Core: --moe-expert-capacity-factor turns token dropping on).
+  m.dropless = r.boolean(*t, "dropless").value_or(r.node(*t, "capacity_factor") ? false : m.dropless);
   if (auto a = pick<workload::Activation>(r, *t, "activation",
                                           {{"gelu", workload::Activation::Gelu},
                                            {"swiglu", workload::Activation::SwiGlu}}))
@@ -114,11 +220,16 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
     r.error(here, t->path + ".kv_heads", "heads (" + std::to_string(m.heads) +
             ") is not a multiple of kv_heads (" + std::to_string(m.kv_heads) + ")");
   if (m.top_k > m.experts)
-    r.error(here, t->path + ".top_k", "top_k (" + std::to_string(m.top_k) +
-            ") exceeds experts (" + std::to_string(m.experts) + ")");
+    r.error(at(r.node(*t, "top_k") ? "top_k" : "experts"), t->path + ".top_k", "top_k (" + std::to_string(m.top_k) +
+            ") exceeds experts (" + std::to_string(m.experts) + ")", "a token is routed to at most every expert: top_k <= experts");
   if (m.positions == workload::Positions::Learned && m.max_positions == 0)
     r.error(here, t->path + ".max_positions", "learned positions need max_positions",
             "add max_positions = <sequence length>");
+  if (m.dropless && m.capacity_factor > 0 && m.capacity_factor < 1.0)
+    r.error(at("capacity_factor"), t->path + ".capacity_factor",
+            "capacity_factor below 1 with dropless routing (every token is kept, so no expert buffer is smaller than the mean)",
+            "set dropless = false to drop the tokens above capacity, or capacity_factor >= 1");
+  if (!r.failed()) read_routing(r, *t, m);
 }
 
 // ------------------------------------------------------------------------------- [training]

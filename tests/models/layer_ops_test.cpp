@@ -383,5 +383,32 @@ TEST(ModelFlops, MoeCountsTopKExpertsWithoutPadding) {
   EXPECT_NEAR(model_flops_per_step(moe, t).v - model_flops_per_step(dense, t).v, extra, extra * 1e-9);
 }
 
+// Routing imbalance: the expert GEMMs of the most loaded EP rank have moe_rank_load × the
+// balanced rows (1024 tokens · top-2 / 8 experts = 256 rows per expert, ×4 under ep 4; shares
+// 0.3, 0.1 ×7 put loads 2.4 and 0.8 on rank 0: 1.6×), so 1.6× the FLOPs; the model FLOPs (the
+// top_k experts' work of every token) do not move; the permute of the rank's own tokens neither.
+TEST(LayerOps, RoutingImbalanceScalesTheMostLoadedRanksExpertGemms) {
+  ModelSpec m = gpt(2, 512, 8, 1000);
+  m.experts = 8;
+  m.top_k = 2;
+  MicroBatchShape s;
+  s.micro_batch = 4;
+  s.seq_len = 256;
+  s.ep = 4;
+  const auto uniform = layer_ops(m, s);
+  m.expert_load = {0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1};
+  const auto skewed = layer_ops(m, s);
+  for (const char* name : {"expert_up", "expert_down"}) {
+    const Op& a = find(uniform, name);
+    const Op& b = find(skewed, name);
+    EXPECT_DOUBLE_EQ(a.m, 1024);
+    EXPECT_NEAR(b.m, 1.6 * 1024, 1e-9);
+    EXPECT_EQ(b.count, 2);
+    EXPECT_NEAR(b.fwd_flops.v, 1.6 * a.fwd_flops.v, 1e-6 * a.fwd_flops.v);
+    EXPECT_NEAR(b.model_flops.v, a.model_flops.v, 1e-6 * a.model_flops.v);
+  }
+  EXPECT_DOUBLE_EQ(find(skewed, "moe_permute").fwd_bytes.v, find(uniform, "moe_permute").fwd_bytes.v);
+}
+
 }  // namespace
 }  // namespace hetsim::workload

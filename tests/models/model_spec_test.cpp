@@ -100,5 +100,52 @@ TEST(ParamCount, GqaShrinksOnlyKeyAndValue) {
   EXPECT_DOUBLE_EQ(count_params(m).per_layer - gqa, 2.0 * 256 * 128);
 }
 
+// Routing imbalance (docs/cost-models.md#routing-imbalance): the most loaded expert-parallel
+// rank's rows per local expert, in units of the balanced mean. 8 experts, shares 0.3 and 0.1 ×7
+// (loads 2.4 and 0.8 × 7 in units of the mean); ep 4 puts experts 0-1 on rank 0:
+//   dropless, no capacity:    (2.4 + 0.8)/2 = 1.6
+//   dropless, capacity 1:     (2.4 + 1.0)/2 = 1.7   (the capacity is the least buffer)
+//   dropping, capacity 1.25:  1.25                  (every buffer is the capacity)
+//   ep 1: (2.4 + 7·0.8)/8 = 1.0 (dropless: the same rows as balanced)
+TEST(MoeRankLoad, TheMostLoadedRankSetsTheRows) {
+  ModelSpec m;
+  m.experts = 8;
+  m.top_k = 2;
+  EXPECT_EQ(moe_rank_load(m, 4), 1.0);  // uniform, dropless: exactly the balanced rows
+  m.capacity_factor = 1.25;
+  EXPECT_EQ(moe_rank_load(m, 4), 1.25);  // uniform: exactly the capacity, either way
+  m.dropless = false;
+  EXPECT_EQ(moe_rank_load(m, 4), 1.25);
+  m.capacity_factor = 0;
+  EXPECT_EQ(moe_rank_load(m, 4), 1.0);
+
+  m.expert_load = {0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1};
+  m.dropless = true;
+  EXPECT_NEAR(moe_rank_load(m, 4), 1.6, 1e-12);
+  EXPECT_NEAR(moe_rank_load(m, 1), 1.0, 1e-12);
+  EXPECT_NEAR(moe_rank_load(m, 8), 2.4, 1e-12);
+  m.capacity_factor = 1.0;
+  EXPECT_NEAR(moe_rank_load(m, 4), 1.7, 1e-12);
+  m.capacity_factor = 1.25;
+  m.dropless = false;
+  EXPECT_EQ(moe_rank_load(m, 4), 1.25);
+  // The hot expert on another rank: the worst rank is found wherever it is.
+  m.dropless = true;
+  m.capacity_factor = 0;
+  m.expert_load = {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.3};
+  EXPECT_NEAR(moe_rank_load(m, 4), 1.6, 1e-12);
+}
+
+// Zipf shares: i^-s normalised. s = 1 over 4 experts: 1, 1/2, 1/3, 1/4 over 25/12.
+TEST(MoeRankLoad, ZipfShares) {
+  const auto z = zipf_load(4, 1.0);
+  ASSERT_EQ(z.size(), 4u);
+  EXPECT_NEAR(z[0], 12.0 / 25, 1e-15);
+  EXPECT_NEAR(z[1], 6.0 / 25, 1e-15);
+  EXPECT_NEAR(z[2], 4.0 / 25, 1e-15);
+  EXPECT_NEAR(z[3], 3.0 / 25, 1e-15);
+  for (double x : zipf_load(8, 0.0)) EXPECT_NEAR(x, 1.0 / 8, 1e-15);
+}
+
 }  // namespace
 }  // namespace hetsim::workload

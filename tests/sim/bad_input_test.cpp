@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "tests/support/scenario_support.hpp"
@@ -113,6 +115,32 @@ std::vector<BadCase> cases() {
       {"shared_ffn_hidden_without_shared_experts",
        base_with(kModel + "experts = 4\ntop_k = 2\nshared_ffn_hidden = 512\n", kTraining, kCluster, kParallel),
        "bad.toml:5:21", "shared_ffn_hidden is set but shared_experts is 0", "shared_experts"},
+      // Mixture of experts: routing (issue 15). Line 3 is the first key after the preset.
+      {"top_k_above_experts", base_with(kModel + "experts = 4\ntop_k = 6\n", kTraining, kCluster, kParallel),
+       "bad.toml:4:9", "top_k (6) exceeds experts (4)", "top_k <= experts"},
+      {"capacity_below_one_dropless",
+       base_with(kModel + "experts = 4\ntop_k = 2\ncapacity_factor = 0.8\ndropless = true\n", kTraining, kCluster, kParallel),
+       "bad.toml:5:19", "capacity_factor below 1 with dropless routing", "dropless = false"},
+      {"routing_histogram_wrong_length",
+       base_with(kModel + "experts = 4\ntop_k = 2\nrouting_histogram = [1, 2, 3]\n", kTraining, kCluster, kParallel),
+       "bad.toml:5:21", "the histogram has 3 entries and the model 4 experts", "one token count per expert"},
+      {"routing_histogram_negative",
+       base_with(kModel + "experts = 4\ntop_k = 2\nrouting_histogram = [1, -2, 3, 4]\n", kTraining, kCluster, kParallel),
+       "bad.toml:5:25", "negative token count for expert 1", "0 or more"},
+      {"routing_histogram_all_zero",
+       base_with(kModel + "experts = 4\ntop_k = 2\nrouting_histogram = [0, 0, 0, 0]\n", kTraining, kCluster, kParallel),
+       "bad.toml:5:21", "every entry of the histogram is 0", "at least one above 0"},
+      {"routing_histogram_not_a_number",
+       base_with(kModel + "experts = 4\ntop_k = 2\nrouting_histogram = [1, \"x\", 3, 4]\n", kTraining, kCluster, kParallel),
+       "bad.toml:5:25", "expected a number, got a string", "per expert"},
+      {"routing_on_a_dense_model", base_with(kModel + "routing_skew = 1.2\n", kTraining, kCluster, kParallel),
+       "bad.toml:3:16", "routing imbalance belongs to a mixture of experts", "set experts"},
+      {"routing_skew_and_histogram",
+       base_with(kModel + "experts = 4\ntop_k = 2\nrouting_skew = 1\nrouting_histogram = [1, 1, 1, 1]\n", kTraining, kCluster,
+                 kParallel),
+       "bad.toml:6:21", "routing_skew and routing_histogram are both set", "keep one"},
+      {"routing_skew_negative", base_with(kModel + "experts = 4\ntop_k = 2\nrouting_skew = -1\n", kTraining, kCluster, kParallel),
+       "bad.toml:5:16", "routing_skew = -1 is out of range", "expected 0 to 16"},
       {"head_dim_zero", base_with(kModel + "head_dim = 0\n", kTraining, kCluster, kParallel), "bad.toml:3:12", "head_dim",
        ""},
       {"selective_op_for_moe", base_with(kModel + "experts = 4\ntop_k = 2\n", kTraining, kCluster, kParallel + "recompute = \"selective_op\"\n"),
@@ -222,6 +250,39 @@ TEST(BadInputFile, MissingFileSaysSo) {
   auto s = io::read_scenario("/nonexistent/x.toml", test::catalog());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(to_string(s.errors()[0]).find("cannot open scenario file"), std::string::npos);
+}
+
+// A measured histogram from a file (relative to the scenario): a bad entry is reported where it
+// stands in that file; a missing file names itself; the right one loads, normalised.
+TEST(BadInputFile, RoutingHistogramFile) {
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "hetsim-routing";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const char* name, const std::string& text) { std::ofstream(dir / name) << text; };
+  write("good.txt", "# tokens per expert\n30, 10\n10 10  # rank 1\n");
+  write("bad.txt", "3 1\n2 abc\n");
+  write("neg.txt", "3 1\n2 -1\n");
+  auto scenario = [&](const std::string& hist) {
+    std::ofstream(dir / "s.toml") << base_with(kModel + "experts = 4\ntop_k = 2\nrouting_histogram = \"" + hist + "\"\n",
+                                               kTraining, kCluster, kParallel);
+    return io::read_scenario(dir / "s.toml", test::catalog());
+  };
+  auto good = scenario("good.txt");
+  ASSERT_TRUE(good.ok()) << test::all_errors(good.errors());
+  ASSERT_EQ(good->model.expert_load.size(), 4u);
+  EXPECT_DOUBLE_EQ(good->model.expert_load[0], 0.5);
+  EXPECT_DOUBLE_EQ(good->model.expert_load[3], 1.0 / 6);
+  auto bad = scenario("bad.txt");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(to_string(bad.errors()[0]).rfind((dir / "bad.txt").string() + ":2:3", 0), 0u) << test::all_errors(bad.errors());
+  EXPECT_NE(to_string(bad.errors()[0]).find("'abc' is not a number"), std::string::npos);
+  auto neg = scenario("neg.txt");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(to_string(neg.errors()[0]).find("neg.txt:2:3"), std::string::npos) << test::all_errors(neg.errors());
+  auto missing = scenario("none.txt");
+  ASSERT_FALSE(missing.ok());
+  const std::string m = to_string(missing.errors()[0]);
+  EXPECT_NE(m.find("s.toml:5:21"), std::string::npos) << m;
+  EXPECT_NE(m.find("none.txt"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "models/workload/model_spec.hpp"
 
 #include "models/cost/memory.hpp"
@@ -376,6 +378,61 @@ TEST(Estimate, ExpertParallelismSplitsTheExpertsAndAddsAllToAlls) {
   EXPECT_NEAR(cost::device_memory(in4).get("optimizer").v,
               ((in4.params - in4.expert_params) / 4 + in4.expert_params / 1) * per_param_opt, 1.0);
   EXPECT_NEAR(cost::device_memory(in1).get("optimizer").v, in1.params / 4 * per_param_opt, 1.0);
+}
+
+// Routing imbalance (issue 15, docs/cost-models.md#routing-imbalance). Uniform routing, given
+// as a flat histogram or a Zipf skew of 0, is today's cost to the bit. A measured histogram of
+// 30, 10 ×7 tokens over Mixtral's 8 experts at ep 4 puts loads 2.4 and 0.8 (units of the mean)
+// on rank 0, whose dropless rows are (2.4 + 0.8)/2 = 1.6× the balanced ones: each all-to-all
+// moves 1.6× (closed form on the ideal fabric: 1.6 · tokens/tp · top_k · h · 2 B · 3/4 / 100 GB/s),
+// the expert GEMMs run 1.6× the rows, and the step (one stage, m = 4 micro-batches of 4 layers,
+// nothing overlapped with the layers) grows by m · layers · the change of one layer's forward,
+// backward, TP and EP time. A Zipf skew of 1 puts 1 and 1/2 of H8 = 2.7179 on rank 0:
+// 8·(1 + 1/2)/(2·H8) = 2.2076×.
+TEST(Estimate, RoutingImbalanceMovesTheStepAsTheMostLoadedRankPredicts) {
+  auto run = [](const std::string& routing) {
+    const Scenario s = load(
+        "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\n" + routing +
+        "[training]\nglobal_batch = 16\nseq_len = 4096\n"
+        "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"100GB/s\"\nlatency = \"0us\"\nefficiency = 1.0\n"
+        "[[cluster.pool]]\nnodes = 1\n[cluster.pool.device]\nname = \"g\"\npeak = { bf16 = \"1000TFLOPS\" }\n"
+        "memory = \"192GiB\"\nmemory_bandwidth = \"4TB/s\"\nnode = { devices = 8, fabric = \"fab\", nics = 8, nic = \"fab\" }\n"
+        "[parallel]\ntp = 2\npp = 1\ndp = 4\nep = 4\nmicro_batch = 1\n");
+    EXPECT_TRUE(s.plan);
+    return std::make_tuple(s.model, analytic::stage_costs(s, *s.plan).at(0).at(0), analytic::estimate(s, *s.plan));
+  };
+  const auto [mu, cu, eu] = run("");
+  for (const char* flat : {"routing_histogram = [5, 5, 5, 5, 5, 5, 5, 5]\n", "routing_skew = 0\n"}) {
+    const auto [mf, cf, ef] = run(flat);
+    EXPECT_EQ(mf.expert_load.size(), 8u) << flat;
+    EXPECT_EQ(ef.step_time.v, eu.step_time.v) << flat;
+    EXPECT_EQ(cf.layer_fwd.v, cu.layer_fwd.v) << flat;
+    EXPECT_EQ(cf.layer_ep_fwd.v, cu.layer_ep_fwd.v) << flat;
+    EXPECT_EQ(cf.act_per_layer.v, cu.act_per_layer.v) << flat;
+    EXPECT_EQ(ef.device_types[0].peak_memory.v, eu.device_types[0].peak_memory.v) << flat;
+  }
+  const auto [ms, cs, es] = run("routing_histogram = [30, 10, 10, 10, 10, 10, 10, 10]\n");
+  const double a2a = 4096.0 / 2 * 2 * 4096 * 2 * 0.75 / 100e9;
+  EXPECT_NEAR(cu.layer_ep_fwd.v, 2 * a2a, 1e-12);
+  EXPECT_NEAR(cs.layer_ep_fwd.v, 1.6 * 2 * a2a, 1e-12);
+  EXPECT_NEAR(cs.layer_ep_bwd.v, 1.6 * 2 * a2a, 1e-12);
+  EXPECT_GT(cs.layer_fwd.v, cu.layer_fwd.v);
+  auto layer = [](const analytic::StageCost& c) {
+    return (c.layer_fwd + c.layer_bwd + c.layer_tp_fwd + c.layer_tp_bwd + c.layer_ep_fwd + c.layer_ep_bwd).v;
+  };
+  const double m = 4, layers = 4;
+  EXPECT_NEAR(es.step_time.v - eu.step_time.v, m * layers * (layer(cs) - layer(cu)), 1e-9);
+  EXPECT_GT(es.device_types[0].peak_memory.v, eu.device_types[0].peak_memory.v);  // 1.6× the expert rows
+  // The model FLOPs (every token's top_k experts) do not move: MFU falls with the step.
+  EXPECT_DOUBLE_EQ(es.model_flops_per_step.v, eu.model_flops_per_step.v);
+
+  const auto [mz, cz, ez] = run("routing_skew = 1\n");
+  const double h8 = 1 + 1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5 + 1.0 / 6 + 1.0 / 7 + 1.0 / 8;
+  EXPECT_NEAR(cz.layer_ep_fwd.v, 8 * 1.5 / (2 * h8) * 2 * a2a, 1e-12);
+  // Dropping at capacity 1.25: every buffer is padded to the capacity, skew or not.
+  const auto [md, cd, ed] = run("capacity_factor = 1.25\nrouting_skew = 1\n");
+  EXPECT_FALSE(md.dropless);
+  EXPECT_NEAR(cd.layer_ep_fwd.v, 1.25 * 2 * a2a, 1e-12);
 }
 
 // grad_reduce_dtype = "bf16" (Megatron-Core's grad_reduce_in_fp32 = false) halves the bytes of the
