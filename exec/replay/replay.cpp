@@ -169,6 +169,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     return Diagnostic{{}, "plan", "expert parallelism (ep = " + std::to_string(p.ep) +
                                       ") is not replayed yet: the executor runs every expert on every replica",
                       "run the plan with ep = 1 (docs/executor.md, Limits)"};
+  if (s.model.moe() && s.model.moe_layers(0, s.model.layers) < s.model.layers)
+    return Diagnostic{{}, "model.first_dense_layers",
+                      "a mixture of experts with dense layers (first_dense_layers, moe_layer_freq) is not replayed yet: the "
+                      "executor runs every layer as a MoE layer",
+                      "replay a model whose every layer is a MoE layer (docs/executor.md, Limits)"};
   if (p.groups.size() > 1 && p.zero >= 2 && p.replicas() > 1)
     return Diagnostic{{}, "plan", "ZeRO " + std::to_string(p.zero) + " with " + std::to_string(p.groups.size()) +
                                       " replica groups: the schedule reduces each micro-batch's gradients within its "

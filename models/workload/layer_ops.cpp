@@ -170,7 +170,24 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
 
   std::vector<Op> ops;
   ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, re, norm, 5));
-  ops.push_back(linear("qkv", tokens, q / t + 2 * kv_rank, h, ge));
+  if (m.mla()) {
+    // Multi-head latent attention (docs/cost-models.md#multi-head-latent-attention): the down
+    // projections run whole on every TP rank (Megatron-Core duplicates them), the up projections
+    // are column-parallel: queries to heads·hd, the KV latent to heads·(nope + v); the shared
+    // RoPE key comes with the KV down projection.
+    const double heads_t = m.heads / t, rope = m.qk_rope_dim;
+    if (m.q_lora_rank > 0) {
+      ops.push_back(linear("mla_q_down", tokens, m.q_lora_rank, h, ge));
+      ops.push_back(linear("mla_q_up", tokens, heads_t * hd, m.q_lora_rank, ge));
+    } else {
+      ops.push_back(linear("mla_q_up", tokens, heads_t * hd, h, ge));
+    }
+    ops.push_back(linear("mla_kv_down", tokens, m.kv_lora_rank + rope, h, ge));
+    ops.push_back(streaming("mla_norm", OpKind::Norm, tokens * (m.q_lora_rank + m.kv_lora_rank), e, norm, 5));
+    ops.push_back(linear("qkv", tokens, heads_t * (hd - rope + m.v_head_dim), m.kv_lora_rank, ge));
+  } else {
+    ops.push_back(linear("qkv", tokens, q / t + 2 * kv_rank, h, ge));
+  }
   if (m.qk_norm) {
     // An RMSNorm over each query and key head before RoPE (Qwen3): one norm kernel over both.
     ops.push_back(streaming("qk_norm", OpKind::Norm, tokens * (q / t + kv_rank), e, norm, 5));
@@ -242,7 +259,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(pv);
   }
 
-  ops.push_back(linear("attn_out", tokens, h, q / t, ge));
+  ops.push_back(linear("attn_out", tokens, h, m.mla() ? m.heads / t * m.v_head_dim : q / t, ge));
   ops.push_back(streaming("attn_residual", OpKind::Elementwise, seq_elems, re, residual, 2));
   ops.push_back(streaming("mlp_norm", OpKind::Norm, seq_elems, re, norm, 5));
 
@@ -419,8 +436,14 @@ Flops model_flops_per_step(const ModelSpec& m, const TrainingSpec& t) {
   s.flash_attention = t.flash_attention;
   s.causal = t.causal;
   double per_seq = 0;
+  const int moe_layers = m.moe_layers(0, m.layers);
   for (const Op& op : layer_ops(m, s)) per_seq += op.model_flops.v;
-  per_seq *= m.layers;
+  per_seq *= m.moe() ? moe_layers : m.layers;  // a dense model's layers, or the MoE ones
+  if (m.moe() && moe_layers < m.layers) {
+    double dense = 0;
+    for (const Op& op : layer_ops(dense_layer_model(m), s)) dense += op.model_flops.v;
+    per_seq += dense * (m.layers - moe_layers);
+  }
   for (const Op& op : head_ops(m, s)) per_seq += op.model_flops.v;
   return Flops{3.0 * per_seq * t.global_batch};
 }

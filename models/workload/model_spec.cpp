@@ -6,10 +6,33 @@
 namespace hetsim::workload {
 
 double ParamCount::total(int layers) const {
+  if (dense_layers > 0) return per_layer * (layers - dense_layers) + per_dense_layer * dense_layers + embedding + output + final_norm;
   return per_layer * layers + embedding + output + final_norm;
 }
 double ParamCount::active(int layers) const {
+  if (dense_layers > 0)
+    return per_layer_active * (layers - dense_layers) + per_dense_layer * dense_layers + embedding + output + final_norm;
   return per_layer_active * layers + embedding + output + final_norm;
+}
+
+int ModelSpec::moe_layers(int first, int count) const {
+  int n = 0;
+  for (int i = first; i < first + count; ++i) n += moe_layer(i) ? 1 : 0;
+  return n;
+}
+
+ModelSpec dense_layer_model(const ModelSpec& m) {
+  ModelSpec d = m;
+  d.experts = 1;
+  d.top_k = 1;
+  d.shared_experts = 0;
+  d.shared_ffn_hidden = 0;
+  d.expert_load.clear();
+  d.ffn_hidden = m.dense_ffn_hidden > 0 ? m.dense_ffn_hidden : m.ffn_hidden;
+  d.first_dense_layers = 0;
+  d.moe_layer_freq = 1;
+  d.dense_ffn_hidden = 0;
+  return d;
 }
 
 ParamCount count_params(const ModelSpec& m) {
@@ -22,7 +45,16 @@ ParamCount count_params(const ModelSpec& m) {
 
   // Attention: Q is h×q and O q×h (q = h unless head_dim is set); K and V are h×kv (kv = q for
   // MHA); a QK-norm has one gain vector of a head's width for the queries and one for the keys.
-  const double attn = 2 * h * q + 2 * h * kv + bias * (q + 2 * kv + h) + (m.qk_norm ? 2.0 * m.head_dim() : 0);
+  double attn = 2 * h * q + 2 * h * kv + bias * (q + 2 * kv + h) + (m.qk_norm ? 2.0 * m.head_dim() : 0);
+  if (m.mla()) {
+    // MLA (DeepSeek-V2 §2.1): Q down h×q_lora (+ its RMSNorm) and up q_lora×heads·hd (or h×heads·hd
+    // directly); KV down h×(kv_lora + rope) (+ RMSNorm over kv_lora), up kv_lora×heads·(nope + v);
+    // O heads·v×h.
+    const double heads = m.heads, ql = m.q_lora_rank, kl = m.kv_lora_rank, rope = m.qk_rope_dim;
+    const double hd = m.head_dim(), v = m.v_head_dim;
+    attn = (ql > 0 ? h * ql + ql + ql * heads * hd : h * heads * hd) + h * (kl + rope) + kl +
+           kl * heads * (hd - rope + v) + heads * v * h;
+  }
   // MLP: GeLU has up (h×f) and down (f×h); SwiGLU adds a gate (h×f).
   const double mats = m.activation == Activation::SwiGlu ? 3 : 2;
   auto mlp_of = [&](double width) { return mats * h * width + bias * ((mats - 1) * width + h); };
@@ -41,6 +73,10 @@ ParamCount count_params(const ModelSpec& m) {
                 (m.positions == Positions::Learned ? static_cast<double>(m.max_positions) * h : 0);
   p.output = m.tied_embeddings ? 0 : static_cast<double>(m.vocab) * h;
   p.final_norm = norm;
+  if (m.moe()) {
+    p.dense_layers = m.layers - m.moe_layers(0, m.layers);
+    p.per_dense_layer = attn + mlp_of(m.dense_ffn_hidden > 0 ? m.dense_ffn_hidden : f) + 2 * norm;
+  }
   return p;
 }
 
@@ -130,6 +166,29 @@ ModelSpec qwen3_moe(const char* name, int layers, int hidden, int heads, int exp
   return m;
 }
 
+ModelSpec deepseek_v3() {
+  // DeepSeek-V3 (arXiv 2412.19437, §2 and §4.2; config.json of deepseek-ai/DeepSeek-V3): 61
+  // layers, hidden 7168, 128 heads of MLA (q_lora_rank 1536, kv_lora_rank 512, qk_nope 128,
+  // qk_rope 64, v_head 128), the first 3 layers dense (MLP 18432), the other 58 MoE: 256 routed
+  // experts of 2048, top-8, one shared expert of 2048; vocabulary 129280, untied, SwiGLU,
+  // RMSNorm, no biases. 671 B parameters, 37 B active (the multi-token-prediction module's 14 B
+  // not included). Not modelled: the router's 256-entry score-correction bias per MoE layer.
+  ModelSpec m = llama3("deepseek-v3", 61, 7168, 128, 2048);
+  m.kv_heads = 128;
+  m.explicit_head_dim = 192;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_dim = 64;
+  m.v_head_dim = 128;
+  m.vocab = 129280;
+  m.experts = 256;
+  m.top_k = 8;
+  m.shared_experts = 1;
+  m.first_dense_layers = 3;
+  m.dense_ffn_hidden = 18432;
+  return m;
+}
+
 ModelSpec tiny() {
   // A small Llama-shaped model for tests: fast to simulate and to run on CPUs.
   ModelSpec m = llama3("tiny", 4, 256, 8, 1024);
@@ -142,7 +201,7 @@ ModelSpec tiny() {
 
 std::vector<std::string> preset_names() {
   return {"gpt3-175b",     "llama3-8b",     "llama3-70b",      "llama3-405b", "mixtral-8x7b",
-          "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-235b-a22b", "tiny"};
+          "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "tiny"};
 }
 
 std::optional<ModelSpec> preset(std::string_view name) {
@@ -156,6 +215,7 @@ std::optional<ModelSpec> preset(std::string_view name) {
   // Qwen3-235B-A22B: 94 layers, hidden 4096, 64 heads, experts of 1536 (235 B, 22 B active).
   if (name == "qwen3-30b-a3b") return qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 768);
   if (name == "qwen3-235b-a22b") return qwen3_moe("qwen3-235b-a22b", 94, 4096, 64, 1536);
+  if (name == "deepseek-v3") return deepseek_v3();
   if (name == "tiny") return tiny();
   return std::nullopt;
 }

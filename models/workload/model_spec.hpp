@@ -59,7 +59,32 @@ struct ModelSpec {
     return static_cast<double>(shared_experts) * (shared_ffn_hidden > 0 ? shared_ffn_hidden : ffn_hidden);
   }
   [[nodiscard]] bool moe() const { return experts > 1; }
+
+  /// MoE layout (DeepSeek-V3's first_k_dense_replace and moe_layer_freq): layers before
+  /// first_dense_layers are dense, and of the rest those whose index (0-based) is a multiple of
+  /// moe_layer_freq are MoE layers; the others dense MLPs of dense_ffn_hidden (0: ffn_hidden).
+  int first_dense_layers = 0;
+  int moe_layer_freq = 1;
+  int dense_ffn_hidden = 0;
+  [[nodiscard]] bool moe_layer(int i) const {
+    return moe() && i >= first_dense_layers && i % moe_layer_freq == 0;
+  }
+  /// MoE layers among layers [first, first + count).
+  [[nodiscard]] int moe_layers(int first, int count) const;
+
+  /// Multi-head latent attention (DeepSeek-V2/V3) when kv_lora_rank > 0: queries through a
+  /// q_lora_rank bottleneck (0: projected directly), keys and values from a kv_lora_rank latent
+  /// plus one shared qk_rope_dim RoPE key; head_dim() is a query/key head (nope + rope),
+  /// v_head_dim a value head. docs/cost-models.md#multi-head-latent-attention.
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_rope_dim = 0;
+  int v_head_dim = 0;
+  [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
 };
+
+/// The model a dense layer of `m` is: its MLP of dense_ffn_hidden, no experts, same attention.
+[[nodiscard]] ModelSpec dense_layer_model(const ModelSpec& m);
 
 /// Parameter counts, exact for the shapes above (see docs/cost-models.md#parameters).
 struct ParamCount {
@@ -69,6 +94,9 @@ struct ParamCount {
   double embedding = 0;         ///< token (+ position) embedding
   double output = 0;            ///< untied output projection (0 when tied)
   double final_norm = 0;
+  double per_dense_layer = 0;  ///< a dense layer of a MoE model (first_dense_layers, moe_layer_freq)
+  int dense_layers = 0;        ///< how many of the model's layers are (MoE models; 0 for dense ones)
+  /// For the model's own layer count (`layers` = ModelSpec::layers, dense_layers of them dense).
   [[nodiscard]] double total(int layers) const;
   [[nodiscard]] double active(int layers) const;
 };

@@ -42,14 +42,16 @@ Duration StageOps::compute() const {
 
 std::vector<StageOps> op_breakdown(const Scenario& s, const plan::Plan& p) {
   std::vector<StageOps> out;
-  std::vector<std::tuple<int, int, int, bool, bool>> seen;  // pool, tp, layers, first, last
+  std::vector<std::tuple<int, int, int, int, bool, bool>> seen;  // pool, tp, layers, MoE layers, first, last
   const hw::Dtype dt = s.training.precision;
   for (std::size_t g = 0; g < p.groups.size(); ++g) {
     const auto& stages = p.groups[g].stages;
     for (std::size_t i = 0; i < stages.size(); ++i) {
       const plan::Stage& st = stages[i];
       const bool first = i == 0, last = i + 1 == stages.size();
-      const auto key = std::make_tuple(st.pool, st.tp, st.layers, first, last);
+      // A MoE model's dense layers (first_dense_layers, moe_layer_freq) are a part of their own.
+      const int n_moe = s.model.moe() ? s.model.moe_layers(st.first_layer, st.layers) : st.layers;
+      const auto key = std::make_tuple(st.pool, st.tp, st.layers, n_moe, first, last);
       if (auto it = std::find(seen.begin(), seen.end(), key); it != seen.end()) {
         out[static_cast<std::size_t>(it - seen.begin())].alike += p.groups[g].replicas;
         continue;
@@ -66,7 +68,10 @@ std::vector<StageOps> op_breakdown(const Scenario& s, const plan::Plan& p) {
       so.tp = st.tp;
       so.layers = st.layers;
       if (first) so.parts.push_back(price(pool.device, dt, "embedding", 1, workload::embedding_ops(s.model, shape)));
-      so.parts.push_back(price(pool.device, dt, "layer", st.layers, workload::layer_ops(s.model, shape)));
+      if (n_moe > 0) so.parts.push_back(price(pool.device, dt, "layer", n_moe, workload::layer_ops(s.model, shape)));
+      if (n_moe < st.layers)
+        so.parts.push_back(price(pool.device, dt, "dense layer", st.layers - n_moe,
+                                 workload::layer_ops(workload::dense_layer_model(s.model), shape)));
       if (last) so.parts.push_back(price(pool.device, dt, "head", 1, workload::head_ops(s.model, shape)));
       out.push_back(std::move(so));
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "models/cost/collectives.hpp"
 #include "models/cost/compute.hpp"
@@ -79,7 +80,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
   // Expert parallelism: a rank holds 1/ep of each MoE layer's routed experts.
   const int ep = m.moe() ? std::max(1, p.ep) : 1;
-  const double layer_params_tp1 = pc.per_layer - pc.per_layer_experts + pc.per_layer_experts / ep;  // before TP
+  const double moe_params_tp1 = pc.per_layer - pc.per_layer_experts + pc.per_layer_experts / ep;  // before TP
+  // A MoE model's dense layers (first_dense_layers, moe_layer_freq) are priced as the dense
+  // model they are; a stage holding both kinds gets the mean of its layers' costs per layer.
+  const workload::ModelSpec dense_m = m.moe() ? workload::dense_layer_model(m) : m;
 
   // Per-layer costs of a (pool, tp) pair, per micro-batch.
   struct LayerCost {
@@ -88,14 +92,16 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     Duration a2a;         // one expert-parallel all-to-all of the micro-batch's routed tokens
     cost::Algorithm ar_algorithm = cost::Algorithm::Ring;
   };
-  std::map<std::pair<int, int>, LayerCost> memo;
-  auto layer_cost = [&](int pool_index, int tp, const workload::MicroBatchShape& shape) -> const LayerCost& {
-    auto [it, fresh] = memo.try_emplace({pool_index, tp});
+  std::map<std::tuple<int, int, bool>, LayerCost> memo;
+  auto layer_cost = [&](int pool_index, int tp, const workload::MicroBatchShape& shape, bool moe_kind) -> const LayerCost& {
+    auto [it, fresh] = memo.try_emplace({pool_index, tp, moe_kind});
     LayerCost& lc = it->second;
     if (!fresh) return lc;
+    const workload::ModelSpec& lm = moe_kind ? m : dense_m;
+    const double layer_params_tp1 = moe_kind || !m.moe() ? moe_params_tp1 : pc.per_dense_layer;
     const hw::PoolSpec& pool = cl.pools[pool_index];
     const hw::DeviceSpec& dev = pool.device;
-    const auto layer = workload::layer_ops(m, shape);
+    const auto layer = workload::layer_ops(lm, shape);
     // Each op priced once per pass (the planner calls this a great deal); a pass takes at least
     // its kernels × the host's time per kernel (cost::pass_time).
     std::vector<Duration> tf(layer.size()), tb(layer.size());
@@ -119,7 +125,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       lc.fwd += copy_out;
       lc.bwd += copy_out;
     }
-    if (ep > 1) {
+    if (ep > 1 && moe_kind) {
       // Dispatch (and, the same size, combine) of a MoE layer: each rank sends its share of the
       // micro-batch's tokens (1/tp of them: the TP ranks split the dispatch) top_k times, padded
       // to capacity, h wide, to the experts' ranks: all-to-all over the ep ranks, which Megatron
@@ -169,7 +175,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const bool ov_bwd = p.overlap_tp_comm || p.overlap_tp_backward;
       const double slow = dev.efficiency.overlap_slowdown;
       const char* blocks[2][2] = {{"qkv", "attn_out"},
-                                  {m.moe() ? "expert_up" : "mlp_up", m.moe() ? "expert_down" : "mlp_down"}};
+                                  {lm.moe() ? "expert_up" : "mlp_up", lm.moe() ? "expert_down" : "mlp_down"}};
       for (const auto& b : blocks) {
         const Duration col_f = op_named(layer, tf, b[0]), row_f = op_named(layer, tf, b[1]);
         // A GEMM's backward is its data- and weight-gradient kernels, about half each.
@@ -207,7 +213,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       StageCost& c = costs[si];
       // Per-layer costs depend on the pool and tp only: computed once per pair (a deep
       // pipeline repeats them, and the planner calls this a great deal).
-      const LayerCost& lc = layer_cost(st.pool, st.tp, shape);
+      // A MoE model's stage may hold dense layers too: n_moe of its layers are MoE layers.
+      const int n_moe = m.moe() ? m.moe_layers(st.first_layer, st.layers) : st.layers;
+      const bool mixed = m.moe() && n_moe < st.layers;
+      const LayerCost& lc = layer_cost(st.pool, st.tp, shape, m.moe() && n_moe > 0);
       c.layer_fwd = lc.fwd;
       c.layer_bwd = lc.bwd;
       c.layer_recompute = lc.recompute;
@@ -221,6 +230,23 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.layer_ep_fwd = lc.a2a * 2;
       c.layer_ep_bwd = lc.a2a * 2;
       c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.a2a * 2 : Duration{0};
+      // The mean per layer over the stage's MoE and dense layers (the schedule and the estimate
+      // multiply it by the stage's layers; a chunk of an interleaved stage gets the mean too).
+      const double moe_share = st.layers > 0 ? static_cast<double>(n_moe) / st.layers : 0;
+      if (mixed) {
+        const LayerCost& dc = layer_cost(st.pool, st.tp, shape, false);
+        auto mean = [&](Duration a, Duration d) { return a * moe_share + d * (1 - moe_share); };
+        if (n_moe == 0) c.layer_ep_fwd = c.layer_ep_bwd = c.layer_ep_recompute = Duration{0};
+        c.layer_fwd = mean(c.layer_fwd, dc.fwd);
+        c.layer_bwd = mean(c.layer_bwd, dc.bwd);
+        c.layer_recompute = mean(c.layer_recompute, dc.recompute);
+        c.layer_tp_fwd = mean(c.layer_tp_fwd, dc.tp_fwd);
+        c.layer_tp_bwd = mean(c.layer_tp_bwd, dc.tp_bwd);
+        c.layer_tp_recompute = mean(c.layer_tp_recompute, dc.tp_recompute);
+        c.layer_ep_fwd = c.layer_ep_fwd * moe_share;
+        c.layer_ep_bwd = c.layer_ep_bwd * moe_share;
+        c.layer_ep_recompute = c.layer_ep_recompute * moe_share;
+      }
       if (first) {
         const auto emb = workload::embedding_ops(m, shape);
         c.emb_fwd = cost::pass_time(dev, dt, emb, Pass::Forward);
@@ -236,8 +262,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
 
       // Parameters on one device of this stage. With tied embeddings and pp > 1 the last stage
       // keeps its own copy of the token embedding (not the position table).
-      c.params_layer = layer_params_tp1 / st.tp;
-      c.expert_params = pc.per_layer_experts / ep / st.tp * st.layers;
+      c.params_layer = (mixed ? moe_params_tp1 * moe_share + pc.per_dense_layer * (1 - moe_share) : moe_params_tp1) / st.tp;
+      c.expert_params = pc.per_layer_experts / ep / st.tp * n_moe;
       if (first) c.params_emb = pc.embedding / st.tp;
       const double token_embedding = static_cast<double>(m.vocab) * m.hidden;
       if (last)
@@ -339,6 +365,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const bool eager = !tr.fused_kernels;
       c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
                                                          p.recompute, tr.flash_attention, dt, eager, ep);
+      if (mixed)
+        c.act_per_layer = Bytes{c.act_per_layer.v * moe_share +
+                                cost::activation_bytes_per_layer(dense_m, p.micro_batch, tr.seq_len, st.tp, sp, p.recompute,
+                                                                 tr.flash_attention, dt, eager)
+                                        .v * (1 - moe_share)};
       if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
       // The loss's peak per logit: Megatron-LM's fused vocabulary-parallel cross-entropy keeps
       // the bf16 logits and one fp32 buffer it works in place on (6 bytes); PyTorch's eager
@@ -375,12 +406,14 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // larger of the two counts (docs/cost-models.md#other-parts).
       {
         const Bytes kept = c.act_per_layer;
-        const Bytes whole = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
+        // A layer's backward at a time: the larger kind's, MoE where the stage has any.
+        const workload::ModelSpec& wm = n_moe > 0 ? m : dense_m;
+        const Bytes whole = cost::activation_bytes_per_layer(wm, p.micro_batch, tr.seq_len, st.tp, sp,
                                                              cost::Recompute::None, tr.flash_attention, dt, eager, ep);
         const double act = m.activation == workload::Activation::SwiGlu ? 2 : 1;
         const Bytes grads{e * p.micro_batch * tr.seq_len *
                           (m.hidden / (sp ? st.tp : 1.0) +
-                           act * (m.ffn_hidden * (m.moe() ? m.top_k : 1) + m.shared_width()) / st.tp)};
+                           act * (wm.ffn_hidden * (wm.moe() ? wm.top_k : 1) + wm.shared_width()) / st.tp)};
         c.backward_working = (whole > kept ? whole - kept : Bytes{0}) + grads;
         if (torch_fsdp) {
           // FSDP's backward per layer: autograd writes the layer's unsharded weight gradients in

@@ -148,7 +148,8 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   r.check_keys(*t, {"preset", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                     "vocab", "experts", "top_k", "capacity_factor", "shared_experts", "shared_ffn_hidden",
                     "head_dim", "qk_norm", "activation", "norm", "positions", "max_positions",
-                    "tied_embeddings", "linear_bias", "dropout", "dropless", "routing_skew", "routing_histogram"});
+                    "tied_embeddings", "linear_bias", "dropout", "dropless", "routing_skew", "routing_histogram", "first_dense_layers",
+                    "moe_layer_freq", "dense_ffn_hidden", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim"});
   workload::ModelSpec& m = s.model;
   bool from_preset = false;
   if (auto p = r.string(*t, "preset")) {
@@ -182,6 +183,13 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   set("shared_experts", m.shared_experts, 0);
   set("shared_ffn_hidden", m.shared_ffn_hidden, 1);
   set("head_dim", m.explicit_head_dim, 1);
+  set("first_dense_layers", m.first_dense_layers, 0);
+  set("moe_layer_freq", m.moe_layer_freq, 1);
+  set("dense_ffn_hidden", m.dense_ffn_hidden, 1);
+  set("q_lora_rank", m.q_lora_rank, 0);
+  set("kv_lora_rank", m.kv_lora_rank, 0);
+  set("qk_rope_dim", m.qk_rope_dim, 0);
+  set("v_head_dim", m.v_head_dim, 0);
   m.qk_norm = r.boolean(*t, "qk_norm").value_or(m.qk_norm);
   m.capacity_factor = r.number(*t, "capacity_factor", 0.01, 64.0).value_or(m.capacity_factor);
   // A capacity factor drops the tokens above it unless dropless = true says otherwise
@@ -225,6 +233,24 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   if (m.positions == workload::Positions::Learned && m.max_positions == 0)
     r.error(here, t->path + ".max_positions", "learned positions need max_positions",
             "add max_positions = <sequence length>");
+  for (const char* key : {"first_dense_layers", "moe_layer_freq", "dense_ffn_hidden"})
+    if (r.node(*t, key) && !m.moe())
+      r.error(at(key), t->path + "." + key, std::string(key) + " lays out a mixture of experts, and this model has experts = " +
+              std::to_string(m.experts), "set experts (> 1) and top_k, or remove " + std::string(key));
+  if (m.moe() && m.moe_layers(0, m.layers) == 0)
+    r.error(at(r.node(*t, "first_dense_layers") ? "first_dense_layers" : "moe_layer_freq"), t->path + ".first_dense_layers",
+            "no layer of the " + std::to_string(m.layers) + " is a MoE layer (first_dense_layers = " +
+            std::to_string(m.first_dense_layers) + ", moe_layer_freq = " + std::to_string(m.moe_layer_freq) + ")",
+            "first_dense_layers below layers; layer i is MoE when i >= first_dense_layers and moe_layer_freq divides i");
+  if (m.mla() && (m.v_head_dim == 0 || m.qk_rope_dim >= m.head_dim()))
+    r.error(at("kv_lora_rank"), t->path + ".kv_lora_rank",
+            "multi-head latent attention needs v_head_dim > 0 and qk_rope_dim below the head dimension (" +
+            std::to_string(m.head_dim()) + ")", "set head_dim = qk_nope + qk_rope, qk_rope_dim and v_head_dim");
+  if (!m.mla())
+    for (const char* key : {"q_lora_rank", "qk_rope_dim", "v_head_dim"})
+      if (r.node(*t, key))
+        r.error(at(key), t->path + "." + key, std::string(key) + " belongs to multi-head latent attention, and kv_lora_rank is 0",
+                "set kv_lora_rank (> 0), or remove " + std::string(key));
   if (m.dropless && m.capacity_factor > 0 && m.capacity_factor < 1.0)
     r.error(at("capacity_factor"), t->path + ".capacity_factor",
             "capacity_factor below 1 with dropless routing (every token is kept, so no expert buffer is smaller than the mean)",

@@ -410,5 +410,50 @@ TEST(LayerOps, RoutingImbalanceScalesTheMostLoadedRanksExpertGemms) {
   EXPECT_DOUBLE_EQ(find(skewed, "moe_permute").fwd_bytes.v, find(uniform, "moe_permute").fwd_bytes.v);
 }
 
+// MLA (DeepSeek-V3 at tp 8): the down projections whole on every rank, the up projections and O
+// split over the heads; the model FLOPs of a layer's projections are 2·tokens·(its parameters):
+// Q down 7168·1536, Q up 1536·16·192, KV down 7168·576, KV up 512·16·256, O 16·128·7168.
+TEST(LayerOps, MultiHeadLatentAttentionProjections) {
+  const ModelSpec m = *preset("deepseek-v3");
+  MicroBatchShape s;
+  s.micro_batch = 1;
+  s.seq_len = 4096;
+  s.tp = 8;
+  const auto ops = layer_ops(m, s);
+  EXPECT_DOUBLE_EQ(find(ops, "mla_q_down").n, 1536);
+  EXPECT_DOUBLE_EQ(find(ops, "mla_q_down").k, 7168);
+  EXPECT_DOUBLE_EQ(find(ops, "mla_q_up").n, 16 * 192);
+  EXPECT_DOUBLE_EQ(find(ops, "mla_kv_down").n, 576);
+  EXPECT_DOUBLE_EQ(find(ops, "qkv").n, 16 * 256);
+  EXPECT_DOUBLE_EQ(find(ops, "qkv").k, 512);
+  EXPECT_DOUBLE_EQ(find(ops, "attn_out").k, 16 * 128);
+  double proj = 0;
+  for (const char* n : {"mla_q_down", "mla_q_up", "mla_kv_down", "qkv", "attn_out"}) proj += find(ops, n).model_flops.v;
+  const double params = 7168.0 * 1536 + 1536.0 * 16 * 192 + 7168.0 * 576 + 512.0 * 16 * 256 + 16.0 * 128 * 7168;
+  EXPECT_NEAR(proj, 2 * 4096 * params, 1.0);
+}
+
+// A MoE model's model FLOPs count its dense layers as dense: 3 dense + 58 MoE for DeepSeek-V3.
+TEST(ModelFlops, DenseLayersOfAMoeModelCountAsDense) {
+  const ModelSpec m = *preset("deepseek-v3");
+  TrainingSpec t;
+  t.global_batch = 1;
+  t.seq_len = 4096;
+  MicroBatchShape s;
+  s.seq_len = 4096;
+  auto layer = [&](const ModelSpec& lm) {
+    double f = 0;
+    for (const Op& op : layer_ops(lm, s)) f += op.model_flops.v;
+    return f;
+  };
+  double head = 0;
+  for (const Op& op : head_ops(m, s)) head += op.model_flops.v;
+  EXPECT_NEAR(model_flops_per_step(m, t).v, 3 * (58 * layer(m) + 3 * layer(dense_layer_model(m)) + head),
+              1e-9 * model_flops_per_step(m, t).v);
+  EXPECT_GT(layer(dense_layer_model(m)), 0);
+  EXPECT_EQ(dense_layer_model(m).experts, 1);
+  EXPECT_EQ(dense_layer_model(m).ffn_hidden, 18432);
+}
+
 }  // namespace
 }  // namespace hetsim::workload

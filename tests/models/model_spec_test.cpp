@@ -60,6 +60,49 @@ TEST(Presets, MoePresetsMatchTheirPublishedTotalAndActiveCounts) {
   EXPECT_NEAR(q235_layers / 1e9, 234, 0.5);
 }
 
+// DeepSeek-V3 (arXiv 2412.19437: "671B total parameters with 37B activated for each token", the
+// MTP module's 14 B apart), counted by hand from its config.json:
+//   MLA per layer: Q down 7168·1536 + norm 1536 + Q up 1536·128·192 + KV down 7168·(512 + 64)
+//     + norm 512 + KV up 512·128·(128 + 128) + O 128·128·7168 = 187,107,328
+//   dense layer (first 3): + MLP 3·7168·18432 + 2 norms of 7168 = 583,483,392
+//   MoE layer (58): + 257 experts (256 routed + 1 shared) of 3·7168·2048 + router 256·7168
+//     + 2 norms = 11,507,286,016; active: 9 experts instead of 257 = 585,318,400
+//   embeddings 2·129280·7168, final norm 7168
+//   total 671,026,404,352; active 37,552,282,624 (36.63 B without the input embedding, a lookup)
+TEST(Presets, DeepSeekV3MatchesItsPublishedTotalAndActiveCounts) {
+  const ModelSpec m = *preset("deepseek-v3");
+  const ParamCount p = count_params(m);
+  EXPECT_EQ(p.dense_layers, 3);
+  EXPECT_EQ(m.moe_layers(0, m.layers), 58);
+  EXPECT_DOUBLE_EQ(p.per_dense_layer, 583'483'392.0);
+  EXPECT_DOUBLE_EQ(p.per_layer, 11'507'286'016.0);
+  EXPECT_DOUBLE_EQ(p.per_layer_active, 585'318'400.0);
+  EXPECT_DOUBLE_EQ(p.total(m.layers), 671'026'404'352.0);
+  EXPECT_DOUBLE_EQ(p.active(m.layers), 37'552'282'624.0);
+  EXPECT_NEAR(p.total(m.layers) / 1e9, 671, 0.5);
+  EXPECT_NEAR(p.active(m.layers) / 1e9, 37, 0.6);  // "37B": 37.55 with the embedding, 36.63 without
+}
+
+// MoE layout: layer i is a MoE layer when i >= first_dense_layers and moe_layer_freq divides i;
+// the dense ones are MLPs of dense_ffn_hidden, in the totals and the active counts alike.
+TEST(ParamCount, DenseLayersOfAMoeModel) {
+  ModelSpec m = *preset("mixtral-8x7b");  // 32 layers
+  const ParamCount all = count_params(m);
+  m.first_dense_layers = 1;
+  m.moe_layer_freq = 2;  // MoE: 2, 4, …, 30 -> 15 layers; dense 17
+  m.dense_ffn_hidden = 8192;
+  EXPECT_EQ(m.moe_layers(0, 32), 15);
+  EXPECT_EQ(m.moe_layers(0, 4), 1);
+  EXPECT_FALSE(m.moe_layer(0));
+  EXPECT_TRUE(m.moe_layer(2));
+  EXPECT_FALSE(m.moe_layer(3));
+  const ParamCount p = count_params(m);
+  const double dense = all.per_layer - 8 * 3.0 * 4096 * 14336 - 4096.0 * 8 + 3.0 * 4096 * 8192;
+  EXPECT_DOUBLE_EQ(p.per_dense_layer, dense);
+  EXPECT_DOUBLE_EQ(p.total(32), 15 * all.per_layer + 17 * dense + all.embedding + all.output + all.final_norm);
+  EXPECT_DOUBLE_EQ(p.active(32), 15 * all.per_layer_active + 17 * dense + all.embedding + all.output + all.final_norm);
+}
+
 // Shared experts are MLPs every token goes through: in the total and in the active count; a
 // set head_dim changes only Q and O (and the QK-norm gains).
 TEST(ParamCount, SharedExpertsAndHeadDim) {

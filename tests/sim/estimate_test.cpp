@@ -435,6 +435,38 @@ TEST(Estimate, RoutingImbalanceMovesTheStepAsTheMostLoadedRankPredicts) {
   EXPECT_NEAR(cd.layer_ep_fwd.v, 1.25 * 2 * a2a, 1e-12);
 }
 
+// Dense layers before the first MoE layer (DeepSeek-V3's first 3): a stage prices each of its
+// layers as its kind. 4 layers, the first dense, pp 2: stage 1 holds 2 MoE layers and costs what
+// an all-MoE model's stage does; stage 0 (1 dense + 1 MoE) costs per layer the mean of a dense
+// layer (the dense model of the same shape) and a MoE layer, with half the all-to-alls and one
+// layer's experts.
+TEST(Estimate, DenseLayersOfAMoeModelArePricedAsDense) {
+  auto scenario = [](const std::string& extra) {
+    return load("[model]\npreset = \"deepseek-v3\"\nlayers = 4\n" + extra +
+                "[training]\nglobal_batch = 4\nseq_len = 4096\n[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+                "[parallel]\ntp = 2\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\n");
+  };
+  const Scenario mixed = scenario("first_dense_layers = 1\n");
+  const Scenario all_moe = scenario("first_dense_layers = 0\n");
+  ASSERT_TRUE(mixed.plan && all_moe.plan);
+  Scenario dense = all_moe;
+  dense.model = workload::dense_layer_model(all_moe.model);
+  dense.plan->ep = 1;
+  const auto cm = analytic::stage_costs(mixed, *mixed.plan).at(0);
+  const auto ca = analytic::stage_costs(all_moe, *all_moe.plan).at(0);
+  const auto cd = analytic::stage_costs(dense, *dense.plan).at(0);
+  EXPECT_EQ(cm[1].layer_fwd.v, ca[1].layer_fwd.v);
+  EXPECT_EQ(cm[1].layer_ep_fwd.v, ca[1].layer_ep_fwd.v);
+  EXPECT_DOUBLE_EQ(cm[1].expert_params, ca[1].expert_params);
+  EXPECT_NEAR(cm[0].layer_fwd.v, (ca[0].layer_fwd.v + cd[0].layer_fwd.v) / 2, 1e-12);
+  EXPECT_NEAR(cm[0].layer_bwd.v, (ca[0].layer_bwd.v + cd[0].layer_bwd.v) / 2, 1e-12);
+  EXPECT_NEAR(cm[0].layer_ep_fwd.v, ca[0].layer_ep_fwd.v / 2, 1e-15);
+  EXPECT_DOUBLE_EQ(cm[0].expert_params, ca[0].expert_params / 2);
+  EXPECT_LT(cd[0].layer_fwd.v, ca[0].layer_fwd.v);  // the 18432-wide MLP against 8 + 1 experts of 2048
+  const auto pc = workload::count_params(mixed.model);
+  EXPECT_NEAR(cm[0].params_layer * 2, (pc.per_layer - pc.per_layer_experts / 2 + pc.per_dense_layer) / 2, 1.0);
+}
+
 // grad_reduce_dtype = "bf16" (Megatron-Core's grad_reduce_in_fp32 = false) halves the bytes of the
 // data-parallel reduce-scatter; the parameter all-gather and the optimizer are unchanged.
 TEST(Estimate, Bf16GradientReduceMovesHalfTheBytes) {
