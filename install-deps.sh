@@ -13,6 +13,7 @@ packages=(
   # libraries (see ../shared/reference/dependencies.md for the why of each name)
   libsimgrid-dev libeigen3-dev libtomlplusplus-dev
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev
+  fonts-dejavu-core  # the GUI screenshots test draws in DejaVu Sans, so its images do not depend on the machine
   libopenmpi-dev openmpi-bin
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev

@@ -16,6 +16,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
@@ -33,6 +34,7 @@
 #include "gui/views/purchase_view.hpp"
 #include "gui/views/scenario_view.hpp"
 #include "sim/api/api.hpp"
+#include "sim/io/plan_json.hpp"
 #include "sim/report/buy_report.hpp"
 
 namespace hetsim::gui {
@@ -51,6 +53,16 @@ Prompts default_prompts() {
     QMessageBox::warning(parent, title, message);
   };
   return p;
+}
+
+// `path` as one word of a POSIX shell: as it is when it has no character the shell treats
+// specially, else in single quotes (a quote inside written '\'').
+QString shell_quoted(const QString& path) {
+  static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_./:=@%+,-]+$"));
+  if (plain.match(path).hasMatch()) return path;
+  QString q = path;
+  q.replace('\'', QStringLiteral("'\\''"));
+  return '\'' + q + '\'';
 }
 
 }  // namespace
@@ -116,6 +128,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), prompts_(default_
     start_simulate(s, p);
   });
   connect(plan_view_, &PlanView::what_if_changed, this, &MainWindow::what_if_changed);
+  connect(plan_view_, &PlanView::export_plan_requested, this, &MainWindow::ask_export_shown_plan);
+  connect(plan_view_, &PlanView::export_trace_requested, this, &MainWindow::ask_export_trace);
   connect(purchase_view_, &PurchaseView::what_if_changed, this, &MainWindow::purchase_what_if_changed);
   update_title();
   update_actions();
@@ -163,11 +177,8 @@ void MainWindow::build_menus() {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export front"), "front.csv", tr("CSV (*.csv)"));
     if (!path.isEmpty()) export_csv(path);
   });
-  export_trace_ = file->addAction(tr("Export Simulated Step as Chrome &Trace…"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export Chrome trace"), "step.trace.json",
-                                                      tr("Chrome trace (*.json)"));
-    if (!path.isEmpty()) export_trace(path);
-  });
+  export_shown_plan_ = file->addAction(tr("Export Shown Plan (JSON)…"), this, &MainWindow::ask_export_shown_plan);
+  export_trace_ = file->addAction(tr("Export Simulated Step as Chrome &Trace…"), this, &MainWindow::ask_export_trace);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -210,6 +221,18 @@ void MainWindow::build_menus() {
   bar->addAction(cancel_);
 }
 
+void MainWindow::ask_export_shown_plan() {
+  const QString name = QFileInfo(doc_->display_name()).completeBaseName() + ".plan.json";
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export the plan shown"), name, tr("Plan JSON (*.json)"));
+  if (!path.isEmpty()) export_shown_plan(path);
+}
+
+void MainWindow::ask_export_trace() {
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export Chrome trace"), "step.trace.json", tr("Chrome trace (*.json)"));
+  if (!path.isEmpty()) export_trace(path);
+}
+
 void MainWindow::fill_recent_menu() {
   recent_->clear();
   const QStringList files = RecentFiles::list();
@@ -237,6 +260,9 @@ void MainWindow::update_actions() {
   export_csv_->setEnabled(exportable && !purchase_view_->outcome()->partial &&
                           !purchase_view_->outcome()->result.front.empty());
   export_trace_->setEnabled(plan_view_->simulation() && !plan_view_->simulation()->chrome_trace.empty());
+  plan_view_->export_trace_button()->setEnabled(export_trace_->isEnabled());
+  export_shown_plan_->setEnabled(shown_ && shown_->fits);
+  plan_view_->export_plan_button()->setEnabled(export_shown_plan_->isEnabled());
   purchase_view_->show_plan_button()->setEnabled(point && !jobs_->busy());
   tabs_->setTabEnabled(tabs_->indexOf(purchase_view_), doc_->is_purchase() || purchase_view_->outcome());
 }
@@ -291,7 +317,9 @@ bool MainWindow::open_file(const QString& path) {
   what_if_pause_->stop();
   RecentFiles::add(path);
   purchase_view_->clear(tr("Press Run to search the purchase."));
-  plan_view_->clear(tr("Press Run to estimate and simulate."));
+  clear_plan(tr("Press Run to estimate and simulate."));
+  point_scenarios_.clear();
+  point_plans_.clear();
   tabs_->setCurrentWidget(scenario_view_);
   if (!doc_->diagnostics().empty())
     status(tr("%1: %n error(s); fix them to run", "", static_cast<int>(doc_->diagnostics().size()))
@@ -349,6 +377,7 @@ bool MainWindow::export_plan(const QString& path) {
     tell(tr("Cannot export the plan"), error);
     return false;
   }
+  remember_point_export(o, *i, {}, QFileInfo(path).absoluteFilePath());
   status(tr("Wrote the plan of point %1 to %2").arg(*i + 1).arg(path));
   return true;
 }
@@ -377,6 +406,9 @@ bool MainWindow::export_point(const QString& dir) {
       return false;
     }
   }
+  const QString stem = QStringLiteral("point-%1").arg(*i + 1);
+  remember_point_export(o, *i, QFileInfo(QDir(dir).filePath(stem + ".toml")).absoluteFilePath(),
+                        QFileInfo(QDir(dir).filePath(stem + ".plan.json")).absoluteFilePath());
   status(tr("Wrote point-%1.toml and point-%1.plan.json to %2").arg(*i + 1).arg(dir));
   return true;
 }
@@ -421,8 +453,47 @@ bool MainWindow::export_trace(const QString& path) {
   return true;
 }
 
+void MainWindow::remember_point_export(const std::shared_ptr<const BuyOutcome>& o, std::size_t i,
+                                       const QString& scenario, const QString& plan) {
+  if (exports_of_.lock() != o) {  // the files of another search's points name other compositions
+    point_scenarios_.clear();
+    point_plans_.clear();
+    exports_of_ = o;
+  }
+  if (!scenario.isEmpty()) point_scenarios_[i] = scenario;
+  point_plans_[i] = plan;
+}
+
+bool MainWindow::export_shown_plan(const QString& path) {
+  if (!shown_) {
+    tell(tr("Nothing to export"), tr("Run first: the Plan tab shows no plan"));
+    return false;
+  }
+  if (!shown_->fits) {
+    tell(tr("Nothing to export"), tr("The plan shown does not fit in memory: `hetsim estimate --save-plan` "
+                                     "does not write such a plan either"));
+    return false;
+  }
+  QString error;
+  if (!write_text_file(path, io::plan_to_json(shown_->scenario, shown_->plan), &error)) {
+    tell(tr("Cannot export the plan"), error);
+    return false;
+  }
+  shown_->exported_to = QFileInfo(path).absoluteFilePath();
+  // A front point's plan is the point's file too (point-N.plan.json has the same content).
+  if (what_if_base_ && what_if_base_->from == PlanFrom::FrontPoint && !shown_->what_if &&
+      exports_of_.lock() == purchase_view_->outcome())
+    point_plans_[what_if_base_->point] = shown_->exported_to;
+  status(shown_->what_if ? tr("Wrote the plan shown to %1; it runs on the what-if values, which are not in the "
+                              "scenario's file")
+                               .arg(path)
+                         : tr("Wrote the plan shown to %1").arg(path));
+  return true;
+}
+
 QString MainWindow::command_line() const {
-  const QString file = doc_->path().isEmpty() ? QStringLiteral("SCENARIO.toml") : doc_->path();
+  if (tabs_->currentWidget() == plan_view_ && shown_ && what_if_base_) return plan_command_line();
+  const QString file = doc_->path().isEmpty() ? QStringLiteral("SCENARIO.toml") : shell_quoted(doc_->path());
   const auto& s = doc_->scenario();
   QString verb = QStringLiteral("simulate");
   if (s && s->purchase)
@@ -431,6 +502,39 @@ QString MainWindow::command_line() const {
     verb = QStringLiteral("plan");
   QString line = QStringLiteral("hetsim %1 %2").arg(verb, file);
   if (doc_->modified()) line += tr("   # save the file first: the window's text differs from it");
+  return line;
+}
+
+QString MainWindow::plan_command_line() const {
+  const WhatIfBase& base = *what_if_base_;
+  QStringList notes;
+  QString scenario = doc_->path().isEmpty() ? QStringLiteral("SCENARIO.toml") : shell_quoted(doc_->path());
+  QString plan = shown_->exported_to.isEmpty() ? QString() : shell_quoted(shown_->exported_to);
+  if (base.from == PlanFrom::FrontPoint) {
+    // The point's composition is a scenario of its own, point-N.toml, written by the point's
+    // export (of this search, not of a re-pricing, whose prices the files do not carry).
+    const bool ours = exports_of_.lock() == purchase_view_->outcome() && !base.repriced;
+    const auto toml = ours ? point_scenarios_.find(base.point) : point_scenarios_.end();
+    const QString stem = QStringLiteral("point-%1").arg(base.point + 1);
+    scenario = toml != point_scenarios_.end() ? shell_quoted(toml->second) : stem + ".toml";
+    if (plan.isEmpty()) {
+      const auto json = ours && !shown_->what_if ? point_plans_.find(base.point) : point_plans_.end();
+      plan = json != point_plans_.end() ? shell_quoted(json->second) : stem + ".plan.json";
+    }
+    if (toml == point_scenarios_.end())
+      notes << tr("export the point's scenario and plan first (File > Export Selected Point's Scenario and Plan)");
+  } else if (doc_->modified()) {
+    notes << tr("save the file first: the window's text differs from it");
+  }
+  QString line;
+  if (plan.isEmpty())  // not exported: what Run did on the file
+    line = QStringLiteral("hetsim %1 %2").arg(base.from == PlanFrom::Planner ? "plan" : "simulate", scenario);
+  else
+    line = QStringLiteral("hetsim simulate %1 --plan %2").arg(scenario, plan);
+  if (shown_->what_if)
+    notes << (base.repriced ? tr("the what-if prices are not in the point's exported files")
+                            : tr("the what-if values are not in the file: the line gives the file's values"));
+  if (!notes.isEmpty()) line += "   # " + notes.join("; ");
   return line;
 }
 

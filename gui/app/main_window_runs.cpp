@@ -52,8 +52,8 @@ bool MainWindow::run() {
   if (s.purchase) {
     start_buy(s);
   } else if (s.plan) {
-    plan_view_->show_estimate(s, *s.plan, api::estimate(s, *s.plan), tr("the scenario's [parallel] plan"));
-    set_what_if_base(s, *s.plan, tr("the scenario's [parallel] plan"));
+    set_what_if_base(s, *s.plan, tr("the scenario's [parallel] plan"), PlanFrom::File);
+    show_plan(s, *s.plan, what_if_base_->origin);
     tabs_->setCurrentWidget(plan_view_);
     start_simulate(s, *s.plan);
   } else {
@@ -64,10 +64,14 @@ bool MainWindow::run() {
 
 void MainWindow::cancel() {
   if (!jobs_->busy()) return;
+  const quint64 job = jobs_->current();
   jobs_->cancel();
-  // A front still growing belongs to the cancelled search.
-  if (purchase_view_->outcome() && purchase_view_->outcome()->partial)
+  // What the cancelled job was doing is no longer true: a front still growing, "Searching…",
+  // "Simulating one step…".
+  if (job == buy_job_ && (!purchase_view_->outcome() || purchase_view_->outcome()->partial))
     purchase_view_->clear(tr("Cancelled: run the search again for its front."));
+  if (job == plan_job_) clear_plan(tr("Cancelled: press Run to search the plan again."));
+  if (job == simulation_job_) plan_view_->set_simulation_note(tr("Cancelled: the step was not simulated."));
   status(tr("Cancelled"));
 }
 
@@ -84,7 +88,7 @@ void MainWindow::start_buy(const Scenario& s) {
   tabs_->setTabEnabled(tabs_->indexOf(purchase_view_), true);
   tabs_->setCurrentWidget(purchase_view_);
   auto source = std::make_shared<const std::string>(doc_->text().toStdString());
-  jobs_->start<Run>(
+  buy_job_ = jobs_->start<Run>(
       tr("Searching the purchase (hetsim buy)…"),
       [this, s](const JobContext& ctx) {
         buy::Options opts;
@@ -127,9 +131,9 @@ void MainWindow::start_buy(const Scenario& s) {
 
 void MainWindow::start_plan(const Scenario& s) {
   using Run = Outcome<api::Planned>;
-  plan_view_->clear(tr("Searching the best plan (hetsim plan)…"));
+  clear_plan(tr("Searching the best plan (hetsim plan)…"));
   tabs_->setCurrentWidget(plan_view_);
-  jobs_->start<Run>(
+  plan_job_ = jobs_->start<Run>(
       tr("Searching plans (hetsim plan)…"),
       [s](const JobContext& ctx) {
         planner::Options opts;
@@ -145,20 +149,19 @@ void MainWindow::start_plan(const Scenario& s) {
       },
       [this, s](Run r) {
         if (!r.value) {
-          plan_view_->clear(errors_text(r.errors));
+          clear_plan(errors_text(r.errors));
           status(tr("The plan search failed"));
           return;
         }
         if (r.value->result.top.empty()) {
-          plan_view_->clear(tr("No plan fits this cluster's memory (%1 plans evaluated).")
-                                .arg(r.value->result.evaluated));
+          clear_plan(tr("No plan fits this cluster's memory (%1 plans evaluated).").arg(r.value->result.evaluated));
           status(tr("No plan fits"));
           return;
         }
         const plan::Plan p = r.value->result.top.front().plan;
         const QString origin = tr("the planner's best of %1 plans").arg(r.value->result.evaluated);
-        plan_view_->show_estimate(s, p, api::estimate(s, p), origin);
-        set_what_if_base(s, p, origin);
+        set_what_if_base(s, p, origin, PlanFrom::Planner);
+        show_plan(s, p, origin);
         start_simulate(s, p);
       });
 }
@@ -200,18 +203,35 @@ bool MainWindow::show_point_plan(std::size_t i) {
   const buy::Point& p = o->result.front[i];
   const QString origin =
       tr("front point %1's plan (buy %2)").arg(i + 1).arg(qs(report::what_is_bought(o->scenario, p)));
-  plan_view_->show_estimate(p.scenario, p.best.plan, api::estimate(p.scenario, p.best.plan), origin);
-  set_what_if_base(p.scenario, p.best.plan, origin);
+  set_what_if_base(p.scenario, p.best.plan, origin, PlanFrom::FrontPoint, i, o->what_if);
+  show_plan(p.scenario, p.best.plan, origin);
   tabs_->setCurrentWidget(plan_view_);
   start_simulate(p.scenario, p.best.plan);
   return true;
 }
 
-void MainWindow::set_what_if_base(const Scenario& s, const plan::Plan& p, const QString& origin) {
-  what_if_base_ = WhatIfBase{s, p, origin};
+void MainWindow::set_what_if_base(const Scenario& s, const plan::Plan& p, const QString& origin, PlanFrom from,
+                                  std::size_t point, bool repriced) {
+  what_if_base_ = WhatIfBase{s, p, origin, from, point, repriced, {}};
   what_if_error_ = false;
   pending_simulation_.reset();
   plan_view_->set_what_if(what_if_of(s));
+  what_if_base_->controls = plan_view_->what_if();  // as the controls round them
+}
+
+void MainWindow::show_plan(const Scenario& s, const plan::Plan& p, const QString& origin) {
+  const analytic::Estimate e = api::estimate(s, p);
+  plan_view_->show_estimate(s, p, e, origin);
+  const bool what_if =
+      what_if_base_ && (what_if_base_->repriced || plan_view_->what_if() != what_if_base_->controls);
+  shown_ = ShownPlan{s, p, e.fits, what_if, {}};
+  update_actions();
+}
+
+void MainWindow::clear_plan(const QString& message) {
+  plan_view_->clear(message);
+  shown_.reset();
+  update_actions();
 }
 
 void MainWindow::what_if_changed() {
@@ -226,6 +246,7 @@ void MainWindow::what_if_changed() {
     pending_simulation_.reset();
     what_if_pause_->stop();
     if (jobs_->busy() && jobs_->current() == simulation_job_) jobs_->cancel();
+    shown_.reset();
     plan_view_->show_what_if_error(
         tr("Global batch %1 cannot be split over this plan's replicas (%2); change it to run:\n%3")
             .arg(w.global_batch)
@@ -235,7 +256,7 @@ void MainWindow::what_if_changed() {
     return;
   }
   // The estimate at once (closed form: well under the 100 ms), the simulation after a pause.
-  plan_view_->show_estimate(s, *p, api::estimate(s, *p), what_if_base_->origin + tr(", what-if values"));
+  show_plan(s, *p, what_if_base_->origin + tr(", what-if values"));
   plan_view_->set_simulation_note(tr("The simulation follows…"));
   pending_simulation_ = std::make_pair(std::move(s), std::move(*p));
   what_if_pause_->start();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -10,6 +11,8 @@
 #include <QTabWidget>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -185,6 +188,27 @@ std::vector<MemoryBar> bars_of(const std::vector<analytic::DeviceEstimate>& est,
 
 }  // namespace
 
+std::vector<MemoryBar> stage_memory_bars(const analytic::Estimate& e) {
+  std::vector<MemoryBar> bars;
+  for (const analytic::StageEstimate& st : e.stages) {
+    MemoryBar b;
+    const auto d = std::find_if(e.device_types.begin(), e.device_types.end(),
+                                [&](const analytic::DeviceEstimate& x) { return x.pool == st.pool; });
+    b.label = QObject::tr("group %1 stage %2 · %3 · tp %4 · layers %5–%6")
+                  .arg(st.group)
+                  .arg(st.stage)
+                  .arg(qs(st.pool))
+                  .arg(st.tp)
+                  .arg(st.first_layer)
+                  .arg(st.first_layer + st.layers - 1);
+    for (const auto& [name, bytes] : st.memory.parts) b.parts.emplace_back(qs(name), bytes.v);
+    b.capacity = d != e.device_types.end() ? d->capacity.v : 0;
+    b.fits = st.memory.total().v <= b.capacity;
+    bars.push_back(std::move(b));
+  }
+  return bars;
+}
+
 PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   headline_ = new QLabel(this);
   headline_->setWordWrap(true);
@@ -205,7 +229,21 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   left->addWidget(boxed(tr("Step time by part (closed-form estimate)"), breakdown_table_, this));
   left->addWidget(boxed(tr("Critical path of the simulated step by kind"), critical_table_, this));
   auto* right = new QSplitter(Qt::Vertical, this);
-  right->addWidget(boxed(tr("Peak memory per device against capacity"), bars_, this));
+  by_stage_ = new QCheckBox(tr("By stage"), this);
+  by_stage_->setToolTip(tr("A bar per pipeline stage of each replica group, with its own breakdown; "
+                           "otherwise a bar per device type, its worst stage's"));
+  connect(by_stage_, &QCheckBox::toggled, this, [this] { refresh_bars(); });
+  auto* bars_page = new QWidget(this);
+  auto* bars_layout = new QVBoxLayout(bars_page);
+  bars_layout->setContentsMargins(0, 0, 0, 0);
+  bars_layout->addWidget(by_stage_);
+  // Many stages make a tall column of bars: it scrolls.
+  auto* bars_scroll = new QScrollArea(bars_page);
+  bars_scroll->setWidget(bars_);
+  bars_scroll->setWidgetResizable(true);
+  bars_scroll->setFrameShape(QFrame::NoFrame);
+  bars_layout->addWidget(bars_scroll, 1);
+  right->addWidget(boxed(tr("Peak memory per device against capacity"), bars_page, this));
   right->addWidget(boxed(tr("Memory per device type"), memory_table_, this));
   right->setSizes({230, 400});
   critical_->set_part_title(tr("Kind of task"));
@@ -261,8 +299,25 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   form->addStretch(1);
   what_if_box_->setEnabled(false);
 
+  export_plan_ = new QPushButton(tr("Export plan…"), this);
+  export_plan_->setToolTip(tr("The plan shown as plan JSON, what `hetsim estimate --save-plan` writes: "
+                              "for `hetsim simulate --plan` and hetsim-exec"));
+  export_trace_ = new QPushButton(tr("Export trace…"), this);
+  export_trace_->setToolTip(tr("The simulated step as a Chrome trace (`hetsim simulate --trace`), for ui.perfetto.dev"));
+  export_plan_->setEnabled(false);
+  export_trace_->setEnabled(false);
+  connect(export_plan_, &QPushButton::clicked, this, [this] { emit export_plan_requested(); });
+  connect(export_trace_, &QPushButton::clicked, this, [this] { emit export_trace_requested(); });
+  auto* exports = new QVBoxLayout;
+  exports->addWidget(export_plan_);
+  exports->addWidget(export_trace_);
+  exports->addStretch(1);
+  auto* top = new QHBoxLayout;
+  top->addWidget(headline_, 1);
+  top->addLayout(exports);
+
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(headline_);
+  layout->addLayout(top);
   layout->addWidget(simulation_);
   layout->addWidget(what_if_box_);
   layout->addWidget(pages_, 1);
@@ -342,7 +397,7 @@ void PlanView::show_estimate(const Scenario& s, const plan::Plan& p, const analy
   breakdown_->set_breakdown(e.step);
   critical_->set_breakdown({});
   memory_->set_devices(e.device_types);
-  bars_->set_bars(bars_of(e.device_types, nullptr));
+  refresh_bars();
   breakdown_table_->resizeColumnsToContents();
   memory_table_->resizeColumnsToContents();
 }
@@ -361,8 +416,15 @@ void PlanView::show_simulation(const SimFigures& f) {
   timeline()->setMinimumHeight(timeline()->sizeHint().height());
   critical_->set_breakdown(f.critical_by_kind);
   memory_->set_devices(f.simulated.device_types);
-  bars_->set_bars(bars_of(estimate_.device_types, &f.simulated.device_types));
+  refresh_bars();
   critical_table_->resizeColumnsToContents();
+}
+
+void PlanView::refresh_bars() {
+  if (by_stage_->isChecked())
+    bars_->set_bars(stage_memory_bars(estimate_));
+  else
+    bars_->set_bars(bars_of(estimate_.device_types, figures_ ? &figures_->simulated.device_types : nullptr));
 }
 
 void PlanView::set_simulation_note(const QString& note) { simulation_->setText(note); }

@@ -2,7 +2,8 @@
 // The plan view, for a scenario without [purchase]: the plan (the scenario's [parallel], or the
 // planner's best), its closed-form estimate at once (step time and its breakdown, throughput,
 // MFU, time and cost to train), memory per device type as bars against capacity, and the
-// simulated step when the background simulation comes back.
+// simulated step when the background simulation comes back. Its Export plan and Export trace
+// buttons ask the window to write the plan shown (plan JSON) and the simulated step (Chrome trace).
 
 #include <QWidget>
 
@@ -10,12 +11,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/analytic/estimate.hpp"
 #include "sim/api/api.hpp"
 
 class QDoubleSpinBox;
+class QCheckBox;
 class QGroupBox;
+class QPushButton;
 class QSpinBox;
 class QLabel;
 class QTabWidget;
@@ -25,6 +29,7 @@ namespace hetsim::gui {
 
 class BreakdownModel;
 class MemoryBars;
+struct MemoryBar;
 class MemoryModel;
 class TimelinePage;
 class TimelineView;
@@ -57,6 +62,7 @@ struct WhatIf {
   double electricity_usd_per_kwh = 0;  ///< the scenario's [cost] value
   double mtbf_hours = 0;               ///< device-hours between interruptions; 0: the catalogue's
   int global_batch = 0;                ///< [training] global_batch, sequences per step; 0: unchanged
+  bool operator==(const WhatIf&) const = default;
 };
 /// The what-if values of `s` as it is.
 [[nodiscard]] WhatIf what_if_of(const Scenario& s);
@@ -70,6 +76,10 @@ struct WhatIf {
 /// The result is checked by the reader's validator (io::validate_plan); its messages, about
 /// `s.file`, when no split of this plan fits the batch.
 [[nodiscard]] Result<plan::Plan> plan_for_batch(const Scenario& s, plan::Plan p);
+
+/// Memory bars per stage of `e` (analytic::Estimate::stages, in its order): each stage's
+/// breakdown against the capacity of its pool's device.
+[[nodiscard]] std::vector<MemoryBar> stage_memory_bars(const analytic::Estimate& e);
 
 /// The figures of api::simulate's result for `s`.
 [[nodiscard]] SimFigures sim_figures(const Scenario& s, const api::Simulated& sim);
@@ -98,6 +108,10 @@ class PlanView : public QWidget {
   [[nodiscard]] BreakdownModel* critical_model() const { return critical_; }
   [[nodiscard]] MemoryModel* memory_model() const { return memory_; }
   [[nodiscard]] MemoryBars* memory_bars() const { return bars_; }
+  /// "By stage": the memory bars per pipeline stage of each replica group (each stage's own
+  /// breakdown, analytic::Estimate::stages, against its device's capacity) instead of per device
+  /// type (its worst stage, with the simulated peak when there is one).
+  [[nodiscard]] QCheckBox* bars_by_stage() const { return by_stage_; }
   [[nodiscard]] TimelineView* timeline() const;
   /// The Timeline page: the timeline, its kinds, its search and the list of what it found.
   [[nodiscard]] TimelinePage* timeline_page() const { return timeline_page_; }
@@ -110,14 +124,21 @@ class PlanView : public QWidget {
   [[nodiscard]] QDoubleSpinBox* what_if_control(int i) const { return controls_[static_cast<std::size_t>(i)]; }
   /// The global batch's control (sequences per step).
   [[nodiscard]] QSpinBox* global_batch_control() const { return batch_; }
+  /// "Export plan…" (the plan shown, as plan JSON) and "Export trace…" (the simulated step as a
+  /// Chrome trace): they emit export_plan_requested and export_trace_requested; the window
+  /// enables them.
+  [[nodiscard]] QPushButton* export_plan_button() const { return export_plan_; }
+  [[nodiscard]] QPushButton* export_trace_button() const { return export_trace_; }
 
  signals:
   /// A what-if control changed (by the user).
   void what_if_changed();
-
+  void export_plan_requested();
+  void export_trace_requested();
 
  private:
   void clear_figures();
+  void refresh_bars();
 
   QLabel* headline_ = nullptr;
   QLabel* simulation_ = nullptr;
@@ -125,11 +146,14 @@ class PlanView : public QWidget {
   BreakdownModel* critical_ = nullptr;
   MemoryModel* memory_ = nullptr;
   MemoryBars* bars_ = nullptr;
+  QCheckBox* by_stage_ = nullptr;
   TimelinePage* timeline_page_ = nullptr;
   QTabWidget* pages_ = nullptr;
   std::array<QDoubleSpinBox*, 5> controls_{};
   QSpinBox* batch_ = nullptr;
   QGroupBox* what_if_box_ = nullptr;
+  QPushButton* export_plan_ = nullptr;
+  QPushButton* export_trace_ = nullptr;
   QTableView* breakdown_table_ = nullptr;
   QTableView* critical_table_ = nullptr;
   QTableView* memory_table_ = nullptr;

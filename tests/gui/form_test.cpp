@@ -158,7 +158,7 @@ class FormTest : public QObject {
     w.set_prompts(p);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    QVERIFY(w.open_file(test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml")));
   }
 
  private slots:
@@ -308,7 +308,7 @@ class FormTest : public QObject {
     const Diagnostic d = w.document()->diagnostics().front();
     QCOMPARE(QString::fromStdString(d.key), QString("training.seq_len"));
     QVERIFY2(form->messages_text().contains(QString::fromStdString(d.message)), qPrintable(form->messages_text()));
-    QVERIFY(form->messages_text().contains(QString("small-purchase.toml:%1:").arg(d.where.line)));
+    QVERIFY(form->messages_text().contains(QString("llama3-8b-add-to-one-a100-node.toml:%1:").arg(d.where.line)));
     QVERIFY(form->messages_text().contains("[training.seq_len]"));
     QVERIFY(!w.run());
     // Fixed: read again, Run back.
@@ -336,7 +336,7 @@ class FormTest : public QObject {
     // Not TOML: the reader's syntax message, with its line, shows under the form too.
     const Diagnostic bad = w.document()->diagnostics().front();
     QVERIFY2(form->messages_text().contains(QString::fromStdString(bad.message)), qPrintable(form->messages_text()));
-    QVERIFY(form->messages_text().contains(QString("small-purchase.toml:%1:").arg(bad.where.line)));
+    QVERIFY(form->messages_text().contains(QString("llama3-8b-add-to-one-a100-node.toml:%1:").arg(bad.where.line)));
     nodes->selectAll();
     QTest::keyClicks(nodes, "2");
     QTest::keyClick(nodes, Qt::Key_Return);
@@ -470,7 +470,7 @@ class FormTest : public QObject {
     const Diagnostic d = w.document()->diagnostics().front();
     QCOMPARE(QString::fromStdString(d.key), QString("cluster.pool[1].devices_per_node"));
     QVERIFY2(cluster->messages_text().contains(QString::fromStdString(d.message)), qPrintable(cluster->messages_text()));
-    QVERIFY(cluster->messages_text().contains(QString("small-purchase.toml:%1:").arg(d.where.line)));
+    QVERIFY(cluster->messages_text().contains(QString("llama3-8b-add-to-one-a100-node.toml:%1:").arg(d.where.line)));
     type_into(per_node, "");
     QVERIFY(w.document()->scenario());
     QVERIFY(w.run_action()->isEnabled());
@@ -640,7 +640,7 @@ class FormTest : public QObject {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString file = dir.filePath("small.toml");
-    QVERIFY(QFile::copy(test::source_file("tests/gui/data/small-purchase.toml"), file));
+    QVERIFY(QFile::copy(test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml"), file));
     QFile::setPermissions(file, QFile::ReadOwner | QFile::WriteOwner);
     MainWindow w;
     Quiet quiet;
@@ -744,7 +744,7 @@ class FormTest : public QObject {
       // The owned pool's node and links, the network's NIC, the kernels, the cost and a candidate.
       MainWindow w;
       w.set_prompts(quiet.prompts());
-      QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+      QVERIFY(w.open_file(test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml")));
       const QString opened = w.document()->text();
       WorkloadForm* cluster = w.scenario_view()->workload_form();
       PurchaseForm* purchase = w.scenario_view()->form();

@@ -33,7 +33,7 @@ class ModelsTest : public QObject {
 
  private slots:
   void initTestCase() {
-    auto s = api::load(test::source_file("tests/gui/data/small-purchase.toml").toStdString(), {.plan = false});
+    auto s = api::load(test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml").toStdString(), {.plan = false});
     QVERIFY(s.ok());
     purchase_ = *s;
     auto r = api::buy(*purchase_, {});

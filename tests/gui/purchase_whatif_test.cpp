@@ -106,7 +106,7 @@ class PurchaseWhatIfTest : public QObject {
     Quiet quiet;
     MainWindow w;
     w.set_prompts(quiet.prompts());
-    const QString file = test::source_file("tests/gui/data/small-purchase.toml");
+    const QString file = test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml");
     QVERIFY(w.open_file(file));
     PurchaseView* pv = w.purchase_view();
     QVERIFY(!pv->price_control()->isEnabled());  // nothing to re-price yet
@@ -178,7 +178,7 @@ class PurchaseWhatIfTest : public QObject {
     Quiet quiet;
     MainWindow w;
     w.set_prompts(quiet.prompts());
-    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    QVERIFY(w.open_file(test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml")));
     PurchaseView* pv = w.purchase_view();
     QVERIFY(w.run());
     QTRY_VERIFY_WITH_TIMEOUT(idle(w) && pv->outcome() && !pv->outcome()->partial, kSearchTimeoutMs);
@@ -305,7 +305,7 @@ class PurchaseWhatIfTest : public QObject {
     Quiet quiet;
     MainWindow w;
     w.set_prompts(quiet.prompts());
-    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    QVERIFY(w.open_file(test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml")));
     PurchaseView* pv = w.purchase_view();
     QVERIFY(w.run());
     QTRY_VERIFY_WITH_TIMEOUT(idle(w) && pv->outcome() && !pv->outcome()->partial, kSearchTimeoutMs);

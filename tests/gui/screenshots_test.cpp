@@ -1,7 +1,12 @@
 // Screenshots of each view of hetsim-gui (QWidget::grab, offscreen), written to the build folder
 // (HETSIM_GUI_SCREENSHOT_DIR) for docs/gui.md: the purchase view after a search, the plan view
-// after a simulation, the scenario view listing a bad file's errors.
+// after a simulation, the scenario view listing a bad file's errors. They are drawn in DejaVu Sans
+// 9 pt (fonts-dejavu-core, installed by install-deps.sh), not the machine's default font, so that
+// the images are the same on every machine.
+#include <QApplication>
 #include <QDir>
+#include <QFont>
+#include <QFontInfo>
 #include <QImage>
 #include <QPixmap>
 #include <QSet>
@@ -29,6 +34,7 @@ class ScreenshotsTest : public QObject {
   Q_OBJECT
 
   QString out_ = HETSIM_GUI_SCREENSHOT_DIR;
+  QFont font_before_;
 
   void shoot(MainWindow& w, const QString& name) {
     QCoreApplication::processEvents();
@@ -51,12 +57,22 @@ class ScreenshotsTest : public QObject {
   }
 
  private slots:
-  void initTestCase() { QVERIFY(QDir().mkpath(out_)); }
+  void initTestCase() {
+    QVERIFY(QDir().mkpath(out_));
+    font_before_ = QApplication::font();
+    QFont font(QStringLiteral("DejaVu Sans"), 9);
+    font.setStyleHint(QFont::SansSerif, QFont::PreferDefault);
+    QApplication::setFont(font);
+    // Another family substituted silently would make the images depend on the machine again.
+    QCOMPARE(QFontInfo(QApplication::font()).family(), QStringLiteral("DejaVu Sans"));
+  }
+
+  void cleanupTestCase() { QApplication::setFont(font_before_); }
 
   void purchase_view() {
     MainWindow w;
     prepare(w);
-    QVERIFY(w.open_file(test::source_file("tests/gui/data/small-purchase.toml")));
+    QVERIFY(w.open_file(test::source_file("scenarios/purchase/llama3-8b-add-to-one-a100-node.toml")));
     shoot(w, "gui-scenario-form.png");
     QVERIFY(w.run());
     QTRY_VERIFY_WITH_TIMEOUT(w.jobs()->running() == 0 && !w.jobs()->busy(), 300000);

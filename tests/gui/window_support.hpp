@@ -7,17 +7,31 @@
 #include <QString>
 #include <QStringList>
 
+#include <ctime>
+
 #include "gui/app/job_runner.hpp"
 #include "gui/app/main_window.hpp"
 
 namespace hetsim::gui {
 
 constexpr int kSearchTimeoutMs = 300000;  // sanitizer builds are slow; the search takes < 1 s in release
+// The UI thread's longest gap between watchdog ticks during a search (wall time), and its own
+// CPU time in that gap: the GUI's work, which the issue wants under 50 ms; the wall bound leaves
+// room for the thread waiting for a core on a loaded 2-core machine.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr qint64 kMaxUiGapMs = 500;  // everything is several times slower under the sanitizers
+constexpr qint64 kMaxUiGapMs = 500;    // everything is several times slower under the sanitizers
+constexpr double kMaxUiCpuMs = 250;
 #else
-constexpr qint64 kMaxUiGapMs = 100;  // the issue's 50 ms, with room for a loaded 2-core machine
+constexpr qint64 kMaxUiGapMs = 100;
+constexpr double kMaxUiCpuMs = 50;     // the issue's target
 #endif
+
+/// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ms.
+inline double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
 
 inline QString read_all(const QString& path) {
   QFile f(path);
