@@ -42,6 +42,16 @@ echo "$err" | grep -q "bad.toml:7:10: error: unknown device 'h100-sxm'" && ok ||
 [ ! -e "$tmp/bad.json" ] && ok || bad "bad scenario left an output file"
 "$HETSIM" estimate "$tmp/missing.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "missing file exits 2"
 
+# MoE routing histogram from a file (issue 15): a negative entry is bad input at its own
+# file:line:col, exit 2, no output file; a good one runs.
+printf '[model]\npreset = "mixtral-8x7b"\nlayers = 2\nrouting_histogram = "hist.txt"\n[training]\nglobal_batch = 16\nseq_len = 512\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n[parallel]\ntp = 1\npp = 1\ndp = 8\nep = 8\n' > "$tmp/moe.toml"
+printf '# tokens per expert\n9 1 1 1\n1 1 -1 1\n' > "$tmp/hist.txt"
+err=$("$HETSIM" estimate -o "$tmp/moe.json" "$tmp/moe.toml" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "hist.txt:3:5: error: negative token count -1 for expert 6" && [ ! -e "$tmp/moe.json" ] && ok ||
+  bad "negative routing histogram entry: rc $rc: $err"
+printf '9 1 1 1 1 1 1 1\n' > "$tmp/hist.txt"
+"$HETSIM" estimate "$tmp/moe.toml" | grep -q "ep comm" && ok || bad "a routing histogram from a file"
+
 # A plan that does not fit in memory: exit 3, says where, no output file.
 printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 8\nseq_len = 8192\n[[cluster.pool]]\ndevice = "h100-sxm5"\nnodes = 1\n[parallel]\ntp = 8\n' > "$tmp/oom.toml"
 err=$("$HETSIM" estimate -o "$tmp/oom.txt" "$tmp/oom.toml" 2>&1); rc=$?
