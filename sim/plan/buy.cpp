@@ -21,9 +21,19 @@ namespace {
 double matmul_flops_per_token(const workload::ModelSpec& m) {
   const double h = m.hidden;
   const double mats = m.activation == workload::Activation::SwiGlu ? 3 : 2;
-  const double per_layer = 2 * h * m.q_width() + 2 * h * m.kv_width() +
-                           ((m.moe() ? m.top_k : 1) * m.ffn_hidden + m.shared_width()) * mats * h;
-  return 6.0 * (m.layers * per_layer + static_cast<double>(m.vocab) * h);
+  double attention = 2 * h * m.q_width() + 2 * h * m.kv_width();
+  if (m.mla()) {
+    // Multi-head latent attention's projections (docs/cost-models.md#parameters), no norms.
+    const double heads = m.heads, ql = m.q_lora_rank, kl = m.kv_lora_rank, rope = m.qk_rope_dim;
+    const double hd = m.head_dim(), v = m.v_head_dim;
+    attention = (ql > 0 ? h * ql + ql * heads * hd : h * heads * hd) + h * (kl + rope) + kl * heads * (hd - rope + v) +
+                heads * v * h;
+  }
+  const double per_layer = attention + ((m.moe() ? m.top_k : 1) * m.ffn_hidden + m.shared_width()) * mats * h;
+  // A MoE model's dense layers (first_dense_layers, moe_layer_freq) run their own MLP instead.
+  const int moe_layers = m.moe() ? m.moe_layers(0, m.layers) : m.layers;
+  const double dense_layer = attention + (m.dense_ffn_hidden > 0 ? m.dense_ffn_hidden : m.ffn_hidden) * mats * h;
+  return 6.0 * (moe_layers * per_layer + (m.layers - moe_layers) * dense_layer + static_cast<double>(m.vocab) * h);
 }
 
 struct Island {

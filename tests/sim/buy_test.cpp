@@ -96,6 +96,27 @@ TEST(Buy, TheTimeBoundIsNeverAboveThePlannersTime) {
   EXPECT_GE(checked, 20);
 }
 
+// The time bound counts a MoE model's matmuls as they are: multi-head latent attention's
+// projections and dense layers' MLPs (issue 15). On one cluster the bounds scale as the matmul
+// FLOPs per token, 6·(weights of the matmuls a token runs + the output head):
+//   tiny: 4·(2·256·256 + 2·256·128 + 3·256·1024) + 1024·256 = 4,194,304
+//   DeepSeek-V3 cut to 4 layers, the first dense: MLA 7168·1536 + 1536·128·192 + 7168·576
+//     + 512·128·256 + 128·128·7168 = 187,105,280 per layer; MLP 3·7168·18432 = 396,361,728 in
+//     the dense layer and in each MoE layer (8 routed + 1 shared of 2048); 4 layers + 129280·7168
+//     = 3,260,547,072.
+TEST(Buy, TheTimeBoundCountsLatentAttentionAndDenseLayers) {
+  auto bound = [](const std::string& model) {
+    auto s = api::load_text("[model]\n" + model + "[training]\nglobal_batch = 32\nseq_len = 4096\ntokens = 1e12\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n", "r.toml", {.plan = false});
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    return s.ok() ? buy::time_lower_bound_s(*s, true) : 0.0;
+  };
+  const double tiny = bound("preset = \"tiny\"\n");
+  const double ds = bound("preset = \"deepseek-v3\"\nlayers = 4\nfirst_dense_layers = 1\n");
+  ASSERT_GT(tiny, 0);
+  EXPECT_NEAR(ds / tiny, 3'260'547'072.0 / 4'194'304.0, 1e-9 * ds / tiny);
+}
+
 TEST(Buy, BudgetPowerAndVendorIslandsHoldOnTheFront) {
   const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "budget_usd = 300000\npower_kw = 15\n", kTwo));
   auto r = api::buy(s, {});
