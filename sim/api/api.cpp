@@ -55,7 +55,7 @@ Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const Simulat
                  "fewer micro-batches per replica (a larger micro_batch), or `hetsim estimate` for the "
                  "closed-form answer");
   if (s.variability && opts.engine == Engine::SimGrid)
-    return about(s.file, "variability", "the simgrid engine does not sample [variability]",
+    return about(s.file, "variability", "the simgrid engine does not sample stragglers or jitter",
                  "`--engine native` (the default) samples stragglers and jitter; remove [variability] to "
                  "simulate the nominal step with SimGrid");
   if (const double n = schedule::estimated_tasks(s, p) * (s.variability ? s.variability->steps : 0);
@@ -70,10 +70,6 @@ Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const Simulat
   Simulated out{std::move(*run), std::nullopt};
   if (s.variability) {
     const report::Simulation& sim = out.sim;
-    if (const auto n = engine::real_devices(sim.graph); s.variability->slow_devices > n)
-      return about(s.file, "variability.slow_devices",
-                   fmt::format("slow_devices = {} but the plan uses {} devices", s.variability->slow_devices, n),
-                   "at most the devices the plan uses (or slow_fraction for a share of them)");
     auto d = engine::sample_steps(sim.graph, *s.variability, sim.trace.makespan,
                                   engine::RunControl{opts.stop, opts.progress});
     if (!d) return d.errors();
@@ -232,6 +228,11 @@ Result<Planned> plan(const Scenario& s, planner::Options opts) {
   if (usable == 0)
     return about(s.file, "training.precision", fmt::format("no pool of this cluster supports {}", prec),
                  "use a precision its devices support (`hetsim catalog` lists each device's formats)");
+  if (opts.rank_percentile < 0) opts.rank_percentile = s.variability ? s.variability->rank_by : 0;
+  if (opts.rank_percentile > 0 && !s.variability)
+    return about(s.file, "variability",
+                 fmt::format("ranking by p{} needs sampled steps, and this scenario samples none", opts.rank_percentile),
+                 "add [variability] (slow_fraction, slow_factor, jitter, steps; docs/scenario-format.md#variability)");
   out.result = planner::search(s, opts);
   return out;
 }

@@ -84,7 +84,8 @@ struct Planned {
 
 /// Searches the best plans (sim/plan/planner). Pools whose devices lack the training's number
 /// format hold no stage (a note each); when none is left, bad input at training.precision.
-/// Progress and cancellation: `opts.progress`, `opts.stop`.
+/// Progress and cancellation: `opts.progress`, `opts.stop`. A rank_percentile of -1 takes the
+/// scenario's variability.rank_by; one above 0 without [variability] is bad input.
 [[nodiscard]] Result<Planned> plan(const Scenario& s, planner::Options opts);
 
 /// Purchase planning (sim/plan/buy.hpp): bad input when the scenario has no [purchase], no

@@ -30,6 +30,7 @@
 #include "sim/io/output_file.hpp"
 #include "sim/io/plan_json.hpp"
 #include "sim/io/scenario_reader.hpp"
+#include "sim/io/variability_reader.hpp"
 #include "sim/plan/planner.hpp"
 #include "sim/io/input_file.hpp"
 #include "sim/report/buy_report.hpp"
@@ -189,10 +190,12 @@ int run_simulate(const Common& c, const std::string& trace_file, const std::stri
   return finish(c, sc, plan, sim.simulated, text, std::move(extra));
 }
 
-int run_plan(const Common& c, int top, int verify, const std::string& objective, bool same_vendor) {
+int run_plan(const Common& c, int top, int verify, const std::string& objective, bool same_vendor,
+             const std::string& rank_by) {
   hetsim::Scenario sc;
   if (int rc = load_scenario(c, sc)) return rc;
   hetsim::planner::Options opts;
+  if (!rank_by.empty()) opts.rank_percentile = hetsim::io::parse_rank_by(rank_by);
   opts.objective = objective == "cost" ? hetsim::planner::Objective::Cost : hetsim::planner::Objective::Time;
   opts.top = top;
   opts.same_vendor = same_vendor;
@@ -229,11 +232,12 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
                                       n, hetsim::api::kMaxSimulatedTasks),
                           "a smaller global_batch for the search (the plan scales with it), or `hetsim estimate` "
                           "with a [parallel] plan")});
-  auto best = hetsim::report::run_simulation(sc, result.top.front().plan);
+  // With [variability], the winner's report shows its sampled steps too.
+  auto best = hetsim::api::simulate(sc, result.top.front().plan);
   if (!best) return fail(c, best.errors());
-  const std::string text = c.json ? hetsim::report::plan_json(sc, result, *best, opts.objective, seconds)
-                                  : hetsim::report::plan_text(sc, result, *best, opts.objective, seconds);
-  return finish(c, sc, result.top.front().plan, best->simulated, text);
+  const std::string text = c.json ? hetsim::report::plan_json(sc, result, best->sim, opts.objective, seconds)
+                                  : hetsim::report::plan_text(sc, result, best->sim, opts.objective, seconds);
+  return finish(c, sc, result.top.front().plan, best->sim.simulated, text);
 }
 
 // Ctrl-C during `buy`: the first one stops the search, which reports (and writes) the front
@@ -465,6 +469,13 @@ int main(int argc, char** argv) {
   pln->add_option("--verify", verify, "How many of the best estimates to re-rank by simulation")
       ->check(CLI::Range(1, 1000))
       ->default_val(10);
+  std::string rank_by;
+  pln->add_option("--rank-by", rank_by,
+                  "With [variability]: rank by a percentile of the sampled steps (p50, p90, p99, …) or "
+                  "by the nominal step; default: [variability] rank_by, else nominal")
+      ->check([](const std::string& v) {
+        return hetsim::io::parse_rank_by(v) < 0 ? std::string("expected nominal or p1 … p100") : std::string();
+      });
   pln->add_option("--objective", objective, "Rank by step time or by cost per token")
       ->check(CLI::IsMember({"time", "cost"}))
       ->default_val("time");
@@ -519,7 +530,7 @@ int main(int argc, char** argv) {
   if (*est) return run_estimate(est_opts);
   if (*sim) return run_simulate(sim_opts, trace_file, engine);
   if (*plat) return run_platform(plat_opts);
-  if (*pln) return run_plan(plan_opts, top, verify, objective, !any_vendor);
+  if (*pln) return run_plan(plan_opts, top, verify, objective, !any_vendor, rank_by);
   if (*buy) return run_buy(buy_opts, buy_args);
   if (*swp) return hetsim::cli::run_sweep(sweep_args);
   return kExitBadInput;

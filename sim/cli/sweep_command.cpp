@@ -286,8 +286,10 @@ int run_sweep(const SweepArgs& a) {
   sweep::Layout layout{&spec, {}};
   if (a.point >= 0) {
     auto sc = doc->scenario(0);
-    if (sc)
+    if (sc) {
       for (const auto& p : sc->cluster.pools) layout.pools.push_back(p.name);
+      layout.variability = sc->variability.has_value();
+    }
     return run_one_point(*doc, layout, static_cast<std::size_t>(a.point));
   }
 
@@ -320,6 +322,7 @@ int run_sweep(const SweepArgs& a) {
     return rc;
   }
   layout.pools = v.pools;
+  layout.variability = v.variability;
 
   // A plot that cannot be drawn is said before the sweep runs, not after.
   const sweep::PlotOptions plot_opts{a.plot_y, a.plot_x, a.plot_by, a.heatmap};

@@ -39,13 +39,13 @@ std::int64_t real_devices(const schedule::TaskGraph& g) {
 FactorSampler::FactorSampler(const schedule::TaskGraph& g, const VariabilitySpec& v)
     : g_(g), v_(v), jitter_rng_(stream_seed(v.seed, 3)) {
   const std::int64_t n = real_devices(g);
-  HETSIM_ASSERT(v.slow_devices >= 0 && v.slow_devices <= n, "slow_devices within the graph's devices");
+  v_.slow_devices = static_cast<int>(std::clamp<std::int64_t>(v.slow_devices, 0, n));
   persistent_.assign(static_cast<std::size_t>(n), 1.0);
   std::vector<bool> slow(static_cast<std::size_t>(n), false);
   std::mt19937_64 pick(stream_seed(v.seed, 1));
-  if (v.slow_devices > 0) {
+  if (v_.slow_devices > 0) {
     // Floyd's sampling: exactly slow_devices distinct devices, each set equally likely.
-    for (std::int64_t j = n - v.slow_devices; j < n; ++j) {
+    for (std::int64_t j = n - v_.slow_devices; j < n; ++j) {
       // Modulo bias: below n / 2⁶⁴.
       const auto k = static_cast<std::size_t>(pick() % static_cast<std::uint64_t>(j + 1));
       slow[slow[k] ? static_cast<std::size_t>(j) : k] = true;

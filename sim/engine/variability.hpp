@@ -20,7 +20,7 @@ namespace hetsim::engine {
 /// group; an upper bound for a pipeline whose replicas' stragglers sit on different stages).
 class FactorSampler {
  public:
-  /// Requires: v.slow_devices ≤ real_devices(g).
+  /// More slow_devices than the graph's real devices makes every one of them a straggler.
   FactorSampler(const schedule::TaskGraph& g, const VariabilitySpec& v);
 
   /// The next sampled step's factors, one per device of the graph.

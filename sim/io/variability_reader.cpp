@@ -1,10 +1,25 @@
 #include "sim/io/detail/variability_reader.hpp"
 
+#include "sim/io/variability_reader.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
-namespace hetsim::io::detail {
+namespace hetsim::io {
+
+int parse_rank_by(std::string_view text) {
+  if (text == "nominal") return 0;
+  if (text.size() < 2 || text.size() > 4 || text[0] != 'p') return -1;
+  int p = 0;
+  for (char c : text.substr(1)) {
+    if (c < '0' || c > '9') return -1;
+    p = p * 10 + (c - '0');
+  }
+  return p >= 1 && p <= 100 ? p : -1;
+}
+
+namespace detail {
 namespace {
 
 constexpr int kMaxSteps = 100000;
@@ -20,7 +35,7 @@ std::string g6(double v) {
 void read_variability(TomlReader& r, const TableRef& root, Scenario& s) {
   auto t = r.table(root, "variability");
   if (!t) return;
-  r.check_keys(*t, {"seed", "steps", "slow_fraction", "slow_devices", "slow_factor", "sigma", "jitter"});
+  r.check_keys(*t, {"seed", "steps", "slow_fraction", "slow_devices", "slow_factor", "sigma", "jitter", "rank_by"});
   VariabilitySpec v;
   v.seed = s.seed;
   auto bad = [&](const char* key, const std::string& msg, const std::string& hint) {
@@ -79,7 +94,15 @@ void read_variability(TomlReader& r, const TableRef& root, Scenario& s) {
     else
       (key[0] == 's' ? v.sigma : v.jitter) = *x;
   }
+  if (auto x = r.string(*t, "rank_by")) {
+    const int p = parse_rank_by(*x);
+    if (p < 0)
+      bad("rank_by", "rank_by = \"" + *x + "\" is not a percentile", "\"nominal\", or \"p50\", \"p90\", \"p99\" (p1 to p100)");
+    else
+      v.rank_by = p;
+  }
   s.variability = v;
 }
 
-}  // namespace hetsim::io::detail
+}  // namespace detail
+}  // namespace hetsim::io

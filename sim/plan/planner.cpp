@@ -10,13 +10,14 @@
 
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/engine/native_engine.hpp"
+#include "sim/engine/variability.hpp"
 #include "sim/schedule/schedule.hpp"
 
 namespace hetsim::planner {
 
 double Candidate::score(Objective o) const {
-  const double ratio = verified() ? simulated_step_s / estimate.step_time.v : 1.0;
-  return o == Objective::Time ? step_s() : estimate.usd_per_million_tokens * ratio;
+  const double step = ranked_step_s > 0 ? ranked_step_s : step_s();
+  return o == Objective::Time ? step : estimate.usd_per_million_tokens * (step / estimate.step_time.v);
 }
 
 std::vector<int> tp_choices(const Scenario& s, const hw::PoolSpec& pool) {
@@ -383,6 +384,9 @@ class Search {
       for (const auto& t : r.top) dup = dup || same(t.plan, c.plan);
       if (!dup && static_cast<int>(r.top.size()) < o_.top) r.top.push_back(std::move(c));
     }
+    r.rank_percentile = o_.rank_percentile > 0 && s_.variability ? o_.rank_percentile : 0;
+    r.sampled = sampled_;
+    r.unsampled = unsampled_;
     progress(1.0);
     return r;
   }
@@ -761,7 +765,25 @@ class Search {
     const auto g = schedule::build_schedule(s_, c.plan);
     auto t = engine::run_native(g);
     if (t) c.simulated_step_s = static_cast<double>(t->makespan) * 1e-9;
+    if (t && o_.rank_percentile > 0 && s_.variability) sample(c, g, t->makespan, n);
     return true;
+  }
+
+  // Ranks c by the percentile of its sampled steps, within the sampling budget.
+  void sample(Candidate& c, const schedule::TaskGraph& g, engine::SimTime nominal, double tasks) {
+    const VariabilitySpec& v = *s_.variability;
+    const double cost = tasks * v.steps;
+    if (tasks_sampled_ + cost > o_.sample_task_budget) {
+      ++unsampled_;
+      return;
+    }
+    tasks_sampled_ += cost;
+    auto d = engine::sample_steps(g, v, nominal);
+    if (!d) return;
+    std::vector<double> sorted = d->steps_s;
+    std::sort(sorted.begin(), sorted.end());
+    c.ranked_step_s = engine::percentile(sorted, o_.rank_percentile);
+    ++sampled_;
   }
 
   // The best max(verify, top) scores of each kind (family, ZeRO stage) estimated so far, as a
@@ -820,6 +842,8 @@ class Search {
   std::size_t pruned_ = 0;
   std::size_t evaluated_ = 0;
   double tasks_simulated_ = 0;
+  double tasks_sampled_ = 0;
+  std::size_t sampled_ = 0, unsampled_ = 0;
   std::vector<Candidate>* all_ = nullptr;  ///< the list compact() bounds, while it grows
   std::size_t compact_at_ = o_.compact_at;
 };

@@ -45,6 +45,13 @@ struct Options {
   /// some 10⁶–10⁷ tasks a second, so these bound the verification to a few seconds.
   double max_verify_tasks = 2e6;
   double verify_task_budget = 10e6;
+  /// With [variability]: each verified candidate's steps are sampled (VariabilitySpec::steps
+  /// runs of the engine) and it is ranked by this percentile of them (1–100); 0 ranks by the
+  /// nominal step; -1 takes the scenario's variability.rank_by. Sampling stops at
+  /// `sample_task_budget` tasks in all: the candidates beyond it keep their nominal step
+  /// (Result::unsampled counts them).
+  int rank_percentile = -1;
+  double sample_task_budget = 200e6;
 };
 
 struct Candidate {
@@ -52,9 +59,12 @@ struct Candidate {
   std::string family;  ///< "single pool", "pool-local replicas", "mixed pipeline", "uniform"
   analytic::Estimate estimate;
   double simulated_step_s = 0;  ///< 0 until verified by the engine
+  /// The percentile ranked by (Options::rank_percentile) of the sampled steps; 0 = not sampled.
+  double ranked_step_s = 0;
   std::size_t order = 0;        ///< when the search estimated it: the last tie-break of the ranking
   [[nodiscard]] bool verified() const { return simulated_step_s > 0; }
-  /// Step time (simulated when verified) for Objective::Time; $ per million tokens for Cost.
+  /// Step time (the sampled percentile when there is one, else simulated when verified, else
+  /// estimated) for Objective::Time; $ per million tokens at that step for Cost.
   [[nodiscard]] double score(Objective o) const;
   [[nodiscard]] double step_s() const { return verified() ? simulated_step_s : estimate.step_time.v; }
 };
@@ -71,6 +81,9 @@ struct Result {
   std::size_t pruned = 0;      ///< plan shapes skipped unestimated by their lower bound (Options::prune)
   std::size_t simulated = 0;   ///< plans verified by the engine
   std::size_t unverified = 0;  ///< candidates too large to verify, ranked by their estimate
+  int rank_percentile = 0;     ///< the percentile ranked by (0: the nominal step)
+  std::size_t sampled = 0;     ///< candidates ranked by their sampled percentile
+  std::size_t unsampled = 0;   ///< verified candidates beyond Options::sample_task_budget
   bool stopped = false;        ///< Options::stop was asked: the best of what was searched
 };
 

@@ -82,16 +82,29 @@ std::string plan_text(const Scenario& s, const planner::Result& r, const Simulat
   out += fmt::format("searched   {} plans estimated, {} simulated{}; ranked by {}\n\n", r.evaluated, r.simulated,
                      r.unverified == 0 ? std::string()
                                        : fmt::format(", {} too large to simulate (their estimate ranks them)", r.unverified),
-                     o == planner::Objective::Time ? "step time" : "cost per token");
-  out += fmt::format(" #  {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "step", "tokens/s", "MFU", "headroom", "$/Mtok", "plan");
+                     (o == planner::Objective::Time ? "step time" : "cost per token") +
+                         (r.rank_percentile > 0
+                              ? fmt::format(" at p{} of {} sampled steps ([variability]; {} plans sampled{})",
+                                            r.rank_percentile, s.variability ? s.variability->steps : 0, r.sampled,
+                                            r.unsampled ? fmt::format(", {} beyond the sampling budget at their nominal step",
+                                                                      r.unsampled)
+                                                        : std::string())
+                              : std::string()));
+  const bool ranked = r.rank_percentile > 0;
+  const std::string pcol = ranked ? fmt::format(" {:>10}", fmt::format("p{}", r.rank_percentile)) : std::string();
+  out += fmt::format(" #  {:>10}{} {:>12} {:>6} {:>9} {:>9}  {}\n", "step", pcol, "tokens/s", "MFU", "headroom", "$/Mtok",
+                     "plan");
   bool any_cross = false;
   for (std::size_t i = 0; i < r.top.size(); ++i) {
     const auto& c = r.top[i];
     const double ratio = c.estimate.step_time.v / c.step_s();
     const bool cross = planner::spans_vendors(s.cluster, c.plan);
     any_cross = any_cross || cross;
-    out += fmt::format("{:>2}  {:>10} {:>12.4g} {:>5.1f}% {:>8.1f}% {:>9.3g}  {} [{}{}]\n", i + 1,
-                       format_duration(Duration{c.step_s()}), c.estimate.tokens_per_s * ratio, 100 * c.estimate.mfu * ratio,
+    const std::string pval =
+        ranked ? fmt::format(" {:>10}", c.ranked_step_s > 0 ? format_duration(Duration{c.ranked_step_s}) : "-")
+               : std::string();
+    out += fmt::format("{:>2}  {:>10}{} {:>12.4g} {:>5.1f}% {:>8.1f}% {:>9.3g}  {} [{}{}]\n", i + 1,
+                       format_duration(Duration{c.step_s()}), pval, c.estimate.tokens_per_s * ratio, 100 * c.estimate.mfu * ratio,
                        100 * headroom(c.estimate), c.estimate.usd_per_million_tokens / ratio, plan_summary(s, c.plan), c.family,
                        cross ? ", CROSS-VENDOR" : "");
   }
@@ -147,6 +160,11 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
   j["evaluated"] = r.evaluated;
   j["simulated"] = r.simulated;
   j["unverified"] = r.unverified;
+  if (r.rank_percentile > 0) {
+    j["rank_by"] = fmt::format("p{}", r.rank_percentile);
+    j["sampled"] = r.sampled;
+    j["unsampled"] = r.unsampled;
+  }
   (void)seconds;  // wall time stays out of the output: same input, same bytes
   j["fits"] = best.simulated.fits;
   j["best"] = nlohmann::ordered_json::parse(simulate_json(s, r.top.front().plan, best));
@@ -163,6 +181,8 @@ std::string plan_json(const Scenario& s, const planner::Result& r, const Simulat
                         {"memory_headroom", headroom(c.estimate)},
                         {"usd_per_million_tokens", c.estimate.usd_per_million_tokens / ratio},
                         {"devices", c.estimate.devices}});
+    if (r.rank_percentile > 0)
+      j["top"].back()["ranked_step_time_s"] = c.ranked_step_s > 0 ? nlohmann::ordered_json(c.ranked_step_s) : nullptr;
   }
   j["baselines"] = baselines_json(s, r);
   return j.dump(2) + "\n";
@@ -174,6 +194,11 @@ std::string plan_json_none_fits(const Scenario& s, const planner::Result& r, pla
   j["evaluated"] = r.evaluated;
   j["simulated"] = r.simulated;
   j["unverified"] = r.unverified;
+  if (r.rank_percentile > 0) {
+    j["rank_by"] = fmt::format("p{}", r.rank_percentile);
+    j["sampled"] = r.sampled;
+    j["unsampled"] = r.unsampled;
+  }
   j["fits"] = false;
   j["best"] = nullptr;
   j["why"] = nlohmann::ordered_json::array();

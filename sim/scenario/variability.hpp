@@ -19,6 +19,9 @@ struct VariabilitySpec {
   double slow_factor = 1;     ///< a straggler's compute takes this × longer (≥ 1)
   double sigma = 0;           ///< per-device lognormal spread of speed, fixed for the seed
   double jitter = 0;          ///< per-step, per-device lognormal spread
+  /// What `hetsim plan` ranks by: 0 = the nominal step, else this percentile (1–100) of the
+  /// sampled steps (rank_by = "p90").
+  int rank_by = 0;
   /// True when every factor is 1 (no straggler can be drawn, no spread).
   [[nodiscard]] bool none() const {
     return sigma == 0 && jitter == 0 && (slow_factor == 1 || (slow_fraction == 0 && slow_devices == 0));

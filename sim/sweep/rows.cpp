@@ -60,8 +60,12 @@ const PoolFigures* pool_of(const Row& r, const std::string& name) {
 std::vector<std::string> csv_columns(const Layout& l) {
   std::vector<std::string> c = {"point"};
   c.insert(c.end(), l.spec->columns.begin(), l.spec->columns.end());
-  for (const char* f : {"status", "step_s", "tokens_per_s", "mfu", "time_to_train_s", "goodput",
-                        "effective_time_to_train_s", "cost_to_train_usd", "devices", "plan"})
+  c.emplace_back("status");
+  c.emplace_back("step_s");
+  if (l.variability)
+    for (const char* f : {"step_p50_s", "step_p90_s", "step_p99_s"}) c.emplace_back(f);
+  for (const char* f : {"tokens_per_s", "mfu", "time_to_train_s", "goodput", "effective_time_to_train_s",
+                        "cost_to_train_usd", "devices", "plan"})
     c.emplace_back(f);
   for (const auto& p : l.pools) {
     c.push_back(p + ".peak_GiB");
@@ -110,6 +114,11 @@ nlohmann::ordered_json row_json(const Layout& l, const Row& r) {
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.has_figures) return j;
   j["step_s"] = r.step_s;
+  if (r.sampled) {
+    j["step_p50_s"] = r.step_p50_s;
+    j["step_p90_s"] = r.step_p90_s;
+    j["step_p99_s"] = r.step_p99_s;
+  }
   j["tokens_per_s"] = r.tokens_per_s;
   j["mfu"] = r.mfu;
   j["time_to_train_s"] = r.time_to_train_s;
@@ -139,8 +148,10 @@ std::string row_line(Format f, const Layout& l, const Row& r) {
   for (std::size_t c = 0; c < l.spec->columns.size(); ++c) add(c < r.values.size() ? r.values[c] : "");
   add(r.status());
   const bool f_ = r.has_figures;
-  for (double v : {r.step_s, r.tokens_per_s, r.mfu, r.time_to_train_s, r.goodput, r.effective_time_to_train_s,
-                   r.cost_to_train_usd})
+  add(f_ ? number(r.step_s) : "");
+  if (l.variability)
+    for (double v : {r.step_p50_s, r.step_p90_s, r.step_p99_s}) add(f_ && r.sampled ? number(v) : "");
+  for (double v : {r.tokens_per_s, r.mfu, r.time_to_train_s, r.goodput, r.effective_time_to_train_s, r.cost_to_train_usd})
     add(f_ ? number(v) : "");
   add(f_ ? std::to_string(r.devices) : "");
   add(f_ ? r.plan : "");
@@ -184,6 +195,10 @@ Row row_from_json(const nlohmann::json& j) {
   r.has_figures = j.contains("step_s");
   if (!r.has_figures) return r;
   r.step_s = figure(j, "step_s", 0);
+  r.sampled = j.contains("step_p50_s");
+  r.step_p50_s = figure(j, "step_p50_s", 0);
+  r.step_p90_s = figure(j, "step_p90_s", 0);
+  r.step_p99_s = figure(j, "step_p99_s", 0);
   r.tokens_per_s = figure(j, "tokens_per_s", 0);
   r.mfu = figure(j, "mfu", 0);
   r.time_to_train_s = figure(j, "time_to_train_s", 0);
@@ -294,6 +309,12 @@ std::vector<Row> read_rows(Format f, const Layout& l, std::string_view content) 
         if (status == kind_name(e)) r.kind = e;
       r.has_figures = !fl[k].empty();
       r.step_s = to_double(fl[k++]);
+      if (l.variability) {
+        r.sampled = !fl[k].empty();
+        r.step_p50_s = to_double(fl[k++]);
+        r.step_p90_s = to_double(fl[k++]);
+        r.step_p99_s = to_double(fl[k++]);
+      }
       r.tokens_per_s = to_double(fl[k++]);
       r.mfu = to_double(fl[k++]);
       r.time_to_train_s = to_double(fl[k++]);

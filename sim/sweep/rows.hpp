@@ -22,10 +22,12 @@ enum class Format { Csv, Jsonl };
 struct Layout {
   const io::SweepSpec* spec = nullptr;
   std::vector<std::string> pools;
+  bool variability = false;  ///< step_p50_s, step_p90_s, step_p99_s columns after step_s
 };
 
-/// The columns of a CSV row: point, the sweep's columns, status, the figures, plan, two per
-/// pool ("<pool>.peak_GiB", "<pool>.fits"), error.
+/// The columns of a CSV row: point, the sweep's columns, status, the figures (with
+/// Layout::variability, the step's percentiles after step_s), plan, two per pool
+/// ("<pool>.peak_GiB", "<pool>.fits"), error.
 [[nodiscard]] std::vector<std::string> csv_columns(const Layout& l);
 
 /// The header of a results file, ending in a newline: CSV, a "# hetsim sweep …" line (file,

@@ -57,6 +57,14 @@ void fill(Row& row, const Scenario& s, const plan::Plan& p, const analytic::Esti
     }
 }
 
+void fill_sampled(Row& row, const report::Simulation& sim) {
+  if (!sim.variability) return;
+  row.sampled = true;
+  row.step_p50_s = sim.variability->p50_s;
+  row.step_p90_s = sim.variability->p90_s;
+  row.step_p99_s = sim.variability->p99_s;
+}
+
 // Hands each row that waits for an earlier point's (and was not handed before) to `on_waiting`,
 // outside the lock.
 void keep_waiting_rows(const std::map<std::size_t, Row>& done, std::size_t written, std::set<std::size_t>& kept,
@@ -107,6 +115,7 @@ Row run_point(const io::SweepDocument& doc, std::size_t i) {
       return row;
     }
     fill(row, *sc, best, sim->sim.simulated);
+    fill_sampled(row, sim->sim);
     return row;
   }
   auto p = api::plan_to_run(*sc, "", "sweep");
@@ -126,6 +135,7 @@ Row run_point(const io::SweepDocument& doc, std::size_t i) {
     return row;
   }
   fill(row, *sc, *p, sim->sim.simulated);
+  fill_sampled(row, sim->sim);
   return row;
 }
 
@@ -137,6 +147,7 @@ Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_repo
   std::map<std::size_t, Diagnostics> bad;  // the first max_reported invalid points
   std::size_t invalid = 0;
   std::vector<std::string> pools;
+  bool variability = false;
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < n;) {
       auto sc = doc.scenario(i);
@@ -149,6 +160,7 @@ Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_repo
       if (sc && i == 0) {
         std::lock_guard lock(mu);
         for (const auto& p : sc->cluster.pools) pools.push_back(p.name);
+        variability = sc->variability.has_value();
       }
       if (d.empty()) continue;
       std::lock_guard lock(mu);
@@ -164,6 +176,7 @@ Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_repo
   Validation v;
   v.invalid = invalid;
   v.pools = std::move(pools);
+  v.variability = variability;
   for (auto& [i, d] : bad)
     for (auto& x : d) v.errors.push_back(std::move(x));
   return v;

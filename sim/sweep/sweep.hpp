@@ -41,6 +41,9 @@ struct Row {
   double goodput = 1;          ///< fraction of wall time kept training
   double effective_time_to_train_s = 0;  ///< time_to_train / goodput
   double cost_to_train_usd = 0;
+  /// With [variability] (simulate and plan): percentiles of the sampled steps.
+  bool sampled = false;
+  double step_p50_s = 0, step_p90_s = 0, step_p99_s = 0;
   int devices = 0;
   std::string plan;  ///< report::plan_summary of the plan evaluated (the search's best for Plan)
   std::vector<PoolFigures> pools;
@@ -60,6 +63,7 @@ struct Validation {
   Diagnostics errors;            ///< of the first `max_reported` invalid points, in point order
   std::size_t invalid = 0;       ///< points that are not valid scenarios
   std::vector<std::string> pools;  ///< the pool names of point 0 (the rows' pool columns)
+  bool variability = false;        ///< point 0 has [variability] (the rows' percentile columns)
 };
 
 /// Reads every point's scenario (and, for estimate and simulate, its [parallel] plan) on

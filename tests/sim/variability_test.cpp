@@ -11,8 +11,12 @@
 #include "sim/api/api.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/engine/variability.hpp"
+#include "sim/io/variability_reader.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/io/sweep_reader.hpp"
+#include "sim/sweep/rows.hpp"
+#include "sim/sweep/sweep.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -210,6 +214,14 @@ TEST(Variability, SlowFractionDrawsEachDevice) {
   EXPECT_EQ(s3.stragglers(), 3);
 }
 
+TEST(Variability, RankByNamesNominalOrAPercentile) {
+  EXPECT_EQ(io::parse_rank_by("nominal"), 0);
+  EXPECT_EQ(io::parse_rank_by("p90"), 90);
+  EXPECT_EQ(io::parse_rank_by("p100"), 100);
+  EXPECT_EQ(io::parse_rank_by("p1"), 1);
+  for (const char* bad : {"p0", "p101", "90", "p", "P90", "p9x", "mean", ""}) EXPECT_EQ(io::parse_rank_by(bad), -1) << bad;
+}
+
 TEST(Variability, SimgridRefusesIt) {
   Scenario s = load(ideal(2, 2, 1, "jitter = 0.01\n"));
   api::SimulateOptions o;
@@ -219,6 +231,102 @@ TEST(Variability, SimgridRefusesIt) {
   EXPECT_EQ(r.errors()[0].kind, ErrorKind::BadInput);
   EXPECT_EQ(r.errors()[0].key, "variability");
   EXPECT_NE(r.errors()[0].hint.find("--engine native"), std::string::npos);
+}
+
+// `hetsim plan --rank-by p90`: every verified candidate's steps are sampled and the top plans
+// are in the order of that percentile; ranking by the nominal step finds what a scenario
+// without [variability] finds.
+TEST(Variability, PlanRanksByAPercentileOfTheSampledSteps) {
+  const std::string base = "schema = 1\n[model]\npreset = \"tiny\"\n"
+                           "[training]\nglobal_batch = 16\nseq_len = 512\nprecision = \"bf16\"\n"
+                           "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+                           "[[cluster.pool]]\ndevice = \"a100-sxm4-80gb\"\nnodes = 1\n";
+  const std::string var = "[variability]\nslow_fraction = 0.2\nslow_factor = 1.5\njitter = 0.05\nsteps = 20\n";
+  auto plain = api::load_text(base, "p.toml", {.plan = false});
+  auto sampled = api::load_text(base + var, "p.toml", {.plan = false});
+  ASSERT_TRUE(plain.ok() && sampled.ok());
+  planner::Options o;
+  o.top = 5;
+  auto nominal = api::plan(*plain, o);
+  auto by_nominal = api::plan(*sampled, o);  // rank_by defaults to nominal
+  o.rank_percentile = 90;
+  auto by_p90 = api::plan(*sampled, o);
+  ASSERT_TRUE(nominal.ok() && by_nominal.ok() && by_p90.ok());
+  ASSERT_EQ(nominal->result.top.size(), by_nominal->result.top.size());
+  for (std::size_t i = 0; i < nominal->result.top.size(); ++i) {
+    EXPECT_EQ(nominal->result.top[i].simulated_step_s, by_nominal->result.top[i].simulated_step_s);
+    EXPECT_EQ(by_nominal->result.top[i].ranked_step_s, 0);
+  }
+  const auto& r = by_p90->result;
+  EXPECT_EQ(r.rank_percentile, 90);
+  EXPECT_GT(r.sampled, 0u);
+  ASSERT_GE(r.top.size(), 2u);
+  for (std::size_t i = 0; i < r.top.size(); ++i) {
+    ASSERT_GT(r.top[i].ranked_step_s, 0) << i;
+    EXPECT_GE(r.top[i].ranked_step_s, r.top[i].simulated_step_s * 0.8) << i;
+    if (i > 0) {
+      EXPECT_LE(r.top[i - 1].ranked_step_s, r.top[i].ranked_step_s) << i;
+    }
+  }
+  // The percentile is the one sampled for that plan by `hetsim simulate`.
+  Scenario again = *sampled;
+  auto sim = api::simulate(again, r.top[0].plan);
+  ASSERT_TRUE(sim.ok() && sim->sim.variability);
+  EXPECT_EQ(sim->sim.variability->p90_s, r.top[0].ranked_step_s);
+  // Ranking by a percentile needs [variability].
+  auto refused = api::plan(*plain, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors()[0].key, "variability");
+}
+
+// A sweep over variability.seed: each row carries its point's percentiles (equal to a single
+// `hetsim simulate` of that point), another seed draws other steps, and the CSV's percentile
+// columns read back as written.
+TEST(Variability, SweepRowsCarryEachSeedsPercentiles) {
+  const std::string text = test::minimal() +
+                           "[variability]\nslow_fraction = 0.1\nslow_factor = 1.5\njitter = 0.05\nsteps = 10\n"
+                           "[sweep]\ncommand = \"simulate\"\n\"variability.seed\" = [1, 2, 3]\n";
+  auto d = io::parse_sweep(text, "sw.toml", test::catalog());
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  const auto v = sweep::validate(*d, 1);
+  ASSERT_EQ(v.invalid, 0u);
+  EXPECT_TRUE(v.variability);
+  const sweep::Layout l{&d->spec(), v.pools, v.variability};
+  std::vector<sweep::Row> rows;
+  std::string csv = sweep::file_header(sweep::Format::Csv, l);
+  sweep::RunOptions o;
+  o.on_row = [&](const sweep::Row& r) {
+    rows.push_back(r);
+    csv += sweep::row_line(sweep::Format::Csv, l, r);
+  };
+  ASSERT_EQ(sweep::run(*d, o), 3u);
+  const auto cols = sweep::csv_columns(l);
+  const auto at = std::find(cols.begin(), cols.end(), "step_s") - cols.begin();
+  ASSERT_LT(static_cast<std::size_t>(at + 3), cols.size());
+  EXPECT_EQ(cols[static_cast<std::size_t>(at) + 2], "step_p90_s");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_TRUE(rows[i].ok && rows[i].sampled) << rows[i].error;
+    auto sc = d->scenario(i);
+    ASSERT_TRUE(sc.ok());
+    EXPECT_EQ(sc->variability->seed, i + 1);
+    auto sim = api::simulate(*sc, *sc->plan);
+    ASSERT_TRUE(sim.ok());
+    EXPECT_EQ(rows[i].step_p50_s, sim->sim.variability->p50_s);
+    EXPECT_EQ(rows[i].step_p90_s, sim->sim.variability->p90_s);
+    EXPECT_EQ(rows[i].step_p99_s, sim->sim.variability->p99_s);
+    EXPECT_EQ(rows[i].step_s, sim->sim.variability->nominal_s);
+  }
+  EXPECT_TRUE(rows[0].step_p90_s != rows[1].step_p90_s || rows[1].step_p90_s != rows[2].step_p90_s);
+  const auto back = sweep::read_rows(sweep::Format::Csv, l, csv);
+  ASSERT_EQ(back.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(back[i].sampled);
+    EXPECT_NEAR(back[i].step_p90_s, rows[i].step_p90_s, 1e-9 * rows[i].step_p90_s);
+  }
+  // A JSON row carries them too (the MPI ranks' and SimGrid children's transport).
+  const auto j = sweep::row_from_json(sweep::row_json(l, rows[0]));
+  EXPECT_TRUE(j.sampled);
+  EXPECT_EQ(j.step_p99_s, rows[0].step_p99_s);
 }
 
 struct Bad {
@@ -246,6 +354,7 @@ TEST(Variability, BadInputNamesTheLineTheKeyAndAHint) {
       {"slow_devices = 1\nslow_fraction = 0.1\nslow_factor = 2\n", "v.toml:35:16", "variability.slow_devices",
        "both say how many", "give one"},
       {"jiter = 0.1\n", "v.toml:35:1", "variability.jiter", "unknown key 'jiter'", "did you mean 'jitter'"},
+      {"rank_by = \"p900\"\n", "v.toml:35:11", "variability.rank_by", "not a percentile", "p90"},
   };
   for (const auto& c : cases) {
     auto r = test::parse(ideal(2, 2, 1, c.lines), "v.toml");
