@@ -30,6 +30,9 @@ std::optional<Figure> figure_of(const Layout& l, const std::string& y) {
       {"devices", {"devices used (devices)", 1}},
   };
   if (auto it = known.find(y); it != known.end()) return it->second;
+  if (l.variability)
+    for (const char* p : {"p50", "p90", "p99"})
+      if (y == fmt::format("step_{}_s", p)) return Figure{fmt::format("step time, {} of the sampled steps (s)", p), 1};
   for (const auto& p : l.pools)
     if (y == p + ".peak_GiB") return Figure{"peak memory per device on " + p + " (GiB)", 1};
   return std::nullopt;
@@ -53,6 +56,9 @@ std::optional<double> value_of(const Row& r, const std::string& y) {
   if (y == "cost_to_train_usd") return r.cost_to_train_usd;
   if (y == "goodput") return r.goodput;
   if (y == "devices") return r.devices;
+  if (r.sampled && y == "step_p50_s") return r.step_p50_s;
+  if (r.sampled && y == "step_p90_s") return r.step_p90_s;
+  if (r.sampled && y == "step_p99_s") return r.step_p99_s;
   return std::nullopt;
 }
 
@@ -108,6 +114,7 @@ std::size_t index_in(std::vector<T>& v, const T& x) {
 std::vector<std::string> plot_figures(const Layout& l) {
   std::vector<std::string> f = {"step_s", "tokens_per_s", "mfu", "time_to_train_s", "effective_time_to_train_s",
                                 "cost_to_train_usd", "goodput", "devices"};
+  if (l.variability) f.insert(f.begin() + 1, {"step_p50_s", "step_p90_s", "step_p99_s"});
   for (const auto& p : l.pools) f.push_back(p + ".peak_GiB");
   return f;
 }

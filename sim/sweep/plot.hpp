@@ -17,7 +17,8 @@ namespace hetsim::sweep {
 /// What to draw.
 struct PlotOptions {
   std::string y = "step_s";  ///< a figure: step_s, tokens_per_s, mfu, time_to_train_s,
-                             ///< effective_time_to_train_s, cost_to_train_usd, goodput, devices, POOL.peak_GiB
+                             ///< effective_time_to_train_s, cost_to_train_usd, goodput, devices, POOL.peak_GiB;
+                             ///< with Layout::variability, step_p50_s, step_p90_s, step_p99_s
   std::string x;             ///< an axis (key path); "" = the first
   std::string by;            ///< an axis, one line (or heat-map row) per value; "" = the second axis, if any
   bool heatmap = false;      ///< x against `by`, the figure as colour

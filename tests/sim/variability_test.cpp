@@ -15,6 +15,7 @@
 #include "sim/report/simulation_report.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/io/sweep_reader.hpp"
+#include "sim/sweep/plot.hpp"
 #include "sim/sweep/rows.hpp"
 #include "sim/sweep/sweep.hpp"
 #include "tests/support/scenario_support.hpp"
@@ -323,6 +324,14 @@ TEST(Variability, SweepRowsCarryEachSeedsPercentiles) {
     EXPECT_TRUE(back[i].sampled);
     EXPECT_NEAR(back[i].step_p90_s, rows[i].step_p90_s, 1e-9 * rows[i].step_p90_s);
   }
+  // --plot-y step_p90_s draws them.
+  auto chart = sweep::make_chart(l, back, {"step_p90_s", "", "", false});
+  ASSERT_TRUE(chart.ok()) << test::all_errors(chart.errors());
+  ASSERT_EQ(chart->series.size(), 1u);
+  ASSERT_EQ(chart->series[0].y.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(chart->series[0].y[i], back[i].step_p90_s);
+  const auto names = sweep::plot_figures(l);
+  EXPECT_NE(std::find(names.begin(), names.end(), "step_p99_s"), names.end());
   // A JSON row carries them too (the MPI ranks' and SimGrid children's transport).
   const auto j = sweep::row_from_json(sweep::row_json(l, rows[0]));
   EXPECT_TRUE(j.sampled);
