@@ -63,23 +63,8 @@ std::vector<TornadoModelRow> tornado_rows(const buy::Result& r) {
 
 std::vector<TornadoModelRow> point_tornado_rows(const Scenario& s, const buy::Result& r, std::size_t i) {
   std::vector<TornadoModelRow> rows;
-  if (i >= r.front.size() || !s.purchase) return rows;
-  const buy::Point& p = r.front[i];
-  const auto q = std::find_if(r.planned_points.begin(), r.planned_points.end(),
-                              [&](const buy::Priced& x) { return x.nodes == p.nodes; });
-  if (q == r.planned_points.end()) return rows;
-  for (const buy::Sensitivity& x : r.sensitivity) {
-    Scenario t = s;
-    if (x.what == "electricity") {
-      t.cost.electricity_usd_per_kwh *= x.factor;
-    } else {
-      auto c = std::find_if(t.purchase->candidates.begin(), t.purchase->candidates.end(),
-                            [&](const PurchaseSpec::Candidate& k) { return k.pool.name + " price" == x.what; });
-      if (c == t.purchase->candidates.end()) continue;
-      c->pool.device.purchase_usd *= x.factor;
-      c->pool.device.price_usd_per_hour *= x.factor;
-    }
-    const buy::Point priced = buy::price(t, *q);
+  if (!s.purchase) return rows;
+  for (const buy::PointSensitivity& x : buy::point_sensitivity(s, r, i)) {
     const QString what = qs(x.what);
     auto it = std::find_if(rows.begin(), rows.end(), [&](const TornadoModelRow& row) { return row.what == what; });
     if (it == rows.end()) {
@@ -88,8 +73,8 @@ std::vector<TornadoModelRow> point_tornado_rows(const Scenario& s, const buy::Re
       it->what = what;
     }
     (x.factor < 1 ? it->low_factor : it->high_factor) = x.factor;
-    (x.factor < 1 ? it->low_change_usd : it->high_change_usd) = priced.total_usd - p.total_usd;
-    (x.factor < 1 ? it->low_time_change_s : it->high_time_change_s) = priced.trained_in_s - p.trained_in_s;
+    (x.factor < 1 ? it->low_change_usd : it->high_change_usd) = x.total_change_usd;
+    (x.factor < 1 ? it->low_time_change_s : it->high_time_change_s) = x.time_change_s;
   }
   sort_by_swing(rows);
   return rows;

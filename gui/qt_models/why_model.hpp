@@ -30,11 +30,9 @@ struct TornadoModelRow {
 /// order among equal swings).
 [[nodiscard]] std::vector<TornadoModelRow> tornado_rows(const buy::Result& r);
 /// The same prices for front point `i` of `r` (searched or re-priced under `s`): by how much its
-/// own total cost and time move at each of r.sensitivity's settings, its planned composition
-/// priced by buy::price under `s` with that one price scaled (a candidate's purchase and rental
-/// price, or the electricity, as buy::sensitivity scales them). `changes` and `nothing` stay
-/// false (the point is the same composition). Empty when `i` is not on the front or its
-/// composition is not among r.planned_points.
+/// own total cost and time move at each setting of the sensitivity (buy::point_sensitivity).
+/// `changes` and `nothing` stay false (the point is the same composition). Empty when `i` is not
+/// on the front or its composition is not among r.planned_points.
 [[nodiscard]] std::vector<TornadoModelRow> point_tornado_rows(const Scenario& s, const buy::Result& r, std::size_t i);
 
 class TornadoModel : public QAbstractTableModel {

@@ -197,16 +197,34 @@ std::vector<std::size_t> ranking(const std::vector<Point>& front, const Purchase
   return order;
 }
 
+namespace {
+
+// The sensitivity's settings: each candidate's price (k its index) at 0.8 and 1.2, then
+// electricity (k = -1) at 0.5 and 1.5.
+struct Setting {
+  std::string what;
+  int k;
+  double factor;
+};
+std::vector<Setting> settings(const PurchaseSpec& ps) {
+  std::vector<Setting> out;
+  for (std::size_t k = 0; k < ps.candidates.size(); ++k)
+    for (double f : {0.8, 1.2}) out.push_back({ps.candidates[k].pool.name + " price", static_cast<int>(k), f});
+  for (double f : {0.5, 1.5}) out.push_back({"electricity", -1, f});
+  return out;
+}
+
+}  // namespace
+
 std::vector<Sensitivity> sensitivity(const Scenario& s, const Result& r) {
   std::vector<Sensitivity> out;
   if (r.front.empty()) return out;
   const Point& now = r.front[r.recommended];
-  const PurchaseSpec& ps = *s.purchase;
-  auto row = [&](std::string what, int k, double f) {
+  for (const Setting& setting : settings(*s.purchase)) {
     Sensitivity x;
-    x.what = std::move(what);
-    x.factor = f;
-    const Scenario t = scaled(s, k, f);
+    x.what = setting.what;
+    x.factor = setting.factor;
+    const Scenario t = scaled(s, setting.k, setting.factor);
     const std::vector<Point> front = points_of(front_of(t, r.planned_points));
     if (!front.empty()) {
       const Point& p = front[ranking(front, *t.purchase).front()];
@@ -218,10 +236,22 @@ std::vector<Sensitivity> sensitivity(const Scenario& s, const Result& r) {
     }
     x.changes = x.nodes != now.nodes;
     out.push_back(std::move(x));
-  };
-  for (std::size_t k = 0; k < ps.candidates.size(); ++k)
-    for (double f : {0.8, 1.2}) row(ps.candidates[k].pool.name + " price", static_cast<int>(k), f);
-  for (double f : {0.5, 1.5}) row("electricity", -1, f);
+  }
+  return out;
+}
+
+std::vector<PointSensitivity> point_sensitivity(const Scenario& s, const Result& r, std::size_t i) {
+  std::vector<PointSensitivity> out;
+  if (i >= r.front.size()) return out;
+  const Point& p = r.front[i];
+  const auto q = std::find_if(r.planned_points.begin(), r.planned_points.end(),
+                              [&](const Priced& x) { return x.nodes == p.nodes; });
+  if (q == r.planned_points.end()) return out;
+  for (const Setting& setting : settings(*s.purchase)) {
+    const Point priced = price(scaled(s, setting.k, setting.factor), *q);
+    out.push_back({setting.what, setting.factor, priced.total_usd, priced.trained_in_s,
+                   priced.total_usd - p.total_usd, priced.trained_in_s - p.trained_in_s});
+  }
   return out;
 }
 

@@ -55,6 +55,20 @@ void sort_front(std::vector<Point>& front);
 /// and time differ from r's recommended point. Empty when r.front is.
 [[nodiscard]] std::vector<Sensitivity> sensitivity(const Scenario& s, const Result& r);
 
+/// One front point under each setting of the sensitivity (each candidate's price ±20 %,
+/// electricity ±50 %, in sensitivity()'s order): that point's own composition priced so (its plan
+/// and time as planned), against its cost and time at `s`'s prices. Where sensitivity() asks
+/// which point the search would recommend, this asks what one chosen point would cost.
+struct PointSensitivity {
+  std::string what;   ///< as Sensitivity::what
+  double factor = 1;  ///< as Sensitivity::factor
+  double total_usd = 0, trained_in_s = 0;          ///< the point priced under that setting
+  double total_change_usd = 0, time_change_s = 0;  ///< against r.front[i] itself
+};
+/// Empty when i is not a front index or its composition is not among r.planned_points (a
+/// partial front); requires s.purchase when not empty.
+[[nodiscard]] std::vector<PointSensitivity> point_sensitivity(const Scenario& s, const Result& r, std::size_t i);
+
 struct Repriced {
   /// `r` with the front, recommendation, runner-up, sensitivity and smallest fit of the new
   /// prices. Counts, timings and the lists of planned and unplanned compositions are the search's.

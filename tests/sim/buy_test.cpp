@@ -548,6 +548,48 @@ TEST(Reprice, SensitivitySaysByHowMuch) {
   }
 }
 
+// Any front point's own sensitivity (buy::point_sensitivity, what the GUI's tornado shows for a
+// picked point): owning, candidate k's price × f moves the point's capex by (f − 1) × its
+// nodes of k × devices per node × the device price; electricity × f moves its energy by (f − 1)
+// × energy; the time never moves. For the recommended point the rows equal sensitivity()'s
+// wherever the recommendation stays.
+TEST(Reprice, EveryFrontPointsOwnSensitivityFollowsTheClosedForm) {
+  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  auto r = api::buy(s, {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_GT(r->front.size(), 1u);
+  int buying = 0;
+  for (std::size_t i = 0; i < r->front.size(); ++i) {
+    const buy::Point& p = r->front[i];
+    const auto rows = buy::point_sensitivity(s, *r, i);
+    ASSERT_EQ(rows.size(), r->sensitivity.size()) << "point " << i;
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      const buy::PointSensitivity& x = rows[j];
+      EXPECT_EQ(x.what, r->sensitivity[j].what);
+      EXPECT_EQ(x.factor, r->sensitivity[j].factor);
+      double expect = 0;
+      if (x.what == "electricity") {
+        expect = (x.factor - 1) * p.energy_usd;
+      } else {
+        for (std::size_t k = 0; k < s.purchase->candidates.size(); ++k) {
+          const auto& c = s.purchase->candidates[k];
+          if (c.pool.name + " price" == x.what)
+            expect = (x.factor - 1) * p.nodes[k] * c.pool.devices_per_node * c.pool.device.purchase_usd;
+        }
+      }
+      EXPECT_NEAR(x.total_change_usd, expect, 1e-9 * p.total_usd) << "point " << i << ": " << x.what << " " << x.factor;
+      EXPECT_NEAR(x.total_usd, p.total_usd + expect, 1e-9 * p.total_usd);
+      EXPECT_EQ(x.time_change_s, 0);
+      if (i == r->recommended && !r->sensitivity[j].changes) {
+        EXPECT_NEAR(x.total_usd, r->sensitivity[j].total_usd, 1e-9 * p.total_usd) << x.what;
+      }
+    }
+    if (std::any_of(p.nodes.begin(), p.nodes.end(), [](int n) { return n > 0; })) ++buying;
+  }
+  EXPECT_GT(buying, 0);  // some point buys, so a price moves something
+  EXPECT_TRUE(buy::point_sensitivity(s, *r, r->front.size()).empty());
+}
+
 // "Why this one": the parts add up to each point's time and cost, and the differences to theirs.
 TEST(Reprice, WhyThisOnesPartsAddUp) {
   const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "deadline_days = 1000\n", kTwo));
