@@ -13,10 +13,10 @@
 #include "sim/io/detail/scenario_document.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/detail/toml_reader.hpp"
+#include "sim/io/detail/variability_reader.hpp"
 #include "sim/io/input_file.hpp"
 
 namespace hetsim::io {
-#include "sim/io/detail/variability_reader.hpp"
 namespace {
 
 using detail::TableRef;
@@ -1031,6 +1031,7 @@ Result<Scenario> read_scenario_document(const toml::table& doc, const std::strin
   read_memory(r, root, s);
   read_reliability(r, root, s);
   read_reference(r, root, s);
+  read_variability(r, root, s);
   if (!r.failed() && s.model.positions == workload::Positions::Learned &&
       s.training.seq_len > s.model.max_positions)
     r.error(r.loc(r.node(root, "training")), "training.seq_len",
@@ -1063,4 +1064,3 @@ Result<Scenario> read_scenario(const std::filesystem::path& file, const hw::Cata
 }
 
 }  // namespace hetsim::io
-  read_variability(r, root, s);
