@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-30}
 build=${2:-build/fuzz}
 declare -A seeds=(
-  [scenario]="scenarios scenarios/validation scenarios/purchase"
+  [scenario]="scenarios scenarios/validation scenarios/purchase tests/fuzz/seeds/scenario"
   [catalog]="models/catalog scenarios/profiles"
   [plan]="tests/fuzz/seeds/plan"
   [trace]="tests/fuzz/seeds/trace"
