@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -16,10 +18,17 @@ namespace hetsim::sweep {
 
 namespace {
 
-// Rank → rank 0: "give me a point" (payload: the sweep's hash); a row (payload: "I\n" + JSON),
-// which asks for the next point too. Rank 0 → rank: the point to run ("I") or "stop".
+// Rank → rank 0: "give me points" (payload: the sweep's hash); the rows of a batch (payload: for
+// each row, "I\n" + JSON + "\n"), which asks for another batch too. Rank 0 → rank: a batch of
+// points to run ("I J K…", space separated) or "stop". Rank 0 answers the first request with two
+// batches, so a rank always has its next batch before it finishes the one it runs: it never waits
+// for a round trip (a sweep's points can take 0.1 ms each, rank 0 looks at its messages every
+// 0.2 ms). A batch holds the points for about kBatchSeconds of work, from the time the rank's
+// previous batch took, at most a quarter of each rank's share of what is left.
 constexpr int kRequest = 1, kRow = 2, kPoint = 3;
 const std::string kStop = "stop";
+constexpr double kBatchSeconds = 0.02;
+constexpr std::size_t kMaxBatch = 4096;
 
 int env_int(const char* name) {
   const char* v = std::getenv(name);
@@ -76,7 +85,9 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
       done.emplace(i, r);
       kept.insert(i);
     }
-  std::size_t next = opts.first, written = opts.first, running = 0;
+  // remote: points handed to other ranks whose rows have not come back (rank 0's own threads may
+  // run that much further ahead of the rows written).
+  std::size_t next = opts.first, written = opts.first, running = 0, remote_points = 0;
   auto claim = [&]() -> std::optional<std::size_t> {  // under mu
     while (next < n && opts.finished.count(next) > 0) ++next;  // done by an earlier run
     if (next >= n || opts.stop.stop_requested()) return std::nullopt;
@@ -85,7 +96,7 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
   auto work = [&] {
     std::unique_lock lock(mu);
     while (true) {
-      while (!(next >= n || opts.stop.stop_requested() || next < written + window))
+      while (!(next >= n || opts.stop.stop_requested() || next < written + window + remote_points))
         cv.wait_for(lock, std::chrono::milliseconds(50));
       const auto i = claim();
       if (!i) break;
@@ -104,6 +115,38 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
 
   int remote = size - 1;  // ranks not yet told to stop
   std::size_t delivered = 0;
+  // Per rank: its next batch size and when each batch in flight was sent (at most two).
+  struct Remote {
+    std::size_t batch = 1;
+    std::deque<std::pair<std::chrono::steady_clock::time_point, std::size_t>> sent;
+  };
+  std::map<int, Remote> ranks;
+  // Sends rank `to` its next batch, or "stop" (once nothing is left and nothing is in flight).
+  auto hand_out = [&](int to) {
+    Remote& r = ranks[to];
+    std::string points;
+    std::size_t count = 0;
+    {
+      std::lock_guard lock(mu);
+      const std::size_t left = next < n ? n - next : 0;
+      const std::size_t fair = std::max<std::size_t>(1, left / (4 * static_cast<std::size_t>(size)));
+      const std::size_t want = std::min(r.batch, fair);
+      while (count < want) {
+        const auto i = claim();
+        if (!i) break;
+        points += (count > 0 ? " " : "") + std::to_string(*i);
+        ++count;
+      }
+      remote_points += count;
+    }
+    if (count > 0) {
+      mpi.send(to, kPoint, points);
+      r.sent.emplace_back(std::chrono::steady_clock::now(), count);
+    } else if (r.sent.empty()) {
+      mpi.send(to, kPoint, kStop);
+      --remote;
+    }
+  };
   while (true) {
     std::unique_lock lock(mu);
     for (auto it = done.find(written); it != done.end(); it = done.find(written)) {
@@ -138,30 +181,51 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
         --remote;
         continue;
       }
-      if (tag == kRow) {
-        const auto nl = data.find('\n');
-        const std::size_t i = std::strtoull(data.c_str(), nullptr, 10);
-        Row row;
-        if (auto j = nlohmann::json::parse(data.substr(nl + 1), nullptr, false); nl != std::string::npos && j.is_object()) {
-          row = row_from_json(j);
-        } else {
-          row.kind = ErrorKind::Internal;
-          row.error = "error: rank " + std::to_string(from) + " sent a row that does not parse";
-        }
-        row.point = i;
-        row.values = doc.values(i);
-        lock.lock();
-        done.emplace(i, std::move(row));
-        lock.unlock();
+      if (tag == kRequest) {  // a new rank: two batches, so that it never waits for the next
+        hand_out(from);
+        if (!ranks[from].sent.empty()) hand_out(from);
+        continue;
       }
-      lock.lock();
-      const auto i = claim();
-      lock.unlock();
-      if (i) {
-        mpi.send(from, kPoint, std::to_string(*i));
-      } else {
-        mpi.send(from, kPoint, kStop);
-        --remote;
+      if (tag == kRow) {
+        std::vector<Row> rows;
+        for (std::size_t at = 0; at < data.size();) {
+          const auto nl = data.find('\n', at);
+          const auto end = nl == std::string::npos ? std::string::npos : data.find('\n', nl + 1);
+          const std::size_t i = std::strtoull(data.c_str() + at, nullptr, 10);
+          Row row;
+          if (auto j = nl == std::string::npos ? nlohmann::json() : nlohmann::json::parse(data.substr(nl + 1, end - nl - 1), nullptr, false);
+              i < n && j.is_object()) {
+            row = row_from_json(j);
+          } else {
+            row.kind = ErrorKind::Internal;
+            row.error = "error: rank " + std::to_string(from) + " sent a row that does not parse";
+          }
+          row.point = i;
+          row.values = i < n ? doc.values(i) : decltype(row.values){};
+          rows.push_back(std::move(row));
+          if (end == std::string::npos) break;
+          at = end + 1;
+        }
+        lock.lock();
+        for (Row& row : rows)
+          if (row.point < n) done.emplace(row.point, std::move(row));
+        lock.unlock();
+        // The batch took `took` (in flight with the one before it): the next one holds the
+        // points for kBatchSeconds at that pace.
+        Remote& r = ranks[from];
+        if (!r.sent.empty()) {
+          const auto [at, count] = r.sent.front();
+          r.sent.pop_front();
+          {
+            std::lock_guard points_lock(mu);
+            remote_points -= std::min(remote_points, count);
+          }
+          cv.notify_all();
+          const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+          const double per = took / static_cast<double>(std::max<std::size_t>(count, 1)) / (r.sent.empty() ? 1.0 : 2.0);
+          r.batch = std::clamp<std::size_t>(static_cast<std::size_t>(kBatchSeconds / std::max(per, 1e-7)), 1, kMaxBatch);
+        }
+        hand_out(from);
       }
     }
     if (!any) {
@@ -190,9 +254,16 @@ void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::f
     std::string data;
     mpi.recv(0, &from, &tag, &data);
     if (data == kStop) break;
-    const std::size_t i = std::strtoull(data.c_str(), nullptr, 10);
-    const Row row = runner ? runner(i) : run_point(doc, i);
-    mpi.send(0, kRow, std::to_string(i) + "\n" + row_json(layout, row).dump());
+    std::string rows;
+    for (const char* p = data.c_str(); *p != '\0';) {
+      char* end = nullptr;
+      const std::size_t i = std::strtoull(p, &end, 10);
+      if (end == p) break;
+      const Row row = runner ? runner(i) : run_point(doc, i);
+      rows += std::to_string(i) + "\n" + row_json(layout, row).dump() + "\n";
+      p = end;
+    }
+    mpi.send(0, kRow, rows);
   }
 }
 
