@@ -1,8 +1,8 @@
 #pragma once
 // A sweep across MPI ranks (`mpirun -np N hetsim sweep …`; docs/scenario-format.md#across-nodes-mpirun): rank 0
-// validates, hands out points one at a time to whichever rank asks (dynamic load balancing, its
-// own threads included), collects the rows and delivers them in point order; the other ranks run
-// the points they are given. MPI itself is behind a small module, libhetsim_mpi.so
+// validates, hands out batches of points to whichever rank asks (dynamic load balancing, its
+// own threads included; distributed.cpp says how a batch is sized), collects the rows and
+// delivers them in point order; the other ranks run the points they are given. MPI itself is behind a small module, libhetsim_mpi.so
 // (sim/sweep/mpi_module.cpp, the only file including mpi.h), opened only under mpirun, so
 // hetsim starts without MPI's libraries otherwise.
 
