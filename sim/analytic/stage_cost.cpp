@@ -236,7 +236,6 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       if (mixed) {
         const LayerCost& dc = layer_cost(st.pool, st.tp, shape, false);
         auto mean = [&](Duration a, Duration d) { return a * moe_share + d * (1 - moe_share); };
-        if (n_moe == 0) c.layer_ep_fwd = c.layer_ep_bwd = c.layer_ep_recompute = Duration{0};
         c.layer_fwd = mean(c.layer_fwd, dc.fwd);
         c.layer_bwd = mean(c.layer_bwd, dc.bwd);
         c.layer_recompute = mean(c.layer_recompute, dc.recompute);

@@ -140,17 +140,10 @@ class PlanExportTest : public QObject {
     Quiet quiet;
     MainWindow w;
     w.set_prompts(quiet.prompts());
-    // scenarios/mixed-h100-a100.toml without its [parallel] tables (the file's last).
-    QString text = read_all(test::source_file("scenarios/mixed-h100-a100.toml"));
-    const auto from = text.indexOf("\n[parallel]");
-    QVERIFY(from > 0);
-    text.truncate(from + 1);
+    const QString text = mixed_without_parallel();
+    QVERIFY(!text.isEmpty());
     const QString file = dir_ + "/no parallel.toml";
-    {
-      QFile f(file);
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      f.write(text.toUtf8());
-    }
+    QVERIFY(write_all(file, text));
     QVERIFY(w.open_file(file));
     QVERIFY(w.run());
     QTRY_VERIFY_WITH_TIMEOUT(idle(w) && w.plan_view()->simulation(), kSearchTimeoutMs);

@@ -403,18 +403,11 @@ class DocumentTest : public QObject {
     Quiet quiet;
     MainWindow w;
     w.set_prompts(quiet.prompts());
-    // scenarios/mixed-h100-a100.toml without its [parallel] tables (the file's last).
-    QString text = read_all(test::source_file("scenarios/mixed-h100-a100.toml"));
-    const auto from = text.indexOf("\n[parallel]");
-    QVERIFY(from > 0);
-    text.truncate(from + 1);
+    const QString text = mixed_without_parallel();
+    QVERIFY(!text.isEmpty());
     QTemporaryDir dir;
     const QString file = dir.filePath("no-parallel.toml");
-    {
-      QFile f(file);
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      f.write(text.toUtf8());
-    }
+    QVERIFY(write_all(file, text));
     QVERIFY(w.open_file(file));
     QVERIFY2(w.document()->scenario() && !w.document()->scenario()->plan, qPrintable(text));
     QCOMPARE(w.command_line(), "hetsim plan " + file);
@@ -698,15 +691,11 @@ class RunControlTest : public QObject {
     Quiet quiet;
     MainWindow w;
     w.set_prompts(quiet.prompts());
-    QString text = read_all(test::source_file("scenarios/mixed-h100-a100.toml"));
-    text.truncate(text.indexOf("\n[parallel]") + 1);
+    const QString text = mixed_without_parallel();
+    QVERIFY(!text.isEmpty());
     QTemporaryDir dir;
     const QString file = dir.filePath("no-parallel.toml");
-    {
-      QFile f(file);
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      f.write(text.toUtf8());
-    }
+    QVERIFY(write_all(file, text));
     QVERIFY(w.open_file(file));
     QVERIFY(w.run());
     QVERIFY(w.plan_view()->headline_text().contains("Searching the best plan"));

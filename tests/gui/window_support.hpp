@@ -11,6 +11,7 @@
 
 #include "gui/app/job_runner.hpp"
 #include "gui/app/main_window.hpp"
+#include "tests/gui/gui_test.hpp"
 
 namespace hetsim::gui {
 
@@ -37,6 +38,23 @@ inline QString read_all(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) return {};
   return QString::fromUtf8(f.readAll());
+}
+
+/// Writes `text` to `path` (a test's own scenario file); false when it cannot.
+inline bool write_all(const QString& path, const QString& text) {
+  QFile f(path);
+  const QByteArray bytes = text.toUtf8();
+  return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+}
+
+/// scenarios/mixed-h100-a100.toml without its [parallel] tables (the file's last): a scenario
+/// the planner plans first. Empty when the file has no [parallel] table.
+inline QString mixed_without_parallel() {
+  QString text = read_all(test::source_file("scenarios/mixed-h100-a100.toml"));
+  const auto from = text.indexOf("\n[parallel]");
+  if (from <= 0) return {};
+  text.truncate(from + 1);
+  return text;
 }
 
 // No dialog may block a test: unsaved changes are discarded unless a test says otherwise; errors
