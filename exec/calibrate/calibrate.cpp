@@ -1,16 +1,38 @@
 #include "exec/calibrate/calibrate.hpp"
 
-#include <Eigen/Dense>
+#include <Eigen/Core>
+#include <Eigen/LU>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 
 namespace hetsim::exec {
+
+namespace {
+
+// min |A·x − b| for two unknowns: each column scaled to unit length, then the 2 × 2 normal
+// equations in closed form. Fixed-size Eigen: the QR solvers' templates cost minutes of
+// compilation under the sanitizers, and two columns need none of them. Collinear columns
+// (fewer than two distinct samples) give x = (NaN, NaN), which every caller skips.
+Eigen::Vector2d least_squares2(const Eigen::MatrixX2d& A, const Eigen::VectorXd& b) {
+  const Eigen::Vector2d norms = A.colwise().norm().transpose();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (!(norms(0) > 0) || !(norms(1) > 0)) return {nan, nan};
+  const Eigen::MatrixX2d S = A * norms.cwiseInverse().asDiagonal();
+  const Eigen::Matrix2d N = S.transpose() * S;
+  const double det = N.determinant();
+  if (!(std::abs(det) > 1e-12)) return {nan, nan};
+  const Eigen::Vector2d y = N.inverse() * (S.transpose() * b);
+  return y.cwiseQuotient(norms);
+}
+
+}  // namespace
 
 GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
   GemmFit best;
@@ -18,7 +40,7 @@ GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
   const auto n = static_cast<Eigen::Index>(samples.size());
   for (double h = 0; h <= 4096; h += 8) {  // tensor-core GEMMs saturate late: half_dim of 1000 and more
     // t_i = x0 · flops_i·(d+h)/d + x1, weighted by 1/t_i so every size counts alike.
-    Eigen::MatrixXd A(n, 2);
+    Eigen::MatrixX2d A(n, 2);
     Eigen::VectorXd b(n);
     for (Eigen::Index i = 0; i < n; ++i) {
       const auto& s = samples[static_cast<std::size_t>(i)];
@@ -28,8 +50,8 @@ GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
       A(i, 1) = w;
       b(i) = 1.0;
     }
-    const Eigen::VectorXd x = A.colPivHouseholderQr().solve(b);
-    if (x(0) <= 0) continue;
+    const Eigen::Vector2d x = least_squares2(A, b);
+    if (!(x(0) > 0)) continue;
     const double err = std::sqrt((A * x - b).squaredNorm() / static_cast<double>(n));
     if (err < best_err) {
       best_err = err;
@@ -48,15 +70,22 @@ namespace {
 // the device, as a training step queues its kernels: on a GPU the per-call figure then holds the
 // launch gap and not the host's synchronisation (about 20 us on the device machine, which made
 // every GEMM look launch-bound); on the host, where each call runs synchronously, batching
-// changes nothing. The median of at least three batches.
+// changes nothing. The median of at least three batches; one call where a call takes more than a
+// third of the budget, the warm-up call itself where it took more than the whole budget.
 template <class F>
 double time_per_call(Device& dev, F&& f, double budget_s) {
+  std::int64_t t = host_clock_ns();
   f();  // warm up
   (void)dev.resolve();
-  std::int64_t t = host_clock_ns();
+  const double cold = static_cast<double>(host_clock_ns() - t) * 1e-9;
+  if (cold > budget_s) return cold;  // the warm-up alone spent the budget: its time, cold
+  t = host_clock_ns();
   f();
   (void)dev.resolve();
   const double one = std::max(1e-9, static_cast<double>(host_clock_ns() - t) * 1e-9);
+  // A call too long for three batches within the budget (a slow host, a sanitizer build) is
+  // timed once: the budget bounds the calibration, not a minimum call count.
+  if (3 * one > budget_s) return one;
   const int batch = static_cast<int>(std::clamp(budget_s / 4 / one, 1.0, 1000.0));
   const std::int64_t t0 = host_clock_ns();
   std::vector<double> per;
@@ -193,9 +222,13 @@ Profile calibrate(Backend& backend, double seconds) {
   auto peer = backend.open(1);
   auto comms = backend.communicators({dev.get(), peer.get()});
   if (comms) {
+    // Repetitions per message size follow the budget (those below at the default 2 s): both
+    // ranks must run the same count, so it is fixed before the first call rather than timed.
+    const double share = std::clamp(seconds / 2, 0.05, 1.0);
+    const auto reps_for = [&](int full) { return std::max(2, static_cast<int>(full * share)); };
     std::vector<double> sizes, times;
     for (std::size_t floats : {std::size_t{256}, std::size_t{4096}, std::size_t{65536}, std::size_t{1} << 20}) {
-      const int reps = floats < 100000 ? 200 : 20;
+      const int reps = reps_for(floats < 100000 ? 200 : 20);
       double t[2] = {0, 0};
       auto side = [&](int r) {
         Device& d = r == 0 ? *dev : *peer;
@@ -214,7 +247,7 @@ Profile calibrate(Backend& backend, double seconds) {
       sizes.push_back(4.0 * static_cast<double>(floats));
       times.push_back(std::max(t[0], t[1]));
     }
-    Eigen::MatrixXd A(static_cast<Eigen::Index>(sizes.size()), 2);
+    Eigen::MatrixX2d A(static_cast<Eigen::Index>(sizes.size()), 2);
     Eigen::VectorXd rhs(static_cast<Eigen::Index>(sizes.size()));
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const double w = 1.0 / times[i];  // relative errors count alike
@@ -222,8 +255,8 @@ Profile calibrate(Backend& backend, double seconds) {
       A(static_cast<Eigen::Index>(i), 1) = sizes[i] * w;
       rhs(static_cast<Eigen::Index>(i)) = 1.0;
     }
-    const Eigen::VectorXd x = A.colPivHouseholderQr().solve(rhs);
-    if (x(1) > 0) {
+    const Eigen::Vector2d x = least_squares2(A, rhs);
+    if (x(1) > 0 && std::isfinite(x(0))) {
       p.link_latency_s = std::max(0.0, x(0)) / 2;
       p.link_bandwidth = 1.0 / x(1);
     }
@@ -231,7 +264,7 @@ Profile calibrate(Backend& backend, double seconds) {
     // trip is one message, fitted as α + S/bw over the sizes.
     std::vector<double> p2p_sizes, p2p_times;
     for (std::size_t floats : {std::size_t{256}, std::size_t{65536}, std::size_t{1} << 20}) {
-      const int reps = floats < 100000 ? 100 : 10;
+      const int reps = reps_for(floats < 100000 ? 100 : 10);
       auto* a0 = static_cast<float*>(dev->workspace(0, floats * 4));
       auto* a1 = static_cast<float*>(peer->workspace(0, floats * 4));
       Communicator& c0 = *(*comms)[0];
