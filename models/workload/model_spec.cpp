@@ -16,9 +16,14 @@ double ParamCount::active(int layers) const {
 }
 
 int ModelSpec::moe_layers(int first, int count) const {
-  int n = 0;
-  for (int i = first; i < first + count; ++i) n += moe_layer(i) ? 1 : 0;
-  return n;
+  // Layers i in [max(first, first_dense_layers), first + count) with i % moe_layer_freq == 0, in
+  // closed form (the planner asks for many ranges of models with many layers).
+  if (!moe() || count <= 0) return 0;
+  const long long f = std::max(1, moe_layer_freq);
+  const long long lo = std::max(first, first_dense_layers), hi = static_cast<long long>(first) + count;
+  if (lo >= hi) return 0;
+  const auto multiples_below = [&](long long x) { return x <= 0 ? 0LL : (x + f - 1) / f; };  // in [0, x)
+  return static_cast<int>(multiples_below(hi) - multiples_below(lo));
 }
 
 ModelSpec dense_layer_model(const ModelSpec& m) {

@@ -69,6 +69,119 @@ GroupTime group_time(const plan::Plan& p, std::size_t g, const std::vector<analy
   return gt;
 }
 
+// Stage i of a group as partition_layers sees it, per micro-batch: time = a + b·layers; memory
+// = f + k·layers, which must stay within room (the device less its reserve and fragmentation).
+struct StageLine {
+  double a = 0, b = 0, f = 0, k = 0, room = 0;
+};
+
+std::vector<StageLine> stage_lines(const Scenario& s, const plan::Plan& p, std::size_t g,
+                                   const std::vector<analytic::StageCost>& costs) {
+  const auto& grp = p.groups[g];
+  const int S = static_cast<int>(grp.stages.size());
+  const int v = virtual_of(p);
+  std::vector<StageLine> out(static_cast<std::size_t>(S));
+  for (int i = 0; i < S; ++i) {
+    const auto& c = costs[static_cast<std::size_t>(i)];
+    StageLine& ln = out[static_cast<std::size_t>(i)];
+    ln.b = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd + c.layer_tp_recompute +
+            c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute).v;
+    ln.a = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.pipeline_regather() +
+            c.send_next * v).v;
+    if (i > 0) ln.a += costs[static_cast<std::size_t>(i - 1)].send_next.v * v;
+    const auto& mi = c.memory;
+    const double d = std::max(1, mi.dp);
+    const double per_param = mi.state.weights / (mi.zero >= 3 ? d : 1) + mi.state.grads / (mi.zero >= 2 ? d : 1) +
+                             mi.state.optimizer / (mi.zero >= 1 ? d : 1);
+    const double inflight = cost::in_flight_micro_batches(p.schedule, i, S, grp.micro_batches, v);
+    ln.k = c.params_layer * per_param + c.act_per_layer.v * inflight;
+    ln.f = (c.params_emb + c.params_head) * per_param + c.act_edge.v * inflight + mi.transient.v + mi.comm_buffers.v;
+    const auto& pool = s.cluster.pools[grp.stages[static_cast<std::size_t>(i)].pool];
+    ln.room = (pool.device.memory.v - mi.runtime_reserve.v) / (1.0 + mi.fragmentation);
+  }
+  return out;
+}
+
+// A mixture-of-experts model with dense layers (first_dense_layers, moe_layer_freq): a MoE
+// layer and a dense one cost differently, so where a stage's layers fall matters.
+bool mixed_layers(const workload::ModelSpec& m) {
+  return m.moe() && m.moe_layers(0, m.layers) < m.layers;
+}
+
+// The layer split of such a model. Stage i holding l layers from `first`, n of them MoE layers,
+// takes a_i + b_moe·n + b_dense·(l − n) per micro-batch and f_i + k_moe·n + k_dense·(l − n) of
+// memory, as stage_costs prices a mixed stage (the mean of its MoE and dense layers; the two
+// lines come from pricing the plan as if every layer were MoE and as if every layer were
+// dense). The smallest bottleneck T is bisected; at each T the stages are filled in order, each
+// taking the most layers (a multiple of v, leaving v for each later stage) that keep it within T
+// and its memory. A stage's time and memory only grow with its range, so the fill finds a split
+// whenever one exists within T. O(stages · log layers) per fill.
+bool partition_mixed_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
+  const workload::ModelSpec& m = s.model;
+  auto& grp = p.groups[g];
+  const int S = static_cast<int>(grp.stages.size());
+  const int v = virtual_of(p);
+  const int L = m.layers;
+  Scenario all_moe = s;
+  all_moe.model.first_dense_layers = 0;
+  all_moe.model.moe_layer_freq = 1;
+  Scenario all_dense = s;
+  all_dense.model = workload::dense_layer_model(m);
+  plan::Plan dense_plan = p;
+  dense_plan.ep = 1;  // no experts to spread
+  const auto moe = stage_lines(s, p, g, analytic::stage_costs(all_moe, p)[g]);
+  const auto dense = stage_lines(s, dense_plan, g, analytic::stage_costs(all_dense, dense_plan)[g]);
+  auto within = [&](int i, int first, int l, double T) {
+    const auto& lm = moe[static_cast<std::size_t>(i)];
+    const auto& ld = dense[static_cast<std::size_t>(i)];
+    const double n = m.moe_layers(first, l), rest = l - n;
+    return lm.a + lm.b * n + ld.b * rest <= T && lm.f + lm.k * n + ld.k * rest <= lm.room;
+  };
+  auto fill = [&](double T, std::vector<int>* layers) {
+    int first = 0;
+    for (int i = 0; i < S; ++i) {
+      const int most = L - first - (S - 1 - i) * v;  // v layers left for each later stage
+      if (most < v) return false;
+      int l = most;
+      if (i + 1 < S) {
+        if (!within(i, first, v, T)) return false;
+        int lo = 1, hi = most / v;  // in chunks of v: lo fits, the answer is in [lo, hi]
+        while (lo < hi) {
+          const int mid = lo + (hi - lo + 1) / 2;
+          if (within(i, first, mid * v, T)) lo = mid;
+          else hi = mid - 1;
+        }
+        l = lo * v;
+      } else if (!within(i, first, l, T)) {
+        return false;
+      }
+      if (layers) layers->push_back(l);
+      first += l;
+    }
+    return true;
+  };
+  double hi = 0;
+  for (int i = 0; i < S; ++i)
+    hi = std::max(hi, moe[static_cast<std::size_t>(i)].a +
+                          std::max(moe[static_cast<std::size_t>(i)].b, dense[static_cast<std::size_t>(i)].b) * L);
+  if (!fill(hi, nullptr)) return false;  // memory: no split fits
+  double lo = 0;
+  for (int it = 0; it < 200; ++it) {
+    const double mid = lo + (hi - lo) / 2;
+    if (mid <= lo || mid >= hi) break;
+    if (fill(mid, nullptr)) hi = mid;
+    else lo = mid;
+  }
+  std::vector<int> layers;
+  if (!fill(hi, &layers)) return false;
+  for (int i = 0, first = 0; i < S; ++i) {
+    grp.stages[static_cast<std::size_t>(i)].layers = layers[static_cast<std::size_t>(i)];
+    grp.stages[static_cast<std::size_t>(i)].first_layer = first;
+    first += layers[static_cast<std::size_t>(i)];
+  }
+  return true;
+}
+
 }  // namespace
 
 // A plan whose traffic leaves a node from a pool without NICs (a send to another pool, replicas
@@ -104,27 +217,16 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
     first += grp.stages[i].layers;
   }
   if (L % v) return false;
-  const auto costs = analytic::stage_costs(s, p)[g];
+  if (mixed_layers(s.model)) return partition_mixed_layers(s, p, g);
+  const auto lines = stage_lines(s, p, g, analytic::stage_costs(s, p)[g]);
   // For stage i: time(L_i) = a_i + b_i·L_i per micro-batch; memory(L_i) = f_i + k_i·L_i.
   std::vector<double> a(S), b(S), cap_mem(S);
   for (int i = 0; i < S; ++i) {
-    const auto& c = costs[i];
-    b[i] = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd +
-            c.layer_tp_recompute + c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute).v;
-    a[i] = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.pipeline_regather() +
-            c.send_next * v).v;
-    if (i > 0) a[i] += costs[i - 1].send_next.v * v;
-    const auto& mi = c.memory;
-    const double d = std::max(1, mi.dp);
-    const double per_param = mi.state.weights / (mi.zero >= 3 ? d : 1) + mi.state.grads / (mi.zero >= 2 ? d : 1) +
-                             mi.state.optimizer / (mi.zero >= 1 ? d : 1);
-    const double inflight = cost::in_flight_micro_batches(p.schedule, i, S, grp.micro_batches, v);
-    const double k = c.params_layer * per_param + c.act_per_layer.v * inflight;
-    const double f = (c.params_emb + c.params_head) * per_param + c.act_edge.v * inflight + mi.transient.v +
-                     mi.comm_buffers.v;
-    const auto& pool = s.cluster.pools[grp.stages[i].pool];
-    const double room = (pool.device.memory.v - mi.runtime_reserve.v) / (1.0 + mi.fragmentation) - f;
-    cap_mem[i] = room <= 0 ? 0 : std::floor(room / k / v) * v;  // in layers, a multiple of v
+    const StageLine& ln = lines[static_cast<std::size_t>(i)];
+    a[i] = ln.a;
+    b[i] = ln.b;
+    const double room = ln.room - ln.f;
+    cap_mem[i] = room <= 0 ? 0 : std::floor(room / ln.k / v) * v;  // in layers, a multiple of v
   }
   // Smallest bottleneck T such that the stages' capacities cover the layers: capacity of stage
   // i at T is min(memory cap, largest multiple of v with a_i + b_i·L ≤ T).

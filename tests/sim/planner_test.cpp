@@ -427,6 +427,73 @@ TEST(Planner, LayerPartitionIsTheBestComposition) {
   }
 }
 
+// The worst stage of the plan with these layers, priced as the estimate prices it: stage_costs
+// of that very split (a mixed stage of a MoE model is the mean of its MoE and dense layers).
+double split_bottleneck(const Scenario& s, plan::Plan p, const std::vector<int>& layers) {
+  for (std::size_t i = 0, first = 0; i < layers.size(); ++i) {
+    p.groups[0].stages[i].first_layer = static_cast<int>(first);
+    p.groups[0].stages[i].layers = layers[i];
+    first += static_cast<std::size_t>(layers[i]);
+  }
+  const auto costs = analytic::stage_costs(s, p)[0];
+  double worst = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& c = costs[i];
+    const double ep = (c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute).v * layers[i];
+    worst = std::max(worst, stage_time(c, i > 0 ? &costs[i - 1] : nullptr, layers[i]) + ep);
+  }
+  return worst;
+}
+
+// Issue 15: a mixture of experts with dense layers (first_dense_layers, moe_layer_freq) costs
+// more in its MoE layers than in its dense ones, so the split must count which layers each
+// stage gets, not give every stage the mean layer of an equal split. The planner's split is
+// the best of every composition, each priced by stage_costs of that split.
+TEST(Planner, MixedDenseAndMoeLayersSplitAtTheBestComposition) {
+  int moved = 0;  // cases where the best split is not the equal one: the test tests something
+  for (const char* layout : {"first_dense_layers = 3\n", "moe_layer_freq = 2\n", "first_dense_layers = 2\nmoe_layer_freq = 3\n"}) {
+    for (int L : {4, 7, 12}) {
+      for (const auto& order : std::vector<std::vector<int>>{{0, 0}, {0, 1}, {1, 0}, {0, 0, 1}}) {
+        std::string text = small_cluster("a100-sxm4-80gb");
+        text.replace(text.find("layers = 6"), 10, "layers = " + std::to_string(L));
+        text.replace(text.find("vocab = 32000"), 13, "vocab = 4000\nexperts = 8\ntop_k = 2\n" + std::string(layout));
+        text.replace(text.find("hidden = 1024"), 13, "hidden = 512");
+        text.replace(text.find("ffn_hidden = 4096"), 17, "ffn_hidden = 2048");
+        const Scenario s = load(text);
+        const int S = static_cast<int>(order.size());
+        for (int v : {1, 2}) {  // 1F1B, and interleaved with 2 chunks per stage (splits in multiples of 2)
+          if (S * v > L || L % v) continue;
+          plan::Plan p;
+          p.micro_batch = 1;
+          if (v > 1) {
+            p.schedule = cost::Schedule::Interleaved;
+            p.virtual_stages = v;
+          }
+          p.groups.push_back({1, 16, {}});
+          for (int pool : order) p.groups[0].stages.push_back({pool, 1, 0, 0});
+          ASSERT_TRUE(planner::partition_layers(s, p, 0)) << layout << L;
+          std::vector<int> got;
+          for (const auto& st : p.groups[0].stages) got.push_back(st.layers);
+          ASSERT_EQ(std::accumulate(got.begin(), got.end(), 0), L);
+          double best = 1e300;
+          std::vector<int> cur, best_split;
+          compositions(L / v, S, cur, [&](const std::vector<int>& c) {
+            std::vector<int> split;
+            for (int x : c) split.push_back(x * v);
+            const double b = split_bottleneck(s, p, split);
+            if (b < best) best = b, best_split = split;
+          });
+          EXPECT_NEAR(split_bottleneck(s, p, got), best, 1e-12 * best)
+              << layout << "L " << L << ", " << S << " stages, v " << v;
+          for (int x : got) EXPECT_EQ(x % v, 0);
+          if (order == std::vector<int>{0, 0} && L % (2 * v) == 0 && best_split[0] != L / 2) ++moved;
+        }
+      }
+    }
+  }
+  EXPECT_GT(moved, 0);
+}
+
 // Defect 6: 200,003 layers split at once (the search is O(stages), not O(stages · layers ·
 // log)), and still optimal against moving a layer between stages.
 TEST(Planner, LayerPartitionScalesToHugeLayerCounts) {
