@@ -101,6 +101,16 @@ double moe_rank_load(const ModelSpec& m, int ep) {
   return worst;
 }
 
+double moe_dropped_fraction(const ModelSpec& m) {
+  if (!m.moe() || m.dropless || m.experts <= 0) return 0;
+  const double E = m.experts;
+  const double cap = (m.capacity_factor > 0 ? m.capacity_factor : 1.0) / E;  // a share of the tokens
+  if (m.expert_load.empty()) return std::max(0.0, 1.0 - cap * E);  // uniform: every expert at 1/E
+  double dropped = 0;
+  for (double g : m.expert_load) dropped += std::max(0.0, g - cap);
+  return dropped;
+}
+
 std::vector<double> zipf_load(int experts, double skew) {
   std::vector<double> load(static_cast<std::size_t>(std::max(0, experts)));
   double sum = 0;

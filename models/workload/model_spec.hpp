@@ -109,6 +109,11 @@ struct ParamCount {
 /// capacity_factor) (dropless) or the capacity. docs/cost-models.md#routing-imbalance.
 /// Requires: ep divides experts; expert_load empty or of `experts` entries.
 [[nodiscard]] double moe_rank_load(const ModelSpec& m, int ep);
+/// The share of routed token-to-expert assignments a dropping router (dropless = false) drops
+/// per MoE layer: Σ_i max(0, g_i − c/E) over the experts' shares g_i (expert_load, or 1/E each
+/// when uniform), with the capacity c = capacity_factor (1 without one) in units of the mean
+/// load. 0 for dense models and dropless routing. docs/cost-models.md#routing-imbalance.
+[[nodiscard]] double moe_dropped_fraction(const ModelSpec& m);
 /// Zipf shares over `experts` experts: expert i gets (i+1)^-skew / sum_j (j+1)^-skew.
 [[nodiscard]] std::vector<double> zipf_load(int experts, double skew);
 

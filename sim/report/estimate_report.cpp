@@ -30,6 +30,17 @@ ordered_json breakdown_json(const cost::Breakdown<Q>& b) {
   return j;
 }
 
+// A MoE model's routing: the most loaded expert-parallel rank, and the tokens a dropping router
+// drops (docs/cost-models.md#routing-imbalance).
+std::string routing_line(const workload::ModelSpec& m, const plan::Plan& p) {
+  std::string o = fmt::format("routing    busiest EP rank at {:.3g}× the balanced expert rows", workload::moe_rank_load(m, p.ep));
+  if (m.dropless) return o + "; dropless, no token dropped\n";
+  const double dropped = workload::moe_dropped_fraction(m);
+  return o + fmt::format("; capacity factor {:.3g} drops {:.2f} % of the routed tokens per MoE layer{}\n",
+                         m.capacity_factor > 0 ? m.capacity_factor : 1.0, pct(dropped),
+                         dropped > 0 ? " (they skip their experts: the model learns from fewer tokens)" : "");
+}
+
 }  // namespace
 
 std::string plan_summary(const Scenario& s, const plan::Plan& p) {
@@ -84,7 +95,9 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
   }
   o += fmt::format("\nthroughput {:.4g} tokens/s, {:.3g} TFLOP/s per device (model FLOPs), MFU {:.1f} %\n",
                    e.tokens_per_s, e.flops_per_device.v / 1e12, pct(e.mfu));
-  o += fmt::format("bubble     {:.1f} % of the step\n\n", pct(e.bubble_fraction));
+  o += fmt::format("bubble     {:.1f} % of the step\n", pct(e.bubble_fraction));
+  if (s.model.moe()) o += routing_line(s.model, p);
+  o += "\n";
 
   o += "memory per device (worst stage)\n";
   o += fmt::format("  {:<16}{:>7}{:>12}{:>12}{:>10}  {}\n", "pool", "count", "peak", "capacity", "headroom", "verdict");
@@ -158,6 +171,10 @@ ordered_json estimate_object(const Scenario& s, const plan::Plan& p, const analy
   j["tflops_per_device"] = e.flops_per_device.v / 1e12;
   j["mfu"] = e.mfu;
   j["bubble_fraction"] = e.bubble_fraction;
+  if (s.model.moe())
+    j["moe_routing"] = {{"busiest_rank_load", workload::moe_rank_load(s.model, p.ep)},
+                        {"dropless", s.model.dropless},
+                        {"dropped_token_fraction", workload::moe_dropped_fraction(s.model)}};
   j["time_to_train_s"] = e.time_to_train.v;
   j["cost_to_train_usd"] = e.cost_to_train_usd;
   j["usd_per_hour"] = e.usd_per_hour;

@@ -179,6 +179,48 @@ TEST(MoeRankLoad, TheMostLoadedRankSetsTheRows) {
   EXPECT_NEAR(moe_rank_load(m, 4), 1.6, 1e-12);
 }
 
+// Issue 15: the tokens a dropping router drops, by hand. Expert shares 0.3 and 7 × 0.1 with a
+// capacity of 1.25 × the mean (0.15625 of the tokens per expert): 0.3 − 0.15625 dropped.
+TEST(MoeDroppedTokens, AboveCapacityByHand) {
+  ModelSpec m;
+  m.experts = 8;
+  m.top_k = 2;
+  EXPECT_EQ(moe_dropped_fraction(m), 0.0);  // dropless (the default)
+  m.dropless = false;
+  EXPECT_EQ(moe_dropped_fraction(m), 0.0);  // uniform at a capacity of the mean: none
+  m.capacity_factor = 0.5;
+  EXPECT_NEAR(moe_dropped_fraction(m), 0.5, 1e-15);  // uniform, half the mean fits
+  m.capacity_factor = 1.25;
+  m.expert_load = {0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1};
+  EXPECT_NEAR(moe_dropped_fraction(m), 0.3 - 1.25 / 8, 1e-15);
+  m.capacity_factor = 0;  // no capacity factor: the mean
+  EXPECT_NEAR(moe_dropped_fraction(m), 0.3 - 1.0 / 8, 1e-15);
+  m.dropless = true;
+  EXPECT_EQ(moe_dropped_fraction(m), 0.0);
+  ModelSpec dense;
+  dense.dropless = false;
+  dense.capacity_factor = 0.5;
+  EXPECT_EQ(moe_dropped_fraction(dense), 0.0);
+}
+
+// moe_layers in closed form agrees with counting layer by layer, for every layout and range.
+TEST(MoeLayers, ClosedFormCountsEveryRange) {
+  ModelSpec m;
+  m.experts = 8;
+  m.layers = 23;
+  for (int dense = 0; dense <= 5; ++dense)
+    for (int freq = 1; freq <= 4; ++freq) {
+      m.first_dense_layers = dense;
+      m.moe_layer_freq = freq;
+      for (int first = 0; first <= m.layers; ++first)
+        for (int count = 0; first + count <= m.layers; ++count) {
+          int n = 0;
+          for (int i = first; i < first + count; ++i) n += m.moe_layer(i) ? 1 : 0;
+          ASSERT_EQ(m.moe_layers(first, count), n) << dense << " " << freq << " " << first << " " << count;
+        }
+    }
+}
+
 // Zipf shares: i^-s normalised. s = 1 over 4 experts: 1, 1/2, 1/3, 1/4 over 25/12.
 TEST(MoeRankLoad, ZipfShares) {
   const auto z = zipf_load(4, 1.0);

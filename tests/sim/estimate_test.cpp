@@ -1,6 +1,8 @@
 #include "sim/analytic/estimate.hpp"
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <tuple>
 
@@ -433,6 +435,28 @@ TEST(Estimate, RoutingImbalanceMovesTheStepAsTheMostLoadedRankPredicts) {
   const auto [md, cd, ed] = run("capacity_factor = 1.25\nrouting_skew = 1\n");
   EXPECT_FALSE(md.dropless);
   EXPECT_NEAR(cd.layer_ep_fwd.v, 1.25 * 2 * a2a, 1e-12);
+  // The report says what the router drops: shares 1/H8 and 1/(2·H8) lie above the capacity
+  // 1.25/8, the rest below; JSON and text alike.
+  {
+    const Scenario s = load(
+        "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\ncapacity_factor = 1.25\nrouting_skew = 1\n"
+        "[training]\nglobal_batch = 16\nseq_len = 4096\n[[cluster.pool]]\ndevice = \"mi300x\"\nnodes = 1\n"
+        "[parallel]\ntp = 2\npp = 1\ndp = 4\nep = 4\nmicro_batch = 1\n");
+    ASSERT_TRUE(s.plan);
+    const auto e = analytic::estimate(s, *s.plan);
+    const double dropped = (1 / h8 - 1.25 / 8) + (1 / (2 * h8) - 1.25 / 8);
+    const auto j = nlohmann::json::parse(report::estimate_json(s, *s.plan, e));
+    EXPECT_NEAR(j.at("moe_routing").at("dropped_token_fraction").get<double>(), dropped, 1e-12);
+    EXPECT_EQ(j.at("moe_routing").at("dropless").get<bool>(), false);
+    EXPECT_DOUBLE_EQ(j.at("moe_routing").at("busiest_rank_load").get<double>(), 1.25);
+    EXPECT_NE(report::estimate_text(s, *s.plan, e).find(fmt::format("drops {:.2f} % of the routed tokens", 100 * dropped)),
+              std::string::npos);
+    // A dense model has no routing key.
+    const Scenario d = load("[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 8\nseq_len = 128\n"
+                            "[[cluster.pool]]\ndevice = \"mi300x\"\nnodes = 1\n[parallel]\ntp = 1\npp = 1\ndp = 8\n");
+    ASSERT_TRUE(d.plan);
+    EXPECT_FALSE(nlohmann::json::parse(report::estimate_json(d, *d.plan, analytic::estimate(d, *d.plan))).contains("moe_routing"));
+  }
 }
 
 // Dense layers before the first MoE layer (DeepSeek-V3's first 3): a stage prices each of its
