@@ -230,6 +230,20 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.layer_ep_fwd = lc.a2a * 2;
       c.layer_ep_bwd = lc.a2a * 2;
       c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.a2a * 2 : Duration{0};
+      if (p.overlap_ep_comm && grp.micro_batches >= 2 && lc.a2a.v > 0) {
+        // overlap_ep_comm (Megatron-Core's EP all-to-all overlap, DeepSeek's DualPipe): a
+        // micro-batch's all-to-alls run beside another micro-batch's compute of the same layer
+        // (1F1B pairs one's forward with the other's backward). Per layer they hide behind its
+        // forward, backward and recompute; what exceeds that is exposed, and the compute they
+        // run beside loses overlap_slowdown while they do (docs/cost-models.md#expert-parallelism).
+        const Duration a2a = c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute;
+        const Duration hide = lc.fwd + lc.bwd + lc.recompute;
+        const Duration exposed = max(a2a - hide, Duration{0}) + min(a2a, hide) * dev.efficiency.overlap_slowdown;
+        const double keep = exposed / a2a;  // each pass keeps its share
+        c.layer_ep_fwd = c.layer_ep_fwd * keep;
+        c.layer_ep_bwd = c.layer_ep_bwd * keep;
+        c.layer_ep_recompute = c.layer_ep_recompute * keep;
+      }
       // The mean per layer over the stage's MoE and dense layers (the schedule and the estimate
       // multiply it by the stage's layers; a chunk of an interleaved stage gets the mean too).
       const double moe_share = st.layers > 0 ? static_cast<double>(n_moe) / st.layers : 0;

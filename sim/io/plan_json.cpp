@@ -121,6 +121,7 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["overlap_tp_comm"] = p.overlap_tp_comm;
   j["overlap_tp_backward"] = p.overlap_tp_backward;
+  if (p.overlap_ep_comm) j["overlap_ep_comm"] = true;  // absent: false (plans written before it)
   j["groups"] = ordered_json::array();
   for (const auto& g : p.groups) {
     ordered_json gj;
@@ -143,7 +144,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",
-                       "zero", "ep", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "groups"});
+                       "zero", "ep", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "groups"});
   if (!j.contains("format") || j["format"] != "hetsim-plan")
     r.error("/format", "not a hetsim plan (\"format\": \"hetsim-plan\" missing)");
   if (auto v = r.integer(j, "", "version", 1, 1000, true); v && *v != kPlanFormatVersion)
@@ -162,6 +163,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   p.overlap_grad_reduce = r.boolean(j, "", "overlap_grad_reduce").value_or(p.overlap_grad_reduce);
   p.overlap_tp_comm = r.boolean(j, "", "overlap_tp_comm").value_or(p.overlap_tp_comm);
   p.overlap_tp_backward = r.boolean(j, "", "overlap_tp_backward").value_or(p.overlap_tp_backward);
+  p.overlap_ep_comm = r.boolean(j, "", "overlap_ep_comm").value_or(p.overlap_ep_comm);
   if (!j.contains("groups") || !j["groups"].is_array() || j["groups"].empty()) {
     r.error("/groups", "a plan needs a non-empty array \"groups\"");
     return d;

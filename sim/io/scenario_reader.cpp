@@ -557,7 +557,7 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 // ------------------------------------------------------------------------------- [parallel]
 const std::vector<std::string> kParallelKeys = {
     "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "sequence_parallel",
-    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "replicas"};
+    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "replicas"};
 
 // Per-op selective checkpointing is modelled for dense models only (memory.cpp): said where
 // [parallel] reads it (at the key) and where a plan file is validated.
@@ -616,6 +616,12 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
   p.overlap_grad_reduce = r.boolean(*t, "overlap_grad_reduce").value_or(p.overlap_grad_reduce);
   p.overlap_tp_comm = r.boolean(*t, "overlap_tp_comm").value_or(p.overlap_tp_comm);
   p.overlap_tp_backward = r.boolean(*t, "overlap_tp_backward").value_or(p.overlap_tp_backward);
+  p.overlap_ep_comm = r.boolean(*t, "overlap_ep_comm").value_or(p.overlap_ep_comm);
+  if (p.overlap_ep_comm && !s.model.moe())
+    r.error(r.loc(r.node(*t, "overlap_ep_comm")), t->path + ".overlap_ep_comm",
+            "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts (experts = " +
+                std::to_string(s.model.experts) + ")",
+            "remove overlap_ep_comm, or set [model] experts (> 1) and top_k");
   if (p.schedule != cost::Schedule::Interleaved && p.virtual_stages != 1)
     r.error(r.loc(r.node(*t, "virtual_stages")), t->path + ".virtual_stages",
             "virtual_stages applies to the interleaved schedule only", "set schedule = \"interleaved\"");
@@ -968,6 +974,9 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     err("parallel.virtual_stages", "the interleaved schedule needs virtual_stages ≥ 2");
   if (p.recompute == cost::Recompute::SelectiveOp && m.moe())
     err("parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
+  if (p.overlap_ep_comm && !m.moe())
+    err("parallel.overlap_ep_comm", "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts (experts = " +
+        std::to_string(m.experts) + ")", "remove overlap_ep_comm, or set [model] experts (> 1) and top_k");
   if (p.ep > 1) {
     // Expert parallelism: the EP ranks of a stage are ep of its data-parallel replicas.
     if (!m.moe())

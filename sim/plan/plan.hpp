@@ -46,6 +46,10 @@ struct Plan {
   /// The backward's column-parallel TP collectives run beside a gradient GEMM (Megatron-LM's
   /// asynchronous input-gradient all-reduce and sequence-parallel re-gather, default since 2022).
   bool overlap_tp_backward = true;
+  /// MoE: a micro-batch's dispatch and combine all-to-alls run beside another micro-batch's
+  /// compute (Megatron-Core's --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe); needs
+  /// ep > 1 and two micro-batches per replica to act. docs/cost-models.md#expert-parallelism.
+  bool overlap_ep_comm = false;
   std::vector<ReplicaGroup> groups;
 
   [[nodiscard]] int replicas() const;

@@ -459,6 +459,46 @@ TEST(Estimate, RoutingImbalanceMovesTheStepAsTheMostLoadedRankPredicts) {
   }
 }
 
+// overlap_ep_comm (issue 15): a layer's all-to-alls (2 forward, 2 backward) run beside another
+// micro-batch's forward and backward of the layer; exposed is what exceeds that compute plus
+// overlap_slowdown of the overlapped time, each pass keeping its share. A long sequence makes
+// the exchange outgrow the compute on a slow fabric, a fast one lets it hide; one micro-batch
+// per replica has nothing to overlap with.
+TEST(Estimate, OverlappedAllToAllsCostWhatTheComputeDoesNotHide) {
+  auto run = [](const std::string& fabric, const std::string& parallel) {
+    const Scenario s = load(
+        "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+        "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"" + fabric +
+        "\"\nlatency = \"0us\"\nefficiency = 1.0\n"
+        "[[cluster.pool]]\nnodes = 1\n[cluster.pool.device]\nname = \"g\"\npeak = { bf16 = \"1000TFLOPS\" }\n"
+        "memory = \"192GiB\"\nmemory_bandwidth = \"4TB/s\"\nefficiency = { overlap_slowdown = 0.2 }\n"
+        "node = { devices = 8, fabric = \"fab\", nics = 8, nic = \"fab\" }\n"
+        "[parallel]\ntp = 2\npp = 1\ndp = 4\nep = 4\n" + parallel);
+    EXPECT_TRUE(s.plan);
+    return std::make_pair(analytic::stage_costs(s, *s.plan).at(0).at(0), analytic::estimate(s, *s.plan));
+  };
+  for (const char* fabric : {"5GB/s", "400GB/s"}) {
+    const auto [c0, e0] = run(fabric, "micro_batch = 1\n");
+    const auto [c1, e1] = run(fabric, "micro_batch = 1\noverlap_ep_comm = true\n");
+    const double a2a = (c0.layer_ep_fwd + c0.layer_ep_bwd).v, hide = (c0.layer_fwd + c0.layer_bwd).v;
+    ASSERT_GT(a2a, 0);
+    const double exposed = std::max(0.0, a2a - hide) + 0.2 * std::min(a2a, hide);
+    EXPECT_NEAR((c1.layer_ep_fwd + c1.layer_ep_bwd).v, exposed, 1e-12 * a2a) << fabric;
+    EXPECT_NEAR(c1.layer_ep_fwd.v, c1.layer_ep_bwd.v, 1e-15) << fabric;  // two all-to-alls each way
+    EXPECT_EQ(c1.layer_fwd.v, c0.layer_fwd.v) << fabric;
+    EXPECT_LT(e1.step_time.v, e0.step_time.v) << fabric;
+    // The estimate's step moves by the micro-batches × layers × the change of one layer.
+    EXPECT_NEAR(e0.step_time.v - e1.step_time.v, 4 * 4 * (a2a - exposed), 1e-9) << fabric;
+    if (std::string(fabric) == "5GB/s") EXPECT_GT(a2a, hide);  // both branches of the max are tested
+    else EXPECT_LT(a2a, hide);
+    // One micro-batch per replica (global batch 4 over dp 4): nothing to overlap with.
+    const auto [c2, e2] = run(fabric, "micro_batch = 4\noverlap_ep_comm = true\n");
+    const auto [c3, e3] = run(fabric, "micro_batch = 4\n");
+    EXPECT_EQ(c2.layer_ep_fwd.v, c3.layer_ep_fwd.v) << fabric;
+    EXPECT_EQ(e2.step_time.v, e3.step_time.v) << fabric;
+  }
+}
+
 // Dense layers before the first MoE layer (DeepSeek-V3's first 3): a stage prices each of its
 // layers as its kind. 4 layers, the first dense, pp 2: stage 1 holds 2 MoE layers and costs what
 // an all-MoE model's stage does; stage 0 (1 dense + 1 MoE) costs per layer the mean of a dense

@@ -56,6 +56,28 @@ TEST(PlanJson, ExpertParallelismRoundTripsAndIsValidated) {
       << test::all_errors(refused.errors());
 }
 
+// overlap_ep_comm: written only when set (plans before it read as false), read back, and
+// refused for a dense model's plan like ep.
+TEST(PlanJson, ExpertAllToAllOverlapRoundTripsAndIsValidated) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  EXPECT_EQ(io::plan_to_json(*s, *s->plan).find("overlap_ep_comm"), std::string::npos);
+  s->plan->ep = 2;
+  s->plan->overlap_ep_comm = true;
+  const std::string text = io::plan_to_json(*s, *s->plan);
+  EXPECT_NE(text.find("\"overlap_ep_comm\": true"), std::string::npos) << text;
+  auto back = io::parse_plan_json(text, "plan.json", *s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_TRUE(back->overlap_ep_comm);
+  const Scenario dense = mixed();
+  std::string on_dense = io::plan_to_json(dense, *dense.plan);
+  on_dense.replace(on_dense.find("\"groups\""), 8, "\"overlap_ep_comm\": true, \"groups\"");
+  auto refused = io::parse_plan_json(on_dense, "plan.json", dense);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(test::all_errors(refused.errors()).find("this model has no experts"), std::string::npos)
+      << test::all_errors(refused.errors());
+}
+
 struct BadPlan {
   const char* name;
   std::string from, to;  // textual edit of the valid plan
