@@ -155,9 +155,11 @@ class PendingRows {
   PendingRows(const PendingRows&) = delete;
   PendingRows& operator=(const PendingRows&) = delete;
 
-  // The rows of points ≥ first that an earlier run kept (none when the file is another sweep's).
-  std::map<std::size_t, sweep::Row> read(const io::SweepDocument& doc, std::size_t first) const {
-    std::map<std::size_t, sweep::Row> rows;
+  // The rows of points ≥ first that an earlier run kept (none when the file is another sweep's),
+  // encoded as `e` asks.
+  std::map<std::size_t, sweep::Finished> read(const io::SweepDocument& doc, const sweep::Encoding& e,
+                                              std::size_t first) const {
+    std::map<std::size_t, sweep::Finished> rows;
     std::ifstream in(path_);
     std::string line;
     if (!std::getline(in, line)) return rows;
@@ -171,12 +173,13 @@ class PendingRows {
       sweep::Row r = sweep::row_from_json(j);
       r.point = i;
       r.values = doc.values(i);
-      rows.insert_or_assign(i, std::move(r));
+      rows.insert_or_assign(i, sweep::finish(e, std::move(r)));
     }
     return rows;
   }
-  // Appends one row (the file and its header made at the first); false when it cannot be written.
-  bool keep(const sweep::Layout& l, const sweep::Row& r) {
+  // Appends one row (its Encoding::json; the file and its header made at the first; written out
+  // by flush()); false when it cannot be written.
+  bool keep(const sweep::Finished& r) {
     if (f_ == nullptr) {
       std::error_code ec;
       const bool fresh = !std::filesystem::exists(path_, ec);
@@ -184,9 +187,10 @@ class PendingRows {
       if (f_ == nullptr) return false;
       if (fresh) std::fputs((header() + "\n").c_str(), f_);
     }
-    const std::string line = sweep::row_json(l, r).dump() + "\n";
-    return std::fwrite(line.data(), 1, line.size(), f_) == line.size() && std::fflush(f_) == 0;
+    return std::fwrite(r.json.data(), 1, r.json.size(), f_) == r.json.size() && std::fputc('\n', f_) == '\n';
   }
+  // Writes out the rows kept since the last flush; false when that fails.
+  bool flush() { return f_ == nullptr || std::fflush(f_) == 0; }
   void remove() {
     if (f_ != nullptr) std::fclose(f_);
     f_ = nullptr;
@@ -339,7 +343,15 @@ int run_sweep(const SweepArgs& a) {
   std::size_t first = 0;
   std::FILE* out = nullptr;
   PendingRows pending(a.out + ".pending", spec);
-  std::map<std::size_t, sweep::Row> finished;
+  // Rows are encoded where they run (a thread, another rank): the results file's line, the
+  // pending file's JSON, the Row itself only for --json and --plot.
+  sweep::Encoding encoding;
+  encoding.layout = layout;
+  encoding.format = format;
+  encoding.line = !a.out.empty() || !a.json;
+  encoding.json = !a.out.empty();
+  encoding.row = a.json || plotter != nullptr;
+  std::map<std::size_t, sweep::Finished> finished;
   if (!a.out.empty()) {
     std::error_code ec;
     const std::string header = sweep::file_header(format, layout);
@@ -352,7 +364,7 @@ int run_sweep(const SweepArgs& a) {
       std::filesystem::resize_file(a.out, existing->keep_bytes, ec);
       if (ec) return fail(a, {about(a.out, "--out", "cannot cut the file's last, unfinished line: " + ec.message(), "", ErrorKind::Environment)});
       first = existing->rows;
-      finished = pending.read(*doc, first);
+      finished = pending.read(*doc, encoding, first);
       if (plotter != nullptr) plot_rows = sweep::read_rows(format, layout, std::string_view(ss.str()).substr(0, existing->keep_bytes));
       out = std::fopen(a.out.c_str(), "ab");
     } else {
@@ -392,34 +404,40 @@ int run_sweep(const SweepArgs& a) {
   sweep::RunOptions opts;
   opts.jobs = a.jobs;
   opts.first = first;
+  opts.encoding = encoding;
   const std::size_t reused = finished.size();
   opts.finished = std::move(finished);
+  auto write_failure = [&] {
+    if (!write_failed) stop.request_stop();
+    write_failed = true;
+  };
   if (out != nullptr)
-    opts.on_waiting = [&](const sweep::Row& r) {
-      if (!pending.keep(layout, r) && !write_failed) {
-        write_failed = true;
-        stop.request_stop();
-      }
+    opts.on_waiting = [&](const sweep::Finished& r) {
+      if (!pending.keep(r)) write_failure();
     };
   opts.stop = stop.get_token();
   if (spec.command == io::SweepCommand::Simulate && spec.simgrid)
     opts.runner = [&](std::size_t i) { return run_in_child(*doc, a.scenario, i); };
-  opts.on_row = [&](const sweep::Row& r) {
+  opts.on_row = [&](const sweep::Finished& r) {
     (r.ok ? ok : r.kind == ErrorKind::DoesNotFit ? not_fit : failed) += 1;
     if (out != nullptr) {
-      const std::string line = sweep::row_line(format, layout, r);
-      if (std::fwrite(line.data(), 1, line.size(), out) != line.size() || std::fflush(out) != 0) {
-        if (!write_failed) stop.request_stop();
-        write_failed = true;
-      }
+      if (std::fwrite(r.line.data(), 1, r.line.size(), out) != r.line.size()) write_failure();
     } else if (!a.json) {
-      const std::string line = sweep::row_line(sweep::Format::Csv, layout, r);
-      std::fwrite(line.data(), 1, line.size(), stdout);
+      std::fwrite(r.line.data(), 1, r.line.size(), stdout);
+    }
+    if (a.json) rows.push_back(sweep::row_json(layout, *r.row));
+    if (plotter != nullptr) plot_rows.push_back(*r.row);
+    progress.update(r.point + 1);
+  };
+  // Once a burst of rows, not once a row (under mpirun a burst is a whole batch of another
+  // rank's): what was written reaches the files. A kill between two flushes loses at most the
+  // burst's rows, which --resume runs again.
+  opts.on_burst = [&] {
+    if (out != nullptr) {
+      if (!pending.flush() || std::fflush(out) != 0) write_failure();
+    } else if (!a.json) {
       std::fflush(stdout);
     }
-    if (a.json) rows.push_back(sweep::row_json(layout, r));
-    if (plotter != nullptr) plot_rows.push_back(r);
-    progress.update(r.point + 1);
   };
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t delivered = 0;

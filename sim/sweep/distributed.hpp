@@ -28,9 +28,14 @@ struct MpiModule {
   void (*recv)(int src, int* from, int* tag, std::string* data) = nullptr;
   /// Whether a message is waiting (MPI_Iprobe from any rank).
   bool (*probe)() = nullptr;
+  /// Starts sending `*data` to `dest` with `tag` (MPI_Isend) and returns at once; `*data` must
+  /// stay as it is until finish_send of the returned handle.
+  void* (*start_send)(int dest, int tag, const std::string* data) = nullptr;
+  /// Waits until the send started as `handle` has completed (MPI_Wait).
+  void (*finish_send)(void* handle) = nullptr;
 };
 
-inline constexpr int kMpiModuleAbi = 1;
+inline constexpr int kMpiModuleAbi = 2;
 inline constexpr const char* kMpiModuleFile = "libhetsim_mpi.so";
 
 /// Whether this process was started by mpirun with more than one rank (OpenMPI's, MPICH's or
@@ -43,16 +48,18 @@ inline constexpr const char* kMpiModuleFile = "libhetsim_mpi.so";
 
 /// Rank 0: runs points [opts.first, points) on its own `opts.jobs` threads and on ranks
 /// 1 … size−1, each point to whoever asks first; delivers rows in point order through
-/// opts.on_row, on this thread (the only one making MPI calls). A rank whose first request
-/// carries another sweep's hash (it read another file) is told to stop, and its share goes to
-/// the others. Returns the rows delivered; every other rank has been told to stop by then.
+/// opts.on_row, on this thread (the only one making MPI calls). The other ranks encode their
+/// rows as opts.encoding asks, so the bytes delivered are those of a local run; rank 0 reads a
+/// row's JSON back only for Encoding::row. A rank whose first request carries another sweep's
+/// hash (it read another file) is told to stop, and its share goes to the others. Returns the
+/// rows delivered; every other rank has been told to stop by then.
 std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi, int size);
 
 /// Rank 0 when nothing is to run (bad input, a complete file): tells every other rank to stop.
 void release_workers(const MpiModule& mpi, int size);
 
-/// Ranks 1 …: asks rank 0 for points and runs them (through `runner` when set, else run_point)
-/// until told to stop.
+/// Ranks 1 …: asks rank 0 for points, runs them (through `runner` when set, else run_point) and
+/// sends their rows encoded as rank 0 asked, until told to stop.
 void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::function<Row(std::size_t)>& runner);
 
 }  // namespace hetsim::sweep

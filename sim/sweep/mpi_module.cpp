@@ -42,12 +42,25 @@ bool probe() {
   return flag != 0;
 }
 
+void* start_send(int dest, int tag, const std::string* data) {
+  auto* request = new MPI_Request;
+  MPI_Isend(data->data(), static_cast<int>(data->size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD, request);
+  return request;
+}
+
+void finish_send(void* handle) {
+  auto* request = static_cast<MPI_Request*>(handle);
+  MPI_Wait(request, MPI_STATUS_IGNORE);
+  delete request;
+}
+
 }  // namespace
 }  // namespace hetsim::sweep
 
 extern "C" __attribute__((visibility("default"))) const hetsim::sweep::MpiModule* hetsim_mpi_module() {
   static const hetsim::sweep::MpiModule m{hetsim::sweep::kMpiModuleAbi, &hetsim::sweep::init,
-                                          &hetsim::sweep::finalize, &hetsim::sweep::send,
-                                          &hetsim::sweep::recv, &hetsim::sweep::probe};
+                                          &hetsim::sweep::finalize,     &hetsim::sweep::send,
+                                          &hetsim::sweep::recv,         &hetsim::sweep::probe,
+                                          &hetsim::sweep::start_send,   &hetsim::sweep::finish_send};
   return &m;
 }

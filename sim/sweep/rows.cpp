@@ -164,6 +164,20 @@ std::string row_line(Format f, const Layout& l, const Row& r) {
   return out + "\n";
 }
 
+std::string Finished::status() const { return ok ? "ok" : kind_name(kind); }
+
+Finished finish(const Encoding& e, Row r) {
+  HETSIM_ASSERT(e.layout.spec != nullptr || !(e.line || e.json), "a row's line and JSON need the sweep's layout");
+  Finished f;
+  f.point = r.point;
+  f.ok = r.ok;
+  f.kind = r.kind;
+  if (e.json) f.json = row_json(e.layout, r).dump();
+  if (e.line) f.line = e.format == Format::Jsonl && e.json ? f.json + "\n" : row_line(e.format, e.layout, r);
+  if (e.row) f.row = std::move(r);
+  return f;
+}
+
 namespace {
 
 // A figure of a row read back (a figure that was not finite was written as null).

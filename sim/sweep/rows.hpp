@@ -4,6 +4,7 @@
 // own file from another sweep's; and the whole sweep as one JSON document (--json).
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,7 +13,7 @@
 
 #include "models/base/result.hpp"
 #include "sim/io/sweep_reader.hpp"
-#include "sim/sweep/sweep.hpp"
+#include "sim/sweep/row.hpp"
 
 namespace hetsim::sweep {
 
@@ -24,6 +25,34 @@ struct Layout {
   std::vector<std::string> pools;
   bool variability = false;  ///< step_p50_s, step_p90_s, step_p99_s columns after step_s
 };
+
+/// What the rows of a run are delivered as (RunOptions::encoding). Each row is encoded on the
+/// thread or the rank that ran its point, so that whoever delivers the rows in point order (the
+/// calling thread, rank 0 of an mpirun) only counts them and writes their bytes.
+/// The default asks only for each row's status.
+struct Encoding {
+  Layout layout;  ///< needed (its spec) for line and json
+  Format format = Format::Csv;
+  bool line = false;  ///< Finished::line: the row as row_line(format) writes it
+  bool json = false;  ///< Finished::json: row_json's text (FILE.pending keeps it)
+  bool row = false;   ///< Finished::row: the Row itself (--json, --plot)
+};
+
+/// A row as a run delivers it: its status and what Encoding asked for.
+struct Finished {
+  std::size_t point = 0;
+  bool ok = false;
+  ErrorKind kind = ErrorKind::BadInput;
+  std::string line;        ///< with Encoding::line: the results file's line, newline included
+  std::string json;        ///< with Encoding::json: row_json(…).dump(), no newline
+  std::optional<Row> row;  ///< with Encoding::row
+
+  /// Row::status(): "ok" or kind_name(kind).
+  [[nodiscard]] std::string status() const;
+};
+
+/// `r` encoded as `e` asks.
+[[nodiscard]] Finished finish(const Encoding& e, Row r);
 
 /// The columns of a CSV row: point, the sweep's columns, status, the figures (with
 /// Layout::variability, the step's percentiles after step_s), plan, two per pool

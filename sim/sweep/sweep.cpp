@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "sim/api/api.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/sweep/detail/ordered_run.hpp"
 
 namespace hetsim::sweep {
 
@@ -63,20 +62,6 @@ void fill_sampled(Row& row, const report::Simulation& sim) {
   row.step_p50_s = sim.variability->p50_s;
   row.step_p90_s = sim.variability->p90_s;
   row.step_p99_s = sim.variability->p99_s;
-}
-
-// Hands each row that waits for an earlier point's (and was not handed before) to `on_waiting`,
-// outside the lock.
-void keep_waiting_rows(const std::map<std::size_t, Row>& done, std::size_t written, std::set<std::size_t>& kept,
-                       const std::function<void(const Row&)>& on_waiting, std::unique_lock<std::mutex>& lock) {
-  if (!on_waiting) return;
-  std::vector<Row> rows;
-  for (auto it = done.upper_bound(written); it != done.end(); ++it)
-    if (kept.insert(it->first).second) rows.push_back(it->second);
-  if (rows.empty()) return;
-  lock.unlock();
-  for (const auto& r : rows) on_waiting(r);
-  lock.lock();
 }
 
 }  // namespace
@@ -183,66 +168,11 @@ Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_repo
 }
 
 std::size_t run(const io::SweepDocument& doc, const RunOptions& opts) {
-  const std::size_t n = doc.spec().points;
-  if (opts.first >= n) return 0;
-  const std::size_t window = static_cast<std::size_t>(std::max(opts.jobs, 1)) * 16;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::size_t, Row> done;
-  std::set<std::size_t> kept;        // rows handed to on_waiting (or finished before)
-  for (const auto& [i, r] : opts.finished)
-    if (i >= opts.first && i < n) {
-      done.emplace(i, r);
-      kept.insert(i);
-    }
-  std::size_t next = opts.first;     // the next point to hand out
-  std::size_t written = opts.first;  // the next row to deliver
-  std::size_t running = 0;
-  auto work = [&] {
-    std::unique_lock lock(mu);
-    while (true) {
-      // Timed waits: a stop request wakes nobody.
-      while (!(next >= n || opts.stop.stop_requested() || next < written + window))
-        cv.wait_for(lock, std::chrono::milliseconds(50));
-      while (next < n && opts.finished.count(next) > 0) ++next;  // done by an earlier run
-      if (next >= n || opts.stop.stop_requested()) break;
-      const std::size_t i = next++;
-      ++running;
-      lock.unlock();
-      Row row = opts.runner ? opts.runner(i) : run_point(doc, i);
-      lock.lock();
-      --running;
-      done.emplace(i, std::move(row));
-      cv.notify_all();
-    }
-    cv.notify_all();
-  };
-  std::vector<std::jthread> threads;
-  for (int t = 0; t < std::max(opts.jobs, 1); ++t) threads.emplace_back(work);
-  std::size_t delivered = 0;
-  std::unique_lock lock(mu);
-  while (written < n) {
-    // A row is delivered when its turn comes; once stopped, the rows of points still running
-    // are waited for so that no finished work is lost, then the gap ends the run.
-    while (!(done.count(written) > 0 || ((opts.stop.stop_requested() || next >= n) && running == 0))) {
-      cv.wait_for(lock, std::chrono::milliseconds(50));
-      keep_waiting_rows(done, written, kept, opts.on_waiting, lock);
-    }
-    auto it = done.find(written);
-    if (it == done.end()) break;
-    Row row = std::move(it->second);
-    done.erase(it);
-    ++written;
-    cv.notify_all();
-    lock.unlock();
-    if (opts.on_row) opts.on_row(row);
-    ++delivered;
-    lock.lock();
-  }
-  lock.unlock();
-  cv.notify_all();
-  threads.clear();
-  return delivered;
+  if (opts.first >= doc.spec().points) return 0;
+  detail::OrderedRun run(doc, opts, static_cast<std::size_t>(std::max(opts.jobs, 1)) * 16);
+  run.start();
+  while (run.deliver()) run.wait(std::chrono::milliseconds(50));
+  return run.delivered();
 }
 
 }  // namespace hetsim::sweep

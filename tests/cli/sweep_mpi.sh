@@ -29,12 +29,24 @@ done
 # Three ranks each with two threads: the same bytes again.
 run 3 "$HETSIM" sweep "$sweep" --jobs 2 --out "$tmp/mpi2.csv" 2>/dev/null && cmp -s "$tmp/local.csv" "$tmp/mpi2.csv" && ok \
   || bad "mpirun -np 3 --jobs 2 differs"
-# --json: one document, from rank 0 only.
-run 3 "$HETSIM" sweep "$sweep" --json 2>/dev/null | python3 -c '
+# --json: one document, from rank 0 only, with every row in order: the local run's bytes (rank 0
+# reads the other ranks' rows back from their JSON for it).
+run 3 "$HETSIM" sweep "$sweep" --json 2>/dev/null > "$tmp/mpi.json"
+python3 -c '
 import json, sys
-d = json.load(sys.stdin)
+d = json.load(open(sys.argv[1]))
 assert [r["point"] for r in d["rows"]] == list(range(201)), "rows out of order"
-' && ok || bad "mpirun sweep --json is not one document with every row in order"
+' "$tmp/mpi.json" && ok || bad "mpirun sweep --json is not one document with every row in order"
+"$HETSIM" sweep "$sweep" --json 2>/dev/null > "$tmp/local.json"
+cmp -s "$tmp/local.json" "$tmp/mpi.json" && ok || bad "mpirun sweep --json differs from the local one"
+# No --out: the CSV on stdout, as a local run prints it.
+"$HETSIM" sweep "$sweep" 2>/dev/null > "$tmp/local.stdout"
+run 2 "$HETSIM" sweep "$sweep" 2>/dev/null > "$tmp/mpi.stdout"
+cmp -s "$tmp/local.stdout" "$tmp/mpi.stdout" && ok || bad "mpirun sweep to stdout differs from the local one"
+# --json and --out together: both the file and the document are the local run's.
+run 2 "$HETSIM" sweep "$sweep" --json --out "$tmp/both.jsonl" 2>/dev/null > "$tmp/both.json"
+cmp -s "$tmp/local.jsonl" "$tmp/both.jsonl" && cmp -s "$tmp/local.json" "$tmp/both.json" && ok \
+  || bad "mpirun sweep --json --out differs from the local one"
 
 # More ranks than points: the idle ranks stop at once, the sweep completes.
 one="$tmp/one.toml"

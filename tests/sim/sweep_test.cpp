@@ -38,6 +38,15 @@ std::string errors_of(const std::string& text) {
   return test::all_errors(d.errors());
 }
 
+// Rows delivered whole (Encoding::row), for the tests that read their figures.
+sweep::Encoding whole(const io::SweepDocument& d) {
+  sweep::Encoding e;
+  e.layout.spec = &d.spec();
+  e.line = false;
+  e.row = true;
+  return e;
+}
+
 // The column values of every point, in point order.
 std::vector<std::vector<std::string>> grid(const io::SweepDocument& d) {
   std::vector<std::vector<std::string>> out;
@@ -227,7 +236,8 @@ TEST(SweepRun, RowsComeInPointOrderAndEqualSingleRuns) {
   std::vector<sweep::Row> rows;
   sweep::RunOptions opts;
   opts.jobs = 3;
-  opts.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  opts.encoding = whole(d);
+  opts.on_row = [&](const sweep::Finished& r) { rows.push_back(*r.row); };
   EXPECT_EQ(sweep::run(d, opts), 13u);
   ASSERT_EQ(rows.size(), 13u);
   std::size_t i = 0;
@@ -263,7 +273,8 @@ TEST(SweepRun, TheSameLinesWhateverTheNumberOfThreads) {
     std::string out = sweep::file_header(f, l);
     sweep::RunOptions o;
     o.jobs = jobs;
-    o.on_row = [&](const sweep::Row& r) { out += sweep::row_line(f, l, r); };
+    o.encoding = {l, f, true, false, false};  // the lines made on the threads that ran the points
+    o.on_row = [&](const sweep::Finished& r) { out += r.line; };
     (void)sweep::run(d, o);
     return out;
   };
@@ -280,7 +291,8 @@ TEST(SweepRun, APointThatDoesNotFitIsARowWithItsErrorAndTheSweepGoesOn) {
   std::vector<sweep::Row> rows;
   sweep::RunOptions o;
   o.jobs = 2;
-  o.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  o.encoding = whole(d);
+  o.on_row = [&](const sweep::Finished& r) { rows.push_back(*r.row); };
   ASSERT_EQ(sweep::run(d, o), 3u);
   EXPECT_TRUE(rows[0].ok);
   EXPECT_FALSE(rows[1].ok);
@@ -297,7 +309,8 @@ TEST(SweepRun, SimulateRowsEqualTheSimulationOfEachPoint) {
   std::vector<sweep::Row> rows;
   sweep::RunOptions o;
   o.jobs = 2;
-  o.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  o.encoding = whole(d);
+  o.on_row = [&](const sweep::Finished& r) { rows.push_back(*r.row); };
   ASSERT_EQ(sweep::run(d, o), 2u);
   for (int mb : {1, 2}) {
     auto sc = test::parse(point_text(16, mb, 4));
@@ -315,7 +328,8 @@ TEST(SweepRun, PlanRowsCarryTheSearchsBestPlan) {
   const auto d = sweep_of(with_sweep("command = \"plan\"\n\"cluster.pool[0].nodes\" = [1, 2]\n"));
   std::vector<sweep::Row> rows;
   sweep::RunOptions o;
-  o.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  o.encoding = whole(d);
+  o.on_row = [&](const sweep::Finished& r) { rows.push_back(*r.row); };
   ASSERT_EQ(sweep::run(d, o), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
     auto sc = d.scenario(i);
@@ -336,7 +350,7 @@ TEST(SweepRun, AStopEndsTheRunWithTheRowsBeforeInOrder) {
   sweep::RunOptions o;
   o.jobs = 2;
   o.stop = stop.get_token();
-  o.on_row = [&](const sweep::Row& r) {
+  o.on_row = [&](const sweep::Finished& r) {
     seen.push_back(r.point);
     if (seen.size() == 10) stop.request_stop();
   };
@@ -359,8 +373,9 @@ TEST(SweepRun, RowsFinishedByAnEarlierRunAreDeliveredNotRunAgain) {
   o.first = 2;
   sweep::Row kept = sweep::run_point(d, 6);
   kept.step_s = -1;  // a marker: this row, not a new run of point 6
-  o.finished.emplace(6, kept);
-  o.finished.emplace(1, sweep::run_point(d, 1));  // before `first`: ignored
+  o.encoding = whole(d);
+  o.finished.emplace(6, sweep::finish(o.encoding, kept));
+  o.finished.emplace(1, sweep::finish(o.encoding, sweep::run_point(d, 1)));  // before `first`: ignored
   std::atomic<int> runs{0};
   o.runner = [&](std::size_t i) {
     ++runs;
@@ -368,7 +383,7 @@ TEST(SweepRun, RowsFinishedByAnEarlierRunAreDeliveredNotRunAgain) {
     return sweep::run_point(d, i);
   };
   std::vector<sweep::Row> rows;
-  o.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  o.on_row = [&](const sweep::Finished& r) { rows.push_back(*r.row); };
   EXPECT_EQ(sweep::run(d, o), 8u);
   EXPECT_EQ(runs.load(), 7);
   ASSERT_EQ(rows.size(), 8u);
@@ -394,17 +409,44 @@ TEST(SweepRun, RowsThatWaitForAnEarlierPointAreHandedOverMeanwhile) {
       for (int k = 0; k < 20000 && handed() < 3; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return sweep::run_point(d, i);
   };
-  o.on_waiting = [&](const sweep::Row& r) {
+  o.on_waiting = [&](const sweep::Finished& r) {
     std::lock_guard lock(mu);
     waiting.push_back(r.point);
   };
-  o.on_row = [&](const sweep::Row& r) {
+  o.on_row = [&](const sweep::Finished& r) {
     std::lock_guard lock(mu);
     if (r.point == 0) handed_before_0 = waiting.size();
   };
   EXPECT_EQ(sweep::run(d, o), 10u);
   EXPECT_GE(handed_before_0, 3u);
   for (auto i : waiting) EXPECT_NE(i, 0u);
+  EXPECT_EQ(std::set<std::size_t>(waiting.begin(), waiting.end()).size(), waiting.size());  // each once
+}
+
+TEST(SweepRun, EveryRowIsFollowedByABurstsEndBeforeTheRunReturns) {
+  // The CLI flushes its files at on_burst: no row handed over may be left unflushed at the end,
+  // and rows come in bursts (fewer flushes than rows when several are ready at once).
+  const auto d = sweep_of(with_sweep("\"training.global_batch\" = { from = 16, to = 640, step = 16 }\n"));
+  std::size_t unflushed = 0, rows = 0, bursts = 0, waiting = 0;
+  sweep::RunOptions o;
+  o.jobs = 3;
+  o.on_row = [&](const sweep::Finished&) {
+    ++rows;
+    ++unflushed;
+  };
+  o.on_waiting = [&](const sweep::Finished&) {
+    ++waiting;
+    ++unflushed;
+  };
+  o.on_burst = [&] {
+    ++bursts;
+    unflushed = 0;
+  };
+  EXPECT_EQ(sweep::run(d, o), 40u);
+  EXPECT_EQ(rows, 40u);
+  EXPECT_EQ(unflushed, 0u);
+  EXPECT_GE(bursts, 1u);
+  EXPECT_LE(bursts, rows + waiting);
 }
 
 TEST(SweepFiles, ResumeKeepsTheRowsOfTheSameSweepAndDropsACutLine) {
@@ -485,7 +527,8 @@ namespace {
 std::vector<sweep::Row> all_rows(const io::SweepDocument& d) {
   std::vector<sweep::Row> rows;
   sweep::RunOptions o;
-  o.on_row = [&](const sweep::Row& r) { rows.push_back(r); };
+  o.encoding = whole(d);
+  o.on_row = [&](const sweep::Finished& r) { rows.push_back(*r.row); };
   (void)sweep::run(d, o);
   return rows;
 }

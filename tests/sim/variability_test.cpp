@@ -296,9 +296,10 @@ TEST(Variability, SweepRowsCarryEachSeedsPercentiles) {
   std::vector<sweep::Row> rows;
   std::string csv = sweep::file_header(sweep::Format::Csv, l);
   sweep::RunOptions o;
-  o.on_row = [&](const sweep::Row& r) {
-    rows.push_back(r);
-    csv += sweep::row_line(sweep::Format::Csv, l, r);
+  o.encoding = {l, sweep::Format::Csv, true, false, true};
+  o.on_row = [&](const sweep::Finished& r) {
+    rows.push_back(*r.row);
+    csv += r.line;
   };
   ASSERT_EQ(sweep::run(*d, o), 3u);
   const auto cols = sweep::csv_columns(l);
