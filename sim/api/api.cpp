@@ -45,6 +45,25 @@ Result<plan::Plan> plan_to_run(const Scenario& s, const std::filesystem::path& p
 
 analytic::Estimate estimate(const Scenario& s, const plan::Plan& p) { return analytic::estimate(s, p); }
 
+std::optional<engine::StepDistribution> sample_estimate(const Scenario& s, const plan::Plan& p,
+                                                        const analytic::Estimate& e) {
+  if (!s.variability) return std::nullopt;
+  std::vector<engine::ClosedFormGroup> groups;
+  for (const auto& g : e.groups) {
+    engine::ClosedFormGroup cg;
+    cg.replicas = g.replicas;
+    cg.micro_batches = g.micro_batches;
+    cg.virtual_stages = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
+    groups.push_back(std::move(cg));
+  }
+  for (const auto& st : e.stages) {
+    const auto& mb = st.per_micro_batch;
+    groups[static_cast<std::size_t>(st.group)].stages.push_back(
+        {st.tp, mb.total(), mb.get("forward") + mb.get("backward") + mb.get("recompute"), st.optimizer});
+  }
+  return engine::sample_closed_form(groups, e.step_time.v, *s.variability);
+}
+
 Result<Simulated> simulate(const Scenario& s, const plan::Plan& p, const SimulateOptions& opts) {
   // Refuse a step too large to hold in memory, before trying.
   if (const double n = schedule::estimated_tasks(s, p); n > kMaxSimulatedTasks)

@@ -42,6 +42,13 @@ namespace hetsim::api {
 /// The closed-form estimate (sim/analytic).
 [[nodiscard]] analytic::Estimate estimate(const Scenario& s, const plan::Plan& p);
 
+/// With [variability]: the closed-form estimate `e` of `p` over variability.steps sampled steps
+/// (engine::sample_closed_form: each replica's pipeline again with its devices' compute factors;
+/// docs/scenario-format.md#variability). Empty without [variability]. Microseconds per step for
+/// a thousand devices, so `hetsim estimate` and estimate sweeps sample it too.
+[[nodiscard]] std::optional<engine::StepDistribution> sample_estimate(const Scenario& s, const plan::Plan& p,
+                                                                      const analytic::Estimate& e);
+
 enum class Engine { Native, SimGrid };
 
 using report::SimgridReport;

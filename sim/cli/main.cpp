@@ -157,15 +157,19 @@ int run_estimate(const Common& c) {
   hetsim::plan::Plan plan;
   if (int rc = load(c, sc, plan)) return rc;
   const auto est = hetsim::analytic::estimate(sc, plan);
+  // With [variability], the closed form over sampled steps (docs/scenario-format.md#variability).
+  const auto sampled = hetsim::api::sample_estimate(sc, plan, est);
+  constexpr auto kClosedForm = hetsim::report::SampledBy::ClosedForm;
   std::string text;
-  if (!c.ops) {
-    text = c.json ? hetsim::report::estimate_json(sc, plan, est) : hetsim::report::estimate_text(sc, plan, est);
-  } else if (const auto ops = hetsim::analytic::op_breakdown(sc, plan); c.json) {
+  if (c.json) {
     auto j = hetsim::report::estimate_object(sc, plan, est);
-    j["ops"] = hetsim::report::ops_json(ops);
+    if (c.ops) j["ops"] = hetsim::report::ops_json(hetsim::analytic::op_breakdown(sc, plan));
+    if (sampled) j["variability"] = hetsim::report::variability_json(sc, *sampled, kClosedForm);
     text = j.dump(2) + "\n";
   } else {
-    text = hetsim::report::estimate_text(sc, plan, est) + hetsim::report::ops_text(ops);
+    text = hetsim::report::estimate_text(sc, plan, est);
+    if (c.ops) text += hetsim::report::ops_text(hetsim::analytic::op_breakdown(sc, plan));
+    if (sampled) text += hetsim::report::variability_text(sc, *sampled, kClosedForm);
   }
   return finish(c, sc, plan, est, text);
 }

@@ -28,6 +28,49 @@ double normal(std::mt19937_64& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+// Each real device's persistent factor: slow_factor for a straggler (else 1), times
+// exp(sigma · z); `stragglers` counts the slow ones.
+std::vector<double> persistent_factors(std::int64_t n, const VariabilitySpec& v, int& stragglers) {
+  const auto slow_devices = std::clamp<std::int64_t>(v.slow_devices, 0, n);
+  std::vector<double> persistent(static_cast<std::size_t>(n), 1.0);
+  std::vector<bool> slow(static_cast<std::size_t>(n), false);
+  std::mt19937_64 pick(stream_seed(v.seed, 1));
+  if (slow_devices > 0) {
+    // Floyd's sampling: exactly slow_devices distinct devices, each set equally likely.
+    for (std::int64_t j = n - slow_devices; j < n; ++j) {
+      // Modulo bias: below n / 2⁶⁴.
+      const auto k = static_cast<std::size_t>(pick() % static_cast<std::uint64_t>(j + 1));
+      slow[slow[k] ? static_cast<std::size_t>(j) : k] = true;
+    }
+  } else if (v.slow_fraction > 0) {
+    for (std::size_t i = 0; i < slow.size(); ++i) slow[i] = uniform(pick) <= v.slow_fraction;
+  }
+  std::mt19937_64 spread(stream_seed(v.seed, 2));
+  stragglers = 0;
+  for (std::size_t i = 0; i < persistent.size(); ++i) {
+    if (slow[i]) {
+      persistent[i] = v.slow_factor;
+      ++stragglers;
+    }
+    if (v.sigma > 0) persistent[i] *= std::exp(v.sigma * normal(spread));
+  }
+  return persistent;
+}
+
+// Mean, extremes and percentiles of d.steps_s.
+void summarise(StepDistribution& d) {
+  std::vector<double> sorted = d.steps_s;
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0;
+  for (double s : d.steps_s) sum += s;
+  d.mean_s = sum / static_cast<double>(sorted.size());
+  d.min_s = sorted.front();
+  d.max_s = sorted.back();
+  d.p50_s = percentile(sorted, 50);
+  d.p90_s = percentile(sorted, 90);
+  d.p99_s = percentile(sorted, 99);
+}
+
 }  // namespace
 
 std::int64_t real_devices(const schedule::TaskGraph& g) {
@@ -40,27 +83,7 @@ FactorSampler::FactorSampler(const schedule::TaskGraph& g, const VariabilitySpec
     : g_(g), v_(v), jitter_rng_(stream_seed(v.seed, 3)) {
   const std::int64_t n = real_devices(g);
   v_.slow_devices = static_cast<int>(std::clamp<std::int64_t>(v.slow_devices, 0, n));
-  persistent_.assign(static_cast<std::size_t>(n), 1.0);
-  std::vector<bool> slow(static_cast<std::size_t>(n), false);
-  std::mt19937_64 pick(stream_seed(v.seed, 1));
-  if (v_.slow_devices > 0) {
-    // Floyd's sampling: exactly slow_devices distinct devices, each set equally likely.
-    for (std::int64_t j = n - v_.slow_devices; j < n; ++j) {
-      // Modulo bias: below n / 2⁶⁴.
-      const auto k = static_cast<std::size_t>(pick() % static_cast<std::uint64_t>(j + 1));
-      slow[slow[k] ? static_cast<std::size_t>(j) : k] = true;
-    }
-  } else if (v.slow_fraction > 0) {
-    for (std::size_t i = 0; i < slow.size(); ++i) slow[i] = uniform(pick) <= v.slow_fraction;
-  }
-  std::mt19937_64 spread(stream_seed(v.seed, 2));
-  for (std::size_t i = 0; i < persistent_.size(); ++i) {
-    if (slow[i]) {
-      persistent_[i] = v.slow_factor;
-      ++stragglers_;
-    }
-    if (v.sigma > 0) persistent_[i] *= std::exp(v.sigma * normal(spread));
-  }
+  persistent_ = persistent_factors(n, v_, stragglers_);
   factors_.assign(g.devices.size(), 1.0);
   if (v.jitter == 0) fill(false);
 }
@@ -99,24 +122,69 @@ Result<StepDistribution> sample_steps(const schedule::TaskGraph& g, const Variab
   d.stragglers = sampler.stragglers();
   const RunControl inner{control.stop, {}};
   d.steps_s.reserve(static_cast<std::size_t>(v.steps));
-  double sum = 0;
   for (int k = 0; k < v.steps; ++k) {
     if (control.stop.stop_requested()) return stopped_error();
     auto t = run_native(g, inner, sampler.next_step());
     if (!t) return t.errors();
     const double s = static_cast<double>(t->makespan) * 1e-9;
     d.steps_s.push_back(s);
-    sum += s;
     if (control.progress) control.progress(static_cast<double>(k + 1) / v.steps);
   }
-  std::vector<double> sorted = d.steps_s;
-  std::sort(sorted.begin(), sorted.end());
-  d.mean_s = sum / static_cast<double>(sorted.size());
-  d.min_s = sorted.front();
-  d.max_s = sorted.back();
-  d.p50_s = percentile(sorted, 50);
-  d.p90_s = percentile(sorted, 90);
-  d.p99_s = percentile(sorted, 99);
+  summarise(d);
+  return d;
+}
+
+StepDistribution sample_closed_form(const std::vector<ClosedFormGroup>& groups, double nominal_s,
+                                    const VariabilitySpec& v) {
+  HETSIM_ASSERT(!groups.empty(), "a closed-form step has a replica group");
+  // A pipeline's time from its stages' per-micro-batch times, as analytic::estimate has it.
+  auto pipeline = [](const ClosedFormGroup& g, const std::vector<Duration>& c) {
+    Duration cmax{0}, csum{0};
+    for (const Duration x : c) {
+      csum += x;
+      if (x > cmax) cmax = x;
+    }
+    return cmax * static_cast<double>(g.micro_batches) + (csum - cmax) / g.virtual_stages;
+  };
+  Duration pipe0{0}, opt0{0};
+  std::int64_t n = 0;
+  for (const auto& g : groups) {
+    std::vector<Duration> c;
+    for (const auto& st : g.stages) {
+      c.push_back(st.per_micro_batch);
+      opt0 = max(opt0, st.optimizer);
+      n += static_cast<std::int64_t>(g.replicas) * st.tp;
+    }
+    pipe0 = max(pipe0, pipeline(g, c));
+  }
+  StepDistribution d;
+  d.seed = v.seed;
+  d.nominal_s = nominal_s;
+  const std::vector<double> persistent = persistent_factors(n, v, d.stragglers);
+  std::mt19937_64 jitter(stream_seed(v.seed, 3));
+  d.steps_s.reserve(static_cast<std::size_t>(v.steps));
+  std::vector<Duration> c;
+  for (int k = 0; k < v.steps; ++k) {
+    Duration pipe{0}, opt{0};
+    std::size_t i = 0;  // the real device, in group, replica, stage, TP-rank order
+    for (const auto& g : groups)
+      for (int r = 0; r < g.replicas; ++r) {
+        c.clear();
+        for (const auto& st : g.stages) {
+          double f = 0;
+          for (int t = 0; t < st.tp; ++t, ++i) {
+            const double x = v.jitter != 0 ? persistent[i] * std::exp(v.jitter * normal(jitter)) : persistent[i];
+            f = t == 0 ? x : std::max(f, x);
+          }
+          c.push_back(st.per_micro_batch + st.compute * (f - 1.0));
+          opt = max(opt, st.optimizer * f);
+        }
+        pipe = max(pipe, pipeline(g, c));
+      }
+    // Every factor 1: the nominal step itself, bit for bit (the differences are exactly 0).
+    d.steps_s.push_back(nominal_s + ((pipe - pipe0) + (opt - opt0)).v);
+  }
+  summarise(d);
   return d;
 }
 

@@ -57,6 +57,30 @@ struct StepDistribution {
 /// sorted[⌈p/100 · n⌉ − 1].
 [[nodiscard]] double percentile(const std::vector<double>& sorted, double p);
 
+/// A replica group of a closed-form step (analytic::Estimate; docs/cost-models.md#pipeline) as
+/// sample_closed_form draws it: `replicas` pipelines of the same stages, each running
+/// `micro_batches` micro-batches through them.
+struct ClosedFormGroup {
+  struct Stage {
+    int tp = 1;             ///< devices of the stage in one replica
+    Duration per_micro_batch;  ///< everything a micro-batch takes on the stage (c_i)
+    Duration compute;       ///< its forward, backward and recompute: what a factor scales
+    Duration optimizer;     ///< the stage's optimizer step, scaled too
+  };
+  int replicas = 1, micro_batches = 1, virtual_stages = 1;
+  std::vector<Stage> stages;
+};
+
+/// Samples v.steps steps of a closed-form estimate whose step is `nominal_s`, with each real
+/// device's factors drawn as FactorSampler draws them (the plan's devices in group, replica,
+/// stage, TP-rank order: the same distributions, not the same draws as a simulation's). A
+/// stage of a replica takes the largest factor of its TP ranks; each replica's pipeline is
+/// m·max c + (Σc − max c)/v over its stages' c = per_micro_batch + (factor − 1)·compute; the step
+/// moves by how much the slowest pipeline, and the slowest optimizer, moved. Every factor 1
+/// gives `nominal_s` exactly. Requires: groups as the estimate has them (not empty).
+[[nodiscard]] StepDistribution sample_closed_form(const std::vector<ClosedFormGroup>& groups, double nominal_s,
+                                                  const VariabilitySpec& v);
+
 /// Runs v.steps steps of `g`, each with its factors. `nominal` is g's makespan with every
 /// factor 1. `control.progress` gets the fraction of steps done; `control.stop` ends it with
 /// stopped_error(). Fails only as run_native does.

@@ -97,14 +97,13 @@ std::string simgrid_text(const SimgridReport& sg, double step) {
 
 }  // namespace
 
-namespace {
-
 // The distribution of the step over sampled steps (docs/simulation.md#variability).
-std::string variability_text(const Scenario& s, const engine::StepDistribution& d) {
+std::string variability_text(const Scenario& s, const engine::StepDistribution& d, SampledBy by) {
   const auto& v = *s.variability;
   auto pct = [&](double x) { return fmt::format("{:+.2f} %", 100.0 * (x / d.nominal_s - 1.0)); };
-  std::string o = fmt::format("\nvariability {} sampled steps, seed {}: {} straggler(s) × {:g}, sigma {:g}, jitter {:g}\n",
-                              d.steps_s.size(), d.seed, d.stragglers, v.slow_factor, v.sigma, v.jitter);
+  std::string o = fmt::format("\nvariability {} sampled steps{}, seed {}: {} straggler(s) × {:g}, sigma {:g}, jitter {:g}\n",
+                              d.steps_s.size(), by == SampledBy::ClosedForm ? " of the closed-form estimate" : "",
+                              d.seed, d.stragglers, v.slow_factor, v.sigma, v.jitter);
   o += fmt::format("  step p50 {} ({}) · p90 {} ({}) · p99 {} ({})\n", format_duration(Duration{d.p50_s}),
                    pct(d.p50_s), format_duration(Duration{d.p90_s}), pct(d.p90_s),
                    format_duration(Duration{d.p99_s}), pct(d.p99_s));
@@ -114,17 +113,17 @@ std::string variability_text(const Scenario& s, const engine::StepDistribution& 
   return o;
 }
 
-nlohmann::ordered_json variability_json(const Scenario& s, const engine::StepDistribution& d) {
+nlohmann::ordered_json variability_json(const Scenario& s, const engine::StepDistribution& d, SampledBy by) {
   const auto& v = *s.variability;
   return {{"seed", d.seed},           {"steps", d.steps_s.size()},  {"slow_fraction", v.slow_fraction},
           {"slow_devices", v.slow_devices}, {"slow_factor", v.slow_factor}, {"sigma", v.sigma},
-          {"jitter", v.jitter},       {"stragglers", d.stragglers}, {"nominal_step_time_s", d.nominal_s},
+          {"jitter", v.jitter},
+          {"sampled_by", by == SampledBy::ClosedForm ? "closed_form" : "engine"},
+          {"stragglers", d.stragglers}, {"nominal_step_time_s", d.nominal_s},
           {"mean_step_time_s", d.mean_s}, {"p50_step_time_s", d.p50_s}, {"p90_step_time_s", d.p90_s},
           {"p99_step_time_s", d.p99_s}, {"min_step_time_s", d.min_s}, {"max_step_time_s", d.max_s},
           {"step_times_s", d.steps_s}};
 }
-
-}  // namespace
 
 std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulation& sim, const SimgridReport* simgrid) {
   std::string o = estimate_text(s, p, sim.simulated);
@@ -152,7 +151,7 @@ std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulati
                      format_bytes(Bytes{static_cast<double>(u.peak_bytes)}));
   }
   if (simgrid) o += simgrid_text(*simgrid, static_cast<double>(sim.trace.makespan) * 1e-9);
-  if (sim.variability) o += variability_text(s, *sim.variability);
+  if (sim.variability) o += variability_text(s, *sim.variability, SampledBy::Engine);
   return o;
 }
 
@@ -189,7 +188,7 @@ std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulati
       e["contended_links"].push_back({{"link", k.link}, {"overloaded_s", k.overloaded_s}, {"peak_demand", k.peak_demand}});
     j["engine"] = std::move(e);
   }
-  if (sim.variability) j["variability"] = variability_json(s, *sim.variability);
+  if (sim.variability) j["variability"] = variability_json(s, *sim.variability, SampledBy::Engine);
   return j.dump(2) + "\n";
 }
 

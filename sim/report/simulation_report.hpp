@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/analytic/estimate.hpp"
 #include "sim/engine/summary.hpp"
 #include "sim/engine/variability.hpp"
@@ -58,6 +60,16 @@ void apply_simulation(Simulation& sim);
 /// (docs/formats.md#simulate-json).
 [[nodiscard]] std::string simulate_json(const Scenario& s, const plan::Plan& p, const Simulation& sim,
                                         const SimgridReport* simgrid = nullptr);
+
+/// How a StepDistribution was sampled: runs of the native engine (`simulate`, `plan`), or the
+/// closed-form estimate again with each step's factors (`estimate`; engine::sample_closed_form).
+enum class SampledBy { Engine, ClosedForm };
+
+/// The sampled steps as a "variability" section of a report, and as its JSON object
+/// (docs/formats.md#simulate-json: the table as read, `sampled_by`, the figures).
+[[nodiscard]] std::string variability_text(const Scenario& s, const engine::StepDistribution& d, SampledBy by);
+[[nodiscard]] nlohmann::ordered_json variability_json(const Scenario& s, const engine::StepDistribution& d,
+                                                      SampledBy by);
 
 /// Chrome trace JSON (opens in Perfetto / chrome://tracing): a process per simulated device
 /// (named by its first node and what it stands for), a thread per stream, memory as a counter.

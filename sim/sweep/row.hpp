@@ -35,7 +35,7 @@ struct Row {
   double goodput = 1;          ///< fraction of wall time kept training
   double effective_time_to_train_s = 0;  ///< time_to_train / goodput
   double cost_to_train_usd = 0;
-  /// With [variability] (simulate and plan): percentiles of the sampled steps.
+  /// With [variability]: percentiles of the sampled steps (the closed form's for estimate).
   bool sampled = false;
   double step_p50_s = 0, step_p90_s = 0, step_p99_s = 0;
   int devices = 0;

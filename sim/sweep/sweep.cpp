@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "sim/api/api.hpp"
@@ -56,12 +57,12 @@ void fill(Row& row, const Scenario& s, const plan::Plan& p, const analytic::Esti
     }
 }
 
-void fill_sampled(Row& row, const report::Simulation& sim) {
-  if (!sim.variability) return;
+void fill_sampled(Row& row, const std::optional<engine::StepDistribution>& d) {
+  if (!d) return;
   row.sampled = true;
-  row.step_p50_s = sim.variability->p50_s;
-  row.step_p90_s = sim.variability->p90_s;
-  row.step_p99_s = sim.variability->p99_s;
+  row.step_p50_s = d->p50_s;
+  row.step_p90_s = d->p90_s;
+  row.step_p99_s = d->p99_s;
 }
 
 }  // namespace
@@ -100,7 +101,7 @@ Row run_point(const io::SweepDocument& doc, std::size_t i) {
       return row;
     }
     fill(row, *sc, best, sim->sim.simulated);
-    fill_sampled(row, sim->sim);
+    fill_sampled(row, sim->sim.variability);
     return row;
   }
   auto p = api::plan_to_run(*sc, "", "sweep");
@@ -109,7 +110,9 @@ Row run_point(const io::SweepDocument& doc, std::size_t i) {
     return row;
   }
   if (spec.command == io::SweepCommand::Estimate) {
-    fill(row, *sc, *p, api::estimate(*sc, *p));
+    const auto e = api::estimate(*sc, *p);
+    fill(row, *sc, *p, e);
+    fill_sampled(row, api::sample_estimate(*sc, *p, e));
     return row;
   }
   api::SimulateOptions opts;
@@ -120,7 +123,7 @@ Row run_point(const io::SweepDocument& doc, std::size_t i) {
     return row;
   }
   fill(row, *sc, *p, sim->sim.simulated);
-  fill_sampled(row, sim->sim);
+  fill_sampled(row, sim->sim.variability);
   return row;
 }
 

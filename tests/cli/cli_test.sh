@@ -501,5 +501,19 @@ out=$("$HETSIM" plan --any-vendor "$SRC/scenarios/gpt3-175b-three-types.toml" 2>
 out=$("$HETSIM" plan --any-vendor --same-vendor "$SRC/scenarios/gpt3-175b-three-types.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -qi "excludes" && ok || bad "plan --any-vendor --same-vendor: rc $rc: $out"
 
+# estimate with [variability]: the closed form over sampled steps, said as such (text and JSON);
+# without the table, no variability section.
+(cat "$SRC/scenarios/default.toml"; printf '\n[variability]\nsteps = 50\nslow_fraction = 0.05\nslow_factor = 1.3\njitter = 0.03\n') > "$tmp/var.toml"
+"$HETSIM" estimate "$tmp/var.toml" | grep -q "sampled steps of the closed-form estimate" && ok || bad "estimate [variability] text"
+"$HETSIM" estimate --json "$tmp/var.toml" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+v = d["variability"]
+assert v["sampled_by"] == "closed_form" and len(v["step_times_s"]) == 50, v
+assert v["nominal_step_time_s"] == d["step_time_s"], v
+assert v["p50_step_time_s"] <= v["p90_step_time_s"] <= v["p99_step_time_s"], v
+' && ok || bad "estimate --json [variability]"
+"$HETSIM" estimate --json "$SRC/scenarios/default.toml" | grep -q '"variability"' && bad "estimate without [variability] has a variability key" || ok
+
 echo "cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

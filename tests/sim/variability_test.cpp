@@ -339,6 +339,111 @@ TEST(Variability, SweepRowsCarryEachSeedsPercentiles) {
   EXPECT_EQ(j.step_p99_s, rows[0].step_p99_s);
 }
 
+// `hetsim estimate` with [variability]: the closed form again over each sampled step's factors
+// (engine::sample_closed_form, through api::sample_estimate).
+TEST(EstimateVariability, ZeroSpreadGivesTheEstimatesStepExactly) {
+  auto def = api::load(std::string(HETSIM_SOURCE_DIR) + "/scenarios/default.toml");
+  ASSERT_TRUE(def.ok());
+  EXPECT_FALSE(api::sample_estimate(*def, *def->plan, api::estimate(*def, *def->plan)));  // no table, no samples
+  Scenario v = *def;
+  VariabilitySpec& x = v.variability.emplace();
+  x.steps = 9;
+  x.slow_fraction = 0.5;  // stragglers that are not slower
+  const auto e = api::estimate(v, *v.plan);
+  const auto d = api::sample_estimate(v, *v.plan, e);
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->steps_s.size(), 9u);
+  for (double s : d->steps_s) EXPECT_EQ(s, e.step_time.v);
+  EXPECT_EQ(d->nominal_s, e.step_time.v);
+  EXPECT_EQ(d->p99_s, e.step_time.v);
+}
+
+TEST(EstimateVariability, OneStragglerInOneStageReplicasSlowsTheStepByItsCompute) {
+  // pp 1, dp 4, m 4: one replica holds the straggler; its pipeline is m·c' with
+  // c' = c + (f − 1)·compute, and its optimizer takes f× as long:
+  //   step' = step + m·(f − 1)·compute + (f − 1)·optimizer.
+  const Scenario s = load(ideal(1, 4, 4, "slow_devices = 1\nslow_factor = 1.25\nsteps = 3\n"));
+  const auto e = api::estimate(s, *s.plan);
+  ASSERT_EQ(e.stages.size(), 1u);
+  const auto& mb = e.stages[0].per_micro_batch;
+  const double compute = (mb.get("forward") + mb.get("backward") + mb.get("recompute")).v;
+  ASSERT_GT(compute, 0);
+  const double want = e.step_time.v + 4 * 0.25 * compute + 0.25 * e.stages[0].optimizer.v;
+  const auto d = api::sample_estimate(s, *s.plan, e);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->stragglers, 1);
+  for (double x : d->steps_s) EXPECT_NEAR(x, want, 1e-12 * want);
+}
+
+TEST(EstimateVariability, EveryDeviceSlowScalesEachStageOfThePipeline) {
+  // pp 4, dp 2, m 8, every device 1.5× slow: each stage's c_i' = c_i + 0.5·compute_i and the
+  // pipeline is m·max c' + Σ c' − max c' (docs/cost-models.md#pipeline).
+  const Scenario s = load(ideal(4, 8, 2, "slow_fraction = 1\nslow_factor = 1.5\nsteps = 2\n"));
+  const auto e = api::estimate(s, *s.plan);
+  ASSERT_EQ(e.stages.size(), 4u);
+  double cmax = 0, csum = 0, cmax0 = 0, csum0 = 0, opt = 0;
+  for (const auto& st : e.stages) {
+    const auto& mb = st.per_micro_batch;
+    const double c0 = mb.total().v;
+    const double c = c0 + 0.5 * (mb.get("forward") + mb.get("backward") + mb.get("recompute")).v;
+    cmax = std::max(cmax, c);
+    csum += c;
+    cmax0 = std::max(cmax0, c0);
+    csum0 += c0;
+    opt = std::max(opt, st.optimizer.v);
+  }
+  const double moved = (8 * cmax + csum - cmax) - (8 * cmax0 + csum0 - cmax0) + 0.5 * opt;
+  const auto d = api::sample_estimate(s, *s.plan, e);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->stragglers, 8);
+  for (double x : d->steps_s) EXPECT_NEAR(x, e.step_time.v + moved, 1e-12 * x);
+  EXPECT_GT(moved, 0.3 * e.step_time.v);  // most of the ideal step is compute
+}
+
+TEST(EstimateVariability, SameSeedSameStepsJitterSpreadsThem) {
+  const Scenario s = load(ideal(2, 4, 2, "jitter = 0.05\nsteps = 200\n"));
+  const auto e = api::estimate(s, *s.plan);
+  const auto a = api::sample_estimate(s, *s.plan, e), b = api::sample_estimate(s, *s.plan, e);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->steps_s, b->steps_s);
+  EXPECT_LT(a->min_s, a->p50_s);
+  EXPECT_LE(a->p50_s, a->p90_s);
+  EXPECT_LE(a->p90_s, a->p99_s);
+  EXPECT_GT(a->p50_s, a->nominal_s);  // the slowest of each stage's devices sets the pace
+  Scenario other = s;
+  other.variability->seed = 2;
+  EXPECT_NE(api::sample_estimate(other, *other.plan, e)->steps_s, a->steps_s);
+  // The report says how the steps were sampled.
+  EXPECT_EQ(report::variability_json(s, *a, report::SampledBy::ClosedForm)["sampled_by"], "closed_form");
+  EXPECT_NE(report::variability_text(s, *a, report::SampledBy::ClosedForm).find("of the closed-form estimate"),
+            std::string::npos);
+}
+
+TEST(EstimateVariability, EstimateSweepRowsCarryTheSampledPercentiles) {
+  const std::string text = test::minimal() + "[variability]\nslow_fraction = 0.1\nslow_factor = 1.5\njitter = 0.05\n"
+                                             "[sweep]\n\"variability.seed\" = [1, 2, 3]\n";
+  auto d = io::parse_sweep(text, "sw.toml", test::catalog());
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  ASSERT_EQ(d->spec().command, io::SweepCommand::Estimate);
+  const auto v = sweep::validate(*d, 1);
+  std::vector<sweep::Row> rows;
+  sweep::RunOptions o;
+  o.encoding = {{&d->spec(), v.pools, v.variability}, sweep::Format::Csv, false, false, true};
+  o.on_row = [&](const sweep::Finished& r) { rows.push_back(*r.row); };
+  ASSERT_EQ(sweep::run(*d, o), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto sc = d->scenario(i);
+    ASSERT_TRUE(sc.ok());
+    const auto e = api::estimate(*sc, *sc->plan);
+    const auto want = api::sample_estimate(*sc, *sc->plan, e);
+    ASSERT_TRUE(want);
+    ASSERT_TRUE(rows[i].sampled) << rows[i].error;
+    EXPECT_EQ(rows[i].step_s, e.step_time.v);
+    EXPECT_EQ(rows[i].step_p50_s, want->p50_s);
+    EXPECT_EQ(rows[i].step_p99_s, want->p99_s);
+  }
+}
+
 struct Bad {
   std::string lines;
   const char* where;
