@@ -28,8 +28,11 @@ void OrderedRun::start() {
 void OrderedRun::work() {
   std::unique_lock lock(mu_);
   while (true) {
-    // Timed waits: a stop request wakes nobody.
-    while (!(next_ >= n_ || stopped() || next_ < written_ + window_ + remote_))
+    // Timed waits: a stop request wakes nobody. The oldest batch out on another rank holds the
+    // next row to deliver for up to two batches' time (the rank runs the batch before it first),
+    // in which these threads, as fast as that rank, run about as many points as are out: they
+    // may run ahead by the window plus three times the points out, or they would idle.
+    while (!(next_ >= n_ || stopped() || next_ < written_ + window_ + 3 * remote_))
       cv_.wait_for(lock, std::chrono::milliseconds(50));
     if (next_ >= n_ || stopped()) break;
     const std::size_t i = next_++;

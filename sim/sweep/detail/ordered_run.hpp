@@ -20,8 +20,9 @@ namespace hetsim::sweep::detail {
 class OrderedRun {
  public:
   /// Points [opts.first, points) of `doc`, minus opts.finished (delivered in their turn). This
-  /// process's threads take no point more than `window` rows, plus the points out on other ranks,
-  /// ahead of the next row to deliver. `doc` and `opts` outlive the run.
+  /// process's threads take no point more than `window` rows, plus three times the points out on
+  /// other ranks, ahead of the next row to deliver (so at most that many rows wait in memory).
+  /// `doc` and `opts` outlive the run.
   OrderedRun(const io::SweepDocument& doc, const RunOptions& opts, std::size_t window);
   ~OrderedRun();  ///< waits for this process's threads (they stop once nothing is left or stopped)
   OrderedRun(const OrderedRun&) = delete;
