@@ -165,6 +165,10 @@ StepDistribution sample_closed_form(const std::vector<ClosedFormGroup>& groups, 
   d.steps_s.reserve(static_cast<std::size_t>(v.steps));
   std::vector<Duration> c;
   for (int k = 0; k < v.steps; ++k) {
+    if (k > 0 && v.jitter == 0) {  // no per-step draw: every step is the first
+      d.steps_s.push_back(d.steps_s.front());
+      continue;
+    }
     Duration pipe{0}, opt{0};
     std::size_t i = 0;  // the real device, in group, replica, stage, TP-rank order
     for (const auto& g : groups)
