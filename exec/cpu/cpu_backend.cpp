@@ -1,5 +1,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 
+#include "exec/cpu/pacer.hpp"
+
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <limits>
 #include <new>
 #include <string>
@@ -80,33 +81,9 @@ void softmax_rows(Map s, bool causal, int first_row) {
   }
 }
 
-// The calling thread's CPU time, ns: what a device thread has computed (or spun), whatever
-// else the machine runs.
-std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-// A slowed device's pause after a kernel: it spins until its thread has used `cpu_ns` more CPU
-// time, keeping its core as a slower device would. CPU time, not the wall clock: on a loaded
-// machine the thread is descheduled now and then, and a wall-clock deadline that passes while
-// it waits costs the rest of the wait on top; a sleep would instead hand the core to others and
-// earn the thread the scheduler's favour for its next kernel. Either way the slowed device
-// would not be 1/speed times as slow as an unslowed one under the same load.
-// The clock is read every few hundred iterations of a plain loop: each read is a system call,
-// and a loop of nothing but system calls leaves the next kernel measurably slower (a cold cache
-// and branch predictor: +6–8 % on 50 µs kernels here), which the next idle would then scale up.
-void idle_for_cpu(std::int64_t cpu_ns) {
-  const std::int64_t until = thread_cpu_ns() + cpu_ns;
-  volatile std::uint32_t spin = 0;
-  while (thread_cpu_ns() < until)
-    for (int i = 0; i < 256; ++i) spin = spin + 1;
-}
-
 class CpuDevice final : public Device {
  public:
-  CpuDevice(int index, std::size_t capacity, double speed) : index_(index), capacity_(capacity), speed_(speed) {}
+  CpuDevice(int index, std::size_t capacity, double speed) : index_(index), capacity_(capacity), pacer_(speed) {}
 
   std::string name() const override { return "cpu" + std::to_string(index_); }
 
@@ -303,18 +280,18 @@ class CpuDevice final : public Device {
   std::size_t capacity() const override { return capacity_; }
 
  private:
-  // Runs a kernel at the device's speed: at speed s < 1 the kernel is followed by an idle
-  // (1/s − 1) times as long as it ran (in the thread's CPU time; on an idle machine the same as
-  // wall time), so every kernel takes 1/s times its own time.
+  // Runs a kernel at the device's speed: below 1, the kernel and then an idle until it would
+  // have ended on a device that much faster (Pacer: a deadline on the steady clock, lateness
+  // carried into the next idles).
   template <class Kernel>
   void paced(Kernel&& kernel) {
-    if (speed_ >= 1) {
+    if (pacer_.speed() >= 1) {
       kernel();
       return;
     }
-    const std::int64_t began = thread_cpu_ns();
+    const std::int64_t began = pacer_.now();
     kernel();
-    idle_for_cpu(static_cast<std::int64_t>(static_cast<double>(thread_cpu_ns() - began) * (1 / speed_ - 1)));
+    pacer_.idle_after(began);
   }
 
   float* scratch(std::size_t floats) {
@@ -324,7 +301,7 @@ class CpuDevice final : public Device {
 
   int index_;
   std::size_t capacity_;
-  double speed_;
+  Pacer pacer_;
   std::size_t live_ = 0, peak_ = 0;
   std::vector<float> work_[4];
   std::vector<float> scratch_;

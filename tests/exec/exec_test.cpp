@@ -488,9 +488,11 @@ TEST(CpuDevice, AttentionMatchesTheNaiveFormulas) {
   }
 }
 
-// A device at speed f takes 1/f times as long for the same kernels (each kernel, then an idle).
-// Behavioural, on a shared machine: the fastest of several interleaved repetitions on each
-// device, compared as a ratio; a few attempts before concluding.
+// A device at speed f takes 1/f times as long for the same kernels (each kernel, then an idle),
+// long (GEMMs of 192³, passes over 4 MiB) and short (GEMMs of 48³, passes over 16 KiB: a few
+// microseconds, the calibration's smallest) alike. Behavioural, on a shared machine: the median
+// ratio of interleaved repetitions; a few attempts before concluding. (The pacer's arithmetic is
+// checked exactly on a fake clock in pacer_test.cpp.)
 TEST(CpuDevice, ASlowedDeviceIsMeasuredSlowerByItsFactor) {
   auto backend = exec::make_cpu_backend(2);
   ASSERT_TRUE(backend->slows());
@@ -498,30 +500,40 @@ TEST(CpuDevice, ASlowedDeviceIsMeasuredSlowerByItsFactor) {
   for (const double f : {0.5, 0.25}) {
     auto slowed = backend->open_slowed(1, f);
     ASSERT_TRUE(slowed.ok()) << test::all_errors(slowed.errors());
-    const int m = 192;
-    const std::size_t elems = std::size_t(1) << 20;
-    auto work = [&](exec::Device& d) {
-      float* a = static_cast<float*>(d.workspace(0, elems * 4));
-      float* b = static_cast<float*>(d.workspace(1, elems * 4));
-      float* c = static_cast<float*>(d.workspace(2, elems * 4));
-      const auto t0 = exec::host_clock_ns();
-      for (int i = 0; i < 4; ++i) d.gemm(m, m, m, exec::Format::Fp32, a, b, c);
-      d.elementwise(elems, exec::Format::Fp32, a, c);
-      d.norm(64, 1024, exec::Format::Fp32, a, c, false);
-      d.adam(elems / 4, c);
-      return exec::host_clock_ns() - t0;
-    };
-    double ratio = 0;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      std::int64_t fast = std::numeric_limits<std::int64_t>::max(), slow = fast;
-      for (int rep = 0; rep < 7; ++rep) {
-        fast = std::min(fast, work(*full));
-        slow = std::min(slow, work(**slowed));
+    for (const bool small_kernels : {false, true}) {
+      const int m = small_kernels ? 48 : 192, reps = small_kernels ? 100 : 1;
+      const std::size_t elems = small_kernels ? std::size_t(4) << 10 : std::size_t(1) << 20;
+      auto work = [&](exec::Device& d) {
+        float* a = static_cast<float*>(d.workspace(0, elems * 4));
+        float* b = static_cast<float*>(d.workspace(1, elems * 4));
+        float* c = static_cast<float*>(d.workspace(2, elems * 4));
+        const auto t0 = exec::host_clock_ns();
+        for (int r = 0; r < reps; ++r) {
+          for (int i = 0; i < 4; ++i) d.gemm(m, m, m, exec::Format::Fp32, a, b, c);
+          d.elementwise(elems, exec::Format::Fp32, a, c);
+          d.norm(small_kernels ? 4 : 64, 1024, exec::Format::Fp32, a, c, false);
+          d.adam(elems / 4, c);
+        }
+        return exec::host_clock_ns() - t0;
+      };
+      // The median of 9 ratios of a run on the slowed device to the run just before it on the
+      // full one (the pair shares the machine's load of the moment). Not the fastest run of each:
+      // a slowed device makes up a stall in its idle over the next kernels (exec/cpu/pacer.hpp),
+      // so its fastest run is one that made something up.
+      double ratio = 0;
+      for (int attempt = 0; attempt < 4; ++attempt) {
+        std::vector<double> ratios;
+        for (int rep = 0; rep < 9; ++rep) {
+          const auto fast = work(*full);
+          ratios.push_back(double(work(**slowed)) / double(fast));
+        }
+        std::nth_element(ratios.begin(), ratios.begin() + 4, ratios.end());
+        ratio = ratios[4];
+        if (std::abs(ratio * f - 1) < 0.05) break;
       }
-      ratio = double(slow) / double(fast);
-      if (std::abs(ratio * f - 1) < 0.05) break;
+      EXPECT_NEAR(ratio * f, 1.0, 0.05) << "speed " << f << (small_kernels ? ", short" : ", long") << " kernels: measured "
+                                        << ratio << "x slower";
     }
-    EXPECT_NEAR(ratio * f, 1.0, 0.05) << "speed " << f << ": measured " << ratio << "x slower";
   }
   EXPECT_FALSE(backend->open_slowed(0, 0).ok());
   EXPECT_FALSE(backend->open_slowed(0, 1.5).ok());
@@ -552,41 +564,33 @@ TEST(Replay, PoolsRunAtTheirSpeeds) {
   exec::ReplayOptions full{1, 0}, half{1, 0};
   full.pool_speed = {1.0, 1.0};
   half.pool_speed = {1.0, 0.5};
-  // Per task, the fastest of the rounds (a round that the machine's load hit is outvoted), until
-  // the ratio settles.
-  std::vector<std::int64_t> fast, slow;
+  // Per round, the slowed run's kernels over the full-speed run's (both runs of a round see the
+  // same machine); the median of the rounds (a round that the machine's load hit is outvoted),
+  // until it settles. A round's sums, not each task's fastest: a slowed device makes up a stall
+  // in its idle over the next kernels (exec/cpu/pacer.hpp), which a per-task minimum would pick.
+  std::vector<double> ratios;
   double ratio = 0;
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 7; ++round) {
     auto f = exec::replay(*one, *one->plan, *backend, full);
     auto h = exec::replay(*one, *one->plan, *backend, half);
     ASSERT_TRUE(f.ok() && h.ok());
     EXPECT_NE(std::find(h->notes.begin(), h->notes.end(),
                         "pool 'slow' runs on cpu devices at speed 0.500 (each kernel, then an idle)"),
               h->notes.end());
-    fast.resize(f->graph.size(), std::numeric_limits<std::int64_t>::max());
-    slow.resize(h->graph.size(), std::numeric_limits<std::int64_t>::max());
+    std::int64_t sf = 0, ss = 0;
     for (std::uint32_t i = 0; i < f->graph.size(); ++i) {
       const auto k = f->graph.tasks[i].kind;
       if (k != schedule::TaskKind::Forward && k != schedule::TaskKind::Backward) continue;
-      std::int64_t a = 0, b = 0;
-      for (const auto& [cls, ns] : f->measured_parts[i]) a += ns;
-      for (const auto& [cls, ns] : h->measured_parts[i]) b += ns;
-      fast[i] = std::min(fast[i], a);
-      slow[i] = std::min(slow[i], b);
+      for (const auto& [cls, ns] : f->measured_parts[i]) sf += ns;
+      for (const auto& [cls, ns] : h->measured_parts[i]) ss += ns;
     }
-    std::int64_t sf = 0, ss = 0;
-    for (std::size_t i = 0; i < fast.size(); ++i)
-      if (fast[i] != std::numeric_limits<std::int64_t>::max()) {
-        sf += fast[i];
-        ss += slow[i];
-      }
-    ratio = double(ss) / double(sf);
-    if (round > 0 && std::abs(ratio / 2 - 1) < 0.05) break;
+    ratios.push_back(double(ss) / double(sf));
+    auto sorted = ratios;
+    std::sort(sorted.begin(), sorted.end());
+    ratio = sorted[sorted.size() / 2];
+    if (ratios.size() >= 3 && std::abs(ratio / 2 - 1) < 0.05) break;
   }
-  // Within 10 %: this plan's kernels are tens of microseconds, and a slowed device's idle adds a
-  // few per kernel beyond the factor (measured 2.10-2.11x for 0.5 on this 2-core machine; the
-  // device-level test above holds 5 % on larger kernels).
-  EXPECT_NEAR(ratio / 2, 1.0, 0.10) << "the slowed pool measured " << ratio << "x";
+  EXPECT_NEAR(ratio / 2, 1.0, 0.05) << "the slowed pool measured " << ratio << "x";
 
   auto two = test::parse(two_pools("micro_batch = 1\nzero = 1\n"
                                    "[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\nstages = [{pool = \"fast\", layers = 4}]\n"
