@@ -27,7 +27,7 @@ class Pacer {
  public:
   using Clock = std::int64_t (*)();  ///< a monotonic clock, ns
   /// The most lateness carried into the next idles, ns.
-  static constexpr double kMaxOwedNs = 100'000;
+  static constexpr double kMaxOwedNs = 20'000;
 
   /// A pacer on the host's steady clock (host_clock_ns), its read cost measured once per process.
   /// Requires: 0 < speed ≤ 1.
