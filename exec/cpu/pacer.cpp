@@ -20,32 +20,39 @@ inline void relax() {
 
 }  // namespace
 
-std::int64_t host_clock_read_ns() {
+std::int64_t host_pacing_overhead_ns() {
+  // At speed 1 and no charge, a paced call never spins: from one `began` to the next is the
+  // pacer's own time (two reads and the calls), half of it on each side of a kernel.
   static const std::int64_t cost = [] {
-    std::array<std::int64_t, 201> t{};
-    for (auto& x : t) x = host_clock_ns();
-    std::array<std::int64_t, 200> gap{};
-    for (std::size_t i = 0; i < gap.size(); ++i) gap[i] = t[i + 1] - t[i];
-    std::nth_element(gap.begin(), gap.begin() + 100, gap.end());
-    return gap[100];
+    Pacer p(1.0, host_clock, 0);
+    std::array<std::int64_t, 401> began{};
+    for (auto& b : began) {
+      b = p.now();
+      p.idle_after(b);
+    }
+    std::array<std::int64_t, 400> gap{};
+    for (std::size_t i = 0; i < gap.size(); ++i) gap[i] = began[i + 1] - began[i];
+    std::nth_element(gap.begin(), gap.begin() + 200, gap.end());
+    return gap[200] / 2;
   }();
   return cost;
 }
 
-Pacer::Pacer(double speed) : Pacer(speed, host_clock, host_clock_read_ns()) {}
+Pacer::Pacer(double speed) : Pacer(speed, host_clock, host_pacing_overhead_ns()) {}
 
-Pacer::Pacer(double speed, Clock clock, std::int64_t read_ns)
-    : speed_(speed), clock_(clock), read_ns_(static_cast<double>(read_ns)) {
+Pacer::Pacer(double speed, Clock clock, std::int64_t overhead_ns)
+    : speed_(speed), clock_(clock), overhead_ns_(static_cast<double>(overhead_ns)) {
   HETSIM_ASSERT(speed > 0 && speed <= 1, "a pacer's speed is in (0, 1]");
 }
 
 void Pacer::idle_after(std::int64_t began) {
   const std::int64_t ended = clock_();
-  // The kernel ran from `began` to `ended` less the read that returned `ended`; the next
-  // kernel's `began` read comes after the deadline, so it is taken off the deadline too.
-  const double ran = static_cast<double>(ended - began) - read_ns_;
+  // The kernel ran from `began` to `ended` less the pacer's own time on this side of it (the read
+  // that returned `ended`); the pacer's time on the other side (returning, the next `began`
+  // read) comes after the deadline, so it is taken off the deadline too.
+  const double ran = static_cast<double>(ended - began) - overhead_ns_;
   kernel_ns_ += ran;
-  const double deadline = static_cast<double>(began) + ran / speed_ - read_ns_ - owed_ns_;
+  const double deadline = static_cast<double>(began) + ran / speed_ - overhead_ns_ - owed_ns_;
   std::int64_t t = ended;
   while (static_cast<double>(t) < deadline) {
     relax();

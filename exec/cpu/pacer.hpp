@@ -10,9 +10,9 @@ namespace hetsim::exec {
 /// Paces the kernels of one device running at `speed` of full speed (0 < speed ≤ 1).
 ///
 /// Around a kernel: `began = now()`, the kernel, `idle_after(began)`. The idle spins on the clock
-/// until `began + ran/speed`, where `ran` is the kernel's time without the pacer's own clock
-/// reads (`read_ns` each, charged to the idle), so the time from one kernel's start to the next's
-/// is the kernel's time / speed. A wait that ends late (the last read's granularity, kernels too
+/// until `began + ran/speed`, where `ran` is the kernel's time without the pacer's own (its clock
+/// reads and calls, `overhead_ns` on each side of the kernel, charged to the idle), so the time
+/// from one kernel's start to the next's is the kernel's time / speed. A wait that ends late (the last read's granularity, kernels too
 /// short to pay for the pacer's reads, an interrupt) is owed and taken off the next idles: over
 /// any run of kernels the device's time is Σ ran / speed plus the last wait's lateness
 /// (owed_ns()), not a lateness per kernel. Up to kMaxOwedNs: a thread descheduled by the machine's
@@ -29,11 +29,12 @@ class Pacer {
   /// The most lateness carried into the next idles, ns.
   static constexpr double kMaxOwedNs = 20'000;
 
-  /// A pacer on the host's steady clock (host_clock_ns), its read cost measured once per process.
-  /// Requires: 0 < speed ≤ 1.
+  /// A pacer on the host's steady clock (host_clock_ns), its overhead measured once per process
+  /// (host_pacing_overhead_ns). Requires: 0 < speed ≤ 1.
   explicit Pacer(double speed);
-  /// A pacer on `clock`, each read of which costs `read_ns` (tests pass a fake clock).
-  Pacer(double speed, Clock clock, std::int64_t read_ns);
+  /// A pacer on `clock` whose own time is `overhead_ns` on each side of a kernel (tests pass a
+  /// fake clock whose reads cost that much).
+  Pacer(double speed, Clock clock, std::int64_t overhead_ns);
 
   [[nodiscard]] std::int64_t now() const { return clock_(); }
   /// Idles after a kernel that began at `began` (a now() reading) and has just ended.
@@ -47,13 +48,14 @@ class Pacer {
  private:
   double speed_;
   Clock clock_;
-  double read_ns_;
+  double overhead_ns_;
   double owed_ns_ = 0;
   double kernel_ns_ = 0;
 };
 
-/// The cost of one host_clock_ns() read on this host, ns: the median gap of consecutive reads,
+/// The host pacer's own time on each side of a kernel, ns: half the median time of a paced call
+/// with no kernel (two clock reads and the calls; about 70 ns on the development machine),
 /// measured on the first call.
-[[nodiscard]] std::int64_t host_clock_read_ns();
+[[nodiscard]] std::int64_t host_pacing_overhead_ns();
 
 }  // namespace hetsim::exec

@@ -492,11 +492,12 @@ TEST(CpuDevice, AttentionMatchesTheNaiveFormulas) {
 // A device at speed f takes 1/f times as long for the same kernels (each kernel, then an idle),
 // long (GEMMs of 192³, passes over 4 MiB) and short (GEMMs of 48³, passes over 64 KiB: 1-10
 // microseconds, as short as the calibration's shortest) alike. What the caller does around a call
-// (here: reading the clock) keeps the host's pace: with kernels under a microsecond it weighs. Behavioural, on a shared machine: each kind of
-// kernel called on the full device and on the slowed one in turn, each call timed; the ratio of
-// the medians (a call that the machine's load hit is outvoted, and both devices see the load of
-// the same moment); a few attempts before concluding. (The pacer's arithmetic is checked exactly
-// on a fake clock in pacer_test.cpp.)
+// (here: reading the clock) keeps the host's pace: with kernels under a microsecond it weighs.
+// Behavioural, on a shared machine: each kind of kernel called in rounds of calls on the full
+// device and on the slowed one (as calibrate runs them: a call after one of its own kind), each
+// call timed; the ratio of the medians (a call that the machine's load hit is outvoted); a few
+// attempts before concluding. (The pacer's arithmetic is checked exactly on a fake clock in
+// pacer_test.cpp.)
 TEST(CpuDevice, ASlowedDeviceIsMeasuredSlowerByItsFactor) {
   auto backend = exec::make_cpu_backend(2);
   ASSERT_TRUE(backend->slows());
@@ -532,9 +533,10 @@ TEST(CpuDevice, ASlowedDeviceIsMeasuredSlowerByItsFactor) {
         double ratio = 0;
         for (int attempt = 0; attempt < 3; ++attempt) {
           std::vector<std::int64_t> fast, slow;
-          for (int rep = 0; rep < (small_kernels ? 201 : 31); ++rep) {
-            fast.push_back(time(*full, fa, fc));
-            slow.push_back(time(**slowed, sa, sc));
+          const int calls = small_kernels ? 50 : 10;
+          for (int round = 0; round < 6; ++round) {
+            for (int i = 0; i < calls; ++i) fast.push_back(time(*full, fa, fc));
+            for (int i = 0; i < calls; ++i) slow.push_back(time(**slowed, sa, sc));
           }
           ratio = median(slow) / median(fast);
           if (std::abs(ratio * f - 1) < 0.05) break;
