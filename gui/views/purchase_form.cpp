@@ -16,7 +16,6 @@
 namespace hetsim::gui {
 
 namespace {
-QString number(double v) { return v > 0 ? QString::number(v, 'g', 6) : QString(); }
 const QString kCandidate = QStringLiteral("purchase.candidate");
 }  // namespace
 
@@ -108,7 +107,7 @@ void PurchaseForm::refreshed() {
     candidates_[k]->setTitle(tr("Candidate %1: %2").arg(k + 1).arg(cand ? qs(cand->pool.name) : name));
     auto placeholder = [&](const char* key, double value) {
       if (auto* e = qobject_cast<QLineEdit*>(field(QString("%1.%2.%3").arg(kCandidate).arg(k).arg(key))))
-        e->setPlaceholderText(cand ? number(value) : QString());
+        e->setPlaceholderText(cand ? form_number(value) : QString());
     };
     placeholder("purchase_usd", cand ? cand->pool.device.purchase_usd : 0);
     placeholder("rent_usd_per_hour", cand ? cand->pool.device.price_usd_per_hour : 0);

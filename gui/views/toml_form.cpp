@@ -34,6 +34,8 @@ QString field_id(const TomlTable& table, const QString& key) {
 }
 }  // namespace
 
+QString form_number(double v) { return v > 0 ? QString::number(v, 'g', 6) : QString(); }
+
 TomlForm::TomlForm(Document* doc, QStringList prefixes, QWidget* parent)
     : QWidget(parent), doc_(doc), prefixes_(std::move(prefixes)) {
   pause_ = new QTimer(this);

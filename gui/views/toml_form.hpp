@@ -27,6 +27,9 @@ namespace hetsim::gui {
 
 class Document;
 
+/// A positive number as a form shows it (six significant digits); empty for 0 or less.
+QString form_number(double v);
+
 class TomlForm : public QWidget {
   Q_OBJECT
  public:

@@ -26,8 +26,6 @@ QStringList names(const std::vector<std::string>& v) {
   return out;
 }
 
-QString number(double v) { return v > 0 ? QString::number(v, 'g', 6) : QString(); }
-
 QString unquoted(const std::optional<QString>& v) {
   QString t = v.value_or(QString());
   return t.size() >= 2 && t.startsWith('"') && t.endsWith('"') ? t.mid(1, t.size() - 2) : t;
@@ -141,7 +139,7 @@ void WorkloadForm::lay_out() {
                          {tr("KV heads"), "kv_heads", s ? s->model.kv_heads : 0},
                          {tr("FFN hidden"), "ffn_hidden", s ? s->model.ffn_hidden : 0},
                          {tr("Vocabulary"), "vocab", s ? s->model.vocab : 0}};
-  for (const Shape& x : shape) add_line(mf, x.label, m, x.key, number(x.value), shape_tip);
+  for (const Shape& x : shape) add_line(mf, x.label, m, x.key, form_number(x.value), shape_tip);
   v->addWidget(model);
 
   auto* training = new QGroupBox(tr("Training"), body_);

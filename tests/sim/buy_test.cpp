@@ -29,7 +29,7 @@ const std::string kTwo =
     "[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 3\n"
     "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 2\n";
 
-Scenario load(const std::string& text) {
+Scenario load_buy(const std::string& text) {
   auto s = api::load_text(text, "buy.toml", {.plan = false});
   EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
   return s.ok() ? *s : Scenario{};
@@ -48,7 +48,7 @@ TEST(Buy, PrunedSearchFindsTheExhaustiveFront) {
   for (const std::string& cost : {std::string("[cost]\nmode = \"own\"\n"), std::string("[cost]\nmode = \"rent\"\n")}) {
     for (const std::string& limits : {std::string(""), std::string("budget_usd = 400000\n"), std::string("power_kw = 20\n")}) {
       SCOPED_TRACE(cost + limits);
-      const Scenario s = load(purchase(cost, limits, kTwo));
+      const Scenario s = load_buy(purchase(cost, limits, kTwo));
       buy::Options pruned, all;
       all.exhaustive = true;
       auto a = api::buy(s, pruned);
@@ -118,7 +118,7 @@ TEST(Buy, TheTimeBoundCountsLatentAttentionAndDenseLayers) {
 }
 
 TEST(Buy, BudgetPowerAndVendorIslandsHoldOnTheFront) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "budget_usd = 300000\npower_kw = 15\n", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "budget_usd = 300000\npower_kw = 15\n", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   ASSERT_FALSE(r->front.empty());
@@ -139,18 +139,18 @@ TEST(Buy, BudgetPowerAndVendorIslandsHoldOnTheFront) {
 }
 
 TEST(Buy, ADeadlineNoPointMeetsStillShowsTheFrontAndTheRecommendationFollowsTheObjective) {
-  const Scenario late = load(purchase("[cost]\nmode = \"own\"\n", "deadline_days = 0.001\n", kTwo));
+  const Scenario late = load_buy(purchase("[cost]\nmode = \"own\"\n", "deadline_days = 0.001\n", kTwo));
   auto r = api::buy(late, {});
   ASSERT_TRUE(r.ok());
   ASSERT_FALSE(r->front.empty());
   for (const auto& p : r->front) EXPECT_FALSE(p.meets_deadline);
   EXPECT_NE(report::buy_text(late, *r, 0).find("no point of the front meets the deadline"), std::string::npos);
 
-  Scenario fast = load(purchase("[cost]\nmode = \"own\"\n", "objective = \"time\"\n", kTwo));
+  Scenario fast = load_buy(purchase("[cost]\nmode = \"own\"\n", "objective = \"time\"\n", kTwo));
   auto f = api::buy(fast, {});
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->recommended, 0u);
-  Scenario cheap = load(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
+  Scenario cheap = load_buy(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
   auto c = api::buy(cheap, {});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->recommended, c->front.size() - 1);
@@ -159,7 +159,7 @@ TEST(Buy, ADeadlineNoPointMeetsStillShowsTheFrontAndTheRecommendationFollowsTheO
 // Lead times: training starts when the last bought node is in service, so the front's time is
 // lead + effective time to train; the deadline applies to it; costs are those of the training.
 TEST(Buy, LeadTimesDelayTrainingAndDecideTheDeadline) {
-  const Scenario none = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  const Scenario none = load_buy(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
   auto a = api::buy(none, {});
   ASSERT_TRUE(a.ok());
   // Without lead times the fastest point buys MI300X nodes (the tiny model, 1e10 tokens).
@@ -173,7 +173,7 @@ TEST(Buy, LeadTimesDelayTrainingAndDecideTheDeadline) {
   const std::string leads =
       "[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 3\nlead_time_days = 1000\n"
       "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 2\nlead_time_days = 0.002\n";
-  const Scenario late = load(purchase("[cost]\nmode = \"own\"\n", fmt::format("deadline_days = {:.9f}\n", deadline_days), leads));
+  const Scenario late = load_buy(purchase("[cost]\nmode = \"own\"\n", fmt::format("deadline_days = {:.9f}\n", deadline_days), leads));
   ASSERT_TRUE(late.purchase);
   EXPECT_EQ(late.purchase->candidates[0].lead_time_days, 1000);
   auto b = api::buy(late, {});
@@ -206,7 +206,7 @@ TEST(Buy, LeadTimesDelayTrainingAndDecideTheDeadline) {
   EXPECT_TRUE(mi300x_on_front);
   for (std::size_t i = 1; i < b->front.size(); ++i) EXPECT_LT(b->front[i - 1].trained_in_s, b->front[i].trained_in_s);
   // The same deadline without lead times: the MI300X point meets it.
-  const Scenario on_time = load(purchase("[cost]\nmode = \"own\"\n", fmt::format("deadline_days = {:.9f}\n", deadline_days), kTwo));
+  const Scenario on_time = load_buy(purchase("[cost]\nmode = \"own\"\n", fmt::format("deadline_days = {:.9f}\n", deadline_days), kTwo));
   auto d = api::buy(on_time, {});
   ASSERT_TRUE(d.ok());
   ASSERT_FALSE(d->front.empty());
@@ -220,7 +220,7 @@ TEST(Buy, LeadTimesDelayTrainingAndDecideTheDeadline) {
 // Each candidate's price ±20 % and electricity ±50 %: a row each, saying whether the
 // recommendation moves and to what.
 TEST(Buy, SensitivityHasARowPerPriceAndSaysWhetherTheRecommendationMoves) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   ASSERT_FALSE(r->front.empty());
@@ -236,7 +236,7 @@ TEST(Buy, SensitivityHasARowPerPriceAndSaysWhetherTheRecommendationMoves) {
 }
 
 TEST(Buy, SameInputSameAnswer) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
   auto a = api::buy(s, {});
   auto b = api::buy(s, {});
   ASSERT_TRUE(a.ok() && b.ok());
@@ -253,7 +253,7 @@ TEST(Buy, SameInputSameAnswer) {
 // The front as it grows: each report is a Pareto front, fastest first; the last one is the
 // answer's front; the first point's time is measured.
 TEST(Buy, TheFrontIsReportedAsItGrows) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
   buy::Options o;
   std::vector<std::vector<std::vector<int>>> seen;
   o.on_front = [&](const std::vector<buy::Point>& front) {
@@ -290,12 +290,12 @@ TEST(Buy, RefusesWhatItCannotAnswer) {
   EXPECT_EQ(r.errors()[0].key, "training.tokens");
   EXPECT_FALSE(api::plan(*no_tokens, {}).ok()) << "plan needs owned pools";
 
-  const Scenario plain = load(test::minimal());
+  const Scenario plain = load_buy(test::minimal());
   auto none = api::buy(plain, {});
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.errors()[0].key, "purchase");
 
-  const Scenario huge = load(purchase("", "", "[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 4096\n"
+  const Scenario huge = load_buy(purchase("", "", "[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 4096\n"
                                               "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 4096\n"));
   auto many = api::buy(huge, {});
   ASSERT_FALSE(many.ok());
@@ -309,7 +309,7 @@ TEST(Buy, EachFrontPointIsWrittenAsAScenarioAndAPlanThatRunAsWritten) {
                                     "[[purchase.candidate]]\nname = \"new\"\ndevice = \"h100-sxm5\"\nmax_nodes = 2\n"
                                     "purchase_usd = 20000\n"
                                     "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 1\n");
-  const Scenario s = load(text);
+  const Scenario s = load_buy(text);
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   ASSERT_GE(r->front.size(), 2u);
@@ -351,7 +351,7 @@ TEST(Buy, NothingWithinTheLimitsNamesTheSmallestCompositionThatWouldFit) {
   const std::string text =
       "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 64\nseq_len = 512\ntokens = 1e10\n"
       "[cost]\nmode = \"own\"\n[purchase]\nbudget_usd = 1000\n" + kTwo;
-  const Scenario s = load(text);
+  const Scenario s = load_buy(text);
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->front.empty());
@@ -366,14 +366,14 @@ TEST(Buy, NothingWithinTheLimitsNamesTheSmallestCompositionThatWouldFit) {
   EXPECT_NE(report::buy_json(s, *r, 0).find("\"smallest_fit\": {"), std::string::npos);
 
   // Within the limits a front exists and nothing is said about the smallest fit.
-  auto ok = api::buy(load(purchase("[cost]\nmode = \"own\"\n", "", kTwo)), {});
+  auto ok = api::buy(load_buy(purchase("[cost]\nmode = \"own\"\n", "", kTwo)), {});
   ASSERT_TRUE(ok.ok());
   EXPECT_FALSE(ok->smallest_fit.has_value());
 }
 
 // --top K shortens the table (the recommended point always stays); JSON keeps every point.
 TEST(Buy, TopShortensTheTableOnly) {
-  const Scenario s = load(
+  const Scenario s = load_buy(
       "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 512\nseq_len = 512\ntokens = 1e10\n"
       "[cost]\nmode = \"own\"\n[purchase]\nobjective = \"cost\"\n"
       "[[purchase.candidate]]\ndevice = \"h100-sxm5\"\nmax_nodes = 4\n"
@@ -395,7 +395,7 @@ TEST(Reprice, UnchangedInputsGiveIdenticalFigures) {
   for (const std::string& cost : {std::string("[cost]\nmode = \"own\"\n"), std::string("[cost]\nmode = \"rent\"\n")}) {
     for (const std::string& limits : {std::string(""), std::string("budget_usd = 400000\n"), std::string("deadline_days = 2\n")}) {
       SCOPED_TRACE(cost + limits);
-      const Scenario s = load(purchase(cost, limits, kTwo));
+      const Scenario s = load_buy(purchase(cost, limits, kTwo));
       auto r = api::buy(s, {});
       ASSERT_TRUE(r.ok());
       ASSERT_FALSE(r->front.empty());
@@ -436,7 +436,7 @@ TEST(Reprice, UnchangedInputsGiveIdenticalFigures) {
 TEST(Reprice, DoublingADevicePriceMovesThePointsThatBuyItAsTheClosedFormSays) {
   for (bool own : {true, false}) {
     SCOPED_TRACE(own ? "own" : "rent");
-    const Scenario s = load(purchase(own ? "[cost]\nmode = \"own\"\n" : "[cost]\nmode = \"rent\"\n", "", kTwo));
+    const Scenario s = load_buy(purchase(own ? "[cost]\nmode = \"own\"\n" : "[cost]\nmode = \"rent\"\n", "", kTwo));
     auto r = api::buy(s, {});
     ASSERT_TRUE(r.ok());
     Scenario dear = s;
@@ -478,7 +478,7 @@ TEST(Reprice, DoublingADevicePriceMovesThePointsThatBuyItAsTheClosedFormSays) {
 
 // Electricity: only the energy moves, in proportion.
 TEST(Reprice, ElectricityScalesTheEnergyOnly) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   Scenario dear = s;
@@ -497,7 +497,7 @@ TEST(Reprice, ElectricityScalesTheEnergyOnly) {
 // A budget raised after the search: the compositions it refused are not planned, and
 // may_join says how many a new search could add; the front stays within the new limits.
 TEST(Reprice, ALargerBudgetCountsWhatANewSearchCouldAdd) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "budget_usd = 300000\n", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "budget_usd = 300000\n", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   ASSERT_GT(r->over_budget, 0u);
@@ -516,7 +516,7 @@ TEST(Reprice, ALargerBudgetCountsWhatANewSearchCouldAdd) {
 }
 
 TEST(Reprice, RefusesWhatChangesThePlannedTimes) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   Scenario other = s;
@@ -534,7 +534,7 @@ TEST(Reprice, RefusesWhatChangesThePlannedTimes) {
 // The sensitivity says by how much: where the recommendation stays, its cost moves as the
 // closed form says (electricity ×1.5: half its energy more; a price it does not buy: nothing).
 TEST(Reprice, SensitivitySaysByHowMuch) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "objective = \"cost\"\n", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   const buy::Point& now = r->front[r->recommended];
@@ -554,7 +554,7 @@ TEST(Reprice, SensitivitySaysByHowMuch) {
 // × energy; the time never moves. For the recommended point the rows equal sensitivity()'s
 // wherever the recommendation stays.
 TEST(Reprice, EveryFrontPointsOwnSensitivityFollowsTheClosedForm) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   ASSERT_GT(r->front.size(), 1u);
@@ -592,7 +592,7 @@ TEST(Reprice, EveryFrontPointsOwnSensitivityFollowsTheClosedForm) {
 
 // "Why this one": the parts add up to each point's time and cost, and the differences to theirs.
 TEST(Reprice, WhyThisOnesPartsAddUp) {
-  const Scenario s = load(purchase("[cost]\nmode = \"own\"\n", "deadline_days = 1000\n", kTwo));
+  const Scenario s = load_buy(purchase("[cost]\nmode = \"own\"\n", "deadline_days = 1000\n", kTwo));
   auto r = api::buy(s, {});
   ASSERT_TRUE(r.ok());
   ASSERT_GE(r->front.size(), 2u);

@@ -20,11 +20,7 @@
 namespace hetsim {
 namespace {
 
-Scenario load(const std::string& text) {
-  auto s = test::parse(text);
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
-  return s.ok() ? *s : Scenario{};
-}
+using test::load;
 
 // One pool of 8 H100 in one node, tp 1, pp 4, dp 1, no TP/DP communication:
 // 1F1B step = (m + p − 1)·(t_f + t_b) + pp comm + optimizer; the bubble is (p − 1)·(t_f + t_b).

@@ -13,17 +13,13 @@
 #include "sim/engine/native_engine.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "tests/support/read_file.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 std::string simulate_json(const std::string& text, const std::string& name) {
   auto s = test::parse(text, name);

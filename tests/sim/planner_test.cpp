@@ -29,11 +29,7 @@ std::string small_cluster(const std::string& second_device = "a100-sxm4-80gb") {
          "[[cluster.pool]]\nname = \"slow\"\ndevice = \"" + second_device + "\"\nnodes = 1\ndevices_per_node = 4\n";
 }
 
-Scenario load(const std::string& text) {
-  auto s = test::parse(text);
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
-  return s.ok() ? *s : Scenario{};
-}
+using test::load;
 
 void compositions(int n, int parts, std::vector<int>& cur, const std::function<void(const std::vector<int>&)>& f) {
   if (parts == 1) {

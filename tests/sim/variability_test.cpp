@@ -42,11 +42,7 @@ std::string ideal(int stages, int micro_batches, int dp, const std::string& vari
          "\nmicro_batch = 1\nschedule = \"1f1b\"\n[variability]\n" + variability;
 }
 
-Scenario load(const std::string& text) {
-  auto s = test::parse(text);
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
-  return s.ok() ? *s : Scenario{};
-}
+using test::load;
 
 SimTime duration_of(const schedule::TaskGraph& g, TaskKind k, std::uint32_t device) {
   for (const auto& t : g.tasks)

@@ -42,4 +42,11 @@ inline std::string all_errors(const Diagnostics& d) {
   return out;
 }
 
+/// The scenario of `text`, or an empty one and a test failure with the reader's messages.
+inline Scenario load(const std::string& text) {
+  auto s = parse(text);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : all_errors(s.errors()));
+  return s.ok() ? *s : Scenario{};
+}
+
 }  // namespace hetsim::test
