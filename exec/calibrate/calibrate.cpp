@@ -101,7 +101,7 @@ double time_per_call(Device& dev, F&& f, double budget_s) {
 
 }  // namespace
 
-Profile calibrate(Backend& backend, double seconds) {
+Profile calibrate(Backend& backend, double seconds, const std::vector<std::array<int, 3>>& extra_shapes) {
   Profile p;
   auto dev = backend.open(0);
   // A GPU (memory of its own) gets shapes and sizes that fill it; on the host the small set
@@ -114,7 +114,12 @@ Profile calibrate(Backend& backend, double seconds) {
   if (gpu)
     shapes.insert(shapes.end(), {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 2048, 4096},
                                  {4096, 1024, 8192}, {8192, 8192, 1024}});
-  const std::size_t largest = gpu ? std::size_t{8192} * 8192 : std::size_t{2048} * 2048;
+  std::size_t largest = gpu ? std::size_t{8192} * 8192 : std::size_t{2048} * 2048;
+  for (const auto& s : extra_shapes) {
+    if (std::find(shapes.begin(), shapes.end(), s) != shapes.end()) continue;
+    shapes.push_back(s);
+    largest = std::max({largest, std::size_t(s[0]) * s[2], std::size_t(s[2]) * s[1], std::size_t(s[0]) * s[1]});
+  }
   // A GPU fits each format on its own (tensor cores reach their peak at larger sizes than fp32);
   // the host scales the fp32 fit by the speed ratio at its largest square.
   const int formats = gpu ? 3 : 1;
@@ -132,10 +137,9 @@ Profile calibrate(Backend& backend, double seconds) {
   };
   p.gemm = fit(Format::Fp32, p.samples);
   if (gpu) {
-    std::vector<GemmSample> bf, fp;
-    p.gemm16 = fit(Format::Bf16, bf);
+    p.gemm16 = fit(Format::Bf16, p.samples_bf16);
     p.peak_bf16 = p.gemm16.peak_flops;
-    p.peak_fp16 = fit(Format::Fp16, fp).peak_flops;
+    p.peak_fp16 = fit(Format::Fp16, p.samples_fp16).peak_flops;
   } else {
     const double t32 = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Fp32, a, b, c); }, per);
     const double tb = time_per_call(*dev, [&] { dev->gemm(1024, 1024, 1024, Format::Bf16, a, b, c); }, per);
@@ -299,8 +303,31 @@ Profile calibrate(Backend& backend, double seconds) {
   return p;
 }
 
+namespace {
+
+// The fastest rate among `samples`, or `floor` if it is faster.
+double fastest(const std::vector<GemmSample>& samples, double floor) {
+  for (const auto& s : samples)
+    if (s.seconds > 0) floor = std::max(floor, 2 * s.m * s.n * s.k / s.seconds);
+  return floor;
+}
+
+}  // namespace
+
 std::string profile_toml(const Profile& p, const std::string& name, double memory_bytes, int devices) {
   const std::string src = "measured by `hetsim-exec calibrate` on this machine";
+  // No measured GEMM may beat its format's peak (the catalogue reader checks it): a peak is at
+  // least the fastest GEMM timed.
+  const double peak32 = fastest(p.samples, p.gemm.peak_flops);
+  const double peak_bf16 = fastest(p.samples_bf16, p.peak_bf16 > 0 ? p.peak_bf16 : peak32);
+  const double peak_fp16 = fastest(p.samples_fp16, p.peak_fp16 > 0 ? p.peak_fp16 : peak32);
+  std::string measured;
+  for (const auto& [dtype, samples] : {std::pair{"fp32", &p.samples}, std::pair{"bf16", &p.samples_bf16},
+                                       std::pair{"fp16", &p.samples_fp16}})
+    for (const auto& s : *samples)
+      if (s.seconds > 0)
+        measured += fmt::format("  {{ m = {:.0f}, n = {:.0f}, k = {:.0f}, dtype = \"{}\", time = \"{:.6g}us\" }},\n", s.m, s.n,
+                                s.k, dtype, s.seconds * 1e6);
   const GemmFit& g = p.train_gemm();
   std::string o = fmt::format("# Device profile written by `hetsim-exec calibrate` (load it with catalog = \"…\" in a\n"
                               "# [[cluster.pool]]). GEMM fit ({}): peak {:.4g} FLOP/s, half_dim {:.0f}, launch {:.3g} s,\n"
@@ -320,14 +347,15 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
                    "efficiency = {{ gemm = 1.0, gemm_half_dim = {:.0f}, attention = {:.4f}, attention_half_seq = {:.0f}, "
                    "attention_bwd = {:.4f}, memory = 1.0, norm_memory = {:.4f}, loss_memory = {:.4f}, optimizer_memory = {:.4f}, "
                    "unvectorized_memory = {:.4f}, "
-                   "launch_overhead = \"{:.4g}us\" }}\n\n[device.sources]\npeak = \"{}\"\nmemory = \"{}\"\n"
+                   "launch_overhead = \"{:.4g}us\" }}\n{}\n[device.sources]\npeak = \"{}\"\nmemory = \"{}\"\n"
                    "efficiency = \"{}\"\npower = \"assumption: 15 W per core\"\nprice = \"assumption\"\n",
-                   name, name, p.gemm.peak_flops / 1e9, (p.peak_bf16 > 0 ? p.peak_bf16 : p.gemm.peak_flops) / 1e9,
-                   (p.peak_fp16 > 0 ? p.peak_fp16 : p.gemm.peak_flops) / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
+                   name, name, peak32 / 1e9, peak_bf16 / 1e9, peak_fp16 / 1e9, memory_bytes / (1024.0 * 1024 * 1024), p.memory_bandwidth / 1e9,
                    devices, name, devices, name, g.half_dim, p.attention_efficiency, p.attention_half_seq,
                    p.attention_bwd, p.norm_memory > 0 ? p.norm_memory : 1.0, p.loss_memory > 0 ? p.loss_memory : 1.0,
                    p.optimizer_memory > 0 ? p.optimizer_memory : 1.0, p.unvectorized_memory > 0 ? p.unvectorized_memory : 1.0,
-                   g.launch_s * 1e6, src, src,
+                   g.launch_s * 1e6,
+                   measured.empty() ? std::string{} : "# GEMMs as timed here, one call each; the cost model follows them.\nmeasured_gemms = [\n" + measured + "]\n",
+                   src, src,
                    src);
   return o;
 }

@@ -2,6 +2,7 @@
 // Calibration: microbenchmarks on a backend's device → the cost model's parameters for it,
 // fitted by least squares (Eigen), written as a catalogue file a scenario can load.
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -59,15 +60,21 @@ struct Profile {
   /// per one-way message); 0 when not measured. Reported, and written as a comment.
   double p2p_latency_s = 0;
   double p2p_bandwidth = 0;
-  std::vector<GemmSample> samples;
+  std::vector<GemmSample> samples;       ///< fp32 GEMMs as timed
+  std::vector<GemmSample> samples_bf16;  ///< bf16 (a GPU; empty on the host)
+  std::vector<GemmSample> samples_fp16;  ///< fp16 (a GPU; empty on the host)
   std::string failure;  ///< the device's failure(), if it met one (the figures are then void)
 };
 
 /// Runs the microbenchmarks on device 0 of `backend` (about `seconds` of work in total).
-[[nodiscard]] Profile calibrate(Backend& backend, double seconds = 2.0);
+/// `extra_shapes` (m, n, k) are timed besides the built-in set, in every format measured (the
+/// GEMMs of a scenario's plan: calibrate --shapes-of).
+[[nodiscard]] Profile calibrate(Backend& backend, double seconds = 2.0,
+                                const std::vector<std::array<int, 3>>& extra_shapes = {});
 
 /// The profile as a catalogue file: one [[link]] "<name>-copy" and one [[device]] "<name>",
-/// every figure sourced to this calibration.
+/// every figure sourced to this calibration. Every timed GEMM is written as measured_gemms (the
+/// cost model then follows them), and each format's peak is at least its fastest GEMM.
 [[nodiscard]] std::string profile_toml(const Profile& p, const std::string& name, double memory_bytes, int devices);
 
 }  // namespace hetsim::exec

@@ -190,6 +190,13 @@ int main(int argc, char** argv) {
                   "Calibrate a device slowed to this factor of full speed (cpu backend, 0 < FACTOR <= 1; see run --speed)")
       ->check(hetsim::cli::between(1e-3, 1, "speed"))
       ->default_val(1.0);
+  std::vector<std::string> shapes_of, shapes_plans;
+  cal->add_option("--shapes-of", shapes_of,
+                  "Also time the GEMMs this scenario's plan runs (repeatable; its [parallel], and each --shapes-plan), so "
+                  "that the profile prices them as measured")
+      ->check(CLI::ExistingFile);
+  cal->add_option("--shapes-plan", shapes_plans, "A plan JSON whose GEMMs to time as well, for every --shapes-of scenario (repeatable)")
+      ->check(CLI::ExistingFile);
   cal->add_option("--seconds", seconds, "Time to spend measuring (at least about 1 s in all)")
       ->check(hetsim::cli::between(0.2, 600, "seconds"))
       ->default_val(2);
@@ -384,9 +391,33 @@ int main(int argc, char** argv) {
     if (backend_name != "cpu" && cal_speed != 1.0)
       return fail({about("", "", "--speed: the " + backend_name + " backend cannot slow its devices",
                          "device speed factors are a cpu backend feature (docs/executor.md)")});
+    // The GEMMs of the plans named (read before minutes of measuring; a bad file fails here).
+    std::vector<std::array<int, 3>> extra;
+    if (!shapes_plans.empty() && shapes_of.empty())
+      return fail({about("", "--shapes-plan", "a plan's GEMM shapes need its scenario", "add --shapes-of SCENARIO.toml")});
+    if (!shapes_of.empty()) {
+      auto cat = hetsim::io::builtin_catalog();
+      if (!cat) return fail(cat.errors());
+      for (const std::string& f : shapes_of) {
+        auto sc = hetsim::io::read_scenario(f, *cat);
+        if (!sc) return fail(sc.errors());
+        std::vector<hetsim::plan::Plan> plans;
+        if (sc->plan) plans.push_back(*sc->plan);
+        for (const std::string& pf : shapes_plans) {
+          auto p = hetsim::io::read_plan_json(pf, *sc);
+          if (!p) return fail(p.errors());
+          plans.push_back(*p);
+        }
+        if (plans.empty())
+          return fail({about(f, "", "no plan whose GEMMs to time", "add [parallel] to the scenario or give --shapes-plan PLAN.json")});
+        for (const auto& p : plans)
+          for (const auto& g : hetsim::exec::gemm_shapes(*sc, p))
+            if (std::find(extra.begin(), extra.end(), g) == extra.end()) extra.push_back(g);
+      }
+    }
     auto backend = backend_for(backend_name, 2, memory_gib, cal_speed);  // a second device for the link
     if (!backend) return fail(hetsim::with_kind(backend.errors(), hetsim::ErrorKind::Environment));
-    const auto prof = hetsim::exec::calibrate(**backend, seconds);
+    const auto prof = hetsim::exec::calibrate(**backend, seconds, extra);
     if (!prof.failure.empty()) {
       std::cerr << "error: calibration: the device failed: " << prof.failure << "\n";
       return kEnvironment;

@@ -15,6 +15,7 @@
 
 #include "models/cost/compute.hpp"
 #include "models/workload/layer_ops.hpp"
+#include "sim/analytic/op_breakdown.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/schedule/schedule.hpp"
 
@@ -782,6 +783,20 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     if (o.on_step) o.on_step(out);
   }
   return out;  // under mpirun, the results live on rank 0
+}
+
+std::vector<std::array<int, 3>> gemm_shapes(const Scenario& s, const plan::Plan& p) {
+  std::set<std::array<int, 3>> out;
+  for (const analytic::StageOps& st : analytic::op_breakdown(s, p))
+    for (const analytic::OpPart& part : st.parts)
+      for (const analytic::OpCost& oc : part.ops) {
+        if (oc.op.kind != OpKind::Gemm) continue;
+        const int m = as_int(oc.op.m), n = as_int(oc.op.n), k = as_int(oc.op.k);
+        out.insert({m, n, k});  // forward (run_op's GEMMs)
+        out.insert({m, k, n});  // dA = dC·Bᵀ
+        out.insert({k, n, m});  // dB = Aᵀ·dC
+      }
+  return {out.begin(), out.end()};
 }
 
 }  // namespace hetsim::exec

@@ -4,6 +4,7 @@
 // device driven by one thread, which runs its tasks in the predicted order, waiting for their
 // dependencies, on real buffers of the planned shapes and sizes.
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
@@ -67,5 +68,10 @@ struct Replay {
 /// key "plan"): groups whose tensor-parallel degrees differ for a layer, or several groups
 /// under ZeRO 2 or 3.
 [[nodiscard]] Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o);
+
+/// The distinct GEMM shapes (m, n, k) that replaying `p` runs: every GEMM op of every stage's
+/// micro-batch, forward (m, n, k) and backward (m, k, n) and (k, n, m), rounded as the replay
+/// rounds them; sorted. Requires: p validated against s. (hetsim-exec calibrate --shapes-of.)
+[[nodiscard]] std::vector<std::array<int, 3>> gemm_shapes(const Scenario& s, const plan::Plan& p);
 
 }  // namespace hetsim::exec

@@ -73,6 +73,29 @@ Duration gemm_compute_time(const hw::DeviceSpec& dev, FlopRate peak, double m, d
   return Duration{best};
 }
 
+Duration gemm_model_time(const hw::DeviceSpec& dev, hw::Dtype dtype, double m, double n, double k) {
+  const FlopRate peak = peak_or_die(dev, dtype);
+  const Duration compute = gemm_compute_time(dev, peak, m, n, k, 1, dev.efficiency.main_loop(dtype));
+  const Duration memory = Bytes{(m * k + k * n + m * n) * hw::dtype_bytes(dtype)} / stream_bandwidth(dev);
+  return max(compute, memory) + dev.efficiency.launch_overhead;
+}
+
+double measured_gemm_factor(const hw::DeviceSpec& dev, hw::Dtype dtype, double m, double n, double k) {
+  if (dev.measured_gemms.empty()) return 1;
+  constexpr double kPrior = 1.0 / 16;  // the model's own weight: four octaves away
+  double sum_w = 0, sum_wr = 0;
+  for (const hw::MeasuredGemm& g : dev.measured_gemms) {
+    if (g.dtype != dtype) continue;
+    const double r = std::log(g.time / gemm_model_time(dev, dtype, g.m, g.n, g.k));
+    const double dm = std::log2(m / g.m), dn = std::log2(n / g.n), dk = std::log2(k / g.k);
+    const double d2 = dm * dm + dn * dn + dk * dk;
+    if (d2 < 1e-12) return std::exp(r);  // a measured shape: its own time
+    sum_w += 1 / d2;
+    sum_wr += r / d2;
+  }
+  return sum_w > 0 ? std::exp(sum_wr / (sum_w + kPrior)) : 1.0;
+}
+
 double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, double n, double k,
                        double batch) {
   const double flops = 2 * m * n * k * batch;
@@ -113,18 +136,20 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       const double m = op.m, n = op.n, k = op.k;
       const BytesPerSec bw = stream_bandwidth(dev);
       const double main = dev.efficiency.main_loop(fmt);
+      // One GEMM kernel of shape (a, b, c), scaled by what the measured GEMMs say of it.
+      auto gemm = [&](double a, double b, double c, Bytes bytes) {
+        const double f = measured_gemm_factor(dev, fmt, a, b, c);
+        kernel(t, dev, gemm_compute_time(dev, peak, a, b, c, batch, main), bytes, bw, 1, repeat * f);
+      };
       if (fwd) {
-        kernel(t, dev, gemm_compute_time(dev, peak, m, n, k, batch, main), Bytes{(m * k + k * n + m * n) * ge * batch},
-               bw, 1, repeat);
+        gemm(m, n, k, Bytes{(m * k + k * n + m * n) * ge * batch});
         return t;
       }
       // dA[m×k] = dC[m×n]·Bᵀ; dB[k×n] = Aᵀ[k×m]·dC[m×n], accumulated into the weight gradient
       // (fp32 main grads are read and written: wgrad_out_bytes per element).
       const double wout = op.wgrad_out_bytes > 0 ? op.wgrad_out_bytes : ge;
-      kernel(t, dev, gemm_compute_time(dev, peak, m, k, n, batch, main), Bytes{(m * n + n * k + m * k) * ge * batch}, bw,
-             1, repeat);
-      kernel(t, dev, gemm_compute_time(dev, peak, k, n, m, batch, main),
-             Bytes{((k * m + m * n) * ge + k * n * wout) * batch}, bw, 1, repeat);
+      gemm(m, k, n, Bytes{(m * n + n * k + m * k) * ge * batch});
+      gemm(k, n, m, Bytes{((k * m + m * n) * ge + k * n * wout) * batch});
       return t;
     }
     case OpKind::Attention: {

@@ -24,6 +24,21 @@ enum class Pass { Forward, Backward };
 [[nodiscard]] Duration gemm_compute_time(const hw::DeviceSpec& dev, FlopRate peak, double m,
                                          double n, double k, double batch = 1, double main_loop = 0);
 
+/// The kernel time of one GEMM C[m×n] = A[m×k]·B[k×n] in `dtype` as the model prices it from
+/// the efficiency figures alone: max(compute, operands and result at streaming bandwidth) +
+/// launch_overhead. Requires: the device has a peak for `dtype`.
+[[nodiscard]] Duration gemm_model_time(const hw::DeviceSpec& dev, hw::Dtype dtype, double m, double n, double k);
+
+/// How much slower (> 1) or faster the device's measured GEMMs (DeviceSpec::measured_gemms) say
+/// a GEMM of shape (m, n, k) in `dtype` runs than gemm_model_time: with r_i = ln(t_i / model_i)
+/// of each measured GEMM i in `dtype` and d_i its distance from (m, n, k) in octaves
+/// (√Σ log2² of the ratios of m, n and k),
+///   factor = exp(Σ w_i·r_i / (Σ w_i + w_0)),  w_i = 1/d_i²,  w_0 = 1/16,
+/// i.e. inverse-distance weighting in log-shape space, pulled towards 1 (the model) beyond about
+/// four octaves from every measurement, and exactly t_i/model_i at a measured shape. 1 without
+/// measured GEMMs in `dtype`. docs/cost-models.md#measured-gemms.
+[[nodiscard]] double measured_gemm_factor(const hw::DeviceSpec& dev, hw::Dtype dtype, double m, double n, double k);
+
 /// Fraction of `peak` that one such GEMM kernel reaches: useful FLOPs / (time · peak).
 [[nodiscard]] double gemm_efficiency(const hw::DeviceSpec& dev, FlopRate peak, double m, double n,
                                      double k, double batch = 1);

@@ -95,6 +95,14 @@ struct NodeShape {
   std::string nic;  ///< LinkSpec name of one NIC port
 };
 
+/// One GEMM timed on the device (`hetsim-exec calibrate`): C[m×n] = A[m×k]·B[k×n] in `dtype`,
+/// one call, launch included. The cost model follows these times (cost::measured_gemm_factor).
+struct MeasuredGemm {
+  double m = 0, n = 0, k = 0;
+  Dtype dtype = Dtype::Fp32;
+  Duration time{0};
+};
+
 /// One accelerator model.
 struct DeviceSpec {
   std::string name;     ///< catalogue id, e.g. "h100-sxm5"
@@ -109,6 +117,8 @@ struct DeviceSpec {
   double mtbf_hours = 0;          ///< mean time between interruptions, per device
   NodeShape node;
   Efficiency efficiency;
+  /// GEMMs timed on this device (a calibrated profile); empty: the efficiency model alone.
+  std::vector<MeasuredGemm> measured_gemms;
   std::map<std::string, std::string> sources;  ///< figure group -> where it comes from
 
   /// Peak for `d`, if the device supports it.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "models/base/nearest.hpp"
 #include "sim/io/detail/catalog_data.hpp"
 #include "sim/io/detail/hw_tables.hpp"
@@ -30,10 +32,67 @@ std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
   return l;
 }
 
+namespace {
+
+// `measured_gemms = [{ m = 1024, n = 1024, k = 1024, dtype = "fp32", time = "61.2ms" }, …]`:
+// GEMMs timed on the device (hetsim-exec calibrate). Each must be a shape, in a format the device
+// has a peak for, no faster than that peak, and given once.
+void read_measured_gemms(TomlReader& r, const TableRef& t, hw::DeviceSpec& d) {
+  for (const TableRef& g : r.table_array(t, "measured_gemms")) {
+    r.check_keys(g, {"m", "n", "k", "dtype", "time"});
+    hw::MeasuredGemm mg;
+    bool ok = true;
+    for (auto [key, into] : {std::pair{"m", &mg.m}, std::pair{"n", &mg.n}, std::pair{"k", &mg.k}}) {
+      auto v = r.integer(g, key, 1, std::int64_t{1} << 24);
+      if (!v && !r.node(g, key)) r.missing(g, key, "a dimension of the GEMM, e.g. 1024");
+      if (!v) ok = false;
+      else *into = static_cast<double>(*v);
+    }
+    auto dt = r.choice(g, "dtype", {"fp32", "tf32", "bf16", "fp16", "fp8"});
+    if (!dt && !r.node(g, "dtype")) r.missing(g, "dtype", "\"fp32\"");
+    auto time = r.quantity(g, "time", Dimension::Time);
+    if (!time && !r.node(g, "time")) r.missing(g, "time", "\"61.2ms\"");
+    if (!dt || !time || !ok) continue;
+    for (hw::Dtype x : hw::kAllDtypes)
+      if (hw::dtype_name(x) == *dt) mg.dtype = x;
+    const auto peak = d.peak_for(mg.dtype);
+    if (!peak) {
+      r.error(r.loc(r.node(g, "dtype")), r.key_path(g, "dtype"),
+              "the device has no " + *dt + " peak, so a " + *dt + " GEMM cannot be priced",
+              "add " + *dt + " to the device's peak, or remove this measurement");
+      continue;
+    }
+    if (!(*time > 0 && *time <= 3600)) {
+      r.error(r.loc(r.node(g, "time")), r.key_path(g, "time"), "a measured GEMM takes more than 0 and at most an hour",
+              "times are per call, e.g. \"61.2ms\"");
+      continue;
+    }
+    mg.time = Duration{*time};
+    const double rate = 2 * mg.m * mg.n * mg.k / *time;
+    if (rate > peak->v * (1 + 1e-3)) {  // 0.1 %: the written figures' rounding
+      r.error(r.loc(r.node(g, "time")), r.key_path(g, "time"),
+              fmt::format("this GEMM would run at {:.4g} FLOP/s, above the device's {} peak of {:.4g} FLOP/s", rate, *dt,
+                          peak->v),
+              "the time or the peak is wrong; hetsim-exec calibrate writes the fastest measured rate as the peak");
+      continue;
+    }
+    const bool again = std::any_of(d.measured_gemms.begin(), d.measured_gemms.end(), [&](const hw::MeasuredGemm& o) {
+      return o.m == mg.m && o.n == mg.n && o.k == mg.k && o.dtype == mg.dtype;
+    });
+    if (again) {
+      r.error(r.loc(r.node(g, "m")), g.path, "this shape and format is measured twice", "keep one measurement of it");
+      continue;
+    }
+    d.measured_gemms.push_back(mg);
+  }
+}
+
+}  // namespace
+
 std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, const hw::Catalog* known) {
   r.check_keys(t, {"name", "display", "vendor", "peak", "memory", "memory_bandwidth", "tdp",
                    "price_usd_per_hour", "purchase_usd", "mtbf_hours", "node", "efficiency",
-                   "sources"});
+                   "measured_gemms", "sources"});
   hw::DeviceSpec d;
   auto name = r.string(t, "name");
   if (!name) { r.missing(t, "name", "\"my-accelerator\""); return std::nullopt; }
@@ -138,6 +197,7 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
     time("launch_overhead", e.launch_overhead);
     time("host_overhead", e.host_overhead);
   }
+  read_measured_gemms(r, t, d);
   if (auto src = r.table(t, "sources")) {
     for (auto&& [k, v] : *src->table)
       if (v.is_string()) d.sources[std::string(k.str())] = v.as_string()->get();

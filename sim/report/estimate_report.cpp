@@ -297,6 +297,12 @@ std::string catalog_json(const hw::Catalog& c) {
                         {"attention_noncausal", e.attention_noncausal}, {"attention_fa2", e.attention_fa2},
                         {"memory", e.memory}, {"launch_overhead_s", e.launch_overhead.v},
                         {"host_overhead_s", e.host_overhead.v}, {"overlap_slowdown", e.overlap_slowdown}};
+    if (!d.measured_gemms.empty()) {  // a calibrated profile's
+      ordered_json mg = ordered_json::array();
+      for (const auto& g : d.measured_gemms)
+        mg.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", hw::dtype_name(g.dtype)}, {"time_s", g.time.v}});
+      dj["measured_gemms"] = mg;
+    }
     dj["sources"] = d.sources;
     j["devices"].push_back(dj);
   }

@@ -1063,6 +1063,57 @@ TEST(Calibrate, PerOpClassFiguresReachTheCostModel) {
   EXPECT_NEAR(cost::optimizer_time(*d, 1e9, 28).v, 14.0, 1e-6);
 }
 
+// Every timed GEMM goes into the profile as measured_gemms, and the cost model then prices
+// those shapes at their measured times; the fp32 peak is raised to the fastest GEMM timed (no
+// measured GEMM may beat its peak).
+TEST(Calibrate, TimedGemmsReachTheCostModelAsMeasured) {
+  exec::Profile p;
+  p.gemm = {40e9, 0, 0, 0.2};
+  p.attention_efficiency = 0.8;
+  p.memory_bandwidth = 20e9;
+  p.copy_bandwidth = 10e9;
+  // 2·256³ = 33.6 MFLOP in 0.5 ms: 67 GFLOP/s, above the fit's 40; 2·1024·64·512 in 4 ms.
+  p.samples = {{256, 256, 256, 0.5e-3}, {1024, 64, 512, 4e-3}};
+  hw::Catalog cat = test::catalog();
+  const auto errs = io::read_catalog_text(exec::profile_toml(p, "cpu-m", 4.0 * 1073741824.0, 2), "m.toml", cat);
+  ASSERT_TRUE(errs.empty()) << test::all_errors(errs);
+  const auto* d = cat.find_device("cpu-m");
+  ASSERT_NE(d, nullptr);
+  ASSERT_EQ(d->measured_gemms.size(), 2u);
+  EXPECT_NEAR(d->peak_for(hw::Dtype::Fp32)->v / (2.0 * 256 * 256 * 256 / 0.5e-3), 1.0, 1e-5);  // 6 digits written
+  for (const auto& [m, n, k, t] : {std::array{256.0, 256.0, 256.0, 0.5e-3}, std::array{1024.0, 64.0, 512.0, 4e-3}}) {
+    workload::Op op;
+    op.kind = workload::OpKind::Gemm;
+    op.m = m, op.n = n, op.k = k;
+    op.operand_bytes = 4;
+    EXPECT_NEAR(cost::op_time(*d, hw::Dtype::Fp32, op, cost::Pass::Forward).v, t, t * 1e-5) << m << "x" << n << "x" << k;
+  }
+}
+
+// The shapes calibrate --shapes-of times are exactly the GEMMs the replay runs, forward and
+// backward, on every stage (here tp 2 · pp 2: the head's and the sharded layers' GEMMs).
+TEST(Calibrate, ShapesOfAPlanAreTheGemmsItsReplayRuns) {
+  auto s = test::parse(small("tp = 2\npp = 2\ndp = 1\nmicro_batch = 1\n", 4));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+  auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  const auto planned = exec::gemm_shapes(*s, *s->plan);
+  const auto run = counting.gemm_shapes();
+  const std::set<std::array<int, 3>> planned_set(planned.begin(), planned.end());
+  EXPECT_EQ(planned_set, run);
+  EXPECT_GT(run.size(), 6u);
+  // Calibrating with them times each of them.
+  auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
+  const exec::Profile p = exec::calibrate(*backend, 0.3, planned);
+  for (const auto& g : planned) {
+    const bool timed = std::any_of(p.samples.begin(), p.samples.end(), [&](const exec::GemmSample& x) {
+      return x.m == g[0] && x.n == g[1] && x.k == g[2] && x.seconds > 0;
+    });
+    EXPECT_TRUE(timed) << g[0] << "x" << g[1] << "x" << g[2];
+  }
+}
+
 TEST(Calibrate, MeasuresEveryOpClassOnTheCpuBackend) {
   auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
   const exec::Profile p = exec::calibrate(*backend, 0.5);

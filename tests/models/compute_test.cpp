@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace hetsim::cost {
 namespace {
 
@@ -89,6 +91,55 @@ TEST(OpTime, BackwardGemmPricesDataAndWeightGradientsByTheirOwnShapes) {
   const double dgrad = 2.0 * 128 * 128 * 128 / 1e12 + 1e-6;
   const double wgrad = 2.0 * 128 * 128 * 192 / 1e12 + 1e-6 + 2.0 * 2 * 128 * 128 * 4 / 1.8e12;
   EXPECT_NEAR(op_time(tiled(), hw::Dtype::Bf16, op, Pass::Backward).v, dgrad + wgrad + 10e-6, 1e-12);
+}
+
+workload::Op gemm_op(double m, double n, double k, double operand_bytes) {
+  workload::Op op;
+  op.kind = workload::OpKind::Gemm;
+  op.m = m; op.n = n; op.k = k;
+  op.operand_bytes = operand_bytes;
+  return op;
+}
+
+// A measured GEMM is priced at its measured time, forward and in both backward GEMMs of the
+// shapes that were measured; other formats keep the model's time.
+TEST(MeasuredGemms, AMeasuredShapeTakesItsMeasuredTime) {
+  auto d = device();
+  const double model = gemm_model_time(d, hw::Dtype::Fp32, 512, 256, 1024).v;
+  d.measured_gemms = {{512, 256, 1024, hw::Dtype::Fp32, Duration{1.7 * model}}};
+  EXPECT_NEAR(measured_gemm_factor(d, hw::Dtype::Fp32, 512, 256, 1024), 1.7, 1e-12);
+  EXPECT_NEAR(op_time(d, hw::Dtype::Fp32, gemm_op(512, 256, 1024, 4), Pass::Forward).v, 1.7 * model, 1e-15);
+  // Backward of C[m×n] = A[m×k]·B[k×n] with m = 512, n = 1024, k = 256 runs (m, k, n) = (512, 256, 1024).
+  const auto plain = device();
+  const double wgrad = op_time_parts(plain, hw::Dtype::Fp32, gemm_op(512, 1024, 256, 4), Pass::Backward).total.v -
+                       gemm_model_time(plain, hw::Dtype::Fp32, 512, 256, 1024).v;
+  const double back = op_time(d, hw::Dtype::Fp32, gemm_op(512, 1024, 256, 4), Pass::Backward).v;
+  EXPECT_NEAR(back, 1.7 * model + wgrad * measured_gemm_factor(d, hw::Dtype::Fp32, 256, 1024, 512), 1e-15);
+  // bf16 has no measurement: the model's time, to the bit.
+  EXPECT_EQ(measured_gemm_factor(d, hw::Dtype::Bf16, 512, 256, 1024), 1.0);
+  EXPECT_EQ(op_time(d, hw::Dtype::Bf16, gemm_op(512, 256, 1024, 2), Pass::Forward).v,
+            op_time(plain, hw::Dtype::Bf16, gemm_op(512, 256, 1024, 2), Pass::Forward).v);
+}
+
+// Between measurements: inverse-distance weights 1/d² in octaves, and the model's own 1/16.
+TEST(MeasuredGemms, OtherShapesFollowTheNearestMeasurementsByInverseDistance) {
+  auto d = device();
+  auto model = [&](double m, double n, double k) { return gemm_model_time(d, hw::Dtype::Fp32, m, n, k).v; };
+  d.measured_gemms = {{256, 256, 256, hw::Dtype::Fp32, Duration{2.0 * model(256, 256, 256)}},
+                      {1024, 1024, 1024, hw::Dtype::Fp32, Duration{1.25 * model(1024, 1024, 1024)}}};
+  // (512, 512, 512) is √3 octaves from both: w = 1/3 each.
+  const double w = 1.0 / 3;
+  const double want = std::exp((w * std::log(2.0) + w * std::log(1.25)) / (2 * w + 1.0 / 16));
+  EXPECT_NEAR(measured_gemm_factor(d, hw::Dtype::Fp32, 512, 512, 512), want, 1e-12);
+  // (256, 256, 512) is one octave from the first and √(2² + 2² + 1²) = 3 from the second.
+  const double want2 = std::exp((std::log(2.0) + std::log(1.25) / 9) / (1 + 1.0 / 9 + 1.0 / 16));
+  EXPECT_NEAR(measured_gemm_factor(d, hw::Dtype::Fp32, 256, 256, 512), want2, 1e-12);
+  // Far from both (m 2^20 times the first's: 20 octaves, and √(18² + 2² + 2²) from the second),
+  // the model's own weight dominates: 1.036, against 1.25–2 near them.
+  const double w1 = 1.0 / 400, w2 = 1.0 / 332;
+  const double want3 = std::exp((w1 * std::log(2.0) + w2 * std::log(1.25)) / (w1 + w2 + 1.0 / 16));
+  EXPECT_NEAR(measured_gemm_factor(d, hw::Dtype::Fp32, 256.0 * 1024 * 1024, 256, 256), want3, 1e-12);
+  EXPECT_LT(want3, 1.04);
 }
 
 TEST(PassTime, TheHostBoundsAPassOfShortKernels) {

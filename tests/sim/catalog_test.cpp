@@ -84,6 +84,50 @@ TEST(Catalog, OutOfRangeEfficienciesAreRejectedWithTheirKey) {
   EXPECT_NE(all.find("bad.toml:7:"), std::string::npos) << all;
 }
 
+// measured_gemms (a calibrated profile's timed GEMMs): read with their format and time; a
+// GEMM faster than its format's peak, in a format without a peak, measured twice, with a
+// non-positive dimension or time, or without its time is named with file:line:col and key.
+TEST(Catalog, MeasuredGemmsAreReadAndCheckedOneByOne) {
+  const std::string head =
+      "[[device]]\nname = \"x\"\npeak = { fp32 = \"1TFLOPS\" }\nmemory = \"8GiB\"\n"
+      "memory_bandwidth = \"100GB/s\"\nnode = { devices = 1, fabric = \"nvlink4\", nics = 1, nic = \"ib-ndr-400\" }\n";
+  {
+    hw::Catalog cat = test::catalog();
+    auto d = io::read_catalog_text(head + "measured_gemms = [{ m = 1024, n = 512, k = 256, dtype = \"fp32\", time = \"300us\" }]\n",
+                                   "ok.toml", cat);
+    ASSERT_TRUE(d.empty()) << test::all_errors(d);
+    const auto* x = cat.find_device("x");
+    ASSERT_NE(x, nullptr);
+    ASSERT_EQ(x->measured_gemms.size(), 1u);
+    EXPECT_EQ(x->measured_gemms[0].m, 1024);
+    EXPECT_EQ(x->measured_gemms[0].n, 512);
+    EXPECT_EQ(x->measured_gemms[0].k, 256);
+    EXPECT_EQ(x->measured_gemms[0].dtype, hw::Dtype::Fp32);
+    EXPECT_DOUBLE_EQ(x->measured_gemms[0].time.v, 300e-6);
+  }
+  hw::Catalog cat = test::catalog();
+  // 2·1024·512·256 = 268 MFLOP in 100 us is 2.7 TFLOP/s, above the 1 TFLOP/s peak.
+  const std::string text = head +
+                           "measured_gemms = [\n"
+                           "  { m = 1024, n = 512, k = 256, dtype = \"fp32\", time = \"100us\" },\n"
+                           "  { m = 64, n = 64, k = 64, dtype = \"bf16\", time = \"1ms\" },\n"
+                           "  { m = 64, n = 64, k = 64, dtype = \"fp32\", time = \"1ms\" },\n"
+                           "  { m = 64, n = 64, k = 64, dtype = \"fp32\", time = \"2ms\" },\n"
+                           "  { m = 0, n = 64, k = 64, dtype = \"fp32\", time = \"1ms\" },\n"
+                           "  { m = 32, n = 64, k = 64, dtype = \"fp32\", time = \"-1ms\" },\n"
+                           "  { m = 32, n = 32, k = 64, dtype = \"fp32\" },\n"
+                           "]\n";
+  const std::string all = test::all_errors(io::read_catalog_text(text, "bad.toml", cat));
+  for (const char* want : {"bad.toml:8:", "measured_gemms[0].time", "above the device's fp32 peak",  //
+                           "bad.toml:9:", "measured_gemms[1].dtype", "no bf16 peak",                //
+                           "bad.toml:11:", "measured_gemms[3]", "measured twice",                   //
+                           "bad.toml:12:", "measured_gemms[4].m",                                   //
+                           "bad.toml:13:", "measured_gemms[5].time",                                //
+                           "measured_gemms[6].time"})
+    EXPECT_NE(all.find(want), std::string::npos) << want << " in\n" << all;
+  EXPECT_EQ(all.find("measured_gemms[2]"), std::string::npos) << all;
+}
+
 TEST(Catalog, GpuDevicesCarryATileModelAndSourcesForIt) {
   for (const char* name : {"a100-sxm4-80gb", "h100-sxm5", "mi300x"}) {
     const auto* d = test::catalog().find_device(name);

@@ -2,11 +2,14 @@
 // Test helper: a backend whose devices fail every allocation after the first `budget` calls (a
 // device that breaks in the middle of a run), all of them or only the one opened as `only`;
 // everything else is the wrapped backend's. It also counts the unvectorized elementwise passes
-// its devices ran and the all-gathers its communicators ran.
+// its devices ran and the all-gathers its communicators ran, and keeps the GEMM shapes run.
 
+#include <array>
 #include <atomic>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,11 @@
 namespace hetsim::test {
 
 class FlakyBackend final : public exec::Backend {
+  struct Shapes {
+    std::mutex mutex;
+    std::set<std::array<int, 3>> run;
+  };
+
  public:
   FlakyBackend(std::unique_ptr<exec::Backend> inner, int budget, int only = -1)
       : inner_(std::move(inner)), budget_(budget), only_(only) {}
@@ -25,6 +33,7 @@ class FlakyBackend final : public exec::Backend {
       std::unique_ptr<exec::Device> d;
       int left;
       std::shared_ptr<std::atomic<long>> unvectorized;
+      std::shared_ptr<Shapes> shapes;
       std::string name() const override { return "flaky" + d->name(); }
       Result<void*> allocate(std::size_t bytes) override {
         if (--left < 0) return Diagnostic{{}, "", name() + ": device lost", ""};
@@ -33,6 +42,10 @@ class FlakyBackend final : public exec::Backend {
       void release(void* p, std::size_t b) override { d->release(p, b); }
       void* workspace(int slot, std::size_t n) override { return d->workspace(slot, n); }
       void gemm(int m, int n, int k, exec::Format f, const void* a, const void* b, void* c) override {
+        {
+          std::lock_guard lock(shapes->mutex);
+          shapes->run.insert({m, n, k});
+        }
         d->gemm(m, n, k, f, a, b, c);
       }
       void attention(const exec::AttentionShape& s, exec::Format f, const void* qkv, void* o, void* g, bool bwd) override {
@@ -59,7 +72,13 @@ class FlakyBackend final : public exec::Backend {
     f->d = inner_->open(index);
     f->left = only_ < 0 || index == only_ ? budget_ : std::numeric_limits<int>::max();
     f->unvectorized = unvectorized_;
+    f->shapes = shapes_;
     return f;
+  }
+  /// The distinct GEMM shapes (m, n, k) its devices ran so far.
+  [[nodiscard]] std::set<std::array<int, 3>> gemm_shapes() const {
+    std::lock_guard lock(shapes_->mutex);
+    return shapes_->run;
   }
   /// Unvectorized elementwise passes run on this backend's devices so far.
   [[nodiscard]] long unvectorized_calls() const { return unvectorized_->load(); }
@@ -106,6 +125,7 @@ class FlakyBackend final : public exec::Backend {
   int only_;
   std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> all_gathers_ = std::make_shared<std::atomic<long>>(0);
+  std::shared_ptr<Shapes> shapes_ = std::make_shared<Shapes>();
 };
 
 }  // namespace hetsim::test
