@@ -654,6 +654,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 timed(kOptimizerClass);
                 break;
               }
+              case TaskKind::EpAllToAll:  // only plans with ep > 1 have them, and those are refused above
+                break;
             }
             dev.record();
             const auto marks = dev.resolve();  // waits for the device: the task is done

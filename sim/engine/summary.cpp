@@ -24,13 +24,14 @@ Summary summarize(const schedule::TaskGraph& g, const Trace& t) {
   std::vector<SimTime> pipeline_busy(nd, 0);
   for (std::uint32_t i = 0; i < g.tasks.size(); ++i) {
     const auto& task = g.tasks[i];
-    const bool blocks = task.stream == Stream::TpComm || task.stream == Stream::PpComm ||
+    const bool blocks = task.stream == Stream::TpComm || task.stream == Stream::PpComm || task.stream == Stream::EpComm ||
                         (task.stream == Stream::Compute && task.kind != TaskKind::Optimizer);
     if (blocks) pipeline_busy[task.device] += t.end[i] - t.start[i];  // the engine's time (simgrid: with contention)
   }
   // The pipeline window of each replica group: from its first compute task to its last.
   // A device's bubble is the part of that window it spends neither computing nor blocked on
-  // its own TP collectives and sends: fill, drain and waiting for slower stages.
+  // its own TP collectives, expert all-to-alls and sends: fill, drain and waiting for slower
+  // stages.
   std::vector<SimTime> win_first, win_last;
   for (std::size_t d = 0; d < nd; ++d) {
     const auto grp = static_cast<std::size_t>(g.devices[d].group);

@@ -114,7 +114,7 @@ Result<TraceFile> parse_trace_json(std::string_view text, const std::string& nam
                                 std::to_string(t.devices.size()) + ")");
       const auto kind = k.at("kind").get<std::string>();
       bool known = false;
-      for (int x = 0; x <= static_cast<int>(schedule::TaskKind::ParamGather); ++x)
+      for (int x = 0; x <= static_cast<int>(schedule::TaskKind::EpAllToAll); ++x)
         known = known || kind == schedule::task_kind_name(static_cast<schedule::TaskKind>(x));
       if (!known) throw std::out_of_range("unknown task kind '" + kind + "'");
       const std::int64_t start = bounded(k.at("start_ns"), kMaxTraceNs, "start_ns (at most 10^15)");

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <vector>
+
 #include "sim/report/simulation_report.hpp"
 
 namespace hetsim::report {
@@ -27,6 +29,9 @@ std::string chrome_trace(const Scenario& s, const schedule::TaskGraph& g, const 
     first = false;
     o += ev;
   };
+  std::vector<bool> ep_track(g.devices.size(), false);
+  for (const auto& task : g.tasks)
+    if (task.stream == schedule::Stream::EpComm) ep_track[task.device] = true;
   // One process per simulated device; its first real device decides the node number shown.
   int node = 0;
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
@@ -36,9 +41,11 @@ std::string chrome_trace(const Scenario& s, const schedule::TaskGraph& g, const 
     emit(fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"node {} · {} ({} devices)"}}}})j",
                      d, node, escape(rep.label), rep.count));
     emit(fmt::format(R"j({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})j", d, d));
+    // A track per stream; the expert all-to-alls' only on devices that have them (MoE, ep > 1).
     for (int k = 0; k < schedule::kStreams; ++k)
-      emit(fmt::format(R"j({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})j", d, k,
-                       schedule::stream_name(static_cast<schedule::Stream>(k))));
+      if (k != static_cast<int>(schedule::Stream::EpComm) || ep_track[d])
+        emit(fmt::format(R"j({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})j", d, k,
+                         schedule::stream_name(static_cast<schedule::Stream>(k))));
     node += nodes_spanned;
   }
   for (std::uint32_t i = 0; i < g.tasks.size(); ++i) {

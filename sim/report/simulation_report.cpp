@@ -140,15 +140,19 @@ std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulati
     o += fmt::format("{} {} {}", i ? " ·" : "", kind, format_duration(Duration{seconds(t)}));
   }
   o += "\n";
-  o += fmt::format("  {:<34}{:>8}{:>8}{:>8}{:>8}{:>12}{:>12}\n", "device (stands for)", "compute", "tp", "pp",
-                   "dp", "bubble", "peak mem");
+  // The expert all-to-alls' column only where there are any (MoE with ep > 1).
+  const auto ep = static_cast<std::size_t>(schedule::Stream::EpComm);
+  bool with_ep = false;
+  for (const auto& u : sim.summary.devices) with_ep = with_ep || u.stream_fraction[ep] > 0;
+  o += fmt::format("  {:<34}{:>8}{:>8}{:>8}{:>8}{}{:>12}{:>12}\n", "device (stands for)", "compute", "tp", "pp", "dp",
+                   with_ep ? fmt::format("{:>8}", "ep") : "", "bubble", "peak mem");
   for (std::size_t k = 0; k < sim.graph.devices.size(); ++k) {
     const auto& rep = sim.graph.devices[k];
     const auto& u = sim.summary.devices[k];
-    o += fmt::format("  {:<34}{:>7.1f}%{:>7.1f}%{:>7.1f}%{:>7.1f}%{:>12}{:>12}\n", rep.label,
+    o += fmt::format("  {:<34}{:>7.1f}%{:>7.1f}%{:>7.1f}%{:>7.1f}%{}{:>12}{:>12}\n", rep.label,
                      100 * u.stream_fraction[0], 100 * u.stream_fraction[1], 100 * u.stream_fraction[2],
-                     100 * u.stream_fraction[3], format_duration(Duration{seconds(u.bubble)}),
-                     format_bytes(Bytes{static_cast<double>(u.peak_bytes)}));
+                     100 * u.stream_fraction[3], with_ep ? fmt::format("{:>7.1f}%", 100 * u.stream_fraction[ep]) : "",
+                     format_duration(Duration{seconds(u.bubble)}), format_bytes(Bytes{static_cast<double>(u.peak_bytes)}));
   }
   if (simgrid) o += simgrid_text(*simgrid, static_cast<double>(sim.trace.makespan) * 1e-9);
   if (sim.variability) o += variability_text(s, *sim.variability, SampledBy::Engine);

@@ -118,6 +118,33 @@ class Builder {
     return push_blocking(t);
   }
 
+  // A compute unit's blocking communication: its TP collectives (`tp`), then its expert-parallel
+  // all-to-alls (MoE with ep > 1: dispatch and combine of every MoE layer, the cost model's
+  // exposed share of them), each on its own stream. `both` is the two together: the two tasks
+  // split its rounded time, so that the unit takes what one task of both would, to the
+  // nanosecond. The unit's done task becomes the last of them.
+  void push_unit_comm(const Task& unit, UnitIds& ids, Duration tp, Duration both, cost::Algorithm algorithm,
+                      bool regather) {
+    const SimTime total = to_ns(both);
+    const SimTime tp_ns = std::min(total, to_ns(tp));
+    if (tp_ns > 0) {
+      Task t = unit;
+      t.stream = Stream::TpComm;
+      t.kind = TaskKind::TpCollective;
+      t.duration = tp_ns;
+      t.algorithm = algorithm;
+      t.regather = regather;
+      ids.done = push_blocking(t);
+    }
+    if (total - tp_ns > 0) {
+      Task t = unit;
+      t.stream = Stream::EpComm;
+      t.kind = TaskKind::EpAllToAll;
+      t.duration = total - tp_ns;
+      ids.done = push_blocking(t);
+    }
+  }
+
   void build_group(int gi, int v) {
     const plan::ReplicaGroup& grp = p_.groups[gi];
     const int P = static_cast<int>(grp.stages.size());
@@ -137,6 +164,7 @@ class Builder {
       d.tp = st.tp;
       d.replicas = grp.replicas;
       d.count = st.tp * grp.replicas;
+      d.ep = s_.model.moe() ? std::max(1, p_.ep) : 1;
       cost::DeviceMemoryInput mi = c.memory;
       mi.transient = Bytes{0};
       mi.fragmentation = 0;
@@ -237,11 +265,11 @@ class Builder {
           // The activation received from another stage, split over its sender's ranks, is
           // gathered first (StageCost::regather).
           const bool regather = to_ns(c.regather) > 0 && k > 0 && chunks[k - 1].stage != si;
-          // (Expert parallelism's all-to-alls block like the TP collectives and ride in this task.)
-          const Duration tp = (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + (ch.has_emb ? c.emb_tp / 2 : Duration{0}) +
-                              (ch.has_head ? c.head_tp / 2 : Duration{0}) + (regather ? c.regather : Duration{0});
-          if (to_ns(tp) > 0)
-            ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm, regather);
+          // (Summed in one order, so that the TP and EP tasks split the very time one task had.)
+          const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
+          const Duration rg = regather ? c.regather : Duration{0};
+          push_unit_comm(base_task, ids, c.layer_tp_fwd * ch.layers + emb + head + rg,
+                         (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + emb + head + rg, c.tp_algorithm, regather);
           if (k + 1 < K && chunks[k + 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendActivation,
                                      send_cost(costs, si, chunks[k + 1].stage));
@@ -269,11 +297,12 @@ class Builder {
             unit_reduces.push_back(r);
           }
           const bool regather = to_ns(c.regather) > 0 && k + 1 < K && chunks[k + 1].stage != si;  // the gradient
-          const Duration tp = (c.layer_tp_bwd + c.layer_tp_recompute + c.layer_ep_bwd + c.layer_ep_recompute) * ch.layers +
-                              (ch.has_emb ? c.emb_tp / 2 : Duration{0}) + (ch.has_head ? c.head_tp / 2 : Duration{0}) +
-                              (regather ? c.regather : Duration{0});
-          if (to_ns(tp) > 0)
-            ids.done = push_blocking(base_task, Stream::TpComm, TaskKind::TpCollective, tp, c.tp_algorithm, regather);
+          const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
+          const Duration rg = regather ? c.regather : Duration{0};
+          push_unit_comm(base_task, ids, (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers + emb + head + rg,
+                         (c.layer_tp_bwd + c.layer_tp_recompute + c.layer_ep_bwd + c.layer_ep_recompute) * ch.layers + emb +
+                             head + rg,
+                         c.tp_algorithm, regather);
           if (k > 0 && chunks[k - 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendGradient,
                                      send_cost(costs, si, chunks[k - 1].stage));
@@ -438,7 +467,7 @@ class Builder {
   }
 
   struct DeviceState {
-    std::uint32_t last[kStreams] = {kNone, kNone, kNone, kNone};
+    std::uint32_t last[kStreams] = {kNone, kNone, kNone, kNone, kNone};
     std::uint32_t blocking = kNone;
   };
 
@@ -459,10 +488,11 @@ TaskGraph build_schedule(const Scenario& s, const plan::Plan& p) { return Builde
 double estimated_tasks(const Scenario& s, const plan::Plan& p) {
   const double v = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
   double n = 0;
-  // Per stage and micro-batch at most: F, TP, send, R, B, TP, send; plus per layer the split
-  // units and two DP collectives, and the optimizer.
+  // Per stage and micro-batch at most: F, TP, EP, send, R, B, TP, EP, send (EP: MoE with
+  // ep > 1); plus per layer the split units and two DP collectives, and the optimizer.
+  const double per_unit = s.model.moe() && p.ep > 1 ? 9 : 7;
   for (const auto& g : p.groups)
-    n += static_cast<double>(g.stages.size()) * g.micro_batches * v * 7 + static_cast<double>(g.stages.size());
+    n += static_cast<double>(g.stages.size()) * g.micro_batches * v * per_unit + static_cast<double>(g.stages.size());
   return n + 4.0 * s.model.layers * static_cast<double>(p.groups.size());
 }
 

@@ -12,6 +12,7 @@ std::string_view stream_name(Stream s) {
     case Stream::TpComm: return "tp comm";
     case Stream::PpComm: return "pp send/recv";
     case Stream::DpComm: return "dp comm";
+    case Stream::EpComm: return "ep comm";
   }
   return "?";
 }
@@ -27,6 +28,7 @@ std::string_view task_kind_name(TaskKind k) {
     case TaskKind::SendGradient: return "send gradient";
     case TaskKind::GradReduce: return "gradient reduce";
     case TaskKind::ParamGather: return "parameter gather";
+    case TaskKind::EpAllToAll: return "ep all-to-all";
   }
   return "?";
 }
@@ -66,6 +68,7 @@ std::string task_name(const Task& t) {
     case TaskKind::SendGradient: return "send grad " + layers + mb;
     case TaskKind::GradReduce: return "grad reduce " + layers;
     case TaskKind::ParamGather: return "param gather " + layers;
+    case TaskKind::EpAllToAll: return "ep a2a " + layers + mb;
   }
   return "?";
 }

@@ -16,15 +16,17 @@ namespace hetsim::schedule {
 using SimTime = std::int64_t;  ///< nanoseconds
 
 /// Streams of a device: tasks on one stream run one at a time, in the order they were added.
-enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm };
-inline constexpr int kStreams = 4;
+/// EpComm carries expert parallelism's all-to-alls (mixture-of-experts models with ep > 1).
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, EpComm };
+inline constexpr int kStreams = 5;
 [[nodiscard]] std::string_view stream_name(Stream s);
 
 enum class TaskKind : std::uint8_t {
   Forward, Backward, Recompute, Optimizer,  // compute stream
   TpCollective,                             // TP stream
   SendActivation, SendGradient,             // PP stream (the sender's)
-  GradReduce, ParamGather                   // DP stream
+  GradReduce, ParamGather,                  // DP stream
+  EpAllToAll                                // EP stream
 };
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);
 
@@ -55,6 +57,10 @@ struct Task {
 struct DeviceRep {
   int group = 0, stage = 0, pool = 0, tp = 1, replicas = 1;
   int count = 1;                  ///< real devices it stands for (tp · replicas)
+  /// Expert-parallel degree: replicas e·ep … e·ep + ep − 1 (e = 0, 1, …) hold a MoE layer's
+  /// experts between them, and each tp rank exchanges tokens with its counterparts there
+  /// (all-to-all).
+  int ep = 1;
   std::int64_t baseline_bytes = 0;  ///< weights, gradients, optimizer state, comm buffers
   std::int64_t reserve_bytes = 0;   ///< runtime reserve (added after fragmentation)
   double fragmentation = 0;
@@ -80,7 +86,7 @@ struct TaskGraph {
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);
 
 /// "F L12-23 mb5", "R L0-11 mb0", "send act L24-35 mb3", "grad reduce L5", "param gather L5",
-/// "optimizer".
+/// "ep a2a L0-3 mb2", "optimizer".
 [[nodiscard]] std::string task_name(const Task& t);
 
 }  // namespace hetsim::schedule

@@ -150,6 +150,33 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
     by_degree(w, edges, duration);
   };
 
+  // A pairwise all-to-all over `members` (models/cost/collectives.cpp; the cost model prices the
+  // busiest rank's routed bytes and every rank moving as much): each member sends the same bytes
+  // to every other. A member's flows to node-mates share its fabric port, those to other nodes its
+  // NIC share (and, arriving, the receiver's); every flow carries the bytes that let the slowest
+  // of them, alone on the fabric, end at the task's time less its route latency.
+  auto all_to_all = [&](TaskWork& w, const std::vector<int>& members, schedule::SimTime duration) {
+    if (members.size() < 2) return;
+    std::map<int, int> local, remote;  // a member's peers on its node, on other nodes
+    for (int a : members)
+      for (int b : members)
+        if (a != b) ++(node_of(a) == node_of(b) ? local : remote)[a];
+    std::vector<Flow> flows;
+    double bytes = 1e300;
+    for (int a : members)
+      for (int b : members) {
+        if (a == b) continue;
+        const bool near = node_of(a) == node_of(b);
+        const double rate = priced(a, b) / std::max(near ? local[a] : remote[a], near ? local[b] : remote[b]);
+        bytes = std::min(bytes, std::max(0.0, seconds(duration) - p.latency(p.route(a, b))) * rate);
+        flows.push_back({a, b, 0, rate});
+      }
+    for (auto& f : flows) {
+      f.bytes = std::max(1.0, bytes);
+      w.flows.push_back(f);
+    }
+  };
+
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const auto& t = g.tasks[i];
     const auto& dev = g.devices[t.device];
@@ -185,6 +212,19 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           }
           collective(w, members, t.algorithm, t.duration);
         }
+        break;
+      }
+      case TaskKind::EpAllToAll: {
+        // Expert parallelism draws its ranks from the data-parallel ones (Megatron-Core): replicas
+        // e·ep … e·ep + ep − 1 form an EP group, and tp rank k of each exchanges tokens with rank
+        // k of the others (tp apart in the rank order). Every group at once.
+        const int ep = std::max(1, dev.ep);
+        for (int e = 0; e + ep <= dev.replicas; e += ep)
+          for (int k = 0; k < dev.tp; ++k) {
+            std::vector<int> members;
+            for (int r = e; r < e + ep; ++r) members.push_back(host(t.device, r * dev.tp + k));
+            all_to_all(w, members, t.duration);
+          }
         break;
       }
       case TaskKind::SendActivation:

@@ -2,14 +2,17 @@
 // What each task of a TaskGraph puts on the platform, unfolded to real devices: a compute task is
 // one execution on its device (replicas and tp ranks compute alike and share nothing); a
 // communication task is the point-to-point flows of the algorithm the cost model chose (ring,
-// tree, hierarchical) between the real devices, one flow per rank for pipeline sends.
+// tree, hierarchical, pairwise all-to-all) between the real devices, one flow per rank for
+// pipeline sends.
 // Sizing: every flow runs, for the task's duration less its route latency, at a rate the cost
 // model's bandwidth for its route allows (the fabric's, or the NIC share per device divided by
 // the oversubscription), shared among the task's own flows on the same link. A ring's edges all
 // carry the same bytes at the ring's bottleneck rate (a ring spanning nodes runs as one channel
-// per device of a node, as NCCL does); a tree is NCCL's two complementary trees. Alone on the
-// fabric a task therefore takes exactly its modelled time; flows of concurrent tasks that share a
-// link slow down. No SimGrid headers here.
+// per device of a node, as NCCL does); a tree is NCCL's two complementary trees; an expert
+// all-to-all is a flow between every ordered pair of each EP group, all of the same bytes (the
+// slowest class of them, to node-mates or to other nodes, paces it). Alone on the fabric a task
+// therefore takes exactly its modelled time; flows of concurrent tasks that share a link slow
+// down. No SimGrid headers here.
 
 #include <cstdint>
 #include <vector>

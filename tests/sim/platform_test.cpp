@@ -155,5 +155,92 @@ TEST(Platform, CollectivesFollowTheirAlgorithm) {
   EXPECT_EQ(inter, 2u * 4 * 2);
 }
 
+// An expert all-to-all (issue 15): Mixtral cut to 2 layers on 2 nodes of 8 devices with a
+// 1000 GB/s fabric and a 50 GB/s NIC each, no latencies; tp 2 · dp 8 · ep 4. Each EP task is, for
+// every EP group (replicas e·ep … e·ep + ep − 1) and every tp rank k, a flow between each ordered
+// pair of the group's ranks (hosts tp apart), all of the same bytes: the task's all-to-alls × the
+// routed bytes / ep.
+TEST(Platform, AnExpertAllToAllIsAPairwiseExchangeWithinEachEpGroup) {
+  auto s = test::parse(
+      "[model]\npreset = \"mixtral-8x7b\"\nlayers = 2\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+      "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"1000GB/s\"\nlatency = \"0us\"\n"
+      "[[cluster.link]]\nname = \"net\"\nkind = \"scale-out\"\nbandwidth = \"50GB/s\"\nlatency = \"0us\"\n"
+      "[[cluster.pool]]\nnodes = 2\n[cluster.pool.device]\nname = \"g\"\npeak = { bf16 = \"1000TFLOPS\" }\n"
+      "memory = \"192GiB\"\nmemory_bandwidth = \"4TB/s\"\nnode = { devices = 8, fabric = \"fab\", nics = 8, nic = \"net\" }\n"
+      "[parallel]\ntp = 2\npp = 1\ndp = 8\nep = 4\nmicro_batch = 1\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  ASSERT_EQ(g.devices.size(), 1u);
+  ASSERT_EQ(d->first_host[0], 0);
+  // Replicas 0–3 (hosts 0–7) and 4–7 (hosts 8–15) form the EP groups: one per node, so every
+  // flow stays on the fabric. Host = replica · 2 + tp rank.
+  const double routed = 4096.0 / 2 * 2 * 4096 * 2;  // tokens / tp · top_k · h · 2 B (uniform routing)
+  int tasks = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    if (t.kind != schedule::TaskKind::EpAllToAll) continue;
+    ++tasks;
+    const auto& flows = d->work[i].flows;
+    EXPECT_EQ(flows.size(), 2u * 2 * 4 * 3) << schedule::task_name(t);  // groups × tp ranks × ep·(ep − 1)
+    std::set<std::pair<int, int>> pairs;
+    for (const auto& f : flows) {
+      EXPECT_TRUE(pairs.insert({f.src, f.dst}).second);
+      EXPECT_NE(f.src, f.dst);
+      EXPECT_EQ(f.src % 2, f.dst % 2);          // the same tp rank
+      EXPECT_EQ(f.src / 8, f.dst / 8);          // the same EP group (replicas 0–3 or 4–7)
+      // 4 all-to-alls (2 layers × dispatch, combine), each sending routed / 4 to each peer over
+      // the fabric; 3 peers share the port: time = 4 · 3 · (routed / 4) / 1000 GB/s.
+      EXPECT_NEAR(f.bytes, 4 * routed / 4, f.rate * 1e-9) << schedule::task_name(t);  // within 1 ns of rounding
+      EXPECT_DOUBLE_EQ(f.rate, 1000e9 / 3);
+    }
+    EXPECT_NEAR(static_cast<double>(t.duration) * 1e-9, 4 * 3 * (routed / 4) / 1000e9, 1e-9);
+  }
+  EXPECT_EQ(tasks, 2 * 2);  // (forward, backward) × 2 micro-batches
+}
+
+// The same with the EP groups across the nodes: dp 8 · ep 8, ranks k, k + 2, …, k + 14, 4 on
+// each node. A rank sends 3/8 of its buffer to node-mates (3 flows on its port) and 4/8 over its
+// NIC (4 flows): the NIC side paces it, and every flow carries its 1/8.
+TEST(Platform, AnExpertAllToAllAcrossNodesIsPacedByTheNics) {
+  auto s = test::parse(
+      "[model]\npreset = \"mixtral-8x7b\"\nlayers = 2\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+      "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"1000GB/s\"\nlatency = \"0us\"\n"
+      "[[cluster.link]]\nname = \"net\"\nkind = \"scale-out\"\nbandwidth = \"50GB/s\"\nlatency = \"0us\"\n"
+      "[[cluster.pool]]\nnodes = 2\n[cluster.pool.device]\nname = \"g\"\npeak = { bf16 = \"1000TFLOPS\" }\n"
+      "memory = \"192GiB\"\nmemory_bandwidth = \"4TB/s\"\nnode = { devices = 8, fabric = \"fab\", nics = 8, nic = \"net\" }\n"
+      "[parallel]\ntp = 2\npp = 1\ndp = 8\nep = 8\nmicro_batch = 1\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  const double routed = 4096.0 / 2 * 2 * 4096 * 2;
+  int tasks = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    if (t.kind != schedule::TaskKind::EpAllToAll) continue;
+    ++tasks;
+    const auto& flows = d->work[i].flows;
+    EXPECT_EQ(flows.size(), 2u * 8 * 7);  // tp ranks × ep·(ep − 1)
+    std::size_t across = 0;
+    std::map<std::pair<std::uint32_t, bool>, double> load;
+    for (const auto& f : flows) {
+      EXPECT_EQ(f.src % 2, f.dst % 2);
+      const bool remote = f.src / 8 != f.dst / 8;
+      across += remote ? 1 : 0;
+      EXPECT_DOUBLE_EQ(f.rate, remote ? 50e9 / 4 : 1000e9 / 3);
+      EXPECT_NEAR(f.bytes, 4 * routed / 8, 50e9 / 4 * 1e-9);  // within 1 ns of rounding
+      for (const auto& h : p.route(f.src, f.dst)) load[{h.link, h.up}] += f.rate;
+    }
+    EXPECT_EQ(across, 2u * 8 * 4);
+    for (const auto& [link, rate] : load) EXPECT_LE(rate, p.links[link.first].bandwidth * (1 + 1e-9)) << p.links[link.first].name;
+    EXPECT_NEAR(static_cast<double>(t.duration) * 1e-9, 4 * 4 * (routed / 8) / 50e9, 1e-9);
+  }
+  EXPECT_EQ(tasks, 2 * 2);
+}
+
 }  // namespace
 }  // namespace hetsim

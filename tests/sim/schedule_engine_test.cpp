@@ -270,7 +270,8 @@ TEST(Trace, ChromeTraceIsWellFormed) {
   for (const auto& t : r.g.tasks) nonzero += t.duration > 0;
   EXPECT_EQ(spans, nonzero);
   EXPECT_EQ(processes, r.g.devices.size());
-  EXPECT_EQ(threads, r.g.devices.size() * schedule::kStreams);
+  // A track per stream, the expert all-to-alls' only where there are any (a dense model here).
+  EXPECT_EQ(threads, r.g.devices.size() * (schedule::kStreams - 1));
   EXPECT_GT(counters, 2 * r.g.devices.size());
 }
 

@@ -88,6 +88,103 @@ TEST(Simgrid, SharedLinksSlowTheStepAndAreNamed) {
   EXPECT_GT(sg->flow_delay_s, 0);
 }
 
+// Expert parallelism (issue 15): Mixtral cut to 2 layers on 2 nodes of 8 devices whose fabric
+// (1000 GB/s) is 20× their NIC (50 GB/s each, 8 per node), no latencies; tp 2 · dp 8, ep 8: an
+// EP group is tp rank k of the 8 replicas, hosts k, k+2, …, k+14, 4 on each node. A routing
+// histogram of 30, 10 ×7 tokens loads EP rank 0 (one expert each) with 2.4× the mean rows, which
+// the cost model charges every rank (docs/cost-models.md#routing-imbalance).
+// 32 sequences: 4 micro-batches per replica, 8 EP tasks. Gradient reduction after the backward
+// (overlap_grad_reduce = false) leaves every all-to-all but the last backward's alone on the
+// network (the reductions start with that backward's TP and EP tasks); with it overlapped, the
+// last backward's per-layer reductions cross the same NICs and uplinks while it computes.
+std::string ep_scenario(double oversubscription, bool overlap_grad_reduce) {
+  return "[model]\npreset = \"mixtral-8x7b\"\nlayers = 2\nrouting_histogram = [30, 10, 10, 10, 10, 10, 10, 10]\n"
+         "[training]\nglobal_batch = 32\nseq_len = 4096\n"
+         "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"1000GB/s\"\nlatency = \"0us\"\n"
+         "[[cluster.link]]\nname = \"net\"\nkind = \"scale-out\"\nbandwidth = \"50GB/s\"\nlatency = \"0us\"\n"
+         "[[cluster.pool]]\nnodes = 2\n[cluster.pool.device]\nname = \"g\"\npeak = { bf16 = \"1000TFLOPS\" }\n"
+         "memory = \"192GiB\"\nmemory_bandwidth = \"4TB/s\"\nnode = { devices = 8, fabric = \"fab\", nics = 8, nic = \"net\" }\n"
+         "[cluster.network]\noversubscription = " + std::to_string(oversubscription) + "\n"
+         "[parallel]\ntp = 2\npp = 1\ndp = 8\nep = 8\nmicro_batch = 1\noverlap_grad_reduce = " +
+         (overlap_grad_reduce ? "true" : "false") + "\n";
+}
+
+// One all-to-all's send buffer per rank: a micro-batch's tokens (1 × 4096) over tp 2, top_k 2
+// copies, 4096 wide, 2 bytes, × the busiest rank's 2.4. An EP task is a unit's 2 layers × 2
+// (dispatch, combine).
+constexpr double kA2aBytes = 4096.0 / 2 * 2 * 4096 * 2 * 2.4;
+constexpr double kA2asPerTask = 4;
+
+// The times in SimGrid of the EP tasks that no DP collective ran beside, against `expected`
+// seconds each; returns how many there were.
+int check_ep_tasks(const Both& b, double expected, double tolerance) {
+  int n = 0;
+  const auto& tr = b.simgrid.trace;
+  for (std::uint32_t i = 0; i < b.graph.size(); ++i) {
+    if (b.graph.tasks[i].kind != schedule::TaskKind::EpAllToAll) continue;
+    bool alone = true;
+    for (std::uint32_t j = 0; j < b.graph.size(); ++j)
+      if (b.graph.tasks[j].stream == schedule::Stream::DpComm && tr.start[j] < tr.end[i] && tr.start[i] < tr.end[j])
+        alone = false;
+    if (!alone) continue;
+    const double took = static_cast<double>(b.simgrid.trace.end[i] - b.simgrid.trace.start[i]) * 1e-9;
+    EXPECT_NEAR(took / expected, 1.0, tolerance) << schedule::task_name(b.graph.tasks[i]);
+    ++n;
+  }
+  return n;
+}
+
+// Alone on a full-bisection fabric: the pairwise exchange's closed form. Each rank sends 1/8 of
+// its buffer to each of 7 peers: 3 on its node (3/8 over the fabric), 4 on the other (4/8 over
+// its NIC): max(3/8 · B / 1000 GB/s, 4/8 · B / 50 GB/s) per all-to-all. Both engines agree.
+TEST(Simgrid, AnExpertAllToAllTakesItsClosedFormOnAFullBisectionFabric) {
+  auto s = test::parse(ep_scenario(1, false));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto b = run_both(*s);
+  ASSERT_FALSE(b.simgrid.trace.end.empty());
+  const double a2a = std::max(0.375 * kA2aBytes / 1000e9, 0.5 * kA2aBytes / 50e9);
+  for (const auto& t : b.graph.tasks) {
+    if (t.kind != schedule::TaskKind::EpAllToAll) continue;
+    EXPECT_NEAR(static_cast<double>(t.duration) * 1e-9, kA2asPerTask * a2a, 1e-9);  // the cost model
+  }
+  // (forward, backward) × 4 micro-batches, less the last backward's
+  EXPECT_EQ(check_ep_tasks(b, kA2asPerTask * a2a, 1e-3), 2 * 4 - 1);
+}
+
+// On a 2:1 oversubscribed fat-tree every byte between the nodes crosses both nodes' uplinks of
+// 8 × 50 GB/s / 2: per node 8 ranks × 4 remote peers × B/8 per all-to-all, so each takes
+// 4 · B / 200 GB/s = 2× its time on a full-bisection fabric.
+TEST(Simgrid, AnExpertAllToAllAcrossNodesIsSlowedByTheBisection) {
+  auto s = test::parse(ep_scenario(2, false));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto b = run_both(*s);
+  ASSERT_FALSE(b.simgrid.trace.end.empty());
+  const double bisection = 8 * 4 * (kA2aBytes / 8) / (8 * 50e9 / 2);
+  EXPECT_NEAR(bisection, 2 * 0.5 * kA2aBytes / 50e9, 1e-12);
+  EXPECT_EQ(check_ep_tasks(b, kA2asPerTask * bisection, 1e-3), 2 * 4 - 1);
+}
+
+// With the gradient reductions overlapped, the last backward's per-layer reductions (rings over
+// the 8 replicas, across the nodes) run while its all-to-alls do: they share the NICs and the
+// uplinks, which the native engine (each collective priced alone) does not see.
+TEST(Simgrid, AllToAllsContendWithOverlappedReductionsOnTheUplinks) {
+  auto s = test::parse(ep_scenario(2, true));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto b = run_both(*s);
+  ASSERT_FALSE(b.simgrid.trace.end.empty());
+  EXPECT_GT(static_cast<double>(b.simgrid.trace.makespan), static_cast<double>(b.native.makespan));
+  ASSERT_FALSE(b.simgrid.contended.empty());
+  bool uplink = false;
+  for (const auto& c : b.simgrid.contended) uplink = uplink || c.link.find("-uplink") != std::string::npos;
+  EXPECT_TRUE(uplink) << b.simgrid.contended.front().link;
+  // Some all-to-all took longer than alone.
+  schedule::SimTime slowed = 0;
+  for (std::uint32_t i = 0; i < b.graph.size(); ++i)
+    if (b.graph.tasks[i].kind == schedule::TaskKind::EpAllToAll)
+      slowed = std::max(slowed, b.simgrid.trace.end[i] - b.simgrid.trace.start[i] - b.graph.tasks[i].duration);
+  EXPECT_GT(slowed, 0);
+}
+
 TEST(Simgrid, ASecondSimulationInOneProcessIsRefusedClearly) {
   auto s = bundled("cpu-pipeline");
   ASSERT_TRUE(s.ok());

@@ -1,0 +1,274 @@
+// Expert parallelism in the task graph and the native engine (issue 15, item 4): each compute
+// unit's dispatch and combine all-to-alls are their own task on their own stream, blocking the
+// compute as the TP collectives do; the step is what it was when they rode in the TP task, to
+// the nanosecond; the Chrome trace shows them as their own track.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "sim/analytic/stage_cost.hpp"
+#include "sim/engine/native_engine.hpp"
+#include "sim/engine/summary.hpp"
+#include "sim/report/simulation_report.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+using schedule::Stream;
+using schedule::TaskKind;
+
+// Mixtral cut to 4 layers on 2 nodes of 8 H100: tp 2 · pp 2 · dp 4, ep 4 (EP ranks two apart).
+std::string moe(const std::string& parallel, const std::string& model = "",
+                const std::string& layout = "tp = 2\npp = 2\ndp = 4\nep = 4\n") {
+  return "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\n" + model +
+         "[training]\nglobal_batch = 32\nseq_len = 2048\n"
+         "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+         "[parallel]\n" + layout + "micro_batch = 1\n" + parallel;
+}
+
+Scenario load(const std::string& text) {
+  auto s = test::parse(text);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
+  return s.ok() ? *s : Scenario{};
+}
+
+// The graph as the schedule built it before the all-to-alls had their own task: each EP task
+// folded into the unit's TP collective before it (its only blocking predecessor on the device),
+// or, where the unit has no TP collective (tp 1), the EP task itself on the TP stream.
+schedule::TaskGraph folded(const schedule::TaskGraph& g) {
+  const auto n = static_cast<std::uint32_t>(g.size());
+  std::vector<std::uint32_t> into(n);
+  for (std::uint32_t i = 0; i < n; ++i) into[i] = i;
+  std::vector<std::uint32_t> tp_before(n, schedule::kNoCollective);
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k) {
+      const auto& a = g.tasks[i];
+      const auto& b = g.tasks[g.succ[k]];
+      if (a.kind == TaskKind::TpCollective && b.kind == TaskKind::EpAllToAll && a.device == b.device &&
+          a.chunk == b.chunk && a.micro_batch == b.micro_batch)
+        tp_before[g.succ[k]] = i;
+    }
+  schedule::TaskGraph f;
+  f.devices = g.devices;
+  std::vector<std::uint32_t> id(n, schedule::kNoCollective);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (tp_before[i] != schedule::kNoCollective) {
+      into[i] = tp_before[i];
+      continue;
+    }
+    id[i] = static_cast<std::uint32_t>(f.tasks.size());
+    f.tasks.push_back(g.tasks[i]);
+    if (f.tasks.back().kind == TaskKind::EpAllToAll) {
+      f.tasks.back().kind = TaskKind::TpCollective;
+      f.tasks.back().stream = Stream::TpComm;
+    }
+  }
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (into[i] != i) f.tasks[id[into[i]]].duration += g.tasks[i].duration;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k) {
+      const std::uint32_t a = id[into[i]], b = id[into[g.succ[k]]];
+      if (a != b) edges.emplace_back(a, b);
+    }
+  f.collectives = g.collectives;
+  for (auto& members : f.collectives)
+    for (auto& m : members) m = id[into[m]];
+  schedule::finalize(f, edges);
+  return f;
+}
+
+// Micro-batches × chunks × passes: one EP task after every forward and every backward unit
+// (recompute's all-to-alls ride with the backward's), each on the EP stream, blocking the
+// device's next compute, named for its unit.
+TEST(ExpertParallel, EveryComputeUnitHasItsAllToAllTask) {
+  for (const std::string& parallel : {std::string("schedule = \"1f1b\"\n"),
+                                      std::string("schedule = \"interleaved\"\nvirtual_stages = 2\nrecompute = \"full\"\n")}) {
+    const Scenario s = load(moe(parallel));
+    ASSERT_TRUE(s.plan);
+    const auto g = schedule::build_schedule(s, *s.plan);
+    auto r = engine::run_native(g);
+    ASSERT_TRUE(r.ok());
+    const int v = s.plan->virtual_stages, m = s.plan->groups[0].micro_batches, pp = 2;
+    ASSERT_EQ(m, 8) << parallel;  // 32 sequences over dp 4
+    int ep = 0;
+    std::map<std::pair<std::int32_t, std::int32_t>, int> per_unit;  // (chunk, micro-batch) → tasks
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      EXPECT_EQ(t.kind == TaskKind::EpAllToAll, t.stream == Stream::EpComm) << schedule::task_name(t);
+      if (t.kind != TaskKind::EpAllToAll) continue;
+      ++ep;
+      ++per_unit[{t.chunk, t.micro_batch}];
+      EXPECT_GT(t.duration, 0);
+      EXPECT_EQ(schedule::task_name(t), "ep a2a L" + std::to_string(t.first_layer) +
+                                            (t.layers > 1 ? "-" + std::to_string(t.first_layer + t.layers - 1) : "") +
+                                            " mb" + std::to_string(t.micro_batch));
+      if (v == 1 && t.device == 0 && t.micro_batch == 2) {
+        EXPECT_EQ(schedule::task_name(t), "ep a2a L0-1 mb2");
+      }
+      // It follows its unit's TP collective (tp 2), and the device computes nothing more until
+      // it ends (the tasks of a device are listed in the order it runs them).
+      bool after_tp = false;
+      for (std::uint32_t j = 0; j < g.size(); ++j)
+        for (std::uint32_t k = g.succ_begin[j]; k < g.succ_begin[j + 1]; ++k)
+          if (g.succ[k] == i && g.tasks[j].kind == TaskKind::TpCollective && g.tasks[j].chunk == t.chunk &&
+              g.tasks[j].micro_batch == t.micro_batch)
+            after_tp = true;
+      EXPECT_TRUE(after_tp) << schedule::task_name(t);
+      int later = 0;
+      for (std::uint32_t j = i + 1; j < g.size(); ++j) {
+        if (g.tasks[j].device != t.device || g.tasks[j].stream != Stream::Compute) continue;
+        EXPECT_GE(r->start[j], r->end[i]) << schedule::task_name(t) << " / " << schedule::task_name(g.tasks[j]);
+        ++later;
+      }
+      EXPECT_GT(later, 0) << schedule::task_name(t);  // at least the optimizer
+    }
+    EXPECT_EQ(ep, m * v * pp * 2) << parallel;  // micro-batches × chunks × (forward, backward)
+    EXPECT_EQ(per_unit.size(), static_cast<std::size_t>(m * v * pp)) << parallel;
+    for (const auto& [unit, n] : per_unit) EXPECT_EQ(n, 2) << "chunk " << unit.first << " mb " << unit.second;
+    for (const auto& d : g.devices) EXPECT_EQ(d.ep, 4);
+  }
+  // A dense model, or ep 1: no EP task.
+  for (const std::string& text : {moe("", "", "tp = 2\npp = 2\ndp = 4\n"), test::minimal()}) {
+    const Scenario s = load(text);
+    ASSERT_TRUE(s.plan);
+    const auto g = schedule::build_schedule(s, *s.plan);
+    EXPECT_EQ(std::count_if(g.tasks.begin(), g.tasks.end(), [](const auto& t) { return t.stream == Stream::EpComm; }), 0);
+  }
+}
+
+// The tasks take the cost model's time: per forward unit the TP and EP tasks together last what
+// the unit's TP collectives and 2 all-to-alls per MoE layer do (rounded once), the EP task the
+// all-to-all part (to the nanosecond of that rounding).
+TEST(ExpertParallel, TheTasksSplitTheUnitsCommunicationTime) {
+  const Scenario s = load(moe(""));
+  ASSERT_TRUE(s.plan);
+  const auto g = schedule::build_schedule(s, *s.plan);
+  const auto c = analytic::stage_costs(s, *s.plan).at(0).at(1);  // stage 1: no embedding
+  ASSERT_GT(c.layer_ep_fwd.v, 0);
+  // A device's tasks are listed in the order it runs them: the first of micro-batch 3 are its
+  // forward's.
+  schedule::SimTime tp = -1, ep = -1;
+  for (const auto& t : g.tasks)
+    if (t.device == 1 && t.micro_batch == 3) {
+      if (t.kind == TaskKind::TpCollective && tp < 0) tp = t.duration;
+      if (t.kind == TaskKind::EpAllToAll && ep < 0) ep = t.duration;
+    }
+  ASSERT_GE(tp, 0);
+  ASSERT_GE(ep, 0);
+  const int layers = 2;
+  const schedule::SimTime both = schedule::to_ns((c.layer_tp_fwd + c.layer_ep_fwd) * layers +
+                                                 (c.head_tp / 2));  // the last stage's forward: half the head's
+  EXPECT_EQ(tp + ep, both);
+  EXPECT_LE(std::abs(ep - schedule::to_ns(c.layer_ep_fwd * layers)), 1);
+}
+
+// The native engine's step, and every task's times, are those of the graph whose TP task carries
+// the all-to-alls too (the schedule before they had their own task): for 1F1B, interleaved with
+// full recompute, overlapped all-to-alls, and tp 1 (no TP task to fold into), with routing skew.
+TEST(ExpertParallel, TheNativeStepIsUnchangedToTheNanosecond) {
+  for (const std::string& text :
+       {moe(""), moe("schedule = \"interleaved\"\nvirtual_stages = 2\nrecompute = \"full\"\n"),
+        moe("overlap_ep_comm = true\nzero = 2\n", "routing_skew = 1.2\n"),
+        moe("", "", "tp = 1\npp = 2\ndp = 8\nep = 4\n")}) {
+    const Scenario s = load(text);
+    ASSERT_TRUE(s.plan) << text;
+    const auto g = schedule::build_schedule(s, *s.plan);
+    const auto f = folded(g);
+    // (tp 1: no TP task to fold into; the EP tasks move to the TP stream.)
+    const bool tp = std::any_of(g.tasks.begin(), g.tasks.end(), [](const auto& t) { return t.kind == TaskKind::TpCollective; });
+    EXPECT_EQ(f.size() < g.size(), tp) << text;
+    EXPECT_EQ(std::count_if(f.tasks.begin(), f.tasks.end(), [](const auto& t) { return t.kind == TaskKind::EpAllToAll; }), 0);
+    auto now = engine::run_native(g);
+    auto before = engine::run_native(f);
+    ASSERT_TRUE(now.ok() && before.ok()) << text;
+    EXPECT_EQ(now->makespan, before->makespan) << text;
+    EXPECT_EQ(now->peak_bytes, before->peak_bytes) << text;
+    // Every compute task starts and ends when it did.
+    std::vector<schedule::SimTime> starts_now, starts_before;
+    for (std::uint32_t i = 0; i < g.size(); ++i)
+      if (g.tasks[i].stream == Stream::Compute) starts_now.push_back(now->start[i]);
+    for (std::uint32_t i = 0; i < f.size(); ++i)
+      if (f.tasks[i].stream == Stream::Compute) starts_before.push_back(before->start[i]);
+    EXPECT_EQ(starts_now, starts_before) << text;
+    // The summary moves the all-to-alls' busy time from the TP stream to the EP stream.
+    const auto sn = engine::summarize(g, *now), sb = engine::summarize(f, *before);
+    for (std::size_t d = 0; d < g.devices.size(); ++d) {
+      const auto& un = sn.devices[d].stream_fraction;
+      const auto& ub = sb.devices[d].stream_fraction;
+      EXPECT_GT(un[4], 0) << text;
+      EXPECT_EQ(ub[4], 0) << text;
+      EXPECT_NEAR(un[1] + un[4], ub[1], 1e-12) << text;
+      EXPECT_EQ(sn.devices[d].bubble, sb.devices[d].bubble) << text;
+    }
+    EXPECT_EQ(sn.exposed_comm, sb.exposed_comm) << text;
+  }
+}
+
+// overlap_ep_comm keeps the cost model's exposed share: each EP task is `keep` of the
+// all-to-alls it stands for (within the rounding of a nanosecond per task).
+TEST(ExpertParallel, OverlappedAllToAllsKeepTheCostModelsShare) {
+  const Scenario a = load(moe("")), b = load(moe("overlap_ep_comm = true\n"));
+  ASSERT_TRUE(a.plan && b.plan);
+  const auto ca = analytic::stage_costs(a, *a.plan).at(0).at(1), cb = analytic::stage_costs(b, *b.plan).at(0).at(1);
+  const double keep = cb.layer_ep_fwd / ca.layer_ep_fwd;
+  ASSERT_LT(keep, 1.0);
+  ASSERT_GT(keep, 0.0);
+  const auto ga = schedule::build_schedule(a, *a.plan), gb = schedule::build_schedule(b, *b.plan);
+  ASSERT_EQ(ga.size(), gb.size());
+  int n = 0;
+  for (std::uint32_t i = 0; i < ga.size(); ++i) {
+    if (ga.tasks[i].kind != TaskKind::EpAllToAll) continue;
+    ASSERT_EQ(gb.tasks[i].kind, TaskKind::EpAllToAll);
+    EXPECT_NEAR(static_cast<double>(gb.tasks[i].duration), keep * static_cast<double>(ga.tasks[i].duration), 2.0);
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+// The Chrome trace: an "ep comm" track (tid 4) on the devices that have all-to-alls, with their
+// events; a dense scenario's trace has no such track.
+TEST(ExpertParallel, TheChromeTraceShowsTheAllToAllsAsTheirOwnTrack) {
+  const Scenario s = load(moe(""));
+  ASSERT_TRUE(s.plan);
+  auto sim = report::run_simulation(s, *s.plan);
+  ASSERT_TRUE(sim.ok());
+  const auto j = nlohmann::json::parse(report::chrome_trace(s, sim->graph, sim->trace));
+  int tracks = 0, events = 0;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("name") == "thread_name" && e.at("args").at("name") == "ep comm") {
+      EXPECT_EQ(e.at("tid"), 4);
+      ++tracks;
+    }
+    if (e.at("ph") == "X" && e.at("cat") == "ep all-to-all") {
+      EXPECT_EQ(e.at("tid"), 4);
+      EXPECT_EQ(e.at("name").get<std::string>().rfind("ep a2a L", 0), 0u);
+      ++events;
+    }
+  }
+  EXPECT_EQ(tracks, static_cast<int>(sim->graph.devices.size()));
+  EXPECT_EQ(events, 2 * 2 * 8);  // stages × (forward, backward) × micro-batches
+  // The text report gains an "ep" column; JSON lists five stream fractions.
+  EXPECT_NE(report::simulate_text(s, *s.plan, *sim).find("ep      bubble"), std::string::npos);
+  const auto js = nlohmann::json::parse(report::simulate_json(s, *s.plan, *sim));
+  EXPECT_GT(js.at("simulated_devices").at(0).at("stream_busy_fraction").at(4).get<double>(), 0);
+  EXPECT_GT(js.at("critical_path_s").value("ep all-to-all", 0.0), 0);
+
+  const Scenario d = load(test::minimal());
+  ASSERT_TRUE(d.plan);
+  auto dense = report::run_simulation(d, *d.plan);
+  ASSERT_TRUE(dense.ok());
+  const std::string trace = report::chrome_trace(d, dense->graph, dense->trace);
+  EXPECT_EQ(trace.find("ep comm"), std::string::npos);
+  EXPECT_EQ(report::simulate_text(d, *d.plan, *dense).find("ep      bubble"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetsim
