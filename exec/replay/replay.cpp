@@ -2,6 +2,7 @@
 
 #include "exec/replay/clock_sync.hpp"
 #include "exec/replay/dp_groups.hpp"
+#include "exec/replay/routing.hpp"
 
 #include <algorithm>
 #include <array>
@@ -12,6 +13,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "models/cost/compute.hpp"
 #include "models/workload/layer_ops.hpp"
@@ -25,11 +27,57 @@ namespace {
 using schedule::TaskKind;
 using workload::OpKind;
 
-// Op classes timed inside a compute task: workload::OpKind's, then the optimizer.
-constexpr int kClasses = 7;
+// Op classes timed inside a task: workload::OpKind's, then the optimizer, a MoE layer's expert
+// GEMMs, and expert parallelism's all-to-alls.
+constexpr int kClasses = 9;
 constexpr int kOptimizerClass = 6;
+constexpr int kExpertGemmClass = 7;
+constexpr int kAllToAllClass = 8;
 std::string class_name(int c) {
-  return c == kOptimizerClass ? "optimizer" : std::string(workload::op_kind_name(static_cast<OpKind>(c)));
+  if (c == kOptimizerClass) return "optimizer";
+  if (c == kExpertGemmClass) return "expert gemm";
+  if (c == kAllToAllClass) return "all-to-all";
+  return std::string(workload::op_kind_name(static_cast<OpKind>(c)));
+}
+bool expert_gemm(const workload::Op& op) { return op.kind == OpKind::Gemm && op.name.rfind("expert_", 0) == 0; }
+int op_class(const workload::Op& op) { return expert_gemm(op) ? kExpertGemmClass : static_cast<int>(op.kind); }
+
+// A MoE layer's ops as EP rank `q` runs them under `r`: each local expert's GEMMs with the rows
+// routed to it (a grouped GEMM of the real per-expert token counts; an expert no token reached
+// runs nothing), its activation over those rows. The rest as priced.
+std::vector<workload::Op> routed_ops(const std::vector<workload::Op>& ops, const LayerRouting& r, int q, int local) {
+  std::vector<workload::Op> out;
+  double priced = 0, real = 0;  // expert rows as priced, as routed
+  for (int j = 0; j < local; ++j) real += static_cast<double>(r.expert_rows(q * local + j));
+  for (const auto& op : ops)
+    if (op.name == "expert_up") priced = op.m * op.count;
+  for (const auto& op : ops) {
+    if (expert_gemm(op)) {
+      for (int j = 0; j < local; ++j) {
+        const auto rows = r.expert_rows(q * local + j);
+        if (rows <= 0) continue;
+        workload::Op one = op;
+        const double share = static_cast<double>(rows) / std::max(1.0, op.m * op.count);
+        one.m = static_cast<double>(rows);
+        one.count = 1;
+        one.fwd_flops = op.fwd_flops * share;
+        one.bwd_flops = op.bwd_flops * share;
+        one.fwd_bytes = op.fwd_bytes * share;
+        one.bwd_bytes = op.bwd_bytes * share;
+        out.push_back(one);
+      }
+    } else if (op.name.rfind("expert_", 0) == 0 && priced > 0) {
+      workload::Op scaled = op;  // the activation between the experts' GEMMs
+      const double share = real / priced;
+      scaled.elems = op.elems * share;
+      scaled.fwd_bytes = op.fwd_bytes * share;
+      scaled.bwd_bytes = op.bwd_bytes * share;
+      out.push_back(scaled);
+    } else {
+      out.push_back(op);
+    }
+  }
+  return out;
 }
 
 Format format_for(hw::Dtype d) {
@@ -166,10 +214,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
 
   // Every folded device is unfolded into its real devices: tp ranks × replicas, one thread each;
   // each data-parallel collective joins the replicas of every group that hold its layer.
-  if (p.ep > 1)
-    return Diagnostic{{}, "plan", "expert parallelism (ep = " + std::to_string(p.ep) +
-                                      ") is not replayed yet: the executor runs every expert on every replica",
-                      "run the plan with ep = 1 (docs/executor.md, Limits)"};
+  const bool moe_ep = s.model.moe() && p.ep > 1;
+  if (moe_ep && p.overlap_ep_comm)
+    return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
+                                  "beside no other micro-batch's compute",
+                      "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
   if (s.model.moe() && s.model.moe_layers(0, s.model.layers) < s.model.layers)
     return Diagnostic{{}, "model.first_dense_layers",
                       "a mixture of experts with dense layers (first_dense_layers, moe_layer_freq) is not replayed yet: the "
@@ -214,6 +263,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       sh.autocast = s.training.autocast;
     sh.norm_kernel = s.training.norm_kernel;
     sh.loss_kernel = s.training.loss_kernel;
+    sh.ep = moe_ep ? p.ep : 1;
     layer[d] = workload::layer_ops(s.model, sh);
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);
@@ -243,7 +293,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       for (const auto& op : ops) {
         const double share = recompute ? cost::recompute_share(op, p.recompute) : 1.0;
         if (share > 0)
-          sum[static_cast<std::size_t>(op.kind)] += cost::op_time(dev, s.training.precision, op, pass).v * times * share;
+          sum[static_cast<std::size_t>(op_class(op))] += cost::op_time(dev, s.training.precision, op, pass).v * times * share;
       }
     };
     if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward) {
@@ -255,6 +305,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       add(layer[t.device], cost::Pass::Forward, t.layers, true);
     } else if (t.kind == TaskKind::Optimizer) {
       sum[kOptimizerClass] = static_cast<double>(out.predicted.end[i] - out.predicted.start[i]) * 1e-9;
+    } else if (t.kind == TaskKind::EpAllToAll) {
+      sum[kAllToAllClass] = static_cast<double>(out.predicted.end[i] - out.predicted.start[i]) * 1e-9;
     }
     for (int c = 0; c < kClasses; ++c)
       if (sum[static_cast<std::size_t>(c)] > 0)
@@ -294,6 +346,22 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   };
 
   const int model_layers = s.model.layers;
+  // Expert parallelism: every EP group's routing of each MoE layer and micro-batch, drawn once
+  // (seeded: each member and every step routes alike), keyed (folded device, EP group,
+  // micro-batch, layer). A micro-batch's tokens (micro_batch · seq_len) on each EP rank.
+  std::map<std::tuple<std::uint32_t, int, int, int>, LayerRouting> routing;
+  const int local_experts = moe_ep ? s.model.experts / p.ep : 0;
+  if (moe_ep) {
+    const std::int64_t tokens = std::int64_t{p.micro_batch} * s.training.seq_len;
+    for (const auto& t : g.tasks) {
+      if (t.kind != TaskKind::Forward) continue;
+      const auto& info = g.devices[t.device];
+      for (int e = 0; e < info.replicas / p.ep; ++e)
+        for (int l = t.first_layer; l < t.first_layer + t.layers; ++l)
+          routing.emplace(std::tuple{t.device, e, t.micro_batch, l},
+                          route_layer(s.model, p.ep, tokens, s.seed, l, t.micro_batch, info.group * 65536 + e));
+    }
+  }
   // One process per real device under mpirun; else this process runs them all, a thread each.
   ProcessGroup* world = multi_process ? o.world : nullptr;
   if (world != nullptr && world->size() != needed)
@@ -375,6 +443,21 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       tp_comms[d].push_back(std::move(*c));
     }
   }
+  // The EP groups of each folded device (ep > 1): tp rank k of replicas e·ep … e·ep + ep − 1,
+  // as Megatron-Core draws EP ranks from the DP ranks; ep_comms[device][e · tp + k][member].
+  std::vector<std::vector<Communicators>> ep_comms(g.devices.size());
+  if (moe_ep)
+    for (std::size_t d = 0; d < g.devices.size(); ++d) {
+      const int tp = g.devices[d].tp;
+      for (int e = 0; e < g.devices[d].replicas / p.ep; ++e)
+        for (int k = 0; k < tp; ++k) {
+          std::vector<int> reals;
+          for (int q = 0; q < p.ep; ++q) reals.push_back(first_real[d] + (e * p.ep + q) * tp + k);
+          auto c = make_group(reals, "expert-parallel");
+          if (!c) return c.errors();
+          ep_comms[d].push_back(std::move(*c));
+        }
+    }
   for (const auto& reals : layout->groups) {
     auto c = make_group(reals, "data-parallel");
     if (!c) return c.errors();
@@ -461,6 +544,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             return done[task * static_cast<std::size_t>(max_count) + static_cast<std::size_t>(m)];
           };
           Communicator& tpc = *tp_comms[rep][static_cast<std::size_t>(replica)][static_cast<std::size_t>(rank)];
+          Communicator* epc = moe_ep ? ep_comms[rep][static_cast<std::size_t>(replica / p.ep * tp + rank)]
+                                               [static_cast<std::size_t>(replica % p.ep)]
+                                                   .get()
+                                     : nullptr;
           const auto& dpcs = dp_of[real];  // every data-parallel collective this member joins
           // Activations held between tasks, per (chunk, micro-batch): a task allocates its block
           // at its start; at its end the block joins what that micro-batch holds, less what it
@@ -481,6 +568,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             }
             failed = true;
             tpc.leave();
+            if (epc != nullptr) epc->leave();
             for (auto& [gi, c] : dpcs) c->leave();
             for (auto& [key, block] : held)
               if (block.first != nullptr) dev.release(block.first, block.second);
@@ -560,18 +648,28 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 } else {
                   run_op(dev, sc, op, backward, oc);
                 }
-                timed(static_cast<int>(op.kind));
+                timed(op_class(op));
               }
+            };
+            // A layer's ops; with expert parallelism, as this EP rank's routing of it runs them.
+            std::vector<workload::Op> routed;
+            auto routing_of = [&](const schedule::Task& task, int l) -> const LayerRouting& {
+              return routing.at({static_cast<std::uint32_t>(rep), replica / p.ep, task.micro_batch, task.first_layer + l});
+            };
+            auto layer_of = [&](const schedule::Task& task, int l) -> const std::vector<workload::Op>& {
+              if (!moe_ep) return layer[rep];
+              routed = routed_ops(layer[rep], routing_of(task, l), replica % p.ep, local_experts);
+              return routed;
             };
             switch (t.kind) {
               case TaskKind::Forward:
               case TaskKind::Backward:
-                for (int l = 0; l < t.layers; ++l) run_ops(layer[rep], bwd, false);
+                for (int l = 0; l < t.layers; ++l) run_ops(layer_of(t, l), bwd, false);
                 if (t.first_layer == 0) run_ops(emb[rep], bwd, false);
                 if (t.first_layer + t.layers == model_layers) run_ops(head[rep], bwd, false);
                 break;
               case TaskKind::Recompute:
-                for (int l = 0; l < t.layers; ++l) run_ops(layer[rep], false, true);
+                for (int l = 0; l < t.layers; ++l) run_ops(layer_of(t, l), false, true);
                 break;
               case TaskKind::TpCollective: {
                 // Per layer: all-gather before and reduce-scatter after the attention and MLP
@@ -654,8 +752,32 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 timed(kOptimizerClass);
                 break;
               }
-              case TaskKind::EpAllToAll:  // only plans with ep > 1 have them, and those are refused above
+              case TaskKind::EpAllToAll: {
+                // Per MoE layer of the unit: dispatch and combine (after a forward), their
+                // gradients (after a backward) and, under full recompute, the forward's pair
+                // again. Each an all-to-all of this tp rank's share (1/tp) of the rows its
+                // tokens send each EP rank, h wide in the training format, every message padded
+                // to the busiest pair's (the cost model charges every rank the busiest's load).
+                // Its predecessor is the unit's compute, or the TP collective after it.
+                bool after_backward = false;
+                for (std::uint32_t pr : preds[id]) {
+                  after_backward = after_backward || g.tasks[pr].kind == TaskKind::Backward;
+                  if (g.tasks[pr].kind == TaskKind::TpCollective && g.tasks[pr].chunk == t.chunk &&
+                      g.tasks[pr].micro_batch == t.micro_batch)
+                    for (std::uint32_t pp : preds[pr]) after_backward = after_backward || g.tasks[pp].kind == TaskKind::Backward;
+                }
+                const int rounds = after_backward && p.recompute == cost::Recompute::Full ? 4 : 2;
+                const auto ep = static_cast<std::size_t>(p.ep);
+                for (int l = 0; l < t.layers && comm_error.empty(); ++l) {
+                  const auto rows = static_cast<std::size_t>((routing_of(t, l).max_pair_rows + tp - 1) / tp);
+                  const std::size_t per = std::max<std::size_t>(1, rows * static_cast<std::size_t>(s.model.hidden) / (wide ? 1 : 2));
+                  sc.fit(per * ep * 4, 1, per * ep * 4);
+                  if (sc.failed) break;
+                  for (int k = 0; k < rounds && comm_error.empty(); ++k) note(epc->all_to_all(sc.fa(), sc.fc(), per), l == 0 && k == 0);
+                }
+                timed(kAllToAllClass);
                 break;
+              }
             }
             dev.record();
             const auto marks = dev.resolve();  // waits for the device: the task is done

@@ -25,6 +25,7 @@
 #include "exec/cpu/cpu_backend.hpp"
 #include "exec/replay/dp_groups.hpp"
 #include "exec/replay/replay.hpp"
+#include "exec/replay/routing.hpp"
 #include "exec/replay/scale.hpp"
 #include "models/cost/compute.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -827,16 +828,109 @@ TEST(Replay, RunsUnvectorizedOpsOneElementAtATime) {
   EXPECT_EQ(count("fused_kernels = true\nloss_kernel = \"fused\"\n"), 0);
 }
 
-// Expert parallelism is priced but not replayed: refused before anything runs, saying so.
-TEST(Replay, RefusesExpertParallelismForNow) {
-  auto text = small("tp = 1\npp = 1\ndp = 2\nmicro_batch = 1\nep = 2\n");
-  text.replace(text.find("kv_heads = 4"), 12, "kv_heads = 4\nexperts = 4\ntop_k = 2");
-  auto s = test::parse(text);
+// Expert parallelism replays (issue 15, item 5): a MoE model of 4 experts, top 2, EP 2 over 2
+// replicas, on 4 cpu devices with a 2-stage pipeline. Each EP task runs the all-to-alls of its
+// unit over its EP group, each compute task the experts' GEMMs of the routed rows; compare
+// reports the all-to-alls and the expert GEMMs as their own classes, and the EP tasks as their
+// own kind.
+std::string small_moe(const std::string& parallel, const std::string& routing = "") {
+  auto text = small(parallel, 4);
+  text.replace(text.find("kv_heads = 4"), 12, "kv_heads = 4\nexperts = 4\ntop_k = 2\n" + routing);
+  return text;
+}
+
+TEST(Replay, ExpertParallelPlansRunTheirAllToAllsAndRoutedExpertGemms) {
+  auto backend = exec::make_cpu_backend(4);
+  {
+    // EP groups of tp rank 0 and of tp rank 1 side by side, full recompute's extra all-to-alls,
+    // a skewed routing.
+    auto s = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 2\nmicro_batch = 1\nrecompute = \"full\"\n",
+                                   "routing_histogram = [40, 20, 20, 20]\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+  }
+  auto s = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\n"));
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  auto backend = exec::make_cpu_backend(2);
+  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  check_order_and_dependencies(*r);
+  int ep_tasks = 0;
+  for (std::uint32_t i = 0; i < r->graph.size(); ++i) {
+    const auto& t = r->graph.tasks[i];
+    std::map<std::string, std::int64_t> measured, predicted;
+    for (const auto& [c, ns] : r->measured_parts[i]) measured[c] += ns;
+    for (const auto& [c, ns] : r->predicted_parts[i]) predicted[c] += ns;
+    if (t.kind == schedule::TaskKind::EpAllToAll) {
+      ++ep_tasks;
+      EXPECT_GT(measured["all-to-all"], 0) << schedule::task_name(t);
+      EXPECT_EQ(predicted["all-to-all"], r->predicted.end[i] - r->predicted.start[i]) << schedule::task_name(t);
+    }
+    if (t.kind == schedule::TaskKind::Forward || t.kind == schedule::TaskKind::Backward) {
+      EXPECT_GT(measured["expert gemm"], 0) << schedule::task_name(t);
+      EXPECT_GT(predicted["expert gemm"], 0) << schedule::task_name(t);
+      EXPECT_GT(measured["gemm"], 0) << schedule::task_name(t);  // attention projections, router
+    }
+  }
+  EXPECT_EQ(ep_tasks, 2 * 2 * 2);  // stages × (forward, backward) × micro-batches (4 sequences over dp 2)
+  const auto pf = io::make_trace_file(r->graph, r->predicted, "p", r->predicted_parts);
+  const auto mf = io::make_trace_file(r->graph, r->measured, "m", r->measured_parts);
+  auto c = exec::compare(pf, mf);
+  ASSERT_TRUE(c.ok());
+  std::set<std::string> classes, kinds;
+  for (const auto& k : c->classes) classes.insert(k.kind);
+  for (const auto& k : c->kinds) kinds.insert(k.kind);
+  EXPECT_TRUE(classes.count("all-to-all"));
+  EXPECT_TRUE(classes.count("expert gemm"));
+  EXPECT_TRUE(kinds.count("ep all-to-all"));
+  EXPECT_NE(exec::comparison_text(*c).find("expert gemm"), std::string::npos);
+}
+
+// The routing is real and seeded: each token picks top_k distinct experts, so the rows from a
+// source sum to tokens · top_k; a histogram's heavy expert gets most of them; the same seed
+// routes the same, another seed otherwise; a dropping router pads every buffer to the capacity.
+TEST(Routing, TokensPickTheirExpertsByThePlannedLoadSeeded) {
+  workload::ModelSpec m;
+  m.experts = 4;
+  m.top_k = 2;
+  m.expert_load = {0.55, 0.15, 0.15, 0.15};
+  const auto a = exec::route_layer(m, 2, 1000, 7, 3, 1, 0);
+  ASSERT_EQ(a.rows.size(), 2u);
+  for (const auto& src : a.rows) {
+    std::int64_t n = 0;
+    for (auto x : src) n += x;
+    EXPECT_EQ(n, 2000);
+    EXPECT_LE(src[0], 1000);  // distinct experts: a token picks expert 0 at most once
+    EXPECT_GT(src[0], src[1]);
+  }
+  // Expert 0 is picked by most tokens (0.55 of the first picks, more of the second's leftovers).
+  EXPECT_GT(a.expert_rows(0), 2 * 650);
+  EXPECT_EQ(a.expert_rows(0) + a.expert_rows(1) + a.expert_rows(2) + a.expert_rows(3), 4000);
+  // The busiest pair: a source's rows to EP rank 0 (experts 0 and 1).
+  EXPECT_EQ(a.max_pair_rows, std::max(a.rows[0][0] + a.rows[0][1], a.rows[1][0] + a.rows[1][1]));
+  const auto same = exec::route_layer(m, 2, 1000, 7, 3, 1, 0);
+  EXPECT_EQ(same.rows, a.rows);
+  EXPECT_NE(exec::route_layer(m, 2, 1000, 8, 3, 1, 0).rows, a.rows);
+  EXPECT_NE(exec::route_layer(m, 2, 1000, 7, 4, 1, 0).rows, a.rows);
+  // Dropping at capacity 1.25: every buffer holds ceil(1.25 · 1000 · 2 / 4) = 625 rows.
+  m.dropless = false;
+  m.capacity_factor = 1.25;
+  const auto d = exec::route_layer(m, 2, 1000, 7, 3, 1, 0);
+  for (const auto& src : d.rows)
+    for (auto x : src) EXPECT_EQ(x, 625);
+  EXPECT_EQ(d.max_pair_rows, 1250);
+}
+
+// What it cannot replay yet is refused before anything runs: the all-to-alls beside another
+// micro-batch's compute (overlap_ep_comm).
+TEST(Replay, RefusesOverlappedAllToAllsWithAClearMessage) {
+  auto s = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\noverlap_ep_comm = true\n"));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto backend = exec::make_cpu_backend(4);
   auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(test::all_errors(r.errors()).find("expert parallelism (ep = 2) is not replayed yet"), std::string::npos)
+  EXPECT_NE(test::all_errors(r.errors()).find("overlap_ep_comm is not replayed"), std::string::npos)
       << test::all_errors(r.errors());
 }
 
