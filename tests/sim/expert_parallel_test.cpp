@@ -33,11 +33,7 @@ std::string moe(const std::string& parallel, const std::string& model = "",
          "[parallel]\n" + layout + "micro_batch = 1\n" + parallel;
 }
 
-Scenario load(const std::string& text) {
-  auto s = test::parse(text);
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : test::all_errors(s.errors()));
-  return s.ok() ? *s : Scenario{};
-}
+using test::load;
 
 // The graph as the schedule built it before the all-to-alls had their own task: each EP task
 // folded into the unit's TP collective before it (its only blocking predecessor on the device),

@@ -74,7 +74,7 @@ void fake_finish_send(void*) {}
 const sweep::MpiModule kFake{sweep::kMpiModuleAbi, &fake_init, &fake_finalize, &fake_send,
                              &fake_recv,           &fake_probe, &fake_start_send, &fake_finish_send};
 
-io::SweepDocument sweep_of(const std::string& axes) {
+io::SweepDocument sweep_with_axes(const std::string& axes) {
   auto d = io::parse_sweep(test::minimal("tp = 2\npp = 2\ndp = 4\nmicro_batch = 1\n") + "[sweep]\n" + axes, "sw.toml",
                            test::catalog());
   if (!d) ADD_FAILURE() << test::all_errors(d.errors());
@@ -133,7 +133,7 @@ std::vector<sweep::Finished> local(const io::SweepDocument& doc, const sweep::En
 
 TEST(DistributedSweep, RankZeroDeliversTheWorkersBytesAsALocalRunDoes) {
   // 40 points, one of which does not fit (llama3-70b on 4 nodes' tp 2 · pp 2).
-  const auto d = sweep_of("\"training.global_batch\" = { from = 16, to = 320, step = 16 }\n"
+  const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 320, step = 16 }\n"
                           "\"model.preset\" = [\"tiny\", \"llama3-70b\"]\n");
   const auto v = sweep::validate(d, 1);
   ASSERT_EQ(v.invalid, 0u);
@@ -157,7 +157,7 @@ TEST(DistributedSweep, RankZeroDeliversTheWorkersBytesAsALocalRunDoes) {
 }
 
 TEST(DistributedSweep, TheRowItselfIsReadBackOnlyWhenAskedFor) {
-  const auto d = sweep_of("\"training.global_batch\" = { from = 16, to = 160, step = 16 }\n");
+  const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 160, step = 16 }\n");
   const auto v = sweep::validate(d, 1);
   // --json without --out: no line, no pending JSON; the Row, equal to a local run's.
   const sweep::Encoding e{{&d.spec(), v.pools, v.variability}, sweep::Format::Csv, false, false, true};
@@ -175,7 +175,7 @@ TEST(DistributedSweep, TheRowItselfIsReadBackOnlyWhenAskedFor) {
 }
 
 TEST(DistributedSweep, RowsThatDoNotUnpackAreFailedRowsNotAHang) {
-  const auto d = sweep_of("\"training.global_batch\" = { from = 16, to = 320, step = 16 }\n");
+  const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 320, step = 16 }\n");
   const auto v = sweep::validate(d, 1);
   const sweep::Encoding e{{&d.spec(), v.pools, v.variability}, sweep::Format::Csv, true, false, false};
   g_garble_rows = true;

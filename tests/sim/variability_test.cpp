@@ -28,7 +28,7 @@ using schedule::TaskKind;
 
 // As in schedule_engine_test: memory-bound work, launches and the fabric cost nothing, so that
 // stages are uniform and sends take 0 ns; `dp` replicas of `stages` stages.
-std::string ideal(int stages, int micro_batches, int dp, const std::string& variability) {
+std::string ideal_dp(int stages, int micro_batches, int dp, const std::string& variability) {
   return "[model]\npreset = \"tiny\"\nlayers = 8\nvocab = 8\n"
          "[training]\nglobal_batch = " + std::to_string(micro_batches * dp) + "\nseq_len = 1024\n"
          "[[cluster.link]]\nname = \"ideal\"\nkind = \"scale-up\"\nbandwidth = \"1000000000TB/s\"\nlatency = \"0us\"\n"
@@ -44,7 +44,7 @@ std::string ideal(int stages, int micro_batches, int dp, const std::string& vari
 
 using test::load;
 
-SimTime duration_of(const schedule::TaskGraph& g, TaskKind k, std::uint32_t device) {
+SimTime duration_on(const schedule::TaskGraph& g, TaskKind k, std::uint32_t device) {
   for (const auto& t : g.tasks)
     if (t.kind == k && t.device == device) return t.duration;
   return -1;
@@ -52,7 +52,7 @@ SimTime duration_of(const schedule::TaskGraph& g, TaskKind k, std::uint32_t devi
 
 TEST(Variability, ZeroSpreadGivesTodaysStepExactly) {
   // Stragglers that are not slower, no spread, no jitter: every factor is exactly 1.
-  const Scenario s = load(ideal(4, 8, 2, "slow_fraction = 0.5\nslow_factor = 1\nsteps = 7\n"));
+  const Scenario s = load(ideal_dp(4, 8, 2, "slow_fraction = 0.5\nslow_factor = 1\nsteps = 7\n"));
   ASSERT_TRUE(s.variability && s.variability->none());
   const auto g = schedule::build_schedule(s, *s.plan);
   auto nominal = engine::run_native(g);
@@ -100,7 +100,7 @@ TEST(Variability, OneStragglerMovesThePipelineAsTheClosedFormSays) {
   const double f = 1.5;
   std::vector<bool> seen(p, false);
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
-    const Scenario s = load(ideal(p, m, 1, "seed = " + std::to_string(seed) +
+    const Scenario s = load(ideal_dp(p, m, 1, "seed = " + std::to_string(seed) +
                                                "\nslow_devices = 1\nslow_factor = 1.5\nsteps = 1\n"));
     const auto g = schedule::build_schedule(s, *s.plan);
     ASSERT_EQ(g.devices.size(), static_cast<std::size_t>(p));
@@ -111,10 +111,10 @@ TEST(Variability, OneStragglerMovesThePipelineAsTheClosedFormSays) {
     const auto k = static_cast<std::uint32_t>(std::find(factors.begin(), factors.end(), f) - factors.begin());
     seen[k] = true;
     auto c = [&](std::uint32_t i) {
-      return engine::scaled(duration_of(g, TaskKind::Forward, i), factors[i]) +
-             engine::scaled(duration_of(g, TaskKind::Backward, i), factors[i]);
+      return engine::scaled(duration_on(g, TaskKind::Forward, i), factors[i]) +
+             engine::scaled(duration_on(g, TaskKind::Backward, i), factors[i]);
     };
-    SimTime lower = m * c(k) + engine::scaled(duration_of(g, TaskKind::Optimizer, k), f), upper = lower - c(k);
+    SimTime lower = m * c(k) + engine::scaled(duration_on(g, TaskKind::Optimizer, k), f), upper = lower - c(k);
     for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(p); ++i) {
       if (i < k) lower += c(i);
       upper += c(i);
@@ -137,7 +137,7 @@ TEST(Variability, OneStragglerMovesThePipelineAsTheClosedFormSays) {
 // gradient all-reduce waits for the slowest replica, so one straggler stretches every one of
 // them: step = Σ ⌊f·t⌉.
 TEST(Variability, OneStragglerHoldsBackEveryReplica) {
-  const Scenario s = load(ideal(1, 4, 4, "slow_devices = 1\nslow_factor = 1.25\nsteps = 2\n"));
+  const Scenario s = load(ideal_dp(1, 4, 4, "slow_devices = 1\nslow_factor = 1.25\nsteps = 2\n"));
   const auto g = schedule::build_schedule(s, *s.plan);
   ASSERT_EQ(g.devices.size(), 1u);
   ASSERT_EQ(g.devices[0].count, 4);
@@ -182,7 +182,7 @@ TEST(Variability, SameSeedSameBytesAnotherSeedOthers) {
 }
 
 TEST(Variability, JitterSpreadsTheStepAndPercentilesAreNearestRank) {
-  const Scenario s = load(ideal(2, 4, 2, "jitter = 0.05\nsteps = 200\n"));
+  const Scenario s = load(ideal_dp(2, 4, 2, "jitter = 0.05\nsteps = 200\n"));
   const auto g = schedule::build_schedule(s, *s.plan);
   auto nominal = engine::run_native(g);
   auto d = engine::sample_steps(g, *s.variability, nominal->makespan);
@@ -201,12 +201,12 @@ TEST(Variability, JitterSpreadsTheStepAndPercentilesAreNearestRank) {
 }
 
 TEST(Variability, SlowFractionDrawsEachDevice) {
-  const Scenario all = load(ideal(2, 2, 4, "slow_fraction = 1\nslow_factor = 2\nsteps = 1\n"));
+  const Scenario all = load(ideal_dp(2, 2, 4, "slow_fraction = 1\nslow_factor = 2\nsteps = 1\n"));
   const auto g = schedule::build_schedule(all, *all.plan);
   engine::FactorSampler s1(g, *all.variability);
   EXPECT_EQ(s1.stragglers(), 8);
   for (double x : s1.next_step()) EXPECT_EQ(x, 2.0);
-  const Scenario three = load(ideal(2, 2, 4, "slow_devices = 3\nslow_factor = 2\nsteps = 1\n"));
+  const Scenario three = load(ideal_dp(2, 2, 4, "slow_devices = 3\nslow_factor = 2\nsteps = 1\n"));
   engine::FactorSampler s3(g, *three.variability);
   EXPECT_EQ(s3.stragglers(), 3);
 }
@@ -220,7 +220,7 @@ TEST(Variability, RankByNamesNominalOrAPercentile) {
 }
 
 TEST(Variability, SimgridRefusesIt) {
-  Scenario s = load(ideal(2, 2, 1, "jitter = 0.01\n"));
+  Scenario s = load(ideal_dp(2, 2, 1, "jitter = 0.01\n"));
   api::SimulateOptions o;
   o.engine = api::Engine::SimGrid;
   auto r = api::simulate(s, *s.plan, o);
@@ -358,7 +358,7 @@ TEST(EstimateVariability, OneStragglerInOneStageReplicasSlowsTheStepByItsCompute
   // pp 1, dp 4, m 4: one replica holds the straggler; its pipeline is m·c' with
   // c' = c + (f − 1)·compute, and its optimizer takes f× as long:
   //   step' = step + m·(f − 1)·compute + (f − 1)·optimizer.
-  const Scenario s = load(ideal(1, 4, 4, "slow_devices = 1\nslow_factor = 1.25\nsteps = 3\n"));
+  const Scenario s = load(ideal_dp(1, 4, 4, "slow_devices = 1\nslow_factor = 1.25\nsteps = 3\n"));
   const auto e = api::estimate(s, *s.plan);
   ASSERT_EQ(e.stages.size(), 1u);
   const auto& mb = e.stages[0].per_micro_batch;
@@ -374,7 +374,7 @@ TEST(EstimateVariability, OneStragglerInOneStageReplicasSlowsTheStepByItsCompute
 TEST(EstimateVariability, EveryDeviceSlowScalesEachStageOfThePipeline) {
   // pp 4, dp 2, m 8, every device 1.5× slow: each stage's c_i' = c_i + 0.5·compute_i and the
   // pipeline is m·max c' + Σ c' − max c' (docs/cost-models.md#pipeline).
-  const Scenario s = load(ideal(4, 8, 2, "slow_fraction = 1\nslow_factor = 1.5\nsteps = 2\n"));
+  const Scenario s = load(ideal_dp(4, 8, 2, "slow_fraction = 1\nslow_factor = 1.5\nsteps = 2\n"));
   const auto e = api::estimate(s, *s.plan);
   ASSERT_EQ(e.stages.size(), 4u);
   double cmax = 0, csum = 0, cmax0 = 0, csum0 = 0, opt = 0;
@@ -397,7 +397,7 @@ TEST(EstimateVariability, EveryDeviceSlowScalesEachStageOfThePipeline) {
 }
 
 TEST(EstimateVariability, SameSeedSameStepsJitterSpreadsThem) {
-  const Scenario s = load(ideal(2, 4, 2, "jitter = 0.05\nsteps = 200\n"));
+  const Scenario s = load(ideal_dp(2, 4, 2, "jitter = 0.05\nsteps = 200\n"));
   const auto e = api::estimate(s, *s.plan);
   const auto a = api::sample_estimate(s, *s.plan, e), b = api::sample_estimate(s, *s.plan, e);
   ASSERT_TRUE(a && b);
@@ -449,7 +449,7 @@ struct Bad {
 };
 
 TEST(Variability, BadInputNamesTheLineTheKeyAndAHint) {
-  // The [variability] table's first key is on line 35 of ideal()'s text.
+  // The [variability] table's first key is on line 35 of ideal_dp()'s text.
   const std::vector<Bad> cases = {
       {"jitter = -0.1\n", "v.toml:35:10", "variability.jitter", "jitter = -0.1 is negative", "0 to 1"},
       {"sigma = 3\n", "v.toml:35:9", "variability.sigma", "beyond any measured spread", "0 to 1"},
@@ -468,7 +468,7 @@ TEST(Variability, BadInputNamesTheLineTheKeyAndAHint) {
       {"rank_by = \"p900\"\n", "v.toml:35:11", "variability.rank_by", "not a percentile", "p90"},
   };
   for (const auto& c : cases) {
-    auto r = test::parse(ideal(2, 2, 1, c.lines), "v.toml");
+    auto r = test::parse(ideal_dp(2, 2, 1, c.lines), "v.toml");
     ASSERT_FALSE(r.ok()) << c.lines;
     const Diagnostic& d = r.errors()[0];
     const std::string at = d.where.file + ":" + std::to_string(d.where.line) + ":" + std::to_string(d.where.col);
