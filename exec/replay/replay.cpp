@@ -219,11 +219,6 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",
                       "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
-  if (s.model.moe() && s.model.moe_layers(0, s.model.layers) < s.model.layers)
-    return Diagnostic{{}, "model.first_dense_layers",
-                      "a mixture of experts with dense layers (first_dense_layers, moe_layer_freq) is not replayed yet: the "
-                      "executor runs every layer as a MoE layer",
-                      "replay a model whose every layer is a MoE layer (docs/executor.md, Limits)"};
   if (p.groups.size() > 1 && p.zero >= 2 && p.replicas() > 1)
     return Diagnostic{{}, "plan", "ZeRO " + std::to_string(p.zero) + " with " + std::to_string(p.groups.size()) +
                                       " replica groups: the schedule reduces each micro-batch's gradients within its "
@@ -247,8 +242,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   int max_count = 1;
   for (const auto& d : g.devices) max_count = std::max(max_count, d.count);
 
-  // The work of each compute task, from the same op lists the cost model prices.
-  std::vector<std::vector<workload::Op>> layer(g.devices.size()), emb(g.devices.size()), head(g.devices.size());
+  // The work of each compute task, from the same op lists the cost model prices. A MoE model's
+  // dense layers (first_dense_layers, moe_layer_freq) run the dense layer's ops; the cost model
+  // prices a stage's every layer at the mean over its MoE and dense layers (moe_share).
+  const bool mixed_layers = s.model.moe() && s.model.moe_layers(0, s.model.layers) < s.model.layers;
+  std::vector<std::vector<workload::Op>> layer(g.devices.size()), dense_layer(g.devices.size()),
+      emb(g.devices.size()), head(g.devices.size());
+  std::vector<double> moe_share(g.devices.size(), 1.0);
   std::vector<OpContext> ctx(g.devices.size());
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
     workload::MicroBatchShape sh;
@@ -265,6 +265,12 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     sh.loss_kernel = s.training.loss_kernel;
     sh.ep = moe_ep ? p.ep : 1;
     layer[d] = workload::layer_ops(s.model, sh);
+    if (mixed_layers) {
+      dense_layer[d] = workload::layer_ops(workload::dense_layer_model(s.model), sh);
+      const plan::Stage& st = p.groups[static_cast<std::size_t>(g.devices[d].group)]
+                                  .stages[static_cast<std::size_t>(g.devices[d].stage)];
+      moe_share[d] = st.layers > 0 ? static_cast<double>(s.model.moe_layers(st.first_layer, st.layers)) / st.layers : 1.0;
+    }
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);
     auto& c = ctx[d];
@@ -289,7 +295,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     const auto& dev = s.cluster.pools[static_cast<std::size_t>(info.pool)].device;
     std::array<double, kClasses> sum{};
     // share: the part of each op this task runs (1, or its recompute share in a recompute task).
-    auto add = [&](const std::vector<workload::Op>& ops, cost::Pass pass, int times, bool recompute) {
+    auto add = [&](const std::vector<workload::Op>& ops, cost::Pass pass, double times, bool recompute) {
       for (const auto& op : ops) {
         const double share = recompute ? cost::recompute_share(op, p.recompute) : 1.0;
         if (share > 0)
@@ -298,11 +304,15 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     };
     if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward) {
       const auto pass = t.kind == TaskKind::Forward ? cost::Pass::Forward : cost::Pass::Backward;
-      add(layer[t.device], pass, t.layers, false);
+      const double share = moe_share[t.device];
+      add(layer[t.device], pass, t.layers * share, false);
+      if (share < 1) add(dense_layer[t.device], pass, t.layers * (1 - share), false);
       if (t.first_layer == 0) add(emb[t.device], pass, 1, false);
       if (t.first_layer + t.layers == s.model.layers) add(head[t.device], pass, 1, false);
     } else if (t.kind == TaskKind::Recompute) {
-      add(layer[t.device], cost::Pass::Forward, t.layers, true);
+      const double share = moe_share[t.device];
+      add(layer[t.device], cost::Pass::Forward, t.layers * share, true);
+      if (share < 1) add(dense_layer[t.device], cost::Pass::Forward, t.layers * (1 - share), true);
     } else if (t.kind == TaskKind::Optimizer) {
       sum[kOptimizerClass] = static_cast<double>(out.predicted.end[i] - out.predicted.start[i]) * 1e-9;
     } else if (t.kind == TaskKind::EpAllToAll) {
@@ -358,7 +368,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       const auto& info = g.devices[t.device];
       for (int e = 0; e < info.replicas / p.ep; ++e)
         for (int l = t.first_layer; l < t.first_layer + t.layers; ++l)
-          routing.emplace(std::tuple{t.device, e, t.micro_batch, l},
+          if (s.model.moe_layer(l))
+            routing.emplace(std::tuple{t.device, e, t.micro_batch, l},
                           route_layer(s.model, p.ep, tokens, s.seed, l, t.micro_batch, info.group * 65536 + e));
     }
   }
@@ -657,6 +668,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               return routing.at({static_cast<std::uint32_t>(rep), replica / p.ep, task.micro_batch, task.first_layer + l});
             };
             auto layer_of = [&](const schedule::Task& task, int l) -> const std::vector<workload::Op>& {
+              if (mixed_layers && !s.model.moe_layer(task.first_layer + l)) return dense_layer[rep];
               if (!moe_ep) return layer[rep];
               routed = routed_ops(layer[rep], routing_of(task, l), replica % p.ep, local_experts);
               return routed;
@@ -768,12 +780,17 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 }
                 const int rounds = after_backward && p.recompute == cost::Recompute::Full ? 4 : 2;
                 const auto ep = static_cast<std::size_t>(p.ep);
+                bool first_a2a = true;  // its start is the task's real start (began)
                 for (int l = 0; l < t.layers && comm_error.empty(); ++l) {
+                  if (!s.model.moe_layer(t.first_layer + l)) continue;  // a dense layer: no all-to-all
                   const auto rows = static_cast<std::size_t>((routing_of(t, l).max_pair_rows + tp - 1) / tp);
                   const std::size_t per = std::max<std::size_t>(1, rows * static_cast<std::size_t>(s.model.hidden) / (wide ? 1 : 2));
                   sc.fit(per * ep * 4, 1, per * ep * 4);
                   if (sc.failed) break;
-                  for (int k = 0; k < rounds && comm_error.empty(); ++k) note(epc->all_to_all(sc.fa(), sc.fc(), per), l == 0 && k == 0);
+                  for (int k = 0; k < rounds && comm_error.empty(); ++k) {
+                    note(epc->all_to_all(sc.fa(), sc.fc(), per), first_a2a);
+                    first_a2a = false;
+                  }
                 }
                 timed(kAllToAllClass);
                 break;

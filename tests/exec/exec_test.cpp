@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <tuple>
 #include <unistd.h>
@@ -837,6 +838,42 @@ std::string small_moe(const std::string& parallel, const std::string& routing = 
   auto text = small(parallel, 4);
   text.replace(text.find("kv_heads = 4"), 12, "kv_heads = 4\nexperts = 4\ntop_k = 2\n" + routing);
   return text;
+}
+
+// A MoE model with a dense first layer (first_dense_layers = 1): the dense layer runs the dense
+// layer's ops and no all-to-all, the MoE layers their routed experts. Four layers on two
+// stages of dp 2 · ep 2: layer 0 is dense, so 3 of the 4 layers' all-to-alls run — 3/4 of the
+// all-MoE model's count — and the first stage's tasks are priced at its mean layer (half MoE).
+TEST(Replay, MoeModelsWithDenseLayersRunTheDenseLayersDense) {
+  auto run = [](const std::string& extra) {
+    auto s = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\n", extra));
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = s.ok() ? exec::replay(*s, *s->plan, counting, {1, 0}) : Result<exec::Replay>(Diagnostic{});
+    EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
+    if (r.ok()) check_order_and_dependencies(*r);
+    return std::pair{r.ok() ? std::optional<exec::Replay>(std::move(*r)) : std::nullopt, counting.all_to_all_calls()};
+  };
+  const auto [all_moe, a2a_moe] = run("");
+  const auto [mixed, a2a_mixed] = run("first_dense_layers = 1\ndense_ffn_hidden = 512\n");
+  ASSERT_TRUE(all_moe && mixed);
+  EXPECT_GT(a2a_moe, 0);
+  EXPECT_EQ(a2a_mixed * 4, a2a_moe * 3);
+  // Stage 0 (layers 0-1, one dense): its forward's expert GEMMs are priced at half the all-MoE
+  // stage's, and its dense GEMMs (the dense layer's MLP) appear under "gemm".
+  auto class_sum = [](const exec::Replay& r, const std::string& cls, bool predicted) {
+    double sum = 0;
+    const auto& parts = predicted ? r.predicted_parts : r.measured_parts;
+    for (std::uint32_t i = 0; i < r.graph.size(); ++i)
+      if (r.graph.tasks[i].kind == schedule::TaskKind::Forward && r.graph.devices[r.graph.tasks[i].device].stage == 0)
+        for (const auto& [c, ns] : parts[i])
+          if (c == cls) sum += static_cast<double>(ns);
+    return sum;
+  };
+  EXPECT_NEAR(class_sum(*mixed, "expert gemm", true), 0.5 * class_sum(*all_moe, "expert gemm", true),
+              200.0);  // ns: each task's parts are rounded to the ns
+  EXPECT_GT(class_sum(*mixed, "gemm", true), class_sum(*all_moe, "gemm", true));
+  EXPECT_GT(class_sum(*mixed, "expert gemm", false), 0);
 }
 
 TEST(Replay, ExpertParallelPlansRunTheirAllToAllsAndRoutedExpertGemms) {

@@ -2,7 +2,8 @@
 // Test helper: a backend whose devices fail every allocation after the first `budget` calls (a
 // device that breaks in the middle of a run), all of them or only the one opened as `only`;
 // everything else is the wrapped backend's. It also counts the unvectorized elementwise passes
-// its devices ran and the all-gathers its communicators ran, and keeps the GEMM shapes run.
+// its devices ran and the all-gathers and all-to-alls its communicators ran, and keeps the GEMM
+// shapes run.
 
 #include <array>
 #include <atomic>
@@ -84,11 +85,14 @@ class FlakyBackend final : public exec::Backend {
   [[nodiscard]] long unvectorized_calls() const { return unvectorized_->load(); }
   /// All-gathers called on this backend's communicators so far (by every member).
   [[nodiscard]] long all_gather_calls() const { return all_gathers_->load(); }
+  /// All-to-alls called on this backend's communicators so far (by every member).
+  [[nodiscard]] long all_to_all_calls() const { return all_to_alls_->load(); }
 
   Result<exec::Communicators> communicators(const std::vector<exec::Device*>& members) override {
     struct Counting final : exec::Communicator {
       std::unique_ptr<exec::Communicator> c;
       std::shared_ptr<std::atomic<long>> all_gathers;
+      std::shared_ptr<std::atomic<long>> all_to_alls;
       int rank() const override { return c->rank(); }
       int size() const override { return c->size(); }
       Result<std::int64_t> all_reduce(float* b, std::size_t n) override { return c->all_reduce(b, n); }
@@ -100,6 +104,7 @@ class FlakyBackend final : public exec::Backend {
         return c->reduce_scatter(in, out, n);
       }
       Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t n) override {
+        ++*all_to_alls;
         return c->all_to_all(in, out, n);
       }
       Result<std::int64_t> send(const float* b, std::size_t n, int peer, int tag) override { return c->send(b, n, peer, tag); }
@@ -114,6 +119,7 @@ class FlakyBackend final : public exec::Backend {
       auto w = std::make_unique<Counting>();
       w->c = std::move(c);
       w->all_gathers = all_gathers_;
+      w->all_to_alls = all_to_alls_;
       out.push_back(std::move(w));
     }
     return out;
@@ -125,6 +131,7 @@ class FlakyBackend final : public exec::Backend {
   int only_;
   std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> all_gathers_ = std::make_shared<std::atomic<long>>(0);
+  std::shared_ptr<std::atomic<long>> all_to_alls_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<Shapes> shapes_ = std::make_shared<Shapes>();
 };
 
