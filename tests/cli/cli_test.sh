@@ -162,6 +162,16 @@ TOML
   "$HETSIM" plan --out "$tmp/cpu-plan.json" "$tmp/cpu.toml" >/dev/null 2>&1 && ok || bad "plan on a calibrated cpu profile"
   out=$("$HETSIM_EXEC" run --plan "$tmp/cpu-plan.json" --devices 2 --steps 1 --warmup 0 --out "$tmp/measured.json" --predicted "$tmp/predicted.json" "$tmp/cpu.toml" 2>&1)
   echo "$out" | grep -q "step        predicted" && ok || bad "exec run: $out"
+  # --shapes-of: the plan's GEMMs timed and written as measured_gemms (the forward of the
+  # first layer's QKV projection: 1 micro-batch of 64 tokens, hidden 128 → 3·128).
+  "$HETSIM_EXEC" calibrate --seconds 0.3 --name cpu-ci --shapes-of "$tmp/cpu.toml" --shapes-plan "$tmp/cpu-plan.json" \
+    --out "$tmp/cpu-shapes.toml" 2>/dev/null && grep -q 'm = 64, n = 384, k = 128, dtype = "fp32"' "$tmp/cpu-shapes.toml" && ok ||
+    bad "calibrate --shapes-of writes the plan's GEMMs"
+  out=$("$HETSIM_EXEC" calibrate --shapes-plan "$tmp/cpu-plan.json" --out "$tmp/none.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ ! -e "$tmp/none.toml" ] && echo "$out" | grep -q -- "--shapes-of" && ok || bad "--shapes-plan without --shapes-of: rc $rc: $out"
+  printf '[model]\npreset = "tiny"\nlayers = "four"\n' > "$tmp/bad-shapes.toml"
+  out=$("$HETSIM_EXEC" calibrate --shapes-of "$tmp/bad-shapes.toml" --out "$tmp/none.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ ! -e "$tmp/none.toml" ] && echo "$out" | grep -q "bad-shapes.toml:3" && ok || bad "--shapes-of a bad scenario: rc $rc: $out"
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "exec compare"
   "$HETSIM_EXEC" compare "$tmp/predicted.json" "$tmp/cpu.toml" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "exec compare of a non-trace exits 2"
   "$HETSIM" exec compare "$tmp/predicted.json" "$tmp/measured.json" | grep -q "task kind" && ok || bad "hetsim exec forwards to hetsim-exec"
