@@ -68,6 +68,59 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   return shape;
 }
 
+namespace {
+
+// Where each stage's block of devices (tp × replicas) starts in its pool, placed as the SimGrid
+// engine places them (platform::decompose): each pool's blocks in group, then stage order; a
+// block starts on a multiple of its tp, and at the next node when it would not fit in this one
+// and the pool has room there. [group][stage] → device index within the pool.
+std::vector<std::vector<int>> block_starts(const hw::ClusterSpec& cl, const plan::Plan& p) {
+  std::vector<int> used(cl.pools.size(), 0);
+  std::vector<std::vector<int>> out;
+  for (const auto& grp : p.groups) {
+    out.emplace_back();
+    for (const auto& st : grp.stages) {
+      const auto pool = static_cast<std::size_t>(st.pool);
+      const int dpn = std::max(1, cl.pools[pool].devices_per_node);
+      const int count = st.tp * grp.replicas;
+      int& u = used[pool];
+      u = (u + st.tp - 1) / st.tp * st.tp;
+      if (count <= dpn && u % dpn + count > dpn && (u / dpn + 1) * dpn + count <= cl.pools[pool].devices())
+        u = (u / dpn + 1) * dpn;
+      out.back().push_back(u);
+      u += count;
+    }
+  }
+  return out;
+}
+
+// Members per node of the data-parallel ring of stage (gi, si) when several replica groups hold
+// its layers, as the SimGrid engine forms it: the members (one tp rank of every replica of every
+// stage holding any of these layers, group by group) in ring order, grouped by node where
+// consecutive; k channels when every node-run has k members, else 1 (flows.cpp's rule); 1 too
+// when the members are not the plan's `ranks` replicas once each.
+int dp_members_per_node(const hw::ClusterSpec& cl, const plan::Plan& p, const std::vector<std::vector<int>>& starts,
+                        const plan::Stage& st, int ranks) {
+  std::vector<std::pair<int, int>> nodes;  // (pool, node) of each member, in ring order
+  for (std::size_t gi = 0; gi < p.groups.size(); ++gi)
+    for (std::size_t si = 0; si < p.groups[gi].stages.size(); ++si) {
+      const plan::Stage& os = p.groups[gi].stages[si];
+      if (!(os.first_layer < st.first_layer + st.layers && st.first_layer < os.first_layer + os.layers)) continue;
+      const int dpn = std::max(1, cl.pools[static_cast<std::size_t>(os.pool)].devices_per_node);
+      for (int r = 0; r < p.groups[gi].replicas; ++r) nodes.emplace_back(os.pool, (starts[gi][si] + r * os.tp) / dpn);
+    }
+  std::vector<int> runs;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (i == 0 || nodes[i] != nodes[i - 1]) runs.push_back(1);
+    else ++runs.back();
+  // Stages whose layer ranges differ between groups make one replica a member twice: 1.
+  if (runs.empty() || static_cast<int>(nodes.size()) != ranks) return 1;
+  const int k = *std::min_element(runs.begin(), runs.end());
+  return static_cast<std::size_t>(k) * runs.size() == nodes.size() ? k : 1;
+}
+
+}  // namespace
+
 std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p) {
   const auto& m = s.model;
   const auto& tr = s.training;
@@ -77,6 +130,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   const workload::ParamCount pc = workload::count_params(m);
   const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer, tr.autocast);
   const int replicas = p.replicas();
+  const std::vector<std::vector<int>> starts = p.groups.size() > 1 ? block_starts(cl, p) : std::vector<std::vector<int>>{};
   const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
   // Expert parallelism: a rank holds 1/ep of each MoE layer's routed experts.
   const int ep = m.moe() ? std::max(1, p.ep) : 1;
@@ -318,7 +372,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         g.ranks = replicas;
         int k = std::max(1, std::min(replicas, pool.devices_per_node / st.tp));
         while (replicas % k) --k;
-        g.ranks_per_node = p.groups.size() == 1 ? k : 1;
+        // Several groups: as many members per node as their placement gives the ring (the
+        // SimGrid engine's channels), 1 when the nodes hold unequal numbers of them.
+        g.ranks_per_node = p.groups.size() == 1 ? k : dp_members_per_node(cl, p, starts, st, replicas);
         g.intra = fabric_cost(pool);
         g.inter = nic_cost(pool, cl.network);
         for (const auto& other : p.groups)

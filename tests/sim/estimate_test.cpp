@@ -14,6 +14,8 @@
 #include "sim/analytic/op_breakdown.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/engine/native_engine.hpp"
 #include "tests/support/read_file.hpp"
 #include "tests/support/scenario_support.hpp"
 
@@ -162,6 +164,44 @@ TEST(Estimate, FasterReplicasTakingMoreMicroBatchesBalanceTheStep) {
   const auto a = analytic::estimate(even, *even.plan);
   const auto b = analytic::estimate(skew, *skew.plan);
   EXPECT_LT(b.step_time.v, a.step_time.v);  // the V100 replica no longer holds everyone up
+}
+
+// Several replica groups price their data-parallel ring with as many members per node as the
+// placement puts there (the SimGrid engine's channels), not one: 16 replicas (tp 1, ZeRO 1, the
+// reduce not overlapped) on two nodes of 8 are the same ring whether they are one group of 16
+// or 16 groups of 1, so the estimate and the simulated step are the same to the ns. (Before,
+// the 16 groups priced every member alone on its node, at one device's NIC share.) Groups of 3
+// and 6 replicas are placed 3 on the first node and 6 on the second (a block that does not fit
+// the rest of a node starts the next one): unequal runs, so one member per node, a slower ring
+// than one group of 9 (3 a node).
+TEST(Estimate, ReplicaGroupsPriceTheirRingByTheMembersTheirPlacementPutsOnANode) {
+  auto text = [](const std::vector<int>& counts) {
+    int total = 0;
+    for (int c : counts) total += c;
+    std::string t = "[model]\npreset = \"tiny\"\nlayers = 4\n"
+                    "[training]\nglobal_batch = " + std::to_string(total) + "\nseq_len = 2048\nprecision = \"bf16\"\n"
+                    "[[cluster.pool]]\nname = \"h\"\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+                    "[parallel]\nmicro_batch = 1\nzero = 1\noverlap_grad_reduce = false\n";
+    for (int c : counts)
+      t += "[[parallel.replicas]]\ncount = " + std::to_string(c) + "\nmicro_batches = 1\nstages = [{pool = \"h\", layers = 4}]\n";
+    return t;
+  };
+  const Scenario one = load(text({16}));
+  const Scenario many = load(text(std::vector<int>(16, 1)));
+  ASSERT_TRUE(one.plan && many.plan);
+  const auto a = analytic::estimate(one, *one.plan);
+  const auto b = analytic::estimate(many, *many.plan);
+  ASSERT_GT(a.step.get("dp comm").v, 0.0);
+  EXPECT_EQ(a.step_time.v, b.step_time.v);
+  const auto sa = engine::run_native(schedule::build_schedule(one, *one.plan));
+  const auto sb = engine::run_native(schedule::build_schedule(many, *many.plan));
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  EXPECT_EQ(sa->makespan, sb->makespan);
+  const Scenario nine = load(text({9}));
+  const Scenario split = load(text({3, 6}));
+  ASSERT_TRUE(nine.plan && split.plan);
+  EXPECT_GT(analytic::estimate(split, *split.plan).step.get("dp comm").v,
+            analytic::estimate(nine, *nine.plan).step.get("dp comm").v);
 }
 
 TEST(Estimate, SameInputSameBytes) {
