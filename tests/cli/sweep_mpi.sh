@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `mpirun -np N hetsim sweep …`: rank 0 hands out points to the ranks that ask and writes the
 # rows; the file is the one a local run writes. Ranks with nothing to do (more ranks than points)
-# stop early without holding the sweep up; an invalid sweep stops every rank with exit 2 and no
-# file. Needs HETSIM, SRC and MPIEXEC.
+# stop early without holding the sweep up; a rank killed mid-sweep loses nothing --resume does not
+# run again; an invalid sweep stops every rank with exit 2 and no file. Needs HETSIM, SRC and
+# MPIEXEC (SWEEP_BATCHES: see below).
 set -u
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); }
@@ -59,6 +60,40 @@ run 3 "$HETSIM" sweep "$one" --out "$tmp/one.csv" 2>/dev/null && [ "$(wc -l < "$
 head -n 52 "$tmp/local.csv" > "$tmp/part.csv"
 run 2 "$HETSIM" sweep "$sweep" --out "$tmp/part.csv" --resume 2>/dev/null && cmp -s "$tmp/local.csv" "$tmp/part.csv" && ok \
   || bad "mpirun --resume"
+
+# A rank killed mid-sweep (SIGKILL to rank 1's process): mpirun ends the job; what rank 0 wrote
+# is a prefix of the local file (with FILE.pending), and --resume under mpirun completes it to
+# the local run's bytes, running the killed rank's points again. 10,000 estimate points (1,000
+# under the sanitizers: SWEEP_BATCHES), so that the kill lands mid-run.
+batches=${SWEEP_BATCHES:-1000}
+long="$tmp/long.toml"
+cp "$SRC/scenarios/default.toml" "$long"
+printf '\n[sweep]\n"training.global_batch" = { from = 6, to = %d, step = 6 }\n"cluster.network.oversubscription" = { from = 1.0, to = 2.0, count = 10 }\n' \
+  $((6 * batches)) >> "$long"
+"$HETSIM" sweep "$long" --out "$tmp/long-local.csv" 2>/dev/null || bad "the long local sweep failed"
+run 3 "$HETSIM" sweep "$long" --out "$tmp/long.csv" >/dev/null 2>&1 &
+job=$!
+killed=""
+for _ in $(seq 1 20000); do
+  if [ -f "$tmp/long.csv" ] && [ "$(wc -l < "$tmp/long.csv")" -ge 22 ]; then
+    for pid in $(pgrep -f "sweep $long --out $tmp/long.csv" || true); do
+      if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+        kill -KILL "$pid" 2>/dev/null && killed=$pid
+      fi
+    done
+    break
+  fi
+  kill -0 $job 2>/dev/null || break
+  sleep 0.005
+done
+wait $job; rc=$?
+rows=$(($(wc -l < "$tmp/long.csv") - 2))
+if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rows -lt $((batches * 10)) ]; then ok
+else bad "the kill of rank 1 did not land mid-sweep (pid '$killed', exit $rc, $rows rows)"; fi
+cmp -s -n "$(head -n $((rows + 2)) "$tmp/long.csv" | wc -c)" "$tmp/long.csv" "$tmp/long-local.csv" && ok \
+  || bad "what rank 0 wrote before the kill is not a prefix of the local file"
+run 3 "$HETSIM" sweep "$long" --out "$tmp/long.csv" --resume 2>"$tmp/long.err" && cmp -s "$tmp/long.csv" "$tmp/long-local.csv" && ok \
+  || bad "mpirun --resume after a killed rank differs from the local run: $(tail -n 3 "$tmp/long.err")"
 
 # An invalid point: every rank stops, exit 2, no file.
 badf="$tmp/bad.toml"
