@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numbers>
 
 #include "models/base/assert.hpp"
@@ -85,20 +86,123 @@ FactorSampler::FactorSampler(const schedule::TaskGraph& g, const VariabilitySpec
   v_.slow_devices = static_cast<int>(std::clamp<std::int64_t>(v.slow_devices, 0, n));
   persistent_ = persistent_factors(n, v_, stragglers_);
   factors_.assign(g.devices.size(), 1.0);
+  // Replicas that meet between their compute tasks (a data-parallel collective that follows
+  // compute and that compute waits for: ZeRO 3's gathers inside the step) cannot be run apart:
+  // they stay folded. The gathers a step starts with follow no compute and time alike in
+  // every replica. Marked: DP collectives reachable from a compute task through DP collectives.
+  using schedule::TaskKind;
+  auto is_dp = [&](std::uint32_t t) {
+    return g.tasks[t].kind == TaskKind::ParamGather || g.tasks[t].kind == TaskKind::GradReduce;
+  };
+  auto is_compute = [&](std::uint32_t t) {
+    const auto k = g.tasks[t].kind;
+    return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute;
+  };
+  std::vector<char> after_compute(g.size(), 0);
+  std::vector<std::uint32_t> todo;
+  for (std::uint32_t t = 0; t < g.size(); ++t)
+    if (is_compute(t))
+      for (std::uint32_t e = g.succ_begin[t]; e < g.succ_begin[t + 1]; ++e)
+        if (is_dp(g.succ[e]) && !after_compute[g.succ[e]]) {
+          after_compute[g.succ[e]] = 1;
+          todo.push_back(g.succ[e]);
+        }
+  while (!todo.empty() && !coupled_) {
+    const std::uint32_t t = todo.back();
+    todo.pop_back();
+    for (std::uint32_t e = g.succ_begin[t]; e < g.succ_begin[t + 1]; ++e) {
+      const std::uint32_t next = g.succ[e];
+      coupled_ = coupled_ || is_compute(next);
+      if (is_dp(next) && !after_compute[next]) {
+        after_compute[next] = 1;
+        todo.push_back(next);
+      }
+    }
+  }
   if (v.jitter == 0) fill(false);
 }
 
-// Each simulated device's factor: the largest of its real devices' (with this step's jitter).
+// One run per distinct replica's factor vector (per group: a replica's stage factors, the
+// largest of its TP ranks'; an EP group of replicas counts as one), dominated ones left out;
+// the other groups at their smallest factor per stage. A replica's step in such a run is its
+// real one up to its data-parallel sync (replicas meet nowhere else), so the longest run is the
+// step (sample_steps adds the sync's wait).
+void FactorSampler::make_runs(const std::vector<double>& real) {
+  runs_.clear();
+  if (coupled_) {
+    runs_.push_back(factors_);
+    return;
+  }
+  struct Dev { std::uint32_t id; int stage; std::size_t first; };
+  std::map<int, std::vector<Dev>> groups;  // group → its devices (one per stage)
+  std::size_t i = 0;
+  for (std::uint32_t k = 0; k < g_.devices.size(); ++k) {
+    groups[g_.devices[k].group].push_back({k, g_.devices[k].stage, i});
+    i += static_cast<std::size_t>(g_.devices[k].count);
+  }
+  // Per group: the stage-factor vector of each replica unit, deduplicated, undominated.
+  std::map<int, std::vector<std::vector<double>>> cands;
+  std::map<int, std::vector<double>> least;
+  std::size_t total = 0;
+  for (const auto& [gid, devs] : groups) {
+    const auto& d0 = g_.devices[devs.front().id];
+    const int unit = std::max(1, d0.ep);
+    const int units = std::max(1, d0.replicas / unit);
+    std::vector<std::vector<double>> vecs(static_cast<std::size_t>(units), std::vector<double>(devs.size(), 0.0));
+    for (std::size_t s = 0; s < devs.size(); ++s) {
+      const auto& d = g_.devices[devs[s].id];
+      for (int j = 0; j < d.count; ++j) {
+        const auto u = static_cast<std::size_t>(std::min(units - 1, (j / d.tp) / unit));
+        vecs[u][s] = std::max(vecs[u][s], real[devs[s].first + static_cast<std::size_t>(j)]);
+      }
+    }
+    std::sort(vecs.begin(), vecs.end());
+    vecs.erase(std::unique(vecs.begin(), vecs.end()), vecs.end());
+    auto& keep = cands[gid];
+    for (const auto& a : vecs) {
+      bool dominated = false;
+      for (const auto& b : vecs) {
+        if (&a == &b) continue;
+        bool le = true;
+        for (std::size_t s = 0; s < a.size() && le; ++s) le = a[s] <= b[s];
+        dominated = dominated || (le && a != b);
+      }
+      if (!dominated) keep.push_back(a);
+    }
+    auto& lo = least[gid];
+    lo = vecs.front();
+    for (const auto& a : vecs)
+      for (std::size_t s = 0; s < a.size(); ++s) lo[s] = std::min(lo[s], a[s]);
+    total += keep.size();
+  }
+  if (total > kMaxRuns) {
+    runs_.push_back(factors_);
+    return;
+  }
+  for (const auto& [gid, keep] : cands)
+    for (const auto& vec : keep) {
+      std::vector<double> f(g_.devices.size(), 1.0);
+      for (const auto& [other, devs] : groups)
+        for (std::size_t s = 0; s < devs.size(); ++s) f[devs[s].id] = other == gid ? vec[s] : least[other][s];
+      if (std::find(runs_.begin(), runs_.end(), f) == runs_.end()) runs_.push_back(std::move(f));
+    }
+}
+
+// Each simulated device's factor: the largest of its real devices' (with this step's jitter);
+// then the step's runs.
 void FactorSampler::fill(bool jitter) {
   std::size_t i = 0;
+  std::vector<double> real(persistent_.size());
   for (std::size_t k = 0; k < g_.devices.size(); ++k) {
     double f = 1.0;
     for (int j = 0; j < g_.devices[k].count; ++j, ++i) {
       const double x = jitter ? persistent_[i] * std::exp(v_.jitter * normal(jitter_rng_)) : persistent_[i];
+      real[i] = x;
       f = j == 0 ? x : std::max(f, x);
     }
     factors_[k] = f;
   }
+  make_runs(real);
 }
 
 const std::vector<double>& FactorSampler::next_step() {
@@ -124,9 +228,21 @@ Result<StepDistribution> sample_steps(const schedule::TaskGraph& g, const Variab
   d.steps_s.reserve(static_cast<std::size_t>(v.steps));
   for (int k = 0; k < v.steps; ++k) {
     if (control.stop.stop_requested()) return stopped_error();
-    auto t = run_native(g, inner, sampler.next_step());
-    if (!t) return t.errors();
-    const double s = static_cast<double>(t->makespan) * 1e-9;
+    (void)sampler.next_step();
+    // The longest run; where the runs reach their data-parallel sync at different times, every
+    // replica waits for the latest, then runs what it runs after it (its optimizer).
+    SimTime longest = 0, sync = 0, after = 0;
+    for (const auto& f : sampler.runs()) {
+      auto t = run_native(g, inner, f);
+      if (!t) return t.errors();
+      SimTime reduced = 0;
+      for (std::uint32_t i = 0; i < g.size(); ++i)
+        if (g.tasks[i].kind == schedule::TaskKind::GradReduce) reduced = std::max(reduced, t->end[i]);
+      longest = std::max(longest, t->makespan);
+      sync = std::max(sync, reduced);
+      after = std::max(after, t->makespan - reduced);
+    }
+    const double s = static_cast<double>(sampler.runs().size() > 1 ? std::max(longest, sync + after) : longest) * 1e-9;
     d.steps_s.push_back(s);
     if (control.progress) control.progress(static_cast<double>(k + 1) / v.steps);
   }

@@ -15,27 +15,43 @@
 namespace hetsim::engine {
 
 /// Draws the compute factors of a folded graph's devices. A simulated device stands for
-/// `count` real ones (its TP ranks times its group's replicas) that meet at every collective:
-/// its factor is the largest of theirs (exact for TP ranks and for replicas of a one-stage
-/// group; an upper bound for a pipeline whose replicas' stragglers sit on different stages).
+/// `count` real ones (its TP ranks times its group's replicas; member j is TP rank j mod tp of
+/// replica j / tp). next_step() gives each simulated device the largest factor of its real
+/// devices: exact for TP ranks (they meet at every layer), an upper bound across replicas whose
+/// stragglers sit on different stages. runs() gives, for the same draw, the factor vectors of
+/// one run per distinct replica (docs/simulation.md#variability): its group's devices at that
+/// replica's factors (a replica being an expert-parallel group of `ep` replicas, which meet at
+/// every MoE layer), every other group at its smallest factor per stage; dominated vectors are
+/// left out, and beyond kMaxRuns the folded vector alone is run.
 class FactorSampler {
  public:
+  static constexpr std::size_t kMaxRuns = 32;
+
   /// More slow_devices than the graph's real devices makes every one of them a straggler.
   FactorSampler(const schedule::TaskGraph& g, const VariabilitySpec& v);
 
-  /// The next sampled step's factors, one per device of the graph.
+  /// The next sampled step's factors, one per device of the graph (the largest of each
+  /// device's real ones).
   [[nodiscard]] const std::vector<double>& next_step();
+
+  /// The runs of the step next_step() last drew (see above); the folded vector alone when
+  /// there are more than kMaxRuns or when the graph's replicas meet before their data-parallel
+  /// sync (a parameter gather or gradient reduction that a compute task waits for: ZeRO 3).
+  [[nodiscard]] const std::vector<std::vector<double>>& runs() const { return runs_; }
 
   /// Real devices drawn as stragglers (fixed for the seed).
   [[nodiscard]] int stragglers() const { return stragglers_; }
 
  private:
   void fill(bool jitter);
+  void make_runs(const std::vector<double>& real);
 
   const schedule::TaskGraph& g_;
   VariabilitySpec v_;
   std::vector<double> persistent_;  ///< per real device, in device order then member order
   std::vector<double> factors_;     ///< per simulated device
+  std::vector<std::vector<double>> runs_;
+  bool coupled_ = false;            ///< replicas meet before their DP sync: fold them
   std::mt19937_64 jitter_rng_;
   int stragglers_ = 0;
 };
@@ -43,7 +59,9 @@ class FactorSampler {
 /// Real devices a folded graph stands for (Σ DeviceRep::count).
 [[nodiscard]] std::int64_t real_devices(const schedule::TaskGraph& g);
 
-/// The step over sampled steps.
+/// The step over sampled steps: each step the longest of its runs (FactorSampler::runs), or,
+/// where the runs' data-parallel syncs differ, the latest sync plus the longest time any run
+/// took after its own (its optimizer): every replica waits for the slowest at the sync.
 struct StepDistribution {
   std::uint64_t seed = 0;
   int stragglers = 0;                ///< real devices drawn slow

@@ -159,6 +159,52 @@ TEST(Variability, OneStragglerHoldsBackEveryReplica) {
   EXPECT_NEAR(d->p50_s / d->nominal_s, f, 1e-6);
 }
 
+// Two replicas of a two-stage pipeline, a straggler on stage 0 of one and on stage 1 of the
+// other: each replica is slowed on one stage only. The folded device of each stage takes the
+// slower factor, i.e. both stages slow (an upper bound); the runs per replica give the step of
+// the same plan unfolded into two one-replica groups with those very factors. Seeds are tried
+// until the two stragglers land so (FactorSampler::runs: two runs of one slow stage each).
+TEST(Variability, StragglersOfDifferentReplicasAreRunApart) {
+  const double f = 1.5;
+  bool found = false;
+  for (std::uint64_t seed = 1; seed <= 64 && !found; ++seed) {
+    const Scenario s = load(ideal_dp(2, 4, 2, "seed = " + std::to_string(seed) +
+                                                  "\nslow_devices = 2\nslow_factor = 1.5\nsteps = 1\n"));
+    const auto g = schedule::build_schedule(s, *s.plan);
+    ASSERT_EQ(g.devices.size(), 2u);
+    engine::FactorSampler sampler(g, *s.variability);
+    const auto folded = sampler.next_step();
+    const auto& runs = sampler.runs();
+    if (runs.size() != 2) continue;
+    found = true;
+    EXPECT_EQ(folded, (std::vector<double>{f, f}));
+    EXPECT_NE(std::find(runs.begin(), runs.end(), std::vector<double>{f, 1.0}), runs.end());
+    EXPECT_NE(std::find(runs.begin(), runs.end(), std::vector<double>{1.0, f}), runs.end());
+    auto d = engine::sample_steps(g, *s.variability, engine::run_native(g)->makespan);
+    ASSERT_TRUE(d.ok());
+    // The same two replicas as two groups, each a device of its own: replica 0 slow on stage
+    // 0, replica 1 on stage 1.
+    std::string two = ideal_dp(2, 4, 2, "seed = 1\n");
+    for (const char* key : {"tp = 1\n", "pp = 2\n", "dp = 2\n"}) two.replace(two.find(key), std::string(key).size(), "");
+    two += "[[parallel.replicas]]\nmicro_batches = 4\nstages = [{ pool = \"ideal-gpu\", layers = 4 }, { pool = \"ideal-gpu\", layers = 4 }]\n"
+           "[[parallel.replicas]]\nmicro_batches = 4\nstages = [{ pool = \"ideal-gpu\", layers = 4 }, { pool = \"ideal-gpu\", layers = 4 }]\n";
+    const Scenario u = load(two.substr(0, two.find("[variability]")) + two.substr(two.find("[[parallel.replicas]]")));
+    ASSERT_TRUE(u.plan);
+    const auto gu = schedule::build_schedule(u, *u.plan);
+    ASSERT_EQ(gu.devices.size(), 4u);
+    std::vector<double> real(4, 1.0);
+    for (std::uint32_t k = 0; k < 4; ++k)
+      if ((gu.devices[k].group == 0 && gu.devices[k].stage == 0) || (gu.devices[k].group == 1 && gu.devices[k].stage == 1))
+        real[k] = f;
+    const auto exact = engine::run_native(gu, {}, real);
+    const auto both = engine::run_native(g, {}, folded);
+    ASSERT_TRUE(exact.ok() && both.ok());
+    EXPECT_EQ(d->steps_s[0], static_cast<double>(exact->makespan) * 1e-9);
+    EXPECT_LT(exact->makespan, both->makespan);
+  }
+  EXPECT_TRUE(found) << "no seed of 1..64 put the stragglers on different replicas and stages";
+}
+
 TEST(Variability, SameSeedSameBytesAnotherSeedOthers) {
   auto def = api::load(std::string(HETSIM_SOURCE_DIR) + "/scenarios/default.toml");
   ASSERT_TRUE(def.ok());
