@@ -229,9 +229,11 @@ std::string point_text(int global_batch, int micro_batch, int dp, int nodes = 2)
 }
 
 TEST(SweepRun, RowsComeInPointOrderAndEqualSingleRuns) {
-  const auto d = sweep_of(with_sweep("\"training.global_batch\" = { from = 16, to = 64, step = 16 }\n"
-                                     "\"parallel.micro_batch\" = [1, 2, 4]\n"
-                                     "[[sweep.case]]\n\"parallel.dp\" = 2\n\"training.global_batch\" = 8\n\"cluster.pool[0].nodes\" = 1\n"));
+  // A token target, so that the time and cost to train are figures, not zeros.
+  auto with_tokens = [](std::string t) { return t.replace(t.find("seq_len = 512\n"), 14, "seq_len = 512\ntokens = 1e10\n"); };
+  const auto d = sweep_of(with_tokens(with_sweep("\"training.global_batch\" = { from = 16, to = 64, step = 16 }\n"
+                                                 "\"parallel.micro_batch\" = [1, 2, 4]\n"
+                                                 "[[sweep.case]]\n\"parallel.dp\" = 2\n\"training.global_batch\" = 8\n\"cluster.pool[0].nodes\" = 1\n")));
   ASSERT_TRUE(sweep::validate(d, 2).errors.empty());
   std::vector<sweep::Row> rows;
   sweep::RunOptions opts;
@@ -245,7 +247,7 @@ TEST(SweepRun, RowsComeInPointOrderAndEqualSingleRuns) {
     for (int mb : {1, 2, 4}) {
       const auto& r = rows[i];
       EXPECT_EQ(r.point, i);
-      auto sc = test::parse(point_text(gb, mb, 4));
+      auto sc = test::parse(with_tokens(point_text(gb, mb, 4)));
       ASSERT_TRUE(sc) << test::all_errors(sc.errors());
       const auto e = api::estimate(*sc, *sc->plan);
       EXPECT_TRUE(r.ok) << r.error;
@@ -255,11 +257,20 @@ TEST(SweepRun, RowsComeInPointOrderAndEqualSingleRuns) {
       EXPECT_EQ(r.mfu, e.mfu);
       EXPECT_EQ(r.devices, e.devices);
       EXPECT_EQ(r.plan, report::plan_summary(*sc, *sc->plan));
+      EXPECT_GT(r.time_to_train_s, 0.0);
+      EXPECT_EQ(r.time_to_train_s, e.time_to_train.v);
+      EXPECT_EQ(r.goodput, e.goodput.fraction);
+      EXPECT_EQ(r.effective_time_to_train_s, e.time_to_train.v / e.goodput.fraction);
+      EXPECT_GT(r.cost_to_train_usd, 0.0);
+      EXPECT_EQ(r.cost_to_train_usd, e.cost_to_train_usd);
       ASSERT_EQ(r.pools.size(), 1u);
       EXPECT_EQ(r.pools[0].peak_bytes, e.device_types[0].peak_memory.v);
+      EXPECT_EQ(r.pools[0].capacity_bytes, e.device_types[0].capacity.v);
+      EXPECT_EQ(r.pools[0].devices, e.device_types[0].count);
+      EXPECT_EQ(r.pools[0].fits, e.device_types[0].fits);
       ++i;
     }
-  auto sc = test::parse(point_text(8, 1, 2, 1));
+  auto sc = test::parse(with_tokens(point_text(8, 1, 2, 1)));
   ASSERT_TRUE(sc);
   EXPECT_EQ(rows[12].point, 12u);
   EXPECT_EQ(rows[12].step_s, api::estimate(*sc, *sc->plan).step_time.v);
