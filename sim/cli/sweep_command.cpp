@@ -118,9 +118,12 @@ class Progress {
     const double rate = s > 0 ? static_cast<double>(done - first_) / s : 0;
     const double left = rate > 0 ? static_cast<double>(total_ - done) / rate : 0;
     const double f = total_ ? static_cast<double>(done) / static_cast<double>(total_) : 1;
-    std::fprintf(stderr, "\rsweep [%-30s] %zu/%zu points, %.0f/s, ETA %s   ",
-                 std::string(static_cast<std::size_t>(f * 30), '#').c_str(), done, total_, rate,
-                 rate > 0 ? format_duration(Duration{left}).c_str() : "?");
+    // The last update says how long the points took instead of an ETA of nothing.
+    const std::string when = done >= total_ ? "in " + format_duration(Duration{s})
+                             : rate > 0     ? "ETA " + format_duration(Duration{left})
+                                            : std::string("ETA ?");
+    std::fprintf(stderr, "\rsweep [%-30s] %zu/%zu points, %.0f/s, %s   ",
+                 std::string(static_cast<std::size_t>(f * 30), '#').c_str(), done, total_, rate, when.c_str());
     std::fflush(stderr);
   }
   void clear() {

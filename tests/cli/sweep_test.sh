@@ -76,6 +76,10 @@ PY
 diff <(sed 18d "$tmp/cut.csv") <(sed 18d "$tmp/ref.csv") >/dev/null && ok || bad "the other rows differ after a resume with a pending file"
 [ ! -e "$tmp/cut.csv.pending" ] && ok || bad "the pending file outlived a complete sweep"
 
+small_progress="$tmp/progress.toml"  # 500 estimate points
+cp "$SRC/scenarios/default.toml" "$small_progress"
+printf '\n[sweep]\n"training.global_batch" = { from = 6, to = 3000, step = 6 }\n' >> "$small_progress"
+
 # Ctrl-C (SIGINT): the sweep finishes the points being run, says so, exits 130 and leaves a
 # prefix of the uninterrupted file; --resume completes it to the same bytes.
 "$HETSIM" sweep "$sweep" --jobs 2 --out "$tmp/int.csv" 2>"$tmp/int.err" &
@@ -92,6 +96,16 @@ lines=$(wc -l < "$tmp/int.csv")
 cmp -s "$tmp/int.csv" "$tmp/ref.csv" -n "$(wc -c < "$tmp/int.csv")" && ok || bad "Ctrl-C left a file that is not a prefix"
 "$HETSIM" sweep "$sweep" --jobs 2 --out "$tmp/int.csv" --resume 2>/dev/null && cmp -s "$tmp/int.csv" "$tmp/ref.csv" && ok \
   || bad "--resume after Ctrl-C differs from the uninterrupted file"
+
+# The progress line: on a terminal (a pseudo-terminal from script(1), where installed) a bar with
+# the points, the rate and an ETA, the last one saying how long it took; not when stderr is a file.
+if command -v script >/dev/null 2>&1; then
+  script -qec "\"$HETSIM\" sweep \"$small_progress\" --out \"$tmp/pg.csv\"" /dev/null > "$tmp/pg.tty" 2>&1
+  tr '\r' '\n' < "$tmp/pg.tty" | grep -a -q "ETA" && tr '\r' '\n' < "$tmp/pg.tty" | grep -a -q "500/500 points, .* in " && ok \
+    || bad "no progress line on a terminal: $(tr '\r' '\n' < "$tmp/pg.tty" | tail -n 3)"
+fi
+"$HETSIM" sweep "$small_progress" --out "$tmp/pg2.csv" 2>"$tmp/pg.err" && ! grep -q "ETA" "$tmp/pg.err" && ok \
+  || bad "a progress line on a file: $(head -c 200 "$tmp/pg.err")"
 
 # Another sweep's file: refused, untouched.
 other="$tmp/other.toml"
