@@ -5,17 +5,13 @@
 #include <random>
 
 #include "models/base/assert.hpp"
+#include "models/base/splitmix.hpp"
 
 namespace hetsim::exec {
 namespace {
 
-// SplitMix64's finaliser: spreads the routing's coordinates over the generator's seed.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+// One SplitMix64 step: spreads the routing's coordinates over the generator's seed.
+std::uint64_t mix(std::uint64_t x) { return splitmix_finalise(x + kSplitmixGamma); }
 
 // A uniform double in [0, 1) from the generator's top 53 bits (not a std:: distribution, whose
 // algorithm differs between standard libraries).

@@ -1,5 +1,7 @@
 #include "models/hw/device.hpp"
 
+#include <algorithm>
+
 namespace hetsim::hw {
 
 std::string_view dtype_name(Dtype d) {
@@ -47,6 +49,17 @@ int ClusterSpec::devices() const {
   int n = 0;
   for (const auto& p : pools) n += p.devices();
   return n;
+}
+
+int BlockPlacer::place(int pool, int tp, int count) {
+  const auto& ps = c_.pools[static_cast<std::size_t>(pool)];
+  const int dpn = std::max(1, ps.devices_per_node);
+  int& u = used_[static_cast<std::size_t>(pool)];
+  u = (u + tp - 1) / tp * tp;
+  if (count <= dpn && u % dpn + count > dpn && (u / dpn + 1) * dpn + count <= ps.devices()) u = (u / dpn + 1) * dpn;
+  const int start = u;
+  u += count;
+  return start;
 }
 
 }  // namespace hetsim::hw

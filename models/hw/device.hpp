@@ -156,4 +156,20 @@ struct ClusterSpec {
   [[nodiscard]] int devices() const;
 };
 
+/// Places blocks of devices in their pools, in the order asked (a plan's simulated devices:
+/// group, then stage): a block starts on a multiple of its tp, and at the next node when it would
+/// not fit in the rest of this one and the pool has room there. The SimGrid engine's placement
+/// and the cost model's data-parallel rings of several replica groups both follow it.
+class BlockPlacer {
+ public:
+  explicit BlockPlacer(const ClusterSpec& c) : c_(c), used_(c.pools.size(), 0) {}
+  /// The device (within `pool`) where the next block of `count` devices, in units of `tp`,
+  /// starts. The block may end beyond the pool's devices: the caller checks.
+  int place(int pool, int tp, int count);
+
+ private:
+  const ClusterSpec& c_;
+  std::vector<int> used_;
+};
+
 }  // namespace hetsim::hw

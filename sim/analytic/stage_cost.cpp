@@ -71,25 +71,14 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
 namespace {
 
 // Where each stage's block of devices (tp × replicas) starts in its pool, placed as the SimGrid
-// engine places them (platform::decompose): each pool's blocks in group, then stage order; a
-// block starts on a multiple of its tp, and at the next node when it would not fit in this one
-// and the pool has room there. [group][stage] → device index within the pool.
+// engine places them (hw::BlockPlacer: each pool's blocks in group, then stage order).
+// [group][stage] → device index within the pool.
 std::vector<std::vector<int>> block_starts(const hw::ClusterSpec& cl, const plan::Plan& p) {
-  std::vector<int> used(cl.pools.size(), 0);
+  hw::BlockPlacer placer(cl);
   std::vector<std::vector<int>> out;
   for (const auto& grp : p.groups) {
     out.emplace_back();
-    for (const auto& st : grp.stages) {
-      const auto pool = static_cast<std::size_t>(st.pool);
-      const int dpn = std::max(1, cl.pools[pool].devices_per_node);
-      const int count = st.tp * grp.replicas;
-      int& u = used[pool];
-      u = (u + st.tp - 1) / st.tp * st.tp;
-      if (count <= dpn && u % dpn + count > dpn && (u / dpn + 1) * dpn + count <= cl.pools[pool].devices())
-        u = (u / dpn + 1) * dpn;
-      out.back().push_back(u);
-      u += count;
-    }
+    for (const auto& st : grp.stages) out.back().push_back(placer.place(st.pool, st.tp, st.tp * grp.replicas));
   }
   return out;
 }

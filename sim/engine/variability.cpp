@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "models/base/assert.hpp"
+#include "models/base/splitmix.hpp"
 
 namespace hetsim::engine {
 namespace {
@@ -13,10 +14,7 @@ namespace {
 // One seed per purpose (stragglers, per-device spread, jitter), so that changing one spread
 // leaves the others' draws as they were. SplitMix64's finaliser.
 std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t purpose) {
-  std::uint64_t z = seed + purpose * 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return splitmix_finalise(seed + purpose * kSplitmixGamma);
 }
 
 // Uniform in (0, 1]: the top 53 bits, plus one.
@@ -119,6 +117,12 @@ FactorSampler::FactorSampler(const schedule::TaskGraph& g, const VariabilitySpec
       }
     }
   }
+  // Each group's simulated devices (one per stage) and where their real devices start.
+  std::size_t first = 0;
+  for (std::uint32_t k = 0; k < g.devices.size(); ++k) {
+    groups_[g.devices[k].group].push_back({k, first});
+    first += static_cast<std::size_t>(g.devices[k].count);
+  }
   if (v.jitter == 0) fill(false);
 }
 
@@ -133,24 +137,17 @@ void FactorSampler::make_runs(const std::vector<double>& real) {
     runs_.push_back(factors_);
     return;
   }
-  struct Dev { std::uint32_t id; int stage; std::size_t first; };
-  std::map<int, std::vector<Dev>> groups;  // group → its devices (one per stage)
-  std::size_t i = 0;
-  for (std::uint32_t k = 0; k < g_.devices.size(); ++k) {
-    groups[g_.devices[k].group].push_back({k, g_.devices[k].stage, i});
-    i += static_cast<std::size_t>(g_.devices[k].count);
-  }
   // Per group: the stage-factor vector of each replica unit, deduplicated, undominated.
   std::map<int, std::vector<std::vector<double>>> cands;
   std::map<int, std::vector<double>> least;
   std::size_t total = 0;
-  for (const auto& [gid, devs] : groups) {
-    const auto& d0 = g_.devices[devs.front().id];
+  for (const auto& [gid, devs] : groups_) {
+    const auto& d0 = g_.devices[devs.front().device];
     const int unit = std::max(1, d0.ep);
     const int units = std::max(1, d0.replicas / unit);
     std::vector<std::vector<double>> vecs(static_cast<std::size_t>(units), std::vector<double>(devs.size(), 0.0));
     for (std::size_t s = 0; s < devs.size(); ++s) {
-      const auto& d = g_.devices[devs[s].id];
+      const auto& d = g_.devices[devs[s].device];
       for (int j = 0; j < d.count; ++j) {
         const auto u = static_cast<std::size_t>(std::min(units - 1, (j / d.tp) / unit));
         vecs[u][s] = std::max(vecs[u][s], real[devs[s].first + static_cast<std::size_t>(j)]);
@@ -163,9 +160,9 @@ void FactorSampler::make_runs(const std::vector<double>& real) {
       bool dominated = false;
       for (const auto& b : vecs) {
         if (&a == &b) continue;
-        bool le = true;
+        bool le = true;  // a ≤ b everywhere; b ≠ a, the vectors being distinct
         for (std::size_t s = 0; s < a.size() && le; ++s) le = a[s] <= b[s];
-        dominated = dominated || (le && a != b);
+        dominated = dominated || le;
       }
       if (!dominated) keep.push_back(a);
     }
@@ -182,8 +179,8 @@ void FactorSampler::make_runs(const std::vector<double>& real) {
   for (const auto& [gid, keep] : cands)
     for (const auto& vec : keep) {
       std::vector<double> f(g_.devices.size(), 1.0);
-      for (const auto& [other, devs] : groups)
-        for (std::size_t s = 0; s < devs.size(); ++s) f[devs[s].id] = other == gid ? vec[s] : least[other][s];
+      for (const auto& [other, devs] : groups_)
+        for (std::size_t s = 0; s < devs.size(); ++s) f[devs[s].device] = other == gid ? vec[s] : least[other][s];
       if (std::find(runs_.begin(), runs_.end(), f) == runs_.end()) runs_.push_back(std::move(f));
     }
 }

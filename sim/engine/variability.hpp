@@ -5,6 +5,7 @@
 // factors and steps, bit for bit (own normal draws from std::mt19937_64, no std:: distribution).
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -51,6 +52,11 @@ class FactorSampler {
   std::vector<double> persistent_;  ///< per real device, in device order then member order
   std::vector<double> factors_;     ///< per simulated device
   std::vector<std::vector<double>> runs_;
+  struct Member {
+    std::uint32_t device;  ///< simulated device, one per stage of its group
+    std::size_t first;     ///< its first real device in persistent_'s order
+  };
+  std::map<int, std::vector<Member>> groups_;  ///< replica group → its devices
   bool coupled_ = false;            ///< replicas meet before their DP sync: fold them
   std::mt19937_64 jitter_rng_;
   int stragglers_ = 0;

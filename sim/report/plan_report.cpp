@@ -31,19 +31,20 @@ std::vector<std::string> explain(const Scenario& s, const planner::Candidate& c,
   const auto& g = sim.graph;
   std::size_t busiest = 0;
   double most = -1;
+  const auto ep = static_cast<std::size_t>(schedule::Stream::EpComm);
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
     const auto& u = sim.summary.devices[d];
-    const double busy = u.stream_fraction[0] + u.stream_fraction[1] + u.stream_fraction[2] + u.stream_fraction[4];
+    const double busy = u.stream_fraction[0] + u.stream_fraction[1] + u.stream_fraction[2] + u.stream_fraction[ep];
     if (busy > most) { most = busy; busiest = d; }
   }
   const auto& u = sim.summary.devices[busiest];
-  const std::string ep = u.stream_fraction[4] > 0
-                           ? fmt::format(", expert all-to-alls {:.0f} %", 100 * u.stream_fraction[4])
-                           : std::string{};
+  const std::string a2a = u.stream_fraction[ep] > 0
+                            ? fmt::format(", expert all-to-alls {:.0f} %", 100 * u.stream_fraction[ep])
+                            : std::string{};
   lines.push_back(fmt::format("bottleneck: {} — compute {:.0f} %, TP collectives {:.0f} %, pipeline sends {:.0f} %{}, "
                               "bubble {:.0f} % of the step",
                               g.devices[busiest].label, 100 * u.stream_fraction[0], 100 * u.stream_fraction[1],
-                              100 * u.stream_fraction[2], ep,
+                              100 * u.stream_fraction[2], a2a,
                               100.0 * static_cast<double>(u.bubble) / static_cast<double>(sim.trace.makespan)));
   for (std::size_t gi = 0; gi < c.plan.groups.size(); ++gi) {
     const auto& grp = c.plan.groups[gi];
@@ -64,7 +65,7 @@ std::vector<std::string> explain(const Scenario& s, const planner::Candidate& c,
   std::string limit;
   if (h < 0.1) limit = fmt::format("memory (only {:.0f} % headroom on the fullest device type)", 100 * h);
   else if (u.stream_fraction[1] > 0.25) limit = "tensor-parallel communication on the intra-node fabric";
-  else if (u.stream_fraction[4] > 0.25) limit = "expert-parallel all-to-alls (token dispatch and combine)";
+  else if (u.stream_fraction[ep] > 0.25) limit = "expert-parallel all-to-alls (token dispatch and combine)";
   else if (sim.summary.bubble_fraction > 0.2) limit = "the pipeline bubble (too few micro-batches per replica)";
   else if (sim.summary.exposed_comm > sim.trace.makespan / 5) limit = "exposed communication";
   else limit = "compute on " + s.cluster.pools[g.devices[busiest].pool].name;

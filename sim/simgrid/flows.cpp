@@ -27,24 +27,17 @@ double priced_bandwidth(const hw::ClusterSpec& c, const Platform& p, int a, int 
 
 Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterSpec& c, const Platform& p) {
   Decomposition d;
-  // Placement: each pool's devices in the order the graph lists them.
-  std::vector<int> used(c.pools.size(), 0);
+  // Placement: each pool's devices in the order the graph lists them. Tensor-parallel groups
+  // never straddle a node (the cost model keeps TP on the fabric): hw::BlockPlacer.
+  hw::BlockPlacer placer(c);
   for (const auto& dev : g.devices) {
     const auto pool = static_cast<std::size_t>(dev.pool);
-    // Tensor-parallel groups never straddle a node (the cost model keeps TP on the fabric): a
-    // block starts on a multiple of tp, and at the next node when it would not fit in this one
-    // and the pool has devices to spare.
-    const int dpn = std::max(1, c.pools[pool].devices_per_node);
-    used[pool] = (used[pool] + dev.tp - 1) / dev.tp * dev.tp;
-    if (dev.count <= dpn && used[pool] % dpn + dev.count > dpn &&
-        (used[pool] / dpn + 1) * dpn + dev.count <= c.pools[pool].devices())
-      used[pool] = (used[pool] / dpn + 1) * dpn;
-    if (used[pool] + dev.count > c.pools[pool].devices())
+    const int start = placer.place(dev.pool, dev.tp, dev.count);
+    if (start + dev.count > c.pools[pool].devices())
       return Diagnostic{{}, "", "the plan needs more devices of pool '" + c.pools[pool].name + "' than it has (" +
                                     std::to_string(c.pools[pool].devices()) + ")",
                         ""};
-    d.first_host.push_back(p.first_host[pool] + used[pool]);
-    used[pool] += dev.count;
+    d.first_host.push_back(p.first_host[pool] + start);
   }
   d.work.resize(g.size());
   d.owner.resize(g.size());

@@ -184,11 +184,12 @@ TEST(Variability, StragglersOfDifferentReplicasAreRunApart) {
     ASSERT_TRUE(d.ok());
     // The same two replicas as two groups, each a device of its own: replica 0 slow on stage
     // 0, replica 1 on stage 1.
-    std::string two = ideal_dp(2, 4, 2, "seed = 1\n");
+    std::string two = ideal_dp(2, 4, 2, "");
     for (const char* key : {"tp = 1\n", "pp = 2\n", "dp = 2\n"}) two.replace(two.find(key), std::string(key).size(), "");
-    two += "[[parallel.replicas]]\nmicro_batches = 4\nstages = [{ pool = \"ideal-gpu\", layers = 4 }, { pool = \"ideal-gpu\", layers = 4 }]\n"
-           "[[parallel.replicas]]\nmicro_batches = 4\nstages = [{ pool = \"ideal-gpu\", layers = 4 }, { pool = \"ideal-gpu\", layers = 4 }]\n";
-    const Scenario u = load(two.substr(0, two.find("[variability]")) + two.substr(two.find("[[parallel.replicas]]")));
+    const std::string replica =
+        "[[parallel.replicas]]\nmicro_batches = 4\nstages = [{ pool = \"ideal-gpu\", layers = 4 }, { pool = \"ideal-gpu\", layers = 4 }]\n";
+    two.replace(two.find("[variability]\n"), 14, replica + replica);
+    const Scenario u = load(two);
     ASSERT_TRUE(u.plan);
     const auto gu = schedule::build_schedule(u, *u.plan);
     ASSERT_EQ(gu.devices.size(), 4u);
