@@ -2,9 +2,21 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
+#include <set>
 #include <string>
 
 namespace hetsim::exec {
+
+namespace {
+
+std::string degree_list(const std::set<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return out;
+}
+
+}  // namespace
 
 int rank_in(const std::vector<int>& group, int real) {
   const auto it = std::lower_bound(group.begin(), group.end(), real);
@@ -20,6 +32,7 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
     out.real_devices += g.devices[d].count;
   }
   out.member_of.resize(g.size());
+  out.chunks.assign(g.size(), 0);
   std::map<std::vector<int>, int> index;
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const auto& t = g.tasks[i];
@@ -28,30 +41,42 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
     if (t.collective != schedule::kNoCollective) members = g.collectives[t.collective];
     const auto& info = g.devices[t.device];
     const int tp = info.tp;
+    long long chunks = 1;
+    std::set<int> degrees;
     for (std::uint32_t m : members) {
-      const auto& other = g.devices[g.tasks[m].device];
-      if (other.tp == tp) continue;
+      degrees.insert(g.devices[g.tasks[m].device].tp);
+      chunks = std::lcm(chunks, static_cast<long long>(g.devices[g.tasks[m].device].tp));
+    }
+    if (chunks > kMaxDpChunks) {
       const std::string layers = t.layers > 1 ? "layers " + std::to_string(t.first_layer) + "-" +
                                                     std::to_string(t.first_layer + t.layers - 1)
                                               : "layer " + std::to_string(t.first_layer);
       return Diagnostic{{}, "plan", layers + ": its data-parallel " + std::string(schedule::task_kind_name(t.kind)) +
-                                        " joins tensor-parallel degree " + std::to_string(tp) + " (" + info.label +
-                                        ") and " + std::to_string(other.tp) + " (" + other.label +
-                                        "): the executor does not reshard between tensor-parallel degrees yet",
-                        "give every replica group the same tp for each layer (docs/executor.md, Limits)"};
+                                        " joins tensor-parallel degrees " + degree_list(degrees) + ", whose least common multiple, " +
+                                        std::to_string(chunks) + ", cuts the layer into more than " +
+                                        std::to_string(kMaxDpChunks) + " chunks",
+                        "give the replica groups tensor-parallel degrees that divide one another (1, 2, 4, 8)"};
     }
-    for (int k = 0; k < tp; ++k) {
-      std::vector<int> reals;
-      for (std::uint32_t m : members) {
-        const auto d = g.tasks[m].device;
-        for (int r = 0; r < g.devices[d].replicas; ++r) reals.push_back(out.first_real[d] + r * tp + k);
+    const int c_all = static_cast<int>(chunks);
+    out.chunks[i] = c_all;
+    const int per = c_all / tp;  // chunks each rank of this device holds
+    out.member_of[i].resize(static_cast<std::size_t>(tp));
+    for (int k = 0; k < tp; ++k)
+      for (int c = k * per; c < (k + 1) * per; ++c) {
+        // Every replica of every member, at the rank that holds chunk c there.
+        std::vector<int> reals;
+        for (std::uint32_t m : members) {
+          const auto d = g.tasks[m].device;
+          const int mt = g.devices[d].tp;
+          const int holder = c * mt / c_all;
+          for (int r = 0; r < g.devices[d].replicas; ++r) reals.push_back(out.first_real[d] + r * mt + holder);
+        }
+        std::sort(reals.begin(), reals.end());
+        reals.erase(std::unique(reals.begin(), reals.end()), reals.end());
+        const auto [it, fresh] = index.try_emplace(reals, static_cast<int>(out.groups.size()));
+        if (fresh) out.groups.push_back(reals);
+        out.member_of[i][static_cast<std::size_t>(k)].push_back(it->second);
       }
-      std::sort(reals.begin(), reals.end());
-      reals.erase(std::unique(reals.begin(), reals.end()), reals.end());
-      const auto [it, fresh] = index.try_emplace(reals, static_cast<int>(out.groups.size()));
-      if (fresh) out.groups.push_back(reals);
-      out.member_of[i].push_back(it->second);
-    }
   }
   return out;
 }

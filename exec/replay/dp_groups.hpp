@@ -3,8 +3,15 @@
 // real devices (tp ranks × replicas of every folded device) that meet in each gradient
 // reduction and parameter gather. Within one replica group a layer's collective joins that
 // group's replicas; with several groups it joins the same layer's tasks of every group (the
-// schedule's TaskGraph::collectives, see docs/simulation.md), rank k of each with rank k of the
-// others: a collective per layer and tp rank over all the replicas of the plan.
+// schedule's TaskGraph::collectives, see docs/simulation.md).
+//
+// The layer's parameters are cut into C chunks, C the least common multiple of the members'
+// tensor-parallel degrees: rank k of a member of degree t holds chunks k·C/t … (k+1)·C/t − 1
+// (its 1/t shard of every weight, as Megatron-LM shards them, cut into C/t pieces). One
+// collective per chunk, over the rank of every replica that holds it. With one degree, C = t and
+// chunk k is rank k's shard: a collective per layer and tp rank over all the replicas of the
+// plan; with several, a rank of the smaller degree joins one collective per chunk it holds
+// (resharding by chunks: every element still meets every replica's copy of it once).
 
 #include <cstddef>
 #include <vector>
@@ -23,14 +30,20 @@ struct DpLayout {
   /// communicator each. Collectives with the same members share it: every member meets them in
   /// the same order (the predicted start order; collectives start together).
   std::vector<std::vector<int>> groups;
-  /// Per task, per tp rank of its device: the index into `groups` of the collective it joins;
-  /// empty for tasks that are not data-parallel collectives.
-  std::vector<std::vector<int>> member_of;
+  /// Per task, per tp rank of its device: the indexes into `groups` of the collectives it joins,
+  /// one per chunk it holds, in chunk order; empty for tasks that are not data-parallel
+  /// collectives.
+  std::vector<std::vector<std::vector<int>>> member_of;
+  /// Per task: C, the chunks its collective cuts the layers' parameters into (0 for other tasks).
+  std::vector<int> chunks;
 };
 
-/// The layout of `g`'s data-parallel collectives. Fails (BadInput, key "plan") when a
-/// collective joins devices of different tensor-parallel degrees (their gradient shards would
-/// need resharding), naming the layer, both degrees and the devices.
+/// The most chunks one collective may cut its layers into (the lcm of its members' degrees).
+inline constexpr int kMaxDpChunks = 64;
+
+/// The layout of `g`'s data-parallel collectives. Fails (BadInput, key "plan") when the members'
+/// tensor-parallel degrees would cut a layer into more than kMaxDpChunks chunks, naming the
+/// layer and the degrees.
 [[nodiscard]] Result<DpLayout> dp_layout(const schedule::TaskGraph& g);
 
 /// Position of real device `real` in `group` (its rank in that collective), -1 when absent.

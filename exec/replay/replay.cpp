@@ -346,11 +346,23 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                          local / (p.zero >= 2 ? replicas : 1) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
   }
-  auto dp_floats = [&](const schedule::Task& t, std::size_t r) {
-    const auto& c = costs[g.devices[t.device].group][g.devices[t.device].stage];
-    double params = c.params_layer * t.layers;
-    if (t.first_layer == 0) params += c.params_emb;
-    if (t.first_layer + t.layers == s.model.layers) params += c.params_head;
+  // The floats of one chunk of a data-parallel collective's layers (dp_layout): the layers'
+  // parameters on a device of degree t, × t, over the chunks; the largest over the collective's
+  // members (norms are whole on every tp rank), so that every member moves the same count.
+  auto dp_floats = [&](std::uint32_t id, std::size_t r) {
+    const auto& t0 = g.tasks[id];
+    std::vector<std::uint32_t> members{id};
+    if (t0.collective != schedule::kNoCollective) members = g.collectives[t0.collective];
+    double params = 0;
+    for (std::uint32_t m : members) {
+      const auto& t = g.tasks[m];
+      const auto& dev = g.devices[t.device];
+      const auto& c = costs[dev.group][dev.stage];
+      double own = c.params_layer * t.layers;
+      if (t.first_layer == 0) own += c.params_emb;
+      if (t.first_layer + t.layers == s.model.layers) own += c.params_head;
+      params = std::max(params, own * dev.tp / layout->chunks[id]);
+    }
     const auto n = static_cast<std::size_t>(params);
     return std::max<std::size_t>(r, (n + r - 1) / r * r);  // a multiple of the collective's members
   };
@@ -718,20 +730,23 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               }
               case TaskKind::GradReduce:
               case TaskKind::ParamGather: {
-                // The collective of this layer among every replica that holds it, in its group
-                // and (several groups) in the others: a shard per member under ZeRO.
-                Communicator& dpc = *dpcs.at(layout->member_of[id][static_cast<std::size_t>(rank)]);
-                const auto r = static_cast<std::size_t>(dpc.size());
-                std::size_t n = dp_floats(t, r);
-                if (t.kind == TaskKind::ParamGather && !wide) n = std::max(r, (n / 2 + r - 1) / r * r);  // 16-bit weights
-                if (t.kind == TaskKind::GradReduce && s.training.grad_reduce_bytes < 4)  // a bf16 gradient reduce
-                  n = std::max(r, (n / 2 + r - 1) / r * r);
-                const std::size_t per = n / r;
-                sc.fit(n * 4, n * 4, n * 4);
-                if (sc.failed) break;
-                if (t.kind == TaskKind::ParamGather) note(dpc.all_gather(sc.fa(), sc.fc(), per), true);
-                else if (p.zero == 0) note(dpc.all_reduce(sc.fc(), n), true);
-                else note(dpc.reduce_scatter(sc.fa(), sc.fc(), per), true);  // results in c only
+                // The collectives of this layer among every replica that holds it, in its group
+                // and (several groups) in the others: one per chunk this rank holds (one unless
+                // the groups' tp degrees differ), a shard per member under ZeRO.
+                for (const int gi : layout->member_of[id][static_cast<std::size_t>(rank)]) {
+                  Communicator& dpc = *dpcs.at(gi);
+                  const auto r = static_cast<std::size_t>(dpc.size());
+                  std::size_t n = dp_floats(id, r);
+                  if (t.kind == TaskKind::ParamGather && !wide) n = std::max(r, (n / 2 + r - 1) / r * r);  // 16-bit weights
+                  if (t.kind == TaskKind::GradReduce && s.training.grad_reduce_bytes < 4)  // a bf16 gradient reduce
+                    n = std::max(r, (n / 2 + r - 1) / r * r);
+                  const std::size_t per = n / r;
+                  sc.fit(n * 4, n * 4, n * 4);
+                  if (sc.failed || !comm_error.empty()) break;
+                  if (t.kind == TaskKind::ParamGather) note(dpc.all_gather(sc.fa(), sc.fc(), per), true);
+                  else if (p.zero == 0) note(dpc.all_reduce(sc.fc(), n), true);
+                  else note(dpc.reduce_scatter(sc.fa(), sc.fc(), per), true);  // results in c only
+                }
                 break;
               }
               case TaskKind::SendActivation:

@@ -1,7 +1,9 @@
 #include "sim/simgrid/flows.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
 
 namespace hetsim::platform {
 namespace {
@@ -184,8 +186,11 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         break;
       case TaskKind::GradReduce:
       case TaskKind::ParamGather: {
-        // The replicas of each tp rank; a collective across simulated devices (several replica
-        // groups) is one ring per tp rank over all of them, carried by its first member.
+        // The layers' parameters cut into C chunks, C the lcm of the members' tp degrees (as the
+        // executor's dp_layout cuts them): one ring per chunk over the rank of every replica
+        // that holds it; with one degree, one ring per tp rank. A collective across simulated
+        // devices (several replica groups) is carried by its first member, whose duration
+        // priced its 1/tp shard: a chunk is tp/C of that.
         std::vector<std::uint32_t> tasks{i};
         if (t.collective != schedule::kNoCollective) {
           tasks = g.collectives[t.collective];
@@ -194,16 +199,18 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
             continue;
           }
         }
-        int tp = 1;
-        for (std::uint32_t m : tasks) tp = std::max(tp, g.devices[g.tasks[m].device].tp);
-        for (int k = 0; k < tp; ++k) {
+        long long chunks = 1;
+        for (std::uint32_t m : tasks) chunks = std::lcm(chunks, static_cast<long long>(g.devices[g.tasks[m].device].tp));
+        const auto share = static_cast<schedule::SimTime>(
+            std::llround(static_cast<double>(t.duration) * dev.tp / static_cast<double>(chunks)));
+        for (long long chunk = 0; chunk < chunks; ++chunk) {
           std::vector<int> members;
           for (std::uint32_t m : tasks) {
             const auto& md = g.devices[g.tasks[m].device];
-            if (k >= md.tp) continue;
-            for (int r = 0; r < md.replicas; ++r) members.push_back(host(g.tasks[m].device, r * md.tp + k));
+            const int holder = static_cast<int>(chunk * md.tp / chunks);
+            for (int r = 0; r < md.replicas; ++r) members.push_back(host(g.tasks[m].device, r * md.tp + holder));
           }
-          collective(w, members, t.algorithm, t.duration);
+          collective(w, members, t.algorithm, share);
         }
         break;
       }

@@ -129,21 +129,6 @@ TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
     EXPECT_EQ(worst_kind(r.errors()), ErrorKind::Environment) << "missing hardware";
   }
   {
-    // Two groups whose tensor-parallel degrees differ for the layers: their gradient shards
-    // would need resharding. Refused before anything runs, naming a layer and both degrees.
-    auto s = test::parse(small("micro_batch = 1\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
-                               "stages = [{tp = 2, layers = 4}]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
-                               "stages = [{tp = 1, layers = 2}, {tp = 1, layers = 2}]\n", 4));
-    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-    auto big = exec::make_cpu_backend(4);
-    auto r = exec::replay(*s, *s->plan, *big, {1, 0});
-    ASSERT_FALSE(r.ok());
-    const auto msg = to_string(r.errors()[0]);
-    EXPECT_NE(msg.find("layer 0: its data-parallel parameter gather joins tensor-parallel degree 2 (g0 s0"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(") and 1 (g1 s0"), std::string::npos) << msg;
-    EXPECT_EQ(worst_kind(r.errors()), ErrorKind::BadInput) << "a plan this executor cannot run";
-  }
-  {
     // ZeRO 2 with two groups: the schedule reduces per micro-batch within each group.
     auto s = test::parse(small("micro_batch = 1\nzero = 2\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
                                "stages = [{tp = 1, layers = 4}]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
@@ -183,20 +168,30 @@ std::string two_group_plan(int tp, int zero) {
          ", layers = 1}, {pool = \"slow\", tp = " + t + ", layers = 3}]\n";
 }
 
+// As two_group_plan, with the fast pool's group at tp 2 and the slow pool's at tp 1: the groups'
+// gradient shards differ, so their collectives reshard (dp_layout's chunks).
+std::string mixed_tp_plan(int zero) {
+  return "micro_batch = 1\nzero = " + std::to_string(zero) + "\n" +
+         "[[parallel.replicas]]\ncount = 2\nmicro_batches = 1\nstages = [{pool = \"fast\", tp = 2, layers = 4}]\n"
+         "[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\nstages = [{pool = \"slow\", tp = 1, layers = 1}, "
+         "{pool = \"slow\", tp = 1, layers = 3}]\n";
+}
 
-// Each real device's gradient of layer L at tp rank k in replica j (numbered across the groups
-// in plan order): small integers, so every sum is exact whatever the order.
-float grad_value(int j, int layer, int rank, std::size_t i) {
-  return float(j + 1) * float(1 + int((i + 3 * std::size_t(layer) + 7 * std::size_t(rank)) % 5));
+// Replica j's gradient of layer L at element f of the whole layer (numbered across the groups in
+// plan order): small integers, so every sum is exact whatever the order.
+float grad_value(int j, int layer, std::size_t f) {
+  return float(j + 1) * float(1 + int((f + 3 * std::size_t(layer)) % 5));
 }
 
 // Runs every data-parallel collective of (s, p) on cpu devices as the replay lays them out
-// (dp_layout), each device in its predicted order: ZeRO 0 all-reduces the gradient; ZeRO 1
-// reduce-scatters it and the parameter gather all-gathers the shards. Returns, per real device
-// and layer it holds, the vector it ends with; ids of real devices: (replica j, tp rank k).
+// (dp_layout: one collective per chunk a rank holds), each device in its predicted order: ZeRO 0
+// all-reduces the gradient; ZeRO 1 reduce-scatters it and the parameter gather all-gathers the
+// shards. A chunk holds `n` elements of the layer (n = members × (3 + layer)), chunk c elements
+// c·n … c·n + n − 1. Returns, per real device and layer it holds, the elements it ends with.
 struct Reduced {
-  std::map<std::tuple<int, int, int>, std::vector<float>> by;  ///< (j, rank, layer) → values
+  std::map<std::tuple<int, int, int>, std::map<std::size_t, float>> by;  ///< (j, rank, layer) → element → value
   int replicas = 0;
+  std::map<int, int> chunks;  ///< layer → chunks its collectives cut it into
 };
 Reduced run_dp_collectives(const Scenario& s, const plan::Plan& p) {
   Reduced out;
@@ -222,6 +217,8 @@ Reduced run_dp_collectives(const Scenario& s, const plan::Plan& p) {
     group_first_replica.push_back(out.replicas);
     out.replicas += grp.replicas;
   }
+  for (std::uint32_t i = 0; i < g.size(); ++i)
+    if (layout->chunks[i] > 0) out.chunks[g.tasks[i].first_layer] = layout->chunks[i];
   std::mutex mu;
   std::vector<std::thread> threads;
   for (std::uint32_t d = 0; d < g.devices.size(); ++d)
@@ -238,33 +235,60 @@ Reduced run_dp_collectives(const Scenario& s, const plan::Plan& p) {
         // Reductions first, then the gathers of their shards (an overlapped gather runs before
         // the step's forward, so in the predicted order it comes first: it gathers last step's).
         std::stable_partition(ids.begin(), ids.end(), [&](auto i) { return g.tasks[i].kind == schedule::TaskKind::GradReduce; });
-        std::map<int, std::vector<float>> shard;  // ZeRO 1: this member's reduced shard per layer
+        std::map<std::pair<int, int>, std::vector<float>> shard;  // ZeRO 1: (layer, chunk) → reduced shard
         for (std::uint32_t id : ids) {
           const auto& t = g.tasks[id];
-          const auto gi = static_cast<std::size_t>(layout->member_of[id][static_cast<std::size_t>(rank)]);
-          auto& c = *comms[gi][static_cast<std::size_t>(exec::rank_in(layout->groups[gi], real))];
-          const auto n = static_cast<std::size_t>(c.size()) * (3 + static_cast<std::size_t>(t.first_layer));
-          const std::size_t per = n / static_cast<std::size_t>(c.size());
-          std::vector<float> grad(n), full(n);
-          for (std::size_t i = 0; i < n; ++i) grad[i] = grad_value(j, t.first_layer, rank, i);
-          bool ok = true;
-          if (t.kind == schedule::TaskKind::GradReduce && p.zero == 0) {
-            ok = c.all_reduce(grad.data(), n).ok();
-            full = grad;
-          } else if (t.kind == schedule::TaskKind::GradReduce) {
-            shard[t.first_layer].resize(per);
-            ok = c.reduce_scatter(grad.data(), shard[t.first_layer].data(), per).ok();
-            continue;
-          } else {
-            ok = c.all_gather(shard[t.first_layer].data(), full.data(), per).ok();
+          const auto& joined = layout->member_of[id][static_cast<std::size_t>(rank)];
+          const int first_chunk = rank * static_cast<int>(joined.size());  // this rank's chunks, in order
+          for (std::size_t q = 0; q < joined.size(); ++q) {
+            const int chunk = first_chunk + static_cast<int>(q);
+            const auto gi = static_cast<std::size_t>(joined[q]);
+            auto& c = *comms[gi][static_cast<std::size_t>(exec::rank_in(layout->groups[gi], real))];
+            const auto n = static_cast<std::size_t>(c.size()) * (3 + static_cast<std::size_t>(t.first_layer));
+            const std::size_t per = n / static_cast<std::size_t>(c.size());
+            std::vector<float> grad(n), full(n);
+            for (std::size_t i = 0; i < n; ++i) grad[i] = grad_value(j, t.first_layer, std::size_t(chunk) * n + i);
+            bool ok = true;
+            if (t.kind == schedule::TaskKind::GradReduce && p.zero == 0) {
+              ok = c.all_reduce(grad.data(), n).ok();
+              full = grad;
+            } else if (t.kind == schedule::TaskKind::GradReduce) {
+              auto& mine = shard[{t.first_layer, chunk}];
+              mine.resize(per);
+              ok = c.reduce_scatter(grad.data(), mine.data(), per).ok();
+              EXPECT_TRUE(ok);
+              continue;
+            } else {
+              ok = c.all_gather(shard[{t.first_layer, chunk}].data(), full.data(), per).ok();
+            }
+            EXPECT_TRUE(ok);
+            const std::lock_guard<std::mutex> lock(mu);
+            auto& held = out.by[{j, rank, t.first_layer}];
+            for (std::size_t i = 0; i < n; ++i) EXPECT_TRUE(held.emplace(std::size_t(chunk) * n + i, full[i]).second);
           }
-          EXPECT_TRUE(ok);
-          const std::lock_guard<std::mutex> lock(mu);
-          out.by[{j, rank, t.first_layer}] = full;
         }
       });
   for (auto& t : threads) t.join();
   return out;
+}
+
+// Every replica holds, over its tp ranks, every element of every layer once, each the sum over
+// the plan's 3 replicas: Σ_j (j + 1) · f = 6 · f.
+void expect_summed_over_replicas(const Reduced& r, int layers) {
+  ASSERT_EQ(r.replicas, 3);
+  for (int j = 0; j < r.replicas; ++j)
+    for (int layer = 0; layer < layers; ++layer) {
+      std::map<std::size_t, float> whole;
+      for (const auto& [key, values] : r.by) {
+        if (std::get<0>(key) != j || std::get<2>(key) != layer) continue;
+        for (const auto& [f, v] : values) EXPECT_TRUE(whole.emplace(f, v).second) << "element " << f << " held twice";
+      }
+      ASSERT_FALSE(whole.empty()) << "replica " << j << " layer " << layer;
+      EXPECT_EQ(whole.begin()->first, 0u);
+      EXPECT_EQ(whole.rbegin()->first, whole.size() - 1) << "replica " << j << " layer " << layer << ": elements missing";
+      for (const auto& [f, v] : whole)
+        ASSERT_EQ(v, 6.0f * float(1 + int((f + 3 * std::size_t(layer)) % 5))) << "replica " << j << " layer " << layer << " element " << f;
+    }
 }
 
 // Numerics of the cross-group collectives: with two replica groups of different pipeline depths
@@ -280,27 +304,84 @@ TEST(Replay, CrossGroupGradientReductionMatchesOneGroup) {
                                            std::to_string(tp) + ", layers = 4}]\n", 3, 8));
       ASSERT_TRUE(one.ok()) << test::all_errors(one.errors());
       const auto got = run_dp_collectives(*two, *two->plan), ref = run_dp_collectives(*one, *one->plan);
-      ASSERT_EQ(got.replicas, 3);
-      ASSERT_EQ(ref.replicas, 3);
       // Every replica, tp rank and layer, in both.
       ASSERT_EQ(got.by.size(), std::size_t(3 * tp * 4)) << "tp " << tp << " zero " << zero;
       ASSERT_EQ(ref.by.size(), got.by.size());
       for (const auto& [key, values] : got.by) {
         const auto& [j, rank, layer] = key;
         ASSERT_EQ(values, ref.by.at(key)) << "replica " << j << " rank " << rank << " layer " << layer;
-        for (std::size_t i = 0; i < values.size(); ++i)  // Σ_j (j + 1) = 6
-          ASSERT_EQ(values[i], 6.0f * float(1 + int((i + 3 * std::size_t(layer) + 7 * std::size_t(rank)) % 5)));
       }
+      expect_summed_over_replicas(got, 4);
+      for (const auto& [layer, c] : got.chunks) EXPECT_EQ(c, tp) << "one degree: a chunk per tp rank";
     }
+}
+
+// Groups of different tensor-parallel degrees (tp 2 on the fast pool, tp 1 on the slow one):
+// each layer is cut into lcm(2, 1) = 2 chunks, the tp 1 rank joins both collectives, each tp 2
+// rank the one of its half; every replica still ends with every element summed over all three.
+TEST(Replay, CrossGroupGradientReductionReshardsBetweenTpDegrees) {
+  for (const int zero : {0, 1}) {
+    auto s = test::parse(two_pools(mixed_tp_plan(zero)));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto got = run_dp_collectives(*s, *s->plan);
+    ASSERT_EQ(got.chunks.size(), 4u);
+    for (const auto& [layer, c] : got.chunks) EXPECT_EQ(c, 2) << "layer " << layer;
+    // Replicas 0 and 1 (tp 2) at ranks 0 and 1, replica 2 (tp 1) at rank 0: 5 holders of 4 layers.
+    EXPECT_EQ(got.by.size(), std::size_t(5 * 4)) << "zero " << zero;
+    expect_summed_over_replicas(got, 4);
+  }
+}
+
+// Degrees whose least common multiple would cut a layer into more than kMaxDpChunks chunks are
+// refused before anything runs, naming the layer and the degrees.
+TEST(Replay, DegreesThatCutALayerIntoTooManyChunksAreRefused) {
+  schedule::TaskGraph g;
+  for (const int tp : {5, 7, 3}) {
+    schedule::DeviceRep d;
+    d.group = static_cast<int>(g.devices.size());
+    d.tp = tp;
+    d.count = tp;
+    d.label = "g" + std::to_string(d.group) + " s0 tp" + std::to_string(tp);
+    g.devices.push_back(d);
+    schedule::Task t;
+    t.device = static_cast<std::uint32_t>(g.devices.size() - 1);
+    t.stream = schedule::Stream::DpComm;
+    t.kind = schedule::TaskKind::GradReduce;
+    t.first_layer = 2;
+    t.layers = 1;
+    t.collective = 0;
+    g.tasks.push_back(t);
+  }
+  g.collectives = {{0, 1, 2}};
+  auto layout = exec::dp_layout(g);
+  ASSERT_FALSE(layout.ok());
+  const auto msg = to_string(layout.errors()[0]);
+  EXPECT_NE(msg.find("layer 2: its data-parallel gradient reduce joins tensor-parallel degrees 3, 5, 7, whose least "
+                     "common multiple, 105, cuts the layer into more than 64 chunks"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(worst_kind(layout.errors()), ErrorKind::BadInput);
+  g.devices[1].tp = g.devices[1].count = 1;  // 5, 1, 3: 15 chunks
+  layout = exec::dp_layout(g);
+  ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+  EXPECT_EQ(layout->chunks[0], 15);
+  EXPECT_EQ(layout->member_of[0][0].size(), 3u) << "each tp 5 rank holds 3 of the 15 chunks";
+  EXPECT_EQ(layout->member_of[1][0].size(), 15u) << "the tp 1 device holds them all";
+  // Chunk c is held by rank c/3 of tp 5 and c/5 of tp 3: chunks held by the same ranks share a
+  // communicator, (0, 0) (1, 0) (1, 1) (2, 1) (3, 1) (3, 2) (4, 2).
+  EXPECT_EQ(layout->groups.size(), 7u);
+  for (const auto& grp : layout->groups) EXPECT_EQ(grp.size(), 3u) << "a rank of each device";
+  EXPECT_EQ(layout->member_of[2][2], (std::vector<int>{5, 5, 6, 6, 6})) << "tp 3 rank 2: chunks 10-14";
 }
 
 // The two-group plans replay: every task measured, every dependency kept, the planned peaks.
 TEST(Replay, PlansWithSeveralReplicaGroupsRun) {
-  for (const auto& [tp, zero] : std::vector<std::pair<int, int>>{{1, 0}, {2, 1}}) {
-    auto s = test::parse(two_pools(two_group_plan(tp, zero)));
+  // tp 0: the groups at tp 2 and tp 1 (mixed_tp_plan).
+  for (const auto& [tp, zero] : std::vector<std::pair<int, int>>{{1, 0}, {2, 1}, {0, 0}, {0, 1}}) {
+    auto s = test::parse(two_pools(tp > 0 ? two_group_plan(tp, zero) : mixed_tp_plan(zero)));
     ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
     ASSERT_EQ(s->plan->groups.size(), 2u);
-    auto backend = exec::make_cpu_backend(4 * tp);
+    auto backend = exec::make_cpu_backend(tp > 0 ? 4 * tp : 6);
     auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
     ASSERT_FALSE(r->graph.collectives.empty()) << "the groups' DP collectives are joined";

@@ -58,6 +58,42 @@ TEST(Platform, RoutesFollowTheTopology) {
             std::string::npos);
 }
 
+// Replica groups of different tp (2 replicas at tp 2, one two-stage replica at tp 1) join each
+// layer's data-parallel collective by chunks, as the executor runs it (exec/replay/dp_groups):
+// lcm(2, 1) = 2 rings, each over tp 2 rank c of both replicas and the tp 1 device. So every rank
+// sends, and the tp 1 device, holding the whole layer, sends twice what a tp 2 rank does.
+TEST(Platform, GroupsOfDifferentTpReduceByChunks) {
+  auto s = test::parse(
+      "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
+      "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\nmicro_batch = 1\nzero = 1\n"
+      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
+      "stages = [{pool = \"h100\", tp = 1, layers = 4}, {pool = \"h100\", tp = 1, layers = 4}]\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  ASSERT_FALSE(g.collectives.empty());
+  for (const auto& members : g.collectives) {
+    const auto& w = d->work[members.front()];
+    std::map<int, double> sent;  // host → bytes
+    for (const auto& f : w.flows) sent[f.src] += f.bytes;
+    // Hosts of the tp 2 ranks (two replicas × two ranks) and of the tp 1 device holding the layer.
+    std::vector<int> tp2, tp1;
+    for (auto m : members) {
+      const auto dev = g.tasks[m].device;
+      for (int k = 0; k < g.devices[dev].count; ++k)
+        (g.devices[dev].tp == 2 ? tp2 : tp1).push_back(d->first_host[dev] + k);
+    }
+    ASSERT_EQ(tp2.size(), 4u);
+    ASSERT_EQ(tp1.size(), 1u);
+    for (int h : tp2) EXPECT_GT(sent[h], 0) << "every tp 2 rank is in a ring";
+    for (int h : tp2) EXPECT_NEAR(sent[tp1[0]] / sent[h], 2.0, 1e-6);
+    EXPECT_EQ(sent.size(), 5u);
+  }
+}
+
 TEST(Platform, FlowsAloneTakeTheModelledTime) {
   auto s = test::parse(cluster("oversubscription = 2\n", 2));
   ASSERT_TRUE(s.ok());
