@@ -91,7 +91,7 @@ TEST(Mpi, ProcessesOfOneHostShareRankZerosClock) {
 // pool, one of two stages (other layer boundaries, three times the micro-batches) on the "slow"
 // one; each layer's gradient reduction and parameter gather join the two groups across
 // processes. Rank 0 gets every task measured, every dependency kept.
-TEST(Mpi, PlansWithSeveralReplicaGroupsRunOneProcessPerDevice) {
+void run_two_groups(const std::string& replicas) {
   ASSERT_EQ(world->size(), 3) << "ctest runs this with 3 processes";
   std::string pools;
   for (const char* name : {"fast", "slow"})
@@ -103,9 +103,7 @@ TEST(Mpi, PlansWithSeveralReplicaGroupsRunOneProcessPerDevice) {
       "[training]\nglobal_batch = 4\nseq_len = 64\nprecision = \"fp32\"\n"
       "[[cluster.link]]\nname = \"shm\"\nkind = \"scale-up\"\nbandwidth = \"10GB/s\"\nlatency = \"1us\"\n" + pools +
       "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
-      "[parallel]\nmicro_batch = 1\nzero = 1\n"
-      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\nstages = [{pool = \"fast\", layers = 4}]\n"
-      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\nstages = [{pool = \"slow\", layers = 1}, {pool = \"slow\", layers = 3}]\n");
+      "[parallel]\nmicro_batch = 1\nzero = 1\n" + replicas);
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   auto backend = exec::make_cpu_backend(1);
   exec::ReplayOptions o{1, 0};
@@ -127,6 +125,21 @@ TEST(Mpi, PlansWithSeveralReplicaGroupsRunOneProcessPerDevice) {
       EXPECT_LE(r->measured.end[i], r->measured.start[g.succ[k]]) << "measured run broke a dependency";
   }
   for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(r->measured.peak_bytes[d], r->predicted.peak_bytes[d]);
+}
+
+TEST(Mpi, PlansWithSeveralReplicaGroupsRunOneProcessPerDevice) {
+  run_two_groups(
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\nstages = [{pool = \"fast\", layers = 4}]\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\nstages = [{pool = \"slow\", layers = 1}, {pool = \"slow\", layers = 3}]\n");
+}
+
+// Groups of different tp (tp 2 on the fast pool's two devices, tp 1 on the slow one): their
+// gradients reshard by chunks across processes (two communicators per layer, the tp 1 process in
+// both).
+TEST(Mpi, GroupsOfDifferentTpRunOneProcessPerDevice) {
+  run_two_groups(
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\nstages = [{pool = \"fast\", tp = 2, layers = 4}]\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\nstages = [{pool = \"slow\", layers = 4}]\n");
 }
 
 // `mpi_tests --failure-demo` under mpirun -np 2: a two-stage pipeline, one process per stage,
