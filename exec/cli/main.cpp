@@ -158,6 +158,12 @@ int main(int argc, char** argv) {
                   "backend: each kernel, then an idle of 1/FACTOR - 1 times its length), so the pools of a scenario "
                   "are devices of unequal speed on one machine")
       ->type_name("POOL=FACTOR");
+  std::vector<std::string> pool_device_lists;
+  run->add_option("--pool-devices", pool_device_lists,
+                  "POOL=LIST (repeatable): run that pool's devices on these backend devices (indexes such as 0,1 or "
+                  "2-3; shared round-robin when the pool has more), so a node with two GPU models runs each pool on "
+                  "its own GPUs; the other pools on the device of their own index. One process only")
+      ->type_name("POOL=LIST");
   bool fit = false;
   run->add_flag("--fit", fit,
                 "Scale the plan down to the devices at hand: fewer data-parallel replicas, then fewer layers per "
@@ -231,20 +237,28 @@ int main(int argc, char** argv) {
     }
     hetsim::exec::ReplayOptions opts{steps, warmup};
     opts.world = world.get();
+    // POOL=VALUE options: the pool's index and the value, or what is wrong with the item.
+    std::string pool_names;
+    for (const auto& pool : sc->cluster.pools) pool_names += (pool_names.empty() ? "" : ", ") + pool.name;
+    auto pool_item = [&](const std::string& option, const std::string& item,
+                         const std::string& form) -> hetsim::Result<std::pair<std::size_t, std::string>> {
+      const auto eq = item.rfind('=');
+      if (eq == std::string::npos)
+        return about("", "", option + " " + item + ": expected " + form, "pools of " + scenario + ": " + pool_names);
+      const std::string name = item.substr(0, eq);
+      const auto pool = std::find_if(sc->cluster.pools.begin(), sc->cluster.pools.end(),
+                                     [&](const auto& p) { return p.name == name; });
+      if (pool == sc->cluster.pools.end())
+        return about("", "", option + " " + item + ": no pool '" + name + "' in " + scenario, "its pools: " + pool_names);
+      return std::pair{static_cast<std::size_t>(pool - sc->cluster.pools.begin()), item.substr(eq + 1)};
+    };
     // --speed POOL=FACTOR: the pools' devices at their factors (the others at full speed).
     if (!pool_speeds.empty()) {
       opts.pool_speed.assign(sc->cluster.pools.size(), 1.0);
       for (const auto& item : pool_speeds) {
-        const auto eq = item.rfind('=');
-        std::string names;
-        for (const auto& pool : sc->cluster.pools) names += (names.empty() ? "" : ", ") + pool.name;
-        if (eq == std::string::npos)
-          return fail({about("", "", "--speed " + item + ": expected POOL=FACTOR", "pools of " + scenario + ": " + names)});
-        const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
-        const auto pool = std::find_if(sc->cluster.pools.begin(), sc->cluster.pools.end(),
-                                       [&](const auto& p) { return p.name == name; });
-        if (pool == sc->cluster.pools.end())
-          return fail({about("", "", "--speed " + item + ": no pool '" + name + "' in " + scenario, "its pools: " + names)});
+        auto parsed = pool_item("--speed", item, "POOL=FACTOR");
+        if (!parsed) return fail(parsed.errors());
+        const auto& [pool_index, value] = *parsed;
         double factor = 0;
         std::size_t used = 0;
         try {
@@ -255,7 +269,24 @@ int main(int argc, char** argv) {
         if (used != value.size() || !(factor > 0 && factor <= 1))
           return fail({about("", "", "--speed " + item + ": the factor must be a number above 0 and at most 1",
                              "0.5: the pool's devices take twice as long for every kernel")});
-        opts.pool_speed[static_cast<std::size_t>(pool - sc->cluster.pools.begin())] = factor;
+        opts.pool_speed[pool_index] = factor;
+      }
+    }
+    // --pool-devices POOL=LIST: indexes and ranges, "0,2" or "0-3".
+    if (!pool_device_lists.empty()) {
+      opts.pool_devices.assign(sc->cluster.pools.size(), {});
+      for (const auto& item : pool_device_lists) {
+        auto parsed = pool_item("--pool-devices", item, "POOL=LIST");
+        if (!parsed) return fail(parsed.errors());
+        const auto& [pool_index, value] = *parsed;
+        if (!opts.pool_devices[pool_index].empty())
+          return fail({about("", "", "--pool-devices " + item + ": pool '" + sc->cluster.pools[pool_index].name +
+                                         "' is listed twice", "one list per pool")});
+        std::vector<int> indexes;
+        std::string why;
+        if (!hetsim::cli::index_list(value, 4096, indexes, why))
+          return fail({about("", "", "--pool-devices " + item + ": " + why, "device indexes such as 0,1 or 2-3")});
+        opts.pool_devices[pool_index] = std::move(indexes);
       }
     }
 #ifdef HETSIM_HAVE_MPI

@@ -229,10 +229,40 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   const std::vector<int>& first_real = layout->first_real;
   const int needed = layout->real_devices;
   const bool multi_process = o.world != nullptr && o.world->size() > 1;
-  if (!multi_process && needed > backend.device_count())
+  // The backend device of each real device: its pool's list (pool_devices), else its own index.
+  std::vector<int> backend_index(static_cast<std::size_t>(needed));
+  for (int d = 0; d < needed; ++d) backend_index[static_cast<std::size_t>(d)] = d;
+  bool mapped = false;
+  if (!o.pool_devices.empty()) {
+    if (o.pool_devices.size() != s.cluster.pools.size())
+      return Diagnostic{{}, "devices", "device lists for " + std::to_string(o.pool_devices.size()) + " pools, the scenario has " +
+                                           std::to_string(s.cluster.pools.size()) + " pools", "one list per pool of the scenario (empty: unmapped)"};
+    if (o.world != nullptr)
+      return Diagnostic{{}, "devices", "pool device lists are for one process: under mpirun each process drives its node-local device",
+                        "place each pool's processes on its nodes (hostfile or rankfile) instead"};
+    for (std::size_t k = 0; k < o.pool_devices.size(); ++k)
+      for (const int i : o.pool_devices[k])
+        if (i < 0 || i >= backend.device_count())
+          return Diagnostic{{}, "devices", "pool '" + s.cluster.pools[k].name + "': device " + std::to_string(i) + " is not one of the " +
+                                               backend.name() + " backend's " + std::to_string(backend.device_count()) + " (0-" +
+                                               std::to_string(backend.device_count() - 1) + ")",
+                            "list device indexes the backend has", ErrorKind::Environment};
+    std::vector<std::size_t> next(s.cluster.pools.size(), 0);
+    for (std::size_t rep = 0; rep < g.devices.size(); ++rep) {
+      const auto pool = static_cast<std::size_t>(g.devices[rep].pool);
+      const auto& list = o.pool_devices[pool];
+      if (list.empty()) continue;
+      mapped = true;
+      for (int m = 0; m < g.devices[rep].count; ++m)
+        backend_index[static_cast<std::size_t>(first_real[rep] + m)] = list[next[pool]++ % list.size()];
+    }
+  }
+  const int highest = needed > 0 ? *std::max_element(backend_index.begin(), backend_index.end()) : -1;
+  if (!multi_process && highest >= backend.device_count())
     return Diagnostic{{}, "", "the plan needs " + std::to_string(needed) + " devices but the " + backend.name() +
                                   " backend has " + std::to_string(backend.device_count()),
-                      "run with more devices (--devices), one process per device (mpirun), or scale the plan down (--fit)",
+                      mapped ? "give every pool its devices (pool device lists), or run with more devices (--devices)"
+                             : "run with more devices (--devices), one process per device (mpirun), or scale the plan down (--fit)",
                       ErrorKind::Environment};
   if (multi_process && o.local_device >= backend.device_count())
     return Diagnostic{{}, "", "process " + std::to_string(o.world->rank()) + " should drive local device " +
@@ -415,11 +445,18 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     for (int m = 0; m < g.devices[rep].count; ++m) {
       const int d = first_real[rep] + m;
       if (!local(d)) continue;
-      auto dev = backend.open_slowed(world != nullptr ? o.local_device : d, speed);
+      auto dev = backend.open_slowed(world != nullptr ? o.local_device : backend_index[static_cast<std::size_t>(d)], speed);
       if (!dev) return dev.errors();
       devices[static_cast<std::size_t>(d)] = std::move(*dev);
     }
   }
+  if (mapped)
+    for (std::size_t k = 0; k < o.pool_devices.size(); ++k) {
+      if (o.pool_devices[k].empty()) continue;
+      std::string list;
+      for (const int i : o.pool_devices[k]) list += (list.empty() ? "" : ", ") + std::to_string(i);
+      out.notes.push_back("pool '" + s.cluster.pools[k].name + "' runs on " + backend.name() + " devices " + list);
+    }
   for (std::size_t k = 0; k < o.pool_speed.size(); ++k)
     if (o.pool_speed[k] != 1.0)
       out.notes.push_back("pool '" + s.cluster.pools[k].name + "' runs on " + backend.name() + " devices at speed " +

@@ -42,6 +42,13 @@ struct ReplayOptions {
   /// (Backend::open_slowed; 1 = full). Empty: every device at full speed. So a two-pool scenario
   /// measures pools of unequal speed on one machine (docs/executor.md, Devices of unequal speed).
   std::vector<double> pool_speed;
+  /// Per pool of the scenario: the backend device indexes its real devices run on, in the order
+  /// the plan lays them out (tp ranks, replicas, stages), taken round-robin when the pool has
+  /// more real devices than indexes (they then share a device, as GPU backends share GPUs). An
+  /// empty list, or an empty vector: real device d runs on backend device d. So a node with two
+  /// GPU models runs each pool on its own GPUs. One process only: under mpirun each process
+  /// drives its node-local device, and the hostfile places the pools.
+  std::vector<std::vector<int>> pool_devices;
 };
 
 struct Replay {

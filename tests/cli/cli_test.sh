@@ -310,6 +310,16 @@ if [ -n "${HETSIM_EXEC:-}" ]; then
   done
   out=$("$HETSIM_EXEC" run --devices 0 "$SRC/scenarios/cpu-pipeline.toml" 2>&1); rc=$?
   [ $rc -eq 2 ] && [ ${#out} -lt 300 ] && ok || bad "--devices 0: rc $rc: $out"
+  # --pool-devices POOL=LIST: a pool of the scenario, indexes or ranges, each pool once; an index
+  # the backend lacks is missing hardware (exit 1), said with the pool.
+  for item in "nopool=0" "slow" "slow=" "slow=1-0" "slow=0,0" "slow=a" "slow=-1" "slow=99999"; do
+    out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --pool-devices "$item" "$SRC/scenarios/cpu-hetero.toml" 2>&1); rc=$?
+    [ $rc -eq 2 ] && echo "$out" | grep -q -- "--pool-devices $item" && [ ${#out} -lt 400 ] && ok || bad "--pool-devices $item: rc $rc: $out"
+  done
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --pool-devices slow=0 --pool-devices slow=1 "$SRC/scenarios/cpu-hetero.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && echo "$out" | grep -q "listed twice" && ok || bad "--pool-devices twice: rc $rc: $out"
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --pool-devices slow=7 "$SRC/scenarios/cpu-hetero.toml" 2>&1); rc=$?
+  [ $rc -eq 1 ] && echo "$out" | grep -q "pool 'slow': device 7 is not one of the cpu backend's 2 (0-1)" && ok || bad "--pool-devices beyond the backend: rc $rc: $out"
 fi
 
 # Defect 11: plan does not read [parallel] (docs/planner.md): one for another cluster does not

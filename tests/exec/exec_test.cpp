@@ -395,6 +395,53 @@ TEST(Replay, PlansWithSeveralReplicaGroupsRun) {
   }
 }
 
+// Pools run on the backend devices their lists name (a node with two GPU models): the fast
+// pool's two replicas share device 4, the slow pool's two stages run on device 5. A backend whose
+// device 5 is lost shows that the slow pool ran there; without the lists it is never used.
+TEST(Replay, PoolsRunOnTheDevicesTheirListsName) {
+  auto s = test::parse(two_pools(two_group_plan(1, 0)));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  {
+    test::FlakyBackend flaky(exec::make_cpu_backend(6), 0, 5);
+    auto r = exec::replay(*s, *s->plan, flaky, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    EXPECT_FALSE(r->failure.has_value()) << "devices 0-3 only";
+  }
+  {
+    test::FlakyBackend flaky(exec::make_cpu_backend(6), 0, 5);
+    exec::ReplayOptions o{1, 0};
+    o.pool_devices = {{4}, {5}};
+    auto r = exec::replay(*s, *s->plan, flaky, o);
+    std::string said = r.ok() ? (r->failure ? to_string(*r->failure) : std::string()) : test::all_errors(r.errors());
+    EXPECT_NE(said.find("flakycpu5: device lost"), std::string::npos) << said;
+  }
+  {
+    test::FlakyBackend flaky(exec::make_cpu_backend(6), 0, 5);
+    exec::ReplayOptions o{1, 0};
+    o.pool_devices = {{4}, {2, 3}};
+    auto r = exec::replay(*s, *s->plan, flaky, o);
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    EXPECT_FALSE(r->failure.has_value());
+    std::string notes;
+    for (const auto& n : r->notes) notes += n + "\n";
+    EXPECT_NE(notes.find("pool 'fast' runs on flaky devices 4"), std::string::npos) << notes;
+    EXPECT_NE(notes.find("pool 'slow' runs on flaky devices 2, 3"), std::string::npos) << notes;
+  }
+  // Refused before anything runs: an index the backend lacks (missing hardware), a list per pool.
+  auto backend = exec::make_cpu_backend(6);
+  exec::ReplayOptions o{1, 0};
+  o.pool_devices = {{}, {6}};
+  auto r = exec::replay(*s, *s->plan, *backend, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(to_string(r.errors()[0]).find("pool 'slow': device 6 is not one of the cpu backend's 6 (0-5)"), std::string::npos)
+      << to_string(r.errors()[0]);
+  EXPECT_EQ(worst_kind(r.errors()), ErrorKind::Environment);
+  o.pool_devices = {{0}};
+  r = exec::replay(*s, *s->plan, *backend, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(worst_kind(r.errors()), ErrorKind::BadInput);
+}
+
 // A device lost mid-run in one group (the slow pool's second stage) ends the run with the steps
 // measured so far.
 TEST(Replay, ADeviceLostInOneGroupKeepsTheMeasuredSteps) {
