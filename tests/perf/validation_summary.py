@@ -18,6 +18,9 @@ ga=[n for n in err if n.startswith('gaudi2')]
 tpu=[n for n in err if n.startswith('maxtext')]
 v100=[n for n in err if n.startswith('megatron-v1')]
 nemo=[n for n in err if n.startswith('nemo-2')]  # NeMo / Megatron-Bridge performance tables (nemo-<release>-…)
-for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('gaudi2',ga),('tpu',tpu),('v100',v100),('nemo',nemo),('all',list(err))]:
+# Added 2026-12-06 (docs/research-more-runs.md): torchtitan's Llama 2 13B (A100) and Llama 3.1 8B Float8 (H200) tables,
+# LLM Foundry's MPT table (A100 80GB).
+more=[n for n in err if n.startswith(('torchtitan-llama2-13b', 'torchtitan-llama31-8b-h200', 'llmfoundry-'))]
+for name,s in [('ten',ten),('korth',k),('sc21',sc),('small',sm),('gaudi2',ga),('tpu',tpu),('v100',v100),('nemo',nemo),('more',more),('all',list(err))]:
     if not s: continue
     print(name, "%d mean %.1f max %.1f signed %+.1f"%st(s))
