@@ -432,9 +432,9 @@ int run_sweep(const SweepArgs& a) {
     if (plotter != nullptr) plot_rows.push_back(*r.row);
     progress.update(r.point + 1);
   };
-  // Once a burst of rows, not once a row (under mpirun a burst is a whole batch of another
-  // rank's): what was written reaches the files. A kill between two flushes loses at most the
-  // burst's rows, which --resume runs again.
+  // Once a burst of rows, not once a row (under mpirun a burst is the rows that came in since
+  // rank 0 last looked, at most a millisecond apart): what was written reaches the files. A kill
+  // between two flushes loses at most the burst's rows, which --resume runs again.
   opts.on_burst = [&] {
     if (out != nullptr) {
       if (!pending.flush() || std::fflush(out) != 0) write_failure();

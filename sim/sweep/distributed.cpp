@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 #include <vector>
 
@@ -22,23 +21,27 @@ namespace hetsim::sweep {
 
 namespace {
 
-// Rank → rank 0: "give me points" (kRequest; payload: the sweep's hash); the rows of a batch
-// (kRow; pack_row), which asks for another batch too. Rank 0 → rank: how to encode rows (kEncoding,
-// once, before the first batch), a batch of points to run (kPoint: runs of points "I-J" or "I",
-// space separated; points_text) or "stop". The ranks encode their rows as rank 0's Encoding asks (the results file's line, the
-// pending file's JSON), so that rank 0 writes their bytes without reading them: a row parsed
-// and formatted again there cost as much as an estimate point, and estimate sweeps did not
-// scale. Rank 0 answers the first request with two batches, so a rank always has its next batch
-// before it finishes the one it runs, and sends a batch's rows without waiting for rank 0 to take
-// them: it never waits for a round trip (a sweep's points can take 0.1 ms each, rank 0 looks at
-// its messages every kPoll). A batch holds the points for about
-// kBatchSeconds of work, from the time the rank's previous batch took, at most a quarter of each
-// rank's share of what is left.
-constexpr int kRequest = 1, kRow = 2, kPoint = 3, kEncoding = 4;
+// Rank → rank 0: "give me points" (kRequest; payload: the sweep's hash); each row as soon as its
+// point has run (kRow; pack_row), so that a rank that dies has sent every row it finished; "that
+// batch is done" (kDone, empty), which asks for another batch. Rank 0 → rank: how to encode rows
+// (kEncoding, once, before the first batch), a batch of points to run (kPoint: runs of points
+// "I-J" or "I", space separated; points_text) or "stop". The ranks encode their rows as rank 0's
+// Encoding asks (the results file's line, the pending file's JSON), so that rank 0 writes their
+// bytes without reading them: a row parsed and formatted again there cost as much as an estimate
+// point, and estimate sweeps did not scale. Rank 0 answers the first request with two batches, so
+// a rank always has its next batch before it finishes the one it runs, and a rank sends its rows
+// without waiting for rank 0 to take them (MPI_Isend): it never waits for a round trip (a sweep's
+// points can take 0.1 ms each, rank 0 looks at its messages every kPoll and writes what came in
+// before it sleeps again). A batch holds the points for about kBatchSeconds of work, from the time
+// the rank's previous batch took, at most a quarter of each rank's share of what is left.
+constexpr int kRequest = 1, kRow = 2, kPoint = 3, kEncoding = 4, kDone = 5;
 const std::string kStop = "stop";
 constexpr double kBatchSeconds = 0.02;
 constexpr auto kPoll = std::chrono::milliseconds(1);
 constexpr std::size_t kMaxBatch = 4096;
+// Messages rank 0 takes before it writes the rows that came in: rows stay in memory no longer
+// than that while many ranks send.
+constexpr int kMaxMessages = 256;
 
 // A batch's points as runs of consecutive points ("3-9 12"): a few bytes, so that MPI sends it at
 // once (a message past the eager limit, a list of thousands of points, would hold rank 0 in
@@ -90,10 +93,9 @@ void pack_row(std::string& out, const Finished& f) {
   out += f.json;
 }
 
-// The rows of a batch of `points` as rank 0 delivers them; the rows that do not unpack (none
-// unless the ranks run different builds) are internal errors.
-std::vector<Finished> unpack_rows(const io::SweepDocument& doc, const Encoding& e, const std::string& data, int from,
-                                  const std::vector<std::size_t>& points) {
+// The rows in a kRow message as rank 0 delivers them, as many as unpack (all of them unless the
+// ranks run different builds).
+std::vector<Finished> unpack_rows(const io::SweepDocument& doc, const Encoding& e, const std::string& data, int from) {
   std::vector<Finished> rows;
   const std::size_t n = doc.spec().points;
   for (std::size_t at = 0; at < data.size();) {
@@ -130,20 +132,52 @@ std::vector<Finished> unpack_rows(const io::SweepDocument& doc, const Encoding& 
     if (!e.json) f.json.clear();
     rows.push_back(std::move(f));
   }
-  if (rows.size() == points.size()) return rows;
-  std::set<std::size_t> have;
-  for (const Finished& f : rows) have.insert(f.point);
-  for (std::size_t i : points)
-    if (have.count(i) == 0) {
+  return rows;
+}
+
+// The rows of a batch's points that a rank said were done but whose rows did not come (none
+// unless the ranks run different builds): internal errors.
+std::vector<Finished> missing_rows(const io::SweepDocument& doc, const Encoding& e, int from,
+                                   const std::vector<std::size_t>& points, const std::vector<bool>& got) {
+  std::vector<Finished> rows;
+  for (std::size_t k = 0; k < points.size(); ++k)
+    if (!got[k]) {
       Row r;
-      r.point = i;
-      r.values = doc.values(i);
+      r.point = points[k];
+      r.values = doc.values(points[k]);
       r.kind = ErrorKind::Internal;
       r.error = "error: rank " + std::to_string(from) + " sent a row that does not unpack";
       rows.push_back(finish(e, std::move(r)));
     }
   return rows;
 }
+
+// A rank's rows on their way to rank 0, one MPI_Isend each. A deque, as MPI_Isend's buffers must
+// stay where they are until sent: adding at the back and taking from the front moves no other.
+class Outbox {
+ public:
+  explicit Outbox(const MpiModule& mpi) : mpi_(mpi) {}
+  ~Outbox() {
+    for (Sending& s : q_) mpi_.finish_send(s.handle);
+  }
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+
+  // Starts sending `data` to rank 0 and forgets the sends that have completed, without waiting.
+  void send(int tag, std::string data) {
+    q_.push_back({std::move(data), nullptr});
+    q_.back().handle = mpi_.start_send(0, tag, &q_.back().data);
+    while (!q_.empty() && mpi_.test_send(q_.front().handle)) q_.pop_front();
+  }
+
+ private:
+  struct Sending {
+    std::string data;
+    void* handle;
+  };
+  const MpiModule& mpi_;
+  std::deque<Sending> q_;
+};
 
 int env_int(const char* name) {
   const char* v = std::getenv(name);
@@ -178,7 +212,7 @@ Result<const MpiModule*> load_mpi_module() {
     using Entry = const MpiModule* (*)();
     auto entry = reinterpret_cast<Entry>(dlsym(h, "hetsim_mpi_module"));
     const MpiModule* m = entry != nullptr ? entry() : nullptr;
-    if (m == nullptr || m->abi != kMpiModuleAbi || m->init == nullptr || m->start_send == nullptr) {
+    if (m == nullptr || m->abi != kMpiModuleAbi || m->init == nullptr || m->test_send == nullptr) {
       fail("the module is from another build (entry point or ABI differs)");
       return;
     }
@@ -196,10 +230,16 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
   run.start();
 
   int remote = size - 1;  // ranks not yet told to stop
-  // Per rank: its next batch size and when each batch in flight was sent (at most two).
+  // A batch out on a rank: when it was sent, its points (ascending) and which of their rows came.
+  struct Batch {
+    std::chrono::steady_clock::time_point sent;
+    std::vector<std::size_t> points;
+    std::vector<bool> got;
+  };
+  // Per rank: its next batch size and the batches in flight (at most two; it runs the first).
   struct Remote {
     std::size_t batch = 1;
-    std::deque<std::pair<std::chrono::steady_clock::time_point, std::vector<std::size_t>>> sent;
+    std::deque<Batch> sent;
   };
   std::map<int, Remote> ranks;
   // Sends rank `to` its next batch, or "stop" (once nothing is left and nothing is in flight).
@@ -209,16 +249,17 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
     std::vector<std::size_t> points = run.claim(std::min(r.batch, fair));
     if (!points.empty()) {
       mpi.send(to, kPoint, points_text(points));
-      r.sent.emplace_back(std::chrono::steady_clock::now(), std::move(points));
+      const std::size_t count = points.size();
+      r.sent.push_back({std::chrono::steady_clock::now(), std::move(points), std::vector<bool>(count, false)});
     } else if (r.sent.empty()) {
       mpi.send(to, kPoint, kStop);
       --remote;
     }
   };
   while (run.deliver() || remote > 0) {
-    bool any = false;
-    while (remote > 0 && mpi.probe()) {
-      any = true;
+    int taken = 0;
+    while (taken < kMaxMessages && remote > 0 && mpi.probe()) {
+      ++taken;
       int from = 0, tag = 0;
       std::string data;
       mpi.recv(-1, &from, &tag, &data);
@@ -233,23 +274,38 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
         if (!ranks[from].sent.empty()) hand_out(from);
         continue;
       }
-      if (tag != kRow) continue;
+      if (tag != kRow && tag != kDone) continue;
       Remote& r = ranks[from];
       if (r.sent.empty()) continue;  // not asked for
-      const auto [at, points] = std::move(r.sent.front());
+      if (tag == kRow) {  // a row of the batch the rank runs, each point's once
+        Batch& b = r.sent.front();
+        std::vector<Finished> rows;
+        for (Finished& f : unpack_rows(doc, opts.encoding, data, from)) {
+          const auto it = std::lower_bound(b.points.begin(), b.points.end(), f.point);
+          if (it == b.points.end() || *it != f.point || b.got[static_cast<std::size_t>(it - b.points.begin())]) continue;
+          b.got[static_cast<std::size_t>(it - b.points.begin())] = true;
+          rows.push_back(std::move(f));
+        }
+        const std::size_t count = rows.size();
+        run.take(std::move(rows), count);
+        continue;
+      }
+      const Batch b = std::move(r.sent.front());
       r.sent.pop_front();
-      const std::size_t count = points.size();
-      run.take(unpack_rows(doc, opts.encoding, data, from, points), count);
+      const std::size_t count = b.points.size();
+      auto missing = missing_rows(doc, opts.encoding, from, b.points, b.got);
+      const std::size_t lost = missing.size();
+      run.take(std::move(missing), lost);
       // The batch took `took` (in flight with the one before it): the next one holds the points
       // for kBatchSeconds at that pace.
-      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - b.sent).count();
       const double per = took / static_cast<double>(count) / (r.sent.empty() ? 1.0 : 2.0);
       r.batch = std::clamp<std::size_t>(static_cast<std::size_t>(kBatchSeconds / std::max(per, 1e-7)), 1, kMaxBatch);
       hand_out(from);
     }
     // Nothing came: look again in kPoll. Not woken by this process's own rows (they wait in
     // order meanwhile): every wake-up costs the core the points run on.
-    if (!any) std::this_thread::sleep_for(kPoll);
+    if (taken == 0) std::this_thread::sleep_for(kPoll);
   }
   return run.delivered();
 }
@@ -266,10 +322,7 @@ void release_workers(const MpiModule& mpi, int size) {
 void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::function<Row(std::size_t)>& runner) {
   mpi.send(0, kRequest, io::sweep_hash_hex(doc.spec().hash));
   std::optional<Encoding> encoding;
-  // The rows of the last batch, on their way while the next batch runs: rank 0 takes them when
-  // it next looks at its messages, and this rank does not wait for that.
-  std::string sending;
-  void* in_flight = nullptr;
+  Outbox outbox(mpi);  // waits for the sends still on their way when this returns
   while (true) {
     int from = 0, tag = 0;
     std::string data;
@@ -279,7 +332,7 @@ void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::f
       continue;
     }
     if (data == kStop) break;
-    std::string rows;  // without an encoding (rank 0 is another build) none: rank 0 marks them failed
+    // Without an encoding (rank 0 is another build) no rows: rank 0 marks them failed.
     for (const char* p = data.c_str(); encoding && *p != '\0';) {
       char* end = nullptr;
       const std::size_t first = std::strtoull(p, &end, 10);
@@ -290,15 +343,15 @@ void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::f
         last = std::strtoull(p, &end, 10);
         if (end == p) break;
       }
-      for (std::size_t i = first; i <= last; ++i)
-        pack_row(rows, finish(*encoding, runner ? runner(i) : run_point(doc, i)));
+      for (std::size_t i = first; i <= last; ++i) {
+        std::string row;
+        pack_row(row, finish(*encoding, runner ? runner(i) : run_point(doc, i)));
+        outbox.send(kRow, std::move(row));
+      }
       p = end;
     }
-    if (in_flight != nullptr) mpi.finish_send(in_flight);
-    sending = std::move(rows);
-    in_flight = mpi.start_send(0, kRow, &sending);
+    outbox.send(kDone, {});
   }
-  if (in_flight != nullptr) mpi.finish_send(in_flight);
 }
 
 }  // namespace hetsim::sweep

@@ -31,11 +31,14 @@ struct MpiModule {
   /// Starts sending `*data` to `dest` with `tag` (MPI_Isend) and returns at once; `*data` must
   /// stay as it is until finish_send of the returned handle.
   void* (*start_send)(int dest, int tag, const std::string* data) = nullptr;
-  /// Waits until the send started as `handle` has completed (MPI_Wait).
+  /// Waits until the send started as `handle` has completed (MPI_Wait); the handle is then gone.
   void (*finish_send)(void* handle) = nullptr;
+  /// Whether the send started as `handle` has completed (MPI_Test), without waiting; once it
+  /// returns true the handle is gone.
+  bool (*test_send)(void* handle) = nullptr;
 };
 
-inline constexpr int kMpiModuleAbi = 2;
+inline constexpr int kMpiModuleAbi = 3;
 inline constexpr const char* kMpiModuleFile = "libhetsim_mpi.so";
 
 /// Whether this process was started by mpirun with more than one rank (OpenMPI's, MPICH's or
@@ -59,7 +62,8 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
 void release_workers(const MpiModule& mpi, int size);
 
 /// Ranks 1 …: asks rank 0 for points, runs them (through `runner` when set, else run_point) and
-/// sends their rows encoded as rank 0 asked, until told to stop.
+/// sends each row, encoded as rank 0 asked, as soon as its point has run, until told to stop: a
+/// rank that dies has sent every row it finished.
 void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::function<Row(std::size_t)>& runner);
 
 }  // namespace hetsim::sweep

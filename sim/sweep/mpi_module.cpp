@@ -54,6 +54,14 @@ void finish_send(void* handle) {
   delete request;
 }
 
+bool test_send(void* handle) {
+  auto* request = static_cast<MPI_Request*>(handle);
+  int done = 0;
+  MPI_Test(request, &done, MPI_STATUS_IGNORE);
+  if (done != 0) delete request;
+  return done != 0;
+}
+
 }  // namespace
 }  // namespace hetsim::sweep
 
@@ -61,6 +69,7 @@ extern "C" __attribute__((visibility("default"))) const hetsim::sweep::MpiModule
   static const hetsim::sweep::MpiModule m{hetsim::sweep::kMpiModuleAbi, &hetsim::sweep::init,
                                           &hetsim::sweep::finalize,     &hetsim::sweep::send,
                                           &hetsim::sweep::recv,         &hetsim::sweep::probe,
-                                          &hetsim::sweep::start_send,   &hetsim::sweep::finish_send};
+                                          &hetsim::sweep::start_send,   &hetsim::sweep::finish_send,
+                                          &hetsim::sweep::test_send};
   return &m;
 }

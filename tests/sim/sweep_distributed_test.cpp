@@ -1,11 +1,15 @@
 // Distributed sweeps (sim/sweep/distributed.hpp) without mpirun: rank 0's coordinator and the
 // workers run on threads of this process, over an in-memory stand-in for the MPI module. Rank 0
 // delivers the other ranks' rows as their bytes, the very bytes a local run delivers; it reads a
-// row's JSON back only when asked for the Row; rows that do not unpack are failed rows, not a hang.
+// row's JSON back only when asked for the Row; rows that do not unpack are failed rows, not a hang;
+// a rank that stops mid-batch has sent every row it finished.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -71,8 +75,9 @@ void* fake_start_send(int dest, int tag, const std::string* data) {
   return &g_mu;  // any handle: the message is queued already
 }
 void fake_finish_send(void*) {}
-const sweep::MpiModule kFake{sweep::kMpiModuleAbi, &fake_init, &fake_finalize, &fake_send,
-                             &fake_recv,           &fake_probe, &fake_start_send, &fake_finish_send};
+bool fake_test_send(void*) { return true; }
+const sweep::MpiModule kFake{sweep::kMpiModuleAbi, &fake_init,       &fake_finalize,    &fake_send,     &fake_recv,
+                             &fake_probe,          &fake_start_send, &fake_finish_send, &fake_test_send};
 
 io::SweepDocument sweep_with_axes(const std::string& axes) {
   auto d = io::parse_sweep(test::minimal("tp = 2\npp = 2\ndp = 4\nmicro_batch = 1\n") + "[sweep]\n" + axes, "sw.toml",
@@ -190,6 +195,108 @@ TEST(DistributedSweep, RowsThatDoNotUnpackAreFailedRowsNotAHang) {
     ++internal;
   }
   EXPECT_GT(internal, 0u);
+}
+
+// The points of a batch as rank 0 sends them ("3-9 12").
+std::vector<std::size_t> batch_points(const std::string& text) {
+  std::vector<std::size_t> points;
+  for (const char* p = text.c_str(); *p != '\0';) {
+    char* end = nullptr;
+    const std::size_t first = std::strtoull(p, &end, 10);
+    if (end == p) break;
+    std::size_t last = first;
+    if (*end == '-') last = std::strtoull(end + 1, &end, 10);
+    for (std::size_t i = first; i <= last; ++i) points.push_back(i);
+    p = end;
+  }
+  return points;
+}
+
+// The points of the last batch this thread's rank took from rank 0 (its kPoint message).
+thread_local std::vector<std::size_t> t_batch;
+void recv_noting_batch(int src, int* from, int* tag, std::string* data) {
+  fake_recv(src, from, tag, data);
+  if (*tag == 3 && *data != "stop") t_batch = batch_points(*data);
+}
+
+TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
+  // Rank 1 stops (as if killed) at the third point of its first batch of three or more points:
+  // the rows of the two points it finished in that batch are at rank 0 already, written or kept
+  // as waiting (FILE.pending), while rank 1 is stopped. Then it goes on, and the sweep completes.
+  const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 3200, step = 16 }\n");
+  const auto v = sweep::validate(d, 1);
+  const sweep::Encoding e{{&d.spec(), v.pools, v.variability}, sweep::Format::Csv, true, true, false};
+  {
+    std::lock_guard lock(g_mu);
+    g_queues.clear();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<std::size_t> at_rank0;      // rows rank 0 delivered or handed over as waiting
+  std::vector<std::size_t> finished;   // rank 1's finished points of the batch it stopped in
+  bool stopped = false, resume = false;
+  std::vector<sweep::Finished> rows;
+
+  std::thread rank1([&] {
+    t_rank = 1;
+    sweep::MpiModule m = kFake;
+    m.recv = &recv_noting_batch;
+    sweep::run_worker(d, m, [&](std::size_t i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const auto at = std::find(t_batch.begin(), t_batch.end(), i);
+      std::unique_lock lock(mu);
+      if (!stopped && t_batch.size() >= 3 && at - t_batch.begin() == 2) {
+        finished.assign(t_batch.begin(), at);
+        stopped = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return resume; });
+      }
+      return sweep::run_point(d, i);
+    });
+  });
+  std::thread rank0([&] {
+    t_rank = 0;
+    sweep::RunOptions o;
+    o.encoding = e;
+    o.runner = [&](std::size_t i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return sweep::run_point(d, i);
+    };
+    o.on_row = [&](const sweep::Finished& f) {
+      std::lock_guard lock(mu);
+      rows.push_back(f);
+      at_rank0.insert(f.point);
+      cv.notify_all();
+    };
+    o.on_waiting = [&](const sweep::Finished& f) {
+      std::lock_guard lock(mu);
+      at_rank0.insert(f.point);
+      cv.notify_all();
+    };
+    EXPECT_EQ(sweep::run_coordinator(d, o, kFake, 2), d.spec().points);
+  });
+
+  {
+    std::unique_lock lock(mu);
+    // Rank 1 reaches a batch of three points or more within the first batches (a point takes
+    // about 1 ms, a batch about 20 ms of work).
+    const bool reached = cv.wait_for(lock, std::chrono::seconds(60), [&] { return stopped; });
+    EXPECT_TRUE(reached) << "rank 1 never ran a batch of three points";
+    if (reached) {
+      // Rank 0 looks at its messages every millisecond; 5 s is ample.
+      const bool all = cv.wait_for(lock, std::chrono::seconds(5), [&] {
+        return std::all_of(finished.begin(), finished.end(), [&](std::size_t i) { return at_rank0.count(i) > 0; });
+      });
+      EXPECT_TRUE(all) << "the rows rank 1 finished in its batch (points " << finished[0] << ", " << finished[1]
+                       << ") did not reach rank 0 while it was stopped";
+    }
+    resume = true;
+    cv.notify_all();
+  }
+  rank1.join();
+  rank0.join();
+  ASSERT_EQ(rows.size(), d.spec().points);
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].point, i);
 }
 
 }  // namespace
