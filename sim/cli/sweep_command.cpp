@@ -19,6 +19,7 @@
 #include <sstream>
 #include <stop_token>
 #include <thread>
+#include <vector>
 
 #include "sim/api/api.hpp"
 #include "sim/cli/diagnostics.hpp"
@@ -215,13 +216,15 @@ class PendingRows {
 struct MpiSession {
   const sweep::MpiModule* mpi = nullptr;
   int rank = 0, size = 1;
+  bool validated = false;  // rank 0 has heard from every rank (sweep::validate_across)
+  std::vector<int> ready;  // then: the ranks to hand points to
   bool released = false;
   MpiSession() = default;
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   ~MpiSession() {
     if (mpi == nullptr) return;
-    if (rank == 0 && !released) sweep::release_workers(*mpi, size);
+    if (rank == 0 && !released) sweep::release_workers(*mpi, size, validated ? &ready : nullptr);
     mpi->finalize();
   }
 };
@@ -313,13 +316,19 @@ int run_sweep(const SweepArgs& a) {
       std::function<sweep::Row(std::size_t)> runner;
       if (spec.command == io::SweepCommand::Simulate && spec.simgrid)
         runner = [&](std::size_t i) { return run_in_child(*doc, a.scenario, i); };
-      sweep::run_worker(*doc, *session.mpi, runner);
+      sweep::run_worker(*doc, *session.mpi, session.rank, session.size, runner);
       return 0;
     }
   }
 
-  // Every point is a valid scenario before any runs.
-  const sweep::Validation v = sweep::validate(*doc, a.jobs);
+  // Every point is a valid scenario before any runs (under mpirun, each rank checks a share).
+  sweep::Validation v;
+  if (session.mpi != nullptr) {
+    v = sweep::validate_across(*doc, a.jobs, *session.mpi, session.size, session.ready);
+    session.validated = true;
+  } else {
+    v = sweep::validate(*doc, a.jobs);
+  }
   if (v.invalid > 0) {
     Diagnostics errs = v.errors;
     const int rc = fail(a, errs);
@@ -445,7 +454,7 @@ int run_sweep(const SweepArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t delivered = 0;
   if (session.mpi != nullptr) {
-    delivered = sweep::run_coordinator(*doc, opts, *session.mpi, session.size);
+    delivered = sweep::run_coordinator(*doc, opts, *session.mpi, session.ready);
     session.released = true;
   } else {
     delivered = sweep::run(*doc, opts);

@@ -21,7 +21,8 @@ namespace hetsim::sweep {
 
 namespace {
 
-// Rank → rank 0: "give me points" (kRequest; payload: the sweep's hash); each row as soon as its
+// Rank → rank 0: "give me points" (kRequest; payload: request_text, the sweep's hash and what the
+// rank found checking its share of the points, sent once it has); each row as soon as its
 // point has run (kRow; pack_row), so that a rank that dies has sent every row it finished; "that
 // batch is done" (kDone, empty), which asks for another batch. Rank 0 → rank: how to encode rows
 // (kEncoding, once, before the first batch), a batch of points to run (kPoint: runs of points
@@ -42,6 +43,8 @@ constexpr std::size_t kMaxBatch = 4096;
 // Messages rank 0 takes before it writes the rows that came in: rows stay in memory no longer
 // than that while many ranks send.
 constexpr int kMaxMessages = 256;
+// Invalid points whose errors a validation reports (the CLI's default, validate's).
+constexpr std::size_t kMaxReported = 20;
 
 // A batch's points as runs of consecutive points ("3-9 12"): a few bytes, so that MPI sends it at
 // once (a message past the eager limit, a list of thousands of points, would hold rank 0 in
@@ -84,6 +87,43 @@ std::optional<Encoding> encoding_from_text(const io::SweepSpec& spec, const std:
     for (const auto& x : *p)
       if (x.is_string()) e.layout.pools.push_back(x.get<std::string>());
   return e;
+}
+
+// A rank's request for points: the sweep's hash (rank 0 sends away a rank that read another
+// file) and the validation of its share, each diagnostic with its point.
+std::string request_text(const std::string& hash, const Validation& v) {
+  nlohmann::json errors = nlohmann::json::array();
+  for (std::size_t k = 0; k < v.errors.size() && k < v.error_points.size(); ++k) {
+    const Diagnostic& d = v.errors[k];
+    errors.push_back({{"point", v.error_points[k]}, {"file", d.where.file}, {"line", d.where.line},
+                      {"col", d.where.col}, {"key", d.key}, {"message", d.message}, {"hint", d.hint},
+                      {"kind", static_cast<int>(d.kind)}});
+  }
+  return nlohmann::json{{"hash", hash}, {"invalid", v.invalid}, {"errors", std::move(errors)}}.dump();
+}
+
+// The hash and validation of a request; nullopt when it is not one (the rank runs another build).
+std::optional<std::pair<std::string, Validation>> request_from_text(const std::string& text) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("hash") || !j["hash"].is_string() || !j.contains("invalid") ||
+      !j["invalid"].is_number_unsigned() || !j.contains("errors") || !j["errors"].is_array())
+    return std::nullopt;
+  Validation v;
+  v.invalid = j["invalid"].get<std::size_t>();
+  for (const auto& e : j["errors"]) {
+    if (!e.is_object() || !e.contains("point") || !e["point"].is_number_unsigned()) return std::nullopt;
+    Diagnostic d;
+    d.where.file = e.value("file", "");
+    d.where.line = e.value("line", 0u);
+    d.where.col = e.value("col", 0u);
+    d.key = e.value("key", "");
+    d.message = e.value("message", "");
+    d.hint = e.value("hint", "");
+    d.kind = static_cast<ErrorKind>(std::clamp(e.value("kind", 0), 0, static_cast<int>(ErrorKind::Internal)));
+    v.errors.push_back(std::move(d));
+    v.error_points.push_back(e["point"].get<std::size_t>());
+  }
+  return std::pair{j["hash"].get<std::string>(), std::move(v)};
 }
 
 // One row on the wire: "POINT OK KIND LINE_BYTES JSON_BYTES\n", then the line and the JSON.
@@ -221,15 +261,39 @@ Result<const MpiModule*> load_mpi_module() {
   return *loaded;
 }
 
-std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi, int size) {
+Validation validate_across(const io::SweepDocument& doc, int jobs, const MpiModule& mpi, int size,
+                           std::vector<int>& ready) {
+  const auto of = static_cast<std::size_t>(std::max(size, 1));
   const std::string hash = io::sweep_hash_hex(doc.spec().hash);
+  std::vector<Validation> shares;
+  shares.push_back(validate(doc, jobs, kMaxReported, {0, of}));
+  for (int k = 1; k < size; ++k) {  // one request from each rank, its share checked
+    int from = 0, tag = 0;
+    std::string data;
+    mpi.recv(-1, &from, &tag, &data);
+    auto request = request_from_text(data);
+    if (request && request->first == hash) {
+      shares.push_back(std::move(request->second));
+      ready.push_back(from);
+      continue;
+    }
+    mpi.send(from, kPoint, kStop);  // another sweep, or another build: its share is checked here
+    shares.push_back(validate(doc, jobs, kMaxReported, {static_cast<std::size_t>(from), of}));
+  }
+  std::sort(ready.begin(), ready.end());
+  return merge(std::move(shares), kMaxReported);
+}
+
+std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi,
+                            const std::vector<int>& ready) {
   const std::string encoding = encoding_text(opts.encoding);
+  const std::size_t size = ready.size() + 1;  // ranks taking points, this one included
   // Rank 0's own threads may run ahead of the rows written by the window plus the points out on
   // other ranks.
-  detail::OrderedRun run(doc, opts, static_cast<std::size_t>(std::max(opts.jobs, 1) + size) * 16);
+  detail::OrderedRun run(doc, opts, (static_cast<std::size_t>(std::max(opts.jobs, 1)) + size) * 16);
   run.start();
 
-  int remote = size - 1;  // ranks not yet told to stop
+  int remote = static_cast<int>(ready.size());  // ranks not yet told to stop
   // A batch out on a rank: when it was sent, its points (ascending) and which of their rows came.
   struct Batch {
     std::chrono::steady_clock::time_point sent;
@@ -245,7 +309,7 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
   // Sends rank `to` its next batch, or "stop" (once nothing is left and nothing is in flight).
   auto hand_out = [&](int to) {
     Remote& r = ranks[to];
-    const std::size_t fair = std::max<std::size_t>(1, run.left() / (4 * static_cast<std::size_t>(size)));
+    const std::size_t fair = std::max<std::size_t>(1, run.left() / (4 * size));
     std::vector<std::size_t> points = run.claim(std::min(r.batch, fair));
     if (!points.empty()) {
       mpi.send(to, kPoint, points_text(points));
@@ -256,6 +320,12 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
       --remote;
     }
   };
+  // Each rank: how to encode rows, then two batches so that it never waits.
+  for (int to : ready) {
+    mpi.send(to, kEncoding, encoding);
+    hand_out(to);
+    if (!ranks[to].sent.empty()) hand_out(to);
+  }
   while (run.deliver() || remote > 0) {
     int taken = 0;
     while (taken < kMaxMessages && remote > 0 && mpi.probe()) {
@@ -263,20 +333,10 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
       int from = 0, tag = 0;
       std::string data;
       mpi.recv(-1, &from, &tag, &data);
-      if (tag == kRequest && data != hash) {  // that rank read another sweep
-        mpi.send(from, kPoint, kStop);
-        --remote;
-        continue;
-      }
-      if (tag == kRequest) {  // a new rank: how to encode rows, then two batches so that it never waits
-        mpi.send(from, kEncoding, encoding);
-        hand_out(from);
-        if (!ranks[from].sent.empty()) hand_out(from);
-        continue;
-      }
       if (tag != kRow && tag != kDone) continue;
-      Remote& r = ranks[from];
-      if (r.sent.empty()) continue;  // not asked for
+      const auto at = ranks.find(from);
+      if (at == ranks.end() || at->second.sent.empty()) continue;  // not asked for
+      Remote& r = at->second;
       if (tag == kRow) {  // a row of the batch the rank runs, each point's once
         Batch& b = r.sent.front();
         std::vector<Finished> rows;
@@ -310,8 +370,12 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
   return run.delivered();
 }
 
-void release_workers(const MpiModule& mpi, int size) {
-  for (int k = 1; k < size; ++k) {
+void release_workers(const MpiModule& mpi, int size, const std::vector<int>* ready) {
+  if (ready != nullptr) {
+    for (int to : *ready) mpi.send(to, kPoint, kStop);
+    return;
+  }
+  for (int k = 1; k < size; ++k) {  // each rank's request first
     int from = 0, tag = 0;
     std::string data;
     mpi.recv(-1, &from, &tag, &data);
@@ -319,8 +383,11 @@ void release_workers(const MpiModule& mpi, int size) {
   }
 }
 
-void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::function<Row(std::size_t)>& runner) {
-  mpi.send(0, kRequest, io::sweep_hash_hex(doc.spec().hash));
+void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, int size,
+                const std::function<Row(std::size_t)>& runner) {
+  const Validation v = validate(doc, 1, kMaxReported,
+                                {static_cast<std::size_t>(std::max(rank, 0)), static_cast<std::size_t>(std::max(size, 1))});
+  mpi.send(0, kRequest, request_text(io::sweep_hash_hex(doc.spec().hash), v));
   std::optional<Encoding> encoding;
   Outbox outbox(mpi);  // waits for the sends still on their way when this returns
   while (true) {

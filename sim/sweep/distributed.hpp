@@ -1,14 +1,16 @@
 #pragma once
-// A sweep across MPI ranks (`mpirun -np N hetsim sweep …`; docs/scenario-format.md#across-nodes-mpirun): rank 0
-// validates, hands out batches of points to whichever rank asks (dynamic load balancing, its
-// own threads included; distributed.cpp says how a batch is sized), collects the rows and
-// delivers them in point order; the other ranks run the points they are given. MPI itself is behind a small module, libhetsim_mpi.so
-// (sim/sweep/mpi_module.cpp, the only file including mpi.h), opened only under mpirun, so
-// hetsim starts without MPI's libraries otherwise.
+// A sweep across MPI ranks (`mpirun -np N hetsim sweep …`; docs/scenario-format.md#across-nodes-mpirun):
+// every rank validates a share of the points, then rank 0 hands out batches of points to whichever
+// rank asks (dynamic load balancing, its own threads included; distributed.cpp says how a batch is
+// sized), collects the rows and delivers them in point order; the other ranks run the points they
+// are given. MPI itself is behind a small module, libhetsim_mpi.so (sim/sweep/mpi_module.cpp, the
+// only file including mpi.h), opened only under mpirun, so hetsim starts without MPI's libraries
+// otherwise.
 
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "models/base/result.hpp"
 #include "sim/sweep/rows.hpp"
@@ -49,21 +51,32 @@ inline constexpr const char* kMpiModuleFile = "libhetsim_mpi.so";
 /// when this build has none (configured with HETSIM_WITH_MPI=OFF).
 [[nodiscard]] Result<const MpiModule*> load_mpi_module();
 
-/// Rank 0: runs points [opts.first, points) on its own `opts.jobs` threads and on ranks
-/// 1 … size−1, each point to whoever asks first; delivers rows in point order through
+/// Rank 0, before any point runs: checks its share of the points (i % size == 0) on `jobs`
+/// threads while each other rank checks its own, then takes every rank's request for points with
+/// what that rank found; a rank whose request carries another sweep's hash (it read another file)
+/// is told to stop and its share is checked here. Returns what validate(doc, jobs) returns for
+/// all the points (the same errors, in point order); `ready` gets the ranks to hand points to.
+[[nodiscard]] Validation validate_across(const io::SweepDocument& doc, int jobs, const MpiModule& mpi, int size,
+                                         std::vector<int>& ready);
+
+/// Rank 0, after validate_across: runs points [opts.first, points) on its own `opts.jobs` threads
+/// and on the `ready` ranks, each point to whoever asks first; delivers rows in point order through
 /// opts.on_row, on this thread (the only one making MPI calls). The other ranks encode their
 /// rows as opts.encoding asks, so the bytes delivered are those of a local run; rank 0 reads a
-/// row's JSON back only for Encoding::row. A rank whose first request carries another sweep's
-/// hash (it read another file) is told to stop, and its share goes to the others. Returns the
-/// rows delivered; every other rank has been told to stop by then.
-std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi, int size);
+/// row's JSON back only for Encoding::row. Returns the rows delivered; every other rank has been
+/// told to stop by then.
+std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi,
+                            const std::vector<int>& ready);
 
-/// Rank 0 when nothing is to run (bad input, a complete file): tells every other rank to stop.
-void release_workers(const MpiModule& mpi, int size);
+/// Rank 0 when nothing is to run (bad input, a complete file): tells every other rank to stop,
+/// the `ready` ranks of validate_across when it has run (null: it has not, none was heard from).
+void release_workers(const MpiModule& mpi, int size, const std::vector<int>* ready);
 
-/// Ranks 1 …: asks rank 0 for points, runs them (through `runner` when set, else run_point) and
-/// sends each row, encoded as rank 0 asked, as soon as its point has run, until told to stop: a
-/// rank that dies has sent every row it finished.
-void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, const std::function<Row(std::size_t)>& runner);
+/// Rank `rank` of `size` (1 …): checks its share of the points (i % size == rank) and sends what
+/// it found with its request for points; then runs the points rank 0 gives it (through `runner`
+/// when set, else run_point) and sends each row, encoded as rank 0 asked, as soon as its point has
+/// run, until told to stop: a rank that dies has sent every row it finished.
+void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, int size,
+                const std::function<Row(std::size_t)>& runner);
 
 }  // namespace hetsim::sweep

@@ -127,17 +127,18 @@ Row run_point(const io::SweepDocument& doc, std::size_t i) {
   return row;
 }
 
-Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_reported) {
+Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_reported, Share share) {
   const std::size_t n = doc.spec().points;
   const bool needs_plan = doc.spec().command != io::SweepCommand::Plan;
-  std::atomic<std::size_t> next{0};
+  const std::size_t of = std::max<std::size_t>(share.of, 1);
+  std::atomic<std::size_t> next{share.index};
   std::mutex mu;
   std::map<std::size_t, Diagnostics> bad;  // the first max_reported invalid points
   std::size_t invalid = 0;
   std::vector<std::string> pools;
   bool variability = false;
   auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+    for (std::size_t i; (i = next.fetch_add(of)) < n;) {
       auto sc = doc.scenario(i);
       Diagnostics d;
       if (!sc) d = sc.errors();
@@ -166,7 +167,33 @@ Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_repo
   v.pools = std::move(pools);
   v.variability = variability;
   for (auto& [i, d] : bad)
-    for (auto& x : d) v.errors.push_back(std::move(x));
+    for (auto& x : d) {
+      v.errors.push_back(std::move(x));
+      v.error_points.push_back(i);
+    }
+  return v;
+}
+
+Validation merge(std::vector<Validation> shares, std::size_t max_reported) {
+  Validation v;
+  std::map<std::size_t, Diagnostics> bad;
+  for (Validation& s : shares) {
+    v.invalid += s.invalid;
+    if (!s.pools.empty() || s.variability) {
+      v.pools = std::move(s.pools);
+      v.variability = s.variability;
+    }
+    for (std::size_t k = 0; k < s.errors.size() && k < s.error_points.size(); ++k)
+      bad[s.error_points[k]].push_back(std::move(s.errors[k]));
+  }
+  std::size_t points = 0;
+  for (auto& [i, d] : bad) {
+    if (++points > max_reported) break;
+    for (auto& x : d) {
+      v.errors.push_back(std::move(x));
+      v.error_points.push_back(i);
+    }
+  }
   return v;
 }
 

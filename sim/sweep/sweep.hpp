@@ -27,14 +27,26 @@ namespace hetsim::sweep {
 /// The outcome of checking every point before any runs.
 struct Validation {
   Diagnostics errors;            ///< of the first `max_reported` invalid points, in point order
+  std::vector<std::size_t> error_points;  ///< the point each of `errors` is about
   std::size_t invalid = 0;       ///< points that are not valid scenarios
   std::vector<std::string> pools;  ///< the pool names of point 0 (the rows' pool columns)
   bool variability = false;        ///< point 0 has [variability] (the rows' percentile columns)
 };
 
-/// Reads every point's scenario (and, for estimate and simulate, its [parallel] plan) on
-/// `jobs` threads. Deterministic: the same errors whatever `jobs`.
-[[nodiscard]] Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_reported = 20);
+/// The points one of several processes checks: those with i % of == index (under mpirun, each
+/// rank its own).
+struct Share {
+  std::size_t index = 0, of = 1;
+};
+
+/// Reads every point's scenario of `share` (and, for estimate and simulate, its [parallel] plan)
+/// on `jobs` threads. Deterministic: the same errors whatever `jobs`. pools and variability are
+/// point 0's, so only share 0 has them.
+[[nodiscard]] Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_reported = 20, Share share = {});
+
+/// The validation of every point from those of the shares (any order): what validate() of all
+/// the points gives, its errors those of the first `max_reported` invalid points of all shares.
+[[nodiscard]] Validation merge(std::vector<Validation> shares, std::size_t max_reported = 20);
 
 struct RunOptions {
   int jobs = 1;

@@ -2,7 +2,8 @@
 # `mpirun -np N hetsim sweep …`: rank 0 hands out points to the ranks that ask and writes the
 # rows; the file is the one a local run writes. Ranks with nothing to do (more ranks than points)
 # stop early without holding the sweep up; a rank killed mid-sweep loses nothing --resume does not
-# run again; an invalid sweep stops every rank with exit 2 and no file. Needs HETSIM, SRC and
+# run again; an invalid sweep (its points checked by every rank, a share each) stops every rank with
+# exit 2 and no file, with the local run's report. Needs HETSIM, SRC and
 # MPIEXEC (SWEEP_BATCHES: see below).
 set -u
 pass=0 fail=0
@@ -95,12 +96,16 @@ cmp -s -n "$(head -n $((rows + 2)) "$tmp/long.csv" | wc -c)" "$tmp/long.csv" "$t
 run 3 "$HETSIM" sweep "$long" --out "$tmp/long.csv" --resume 2>"$tmp/long.err" && cmp -s "$tmp/long.csv" "$tmp/long-local.csv" && ok \
   || bad "mpirun --resume after a killed rank differs from the local run: $(tail -n 3 "$tmp/long.err")"
 
-# An invalid point: every rank stops, exit 2, no file.
+# Invalid points, one in each rank's share of the validation (points i % 3 == rank): every rank
+# stops, exit 2, no file, and rank 0 reports every line a local run reports.
 badf="$tmp/bad.toml"
 cp "$SRC/scenarios/default.toml" "$badf"
-printf '\n[sweep]\n"training.global_batch" = [576, 577]\n' >> "$badf"
+printf '\n[sweep]\n"training.global_batch" = [576, 577, 578, 579]\n' >> "$badf"
+"$HETSIM" sweep "$badf" --out "$tmp/bad-local.csv" >/dev/null 2>"$tmp/bad-local.err"
 run 3 "$HETSIM" sweep "$badf" --out "$tmp/bad.csv" >/dev/null 2>"$tmp/bad.err"; rc=$?
-[ $rc -ne 0 ] && [ ! -e "$tmp/bad.csv" ] && grep -q "sweep point 1 (training.global_batch = 577)" "$tmp/bad.err" && ok \
+[ $rc -ne 0 ] && [ ! -e "$tmp/bad.csv" ] && grep -q "sweep point 1 (training.global_batch = 577)" "$tmp/bad.err" \
+  && grep -q "sweep point 3 (training.global_batch = 579)" "$tmp/bad.err" \
+  && [ "$(grep -cxFf "$tmp/bad.err" "$tmp/bad-local.err")" -eq "$(wc -l < "$tmp/bad-local.err")" ] && ok \
   || bad "invalid sweep under mpirun: exit $rc: $(cat "$tmp/bad.err")"
 
 echo "sweep mpi: $pass passed, $fail failed"

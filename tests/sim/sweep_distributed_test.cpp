@@ -2,9 +2,11 @@
 // workers run on threads of this process, over an in-memory stand-in for the MPI module. Rank 0
 // delivers the other ranks' rows as their bytes, the very bytes a local run delivers; it reads a
 // row's JSON back only when asked for the Row; rows that do not unpack are failed rows, not a hang;
-// a rank that stops mid-batch has sent every row it finished.
+// a rank that stops mid-batch has sent every row it finished; the ranks share the validation, and
+// rank 0 reports what a local run does.
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +39,7 @@ std::mutex g_mu;
 std::condition_variable g_cv;
 std::map<int, std::deque<Message>> g_queues;
 bool g_garble_rows = false;  // rank 1 sends rows cut in half
+std::map<int, std::string> g_requests;  // each rank's request for points (tag 1), as sent
 thread_local int t_rank = 0;
 
 bool fake_init(int* rank, int* size) {
@@ -48,6 +51,7 @@ void fake_finalize() {}
 void fake_send(int dest, int tag, const std::string& data) {
   std::lock_guard lock(g_mu);
   const bool garble = g_garble_rows && t_rank == 1 && tag == 2;
+  if (tag == 1) g_requests[t_rank] = data;
   g_queues[dest].push_back({t_rank, tag, garble ? data.substr(0, data.size() / 2) : data});
   g_cv.notify_all();
 }
@@ -79,11 +83,24 @@ bool fake_test_send(void*) { return true; }
 const sweep::MpiModule kFake{sweep::kMpiModuleAbi, &fake_init,       &fake_finalize,    &fake_send,     &fake_recv,
                              &fake_probe,          &fake_start_send, &fake_finish_send, &fake_test_send};
 
+void clear_queues() {
+  std::lock_guard lock(g_mu);
+  g_queues.clear();
+  g_requests.clear();
+}
+
 io::SweepDocument sweep_with_axes(const std::string& axes) {
   auto d = io::parse_sweep(test::minimal("tp = 2\npp = 2\ndp = 4\nmicro_batch = 1\n") + "[sweep]\n" + axes, "sw.toml",
                            test::catalog());
   if (!d) ADD_FAILURE() << test::all_errors(d.errors());
   return std::move(d).value();
+}
+
+// Rank 0 as the CLI runs it: the points validated with the other ranks, then run.
+std::size_t coordinate(const io::SweepDocument& doc, const sweep::RunOptions& o, int size) {
+  std::vector<int> ready;
+  EXPECT_EQ(sweep::validate_across(doc, 1, kFake, size, ready).invalid, 0u);
+  return sweep::run_coordinator(doc, o, kFake, ready);
 }
 
 struct Delivered {
@@ -94,17 +111,14 @@ struct Delivered {
 
 // Runs `doc` with rank 0 (one thread of its own) and `workers` worker ranks on threads.
 Delivered distributed(const io::SweepDocument& doc, const sweep::Encoding& e, int workers) {
-  {
-    std::lock_guard lock(g_mu);
-    g_queues.clear();
-  }
+  clear_queues();
   Delivered out;
   std::mutex mu;
   std::vector<std::thread> ranks;
   for (int r = 1; r <= workers; ++r)
     ranks.emplace_back([&, r] {
       t_rank = r;
-      sweep::run_worker(doc, kFake, [&](std::size_t i) {
+      sweep::run_worker(doc, kFake, r, workers + 1, [&](std::size_t i) {
         {
           std::lock_guard lock(mu);
           out.ran_by_workers.insert(i);
@@ -122,7 +136,7 @@ Delivered distributed(const io::SweepDocument& doc, const sweep::Encoding& e, in
   o.on_row = [&](const sweep::Finished& f) { out.rows.push_back(f); };
   o.on_waiting = [&](const sweep::Finished& f) { out.waiting.emplace(f.point, f.json); };
   t_rank = 0;
-  EXPECT_EQ(sweep::run_coordinator(doc, o, kFake, workers + 1), doc.spec().points);
+  EXPECT_EQ(coordinate(doc, o, workers + 1), doc.spec().points);
   for (auto& t : ranks) t.join();
   return out;
 }
@@ -226,10 +240,7 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
   const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 3200, step = 16 }\n");
   const auto v = sweep::validate(d, 1);
   const sweep::Encoding e{{&d.spec(), v.pools, v.variability}, sweep::Format::Csv, true, true, false};
-  {
-    std::lock_guard lock(g_mu);
-    g_queues.clear();
-  }
+  clear_queues();
   std::mutex mu;
   std::condition_variable cv;
   std::set<std::size_t> at_rank0;      // rows rank 0 delivered or handed over as waiting
@@ -241,7 +252,7 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
     t_rank = 1;
     sweep::MpiModule m = kFake;
     m.recv = &recv_noting_batch;
-    sweep::run_worker(d, m, [&](std::size_t i) {
+    sweep::run_worker(d, m, 1, 2, [&](std::size_t i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       const auto at = std::find(t_batch.begin(), t_batch.end(), i);
       std::unique_lock lock(mu);
@@ -273,7 +284,7 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
       at_rank0.insert(f.point);
       cv.notify_all();
     };
-    EXPECT_EQ(sweep::run_coordinator(d, o, kFake, 2), d.spec().points);
+    EXPECT_EQ(coordinate(d, o, 2), d.spec().points);
   });
 
   {
@@ -297,6 +308,100 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
   rank0.join();
   ASSERT_EQ(rows.size(), d.spec().points);
   for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].point, i);
+}
+
+// Points that do not split over dp = 4 (global_batch 18, 34) and an unknown model, in the shares
+// of three ranks.
+const char* const kInvalidAxes = "\"training.global_batch\" = [16, 18, 32, 34, 48]\n\"model.preset\" = [\"tiny\", \"tinyy\"]\n";
+
+TEST(DistributedSweep, EachRankChecksItsShareAndRankZeroReportsWhatALocalRunDoes) {
+  const auto d = sweep_with_axes(kInvalidAxes);
+  const auto want = sweep::validate(d, 1);
+  ASSERT_GT(want.invalid, 3u);
+  clear_queues();
+  std::vector<std::thread> ranks;
+  for (int r = 1; r <= 2; ++r)
+    ranks.emplace_back([&, r] {
+      t_rank = r;
+      sweep::run_worker(d, kFake, r, 3, {});
+    });
+  t_rank = 0;
+  std::vector<int> ready;
+  const auto got = sweep::validate_across(d, 1, kFake, 3, ready);
+  sweep::release_workers(kFake, 3, &ready);
+  for (auto& t : ranks) t.join();
+  // The same report, file:line:key messages and all, in point order.
+  EXPECT_EQ(test::all_errors(got.errors), test::all_errors(want.errors));
+  EXPECT_EQ(got.error_points, want.error_points);
+  EXPECT_EQ(got.invalid, want.invalid);
+  EXPECT_EQ(got.pools, want.pools);
+  EXPECT_EQ(ready, (std::vector<int>{1, 2}));
+  // Each rank checked its own share (points i with i % 3 == rank) and sent what it found.
+  for (int r = 1; r <= 2; ++r) {
+    const auto share = sweep::validate(d, 1, 20, {static_cast<std::size_t>(r), 3});
+    ASSERT_GT(share.invalid, 0u);
+    const auto j = nlohmann::json::parse(g_requests[r], nullptr, false);
+    ASSERT_TRUE(j.is_object()) << g_requests[r];
+    EXPECT_EQ(j.value("invalid", std::size_t{0}), share.invalid) << r;
+    ASSERT_TRUE(j["errors"].is_array());
+    EXPECT_EQ(j["errors"].size(), share.errors.size()) << r;
+  }
+}
+
+TEST(DistributedSweep, ARankThatReadAnotherSweepIsSentAwayAndRankZeroChecksItsShare) {
+  const auto other = sweep_with_axes("\"training.global_batch\" = [16, 32]\n");  // another file: another hash
+  {
+    const auto d = sweep_with_axes(kInvalidAxes);
+    clear_queues();
+    std::thread rank1([&] {
+      t_rank = 1;
+      sweep::run_worker(other, kFake, 1, 3, {});
+    });
+    std::thread rank2([&] {
+      t_rank = 2;
+      sweep::run_worker(d, kFake, 2, 3, {});
+    });
+    t_rank = 0;
+    std::vector<int> ready;
+    const auto got = sweep::validate_across(d, 1, kFake, 3, ready);
+    sweep::release_workers(kFake, 3, &ready);
+    rank1.join();
+    rank2.join();
+    EXPECT_EQ(test::all_errors(got.errors), test::all_errors(sweep::validate(d, 1).errors));
+    EXPECT_EQ(ready, std::vector<int>{2});
+  }
+  // A valid sweep runs on rank 0 and rank 2 alone.
+  const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 320, step = 16 }\n");
+  const auto v = sweep::validate(d, 1);
+  const sweep::Encoding e{{&d.spec(), v.pools, v.variability}, sweep::Format::Csv, true, true, false};
+  clear_queues();
+  std::mutex mu;
+  std::set<int> ran_on;
+  auto worker = [&](int r, const io::SweepDocument& doc) {
+    t_rank = r;
+    sweep::run_worker(doc, kFake, r, 3, [&, r](std::size_t i) {
+      std::lock_guard lock(mu);
+      ran_on.insert(r);
+      return sweep::run_point(doc, i);
+    });
+  };
+  std::thread rank1(worker, 1, std::cref(other));
+  std::thread rank2(worker, 2, std::cref(d));
+  t_rank = 0;
+  std::vector<sweep::Finished> rows;
+  sweep::RunOptions o;
+  o.encoding = e;
+  o.runner = [&](std::size_t i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return sweep::run_point(d, i);
+  };
+  o.on_row = [&](const sweep::Finished& f) { rows.push_back(f); };
+  EXPECT_EQ(coordinate(d, o, 3), d.spec().points);
+  rank1.join();
+  rank2.join();
+  ASSERT_EQ(rows.size(), d.spec().points);
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].point, i);
+  EXPECT_EQ(ran_on, std::set<int>{2});
 }
 
 }  // namespace

@@ -206,6 +206,26 @@ TEST(SweepPoints, AnInvalidPointIsReportedWithItsValuesAndTheReadersOwnMessage) 
   EXPECT_EQ(test::all_errors(sweep::validate(d, 1).errors), e);
 }
 
+TEST(SweepPoints, SharesOfTheValidationMergeIntoTheWholeOnes) {
+  // 7 of 10 points invalid (a misspelt device; global_batch 18 and 34 do not split over dp = 4),
+  // checked in three shares (points i % 3 == 0, 1, 2) as the ranks of an mpirun check them.
+  const auto d = sweep_of(with_sweep("\"cluster.pool[0].device\" = [\"h100-sxm5\", \"h100-sxm\"]\n"
+                                     "\"training.global_batch\" = [16, 18, 32, 34, 48]\n"));
+  for (std::size_t reported : {3u, 20u}) {
+    const sweep::Validation want = sweep::validate(d, 1, reported);
+    ASSERT_EQ(want.invalid, 7u);
+    std::vector<sweep::Validation> shares;
+    for (std::size_t k : {2u, 0u, 1u}) shares.push_back(sweep::validate(d, 2, reported, {k, 3}));
+    EXPECT_LT(shares[0].invalid, want.invalid);
+    const sweep::Validation got = sweep::merge(shares, reported);
+    EXPECT_EQ(got.invalid, want.invalid);
+    EXPECT_EQ(test::all_errors(got.errors), test::all_errors(want.errors)) << reported;
+    EXPECT_EQ(got.error_points, want.error_points) << reported;
+    EXPECT_EQ(got.pools, want.pools);
+    EXPECT_EQ(got.variability, want.variability);
+  }
+}
+
 TEST(SweepPoints, AKeyTheReaderDoesNotKnowIsItsUnknownKeyMessageAtTheAxis) {
   const auto d = sweep_of(with_sweep("\"training.global_bach\" = [16]\n"));
   const std::string e = test::all_errors(sweep::validate(d, 1).errors);
