@@ -234,9 +234,9 @@ void recv_noting_batch(int src, int* from, int* tag, std::string* data) {
 }
 
 TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
-  // Rank 1 stops (as if killed) at the third point of its first batch of three or more points:
-  // the rows of the two points it finished in that batch are at rank 0 already, written or kept
-  // as waiting (FILE.pending), while rank 1 is stopped. Then it goes on, and the sweep completes.
+  // Rank 1 stops (as if killed) at the last point of its first batch of two or more points: the
+  // rows of the points it finished in that batch are at rank 0 already, written or kept as
+  // waiting (FILE.pending), while rank 1 is stopped. Then it goes on, and the sweep completes.
   const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 3200, step = 16 }\n");
   const auto v = sweep::validate(d, 1);
   const sweep::Encoding e{{&d.spec(), v.pools, v.variability}, sweep::Format::Csv, true, true, false};
@@ -244,7 +244,7 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
   std::mutex mu;
   std::condition_variable cv;
   std::set<std::size_t> at_rank0;      // rows rank 0 delivered or handed over as waiting
-  std::vector<std::size_t> finished;   // rank 1's finished points of the batch it stopped in
+  std::vector<std::size_t> finished;  // rank 1's finished points of the batch it stopped in
   bool stopped = false, resume = false;
   std::vector<sweep::Finished> rows;
 
@@ -254,10 +254,9 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
     m.recv = &recv_noting_batch;
     sweep::run_worker(d, m, 1, 2, [&](std::size_t i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      const auto at = std::find(t_batch.begin(), t_batch.end(), i);
       std::unique_lock lock(mu);
-      if (!stopped && t_batch.size() >= 3 && at - t_batch.begin() == 2) {
-        finished.assign(t_batch.begin(), at);
+      if (!stopped && t_batch.size() >= 2 && i == t_batch.back()) {
+        finished.assign(t_batch.begin(), t_batch.end() - 1);
         stopped = true;
         cv.notify_all();
         cv.wait(lock, [&] { return resume; });
@@ -289,17 +288,17 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
 
   {
     std::unique_lock lock(mu);
-    // Rank 1 reaches a batch of three points or more within the first batches (a point takes
-    // about 1 ms, a batch about 20 ms of work).
+    // Rank 1's third batch holds about 20 ms of work (a point takes a millisecond or more; its
+    // first two batches are a point each).
     const bool reached = cv.wait_for(lock, std::chrono::seconds(60), [&] { return stopped; });
-    EXPECT_TRUE(reached) << "rank 1 never ran a batch of three points";
+    EXPECT_TRUE(reached) << "rank 1 never ran a batch of two points";
     if (reached) {
       // Rank 0 looks at its messages every millisecond; 5 s is ample.
       const bool all = cv.wait_for(lock, std::chrono::seconds(5), [&] {
         return std::all_of(finished.begin(), finished.end(), [&](std::size_t i) { return at_rank0.count(i) > 0; });
       });
-      EXPECT_TRUE(all) << "the rows rank 1 finished in its batch (points " << finished[0] << ", " << finished[1]
-                       << ") did not reach rank 0 while it was stopped";
+      EXPECT_TRUE(all) << "the rows of the " << finished.size() << " points rank 1 finished in its batch (from "
+                       << finished.front() << ") did not all reach rank 0 while it was stopped";
     }
     resume = true;
     cv.notify_all();
