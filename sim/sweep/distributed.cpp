@@ -21,15 +21,15 @@ namespace hetsim::sweep {
 
 namespace {
 
-// Rank → rank 0: "give me points" (kRequest; payload: request_text, the sweep's hash and what the
-// rank found checking its share of the points, sent once it has); each row as soon as its
-// point has run (kRow; pack_row), so that a rank that dies has sent every row it finished; "that
+// Rank → rank 0: "give me points" (kRequest, once; payload: request_text, the sweep's hash and
+// what the rank found checking its share of the points, which rank 0 waits for from every rank
+// before any point runs); each row as soon as its point has run (kRow; pack_row), so that a rank that dies has sent every row it finished; "that
 // batch is done" (kDone, empty), which asks for another batch. Rank 0 → rank: how to encode rows
 // (kEncoding, once, before the first batch), a batch of points to run (kPoint: runs of points
 // "I-J" or "I", space separated; points_text) or "stop". The ranks encode their rows as rank 0's
 // Encoding asks (the results file's line, the pending file's JSON), so that rank 0 writes their
 // bytes without reading them: a row parsed and formatted again there cost as much as an estimate
-// point, and estimate sweeps did not scale. Rank 0 answers the first request with two batches, so
+// point, and estimate sweeps did not scale. Rank 0 starts each rank with two batches, so
 // a rank always has its next batch before it finishes the one it runs, and a rank sends its rows
 // without waiting for rank 0 to take them (MPI_Isend): it never waits for a round trip (a sweep's
 // points can take 0.1 ms each, rank 0 looks at its messages every kPoll and writes what came in
@@ -342,8 +342,9 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
         std::vector<Finished> rows;
         for (Finished& f : unpack_rows(doc, opts.encoding, data, from)) {
           const auto it = std::lower_bound(b.points.begin(), b.points.end(), f.point);
-          if (it == b.points.end() || *it != f.point || b.got[static_cast<std::size_t>(it - b.points.begin())]) continue;
-          b.got[static_cast<std::size_t>(it - b.points.begin())] = true;
+          const auto k = static_cast<std::size_t>(it - b.points.begin());
+          if (it == b.points.end() || *it != f.point || b.got[k]) continue;
+          b.got[k] = true;
           rows.push_back(std::move(f));
         }
         const std::size_t count = rows.size();
@@ -385,8 +386,8 @@ void release_workers(const MpiModule& mpi, int size, const std::vector<int>* rea
 
 void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, int size,
                 const std::function<Row(std::size_t)>& runner) {
-  const Validation v = validate(doc, 1, kMaxReported,
-                                {static_cast<std::size_t>(std::max(rank, 0)), static_cast<std::size_t>(std::max(size, 1))});
+  const Share share{static_cast<std::size_t>(std::max(rank, 0)), static_cast<std::size_t>(std::max(size, 1))};
+  const Validation v = validate(doc, 1, kMaxReported, share);
   mpi.send(0, kRequest, request_text(io::sweep_hash_hex(doc.spec().hash), v));
   std::optional<Encoding> encoding;
   Outbox outbox(mpi);  // waits for the sends still on their way when this returns

@@ -42,7 +42,8 @@ struct Share {
 /// Reads every point's scenario of `share` (and, for estimate and simulate, its [parallel] plan)
 /// on `jobs` threads. Deterministic: the same errors whatever `jobs`. pools and variability are
 /// point 0's, so only share 0 has them.
-[[nodiscard]] Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_reported = 20, Share share = {});
+[[nodiscard]] Validation validate(const io::SweepDocument& doc, int jobs, std::size_t max_reported = 20,
+                                  Share share = {});
 
 /// The validation of every point from those of the shares (any order): what validate() of all
 /// the points gives, its errors those of the first `max_reported` invalid points of all shares.

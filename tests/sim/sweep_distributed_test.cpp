@@ -311,7 +311,8 @@ TEST(DistributedSweep, ARankStoppedMidBatchHasSentEveryRowItFinished) {
 
 // Points that do not split over dp = 4 (global_batch 18, 34) and an unknown model, in the shares
 // of three ranks.
-const char* const kInvalidAxes = "\"training.global_batch\" = [16, 18, 32, 34, 48]\n\"model.preset\" = [\"tiny\", \"tinyy\"]\n";
+const char* const kInvalidAxes =
+    "\"training.global_batch\" = [16, 18, 32, 34, 48]\n\"model.preset\" = [\"tiny\", \"tinyy\"]\n";
 
 TEST(DistributedSweep, EachRankChecksItsShareAndRankZeroReportsWhatALocalRunDoes) {
   const auto d = sweep_with_axes(kInvalidAxes);
