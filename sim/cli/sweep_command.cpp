@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -44,6 +45,16 @@ volatile std::sig_atomic_t g_sweep_interrupted = 0;
 extern "C" void on_sweep_interrupt(int) {
   g_sweep_interrupted = 1;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+// Under mpirun, rank 0: mpirun ends the job with SIGTERM (then SIGKILL) when another rank dies;
+// rank 0 then writes the rows that have come before it goes (RunOptions::abandon).
+std::atomic<int> g_sweep_terminated{0};
+static_assert(std::atomic<int>::is_always_lock_free, "set in a signal handler");
+extern "C" void on_sweep_terminate(int) {
+  g_sweep_terminated.store(1);
+  g_sweep_interrupted = 1;
+  std::signal(SIGTERM, SIG_DFL);  // a second SIGTERM ends the process at once
 }
 
 int fail(const SweepArgs& a, const Diagnostics& d) {
@@ -219,11 +230,12 @@ struct MpiSession {
   bool validated = false;  // rank 0 has heard from every rank (sweep::validate_across)
   std::vector<int> ready;  // then: the ranks to hand points to
   bool released = false;
+  bool abandoned = false;  // the job is being ended: no rank is told or waited for
   MpiSession() = default;
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   ~MpiSession() {
-    if (mpi == nullptr) return;
+    if (mpi == nullptr || abandoned) return;  // MPI_Finalize could wait on a dead rank
     if (rank == 0 && !released) sweep::release_workers(*mpi, size, validated ? &ready : nullptr);
     mpi->finalize();
   }
@@ -398,6 +410,7 @@ int run_sweep(const SweepArgs& a) {
 
   std::stop_source stop;
   std::signal(SIGINT, on_sweep_interrupt);
+  if (session.mpi != nullptr) std::signal(SIGTERM, on_sweep_terminate);
   std::jthread watcher([&stop](std::stop_token done) {
     while (!done.stop_requested() && !stop.stop_requested()) {
       if (g_sweep_interrupted) {
@@ -454,8 +467,10 @@ int run_sweep(const SweepArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t delivered = 0;
   if (session.mpi != nullptr) {
+    opts.abandon = [] { return g_sweep_terminated.load() != 0; };
     delivered = sweep::run_coordinator(*doc, opts, *session.mpi, session.ready);
     session.released = true;
+    session.abandoned = g_sweep_terminated.load() != 0;
   } else {
     delivered = sweep::run(*doc, opts);
   }

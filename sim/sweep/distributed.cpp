@@ -3,8 +3,10 @@
 #include "sim/sweep/detail/ordered_run.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -194,29 +196,50 @@ std::vector<Finished> missing_rows(const io::SweepDocument& doc, const Encoding&
 
 // A rank's rows on their way to rank 0, one MPI_Isend each. A deque, as MPI_Isend's buffers must
 // stay where they are until sent: adding at the back and taking from the front moves no other.
+// For tests (tests/cli/sweep_mpi.sh), HETSIM_SWEEP_SENT_LOG names a file to which the point of
+// each row is appended once its send has completed (the row has left this process), so that a
+// test that kills this rank knows which rows rank 0 must have.
 class Outbox {
  public:
-  explicit Outbox(const MpiModule& mpi) : mpi_(mpi) {}
+  explicit Outbox(const MpiModule& mpi) : mpi_(mpi) {
+    if (const char* log = std::getenv("HETSIM_SWEEP_SENT_LOG"); log != nullptr)
+      log_ = ::open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
   ~Outbox() {
-    for (Sending& s : q_) mpi_.finish_send(s.handle);
+    for (Sending& s : q_) {
+      mpi_.finish_send(s.handle);
+      sent(s);
+    }
+    if (log_ >= 0) ::close(log_);
   }
   Outbox(const Outbox&) = delete;
   Outbox& operator=(const Outbox&) = delete;
 
-  // Starts sending `data` to rank 0 and forgets the sends that have completed, without waiting.
-  void send(int tag, std::string data) {
-    q_.push_back({std::move(data), nullptr});
+  // Starts sending `data` (the row of `point`, or none) to rank 0 and forgets the sends that have
+  // completed, without waiting.
+  void send(int tag, std::string data, std::optional<std::size_t> point = std::nullopt) {
+    q_.push_back({std::move(data), nullptr, point});
     q_.back().handle = mpi_.start_send(0, tag, &q_.back().data);
-    while (!q_.empty() && mpi_.test_send(q_.front().handle)) q_.pop_front();
+    while (!q_.empty() && mpi_.test_send(q_.front().handle)) {
+      sent(q_.front());
+      q_.pop_front();
+    }
   }
 
  private:
   struct Sending {
     std::string data;
     void* handle;
+    std::optional<std::size_t> point;
   };
+  void sent(const Sending& s) const {
+    if (log_ < 0 || !s.point) return;
+    const std::string line = std::to_string(*s.point) + "\n";
+    [[maybe_unused]] const auto n = ::write(log_, line.data(), line.size());
+  }
   const MpiModule& mpi_;
   std::deque<Sending> q_;
+  int log_ = -1;
 };
 
 int env_int(const char* name) {
@@ -326,43 +349,56 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
     hand_out(to);
     if (!ranks[to].sent.empty()) hand_out(to);
   }
+  // One message from a rank: a row of the batch it runs, or that batch done (then its next
+  // batch goes out, unless `hand` is false: the job is ending).
+  auto take_message = [&](bool hand) {
+    int from = 0, tag = 0;
+    std::string data;
+    mpi.recv(-1, &from, &tag, &data);
+    if (tag != kRow && tag != kDone) return;
+    const auto at = ranks.find(from);
+    if (at == ranks.end() || at->second.sent.empty()) return;  // not asked for
+    Remote& r = at->second;
+    if (tag == kRow) {  // a row of the batch the rank runs, each point's once
+      Batch& b = r.sent.front();
+      std::vector<Finished> rows;
+      for (Finished& f : unpack_rows(doc, opts.encoding, data, from)) {
+        const auto it = std::lower_bound(b.points.begin(), b.points.end(), f.point);
+        const auto k = static_cast<std::size_t>(it - b.points.begin());
+        if (it == b.points.end() || *it != f.point || b.got[k]) continue;
+        b.got[k] = true;
+        rows.push_back(std::move(f));
+      }
+      const std::size_t count = rows.size();
+      run.take(std::move(rows), count);
+      return;
+    }
+    const Batch b = std::move(r.sent.front());
+    r.sent.pop_front();
+    const std::size_t count = b.points.size();
+    auto missing = missing_rows(doc, opts.encoding, from, b.points, b.got);
+    const std::size_t lost = missing.size();
+    run.take(std::move(missing), lost);
+    if (!hand) return;
+    // The batch took `took` (in flight with the one before it): the next one holds the points
+    // for kBatchSeconds at that pace.
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - b.sent).count();
+    const double per = took / static_cast<double>(count) / (r.sent.empty() ? 1.0 : 2.0);
+    r.batch = std::clamp<std::size_t>(static_cast<std::size_t>(kBatchSeconds / std::max(per, 1e-7)), 1, kMaxBatch);
+    hand_out(from);
+  };
   while (run.deliver() || remote > 0) {
+    if (opts.abandon && opts.abandon()) {
+      // The job is being ended (mpirun's SIGTERM after another rank died): every row that has
+      // come is taken and delivered (in order, or to on_waiting), and nobody is waited for.
+      while (mpi.probe()) take_message(false);
+      run.deliver();
+      break;
+    }
     int taken = 0;
     while (taken < kMaxMessages && remote > 0 && mpi.probe()) {
       ++taken;
-      int from = 0, tag = 0;
-      std::string data;
-      mpi.recv(-1, &from, &tag, &data);
-      if (tag != kRow && tag != kDone) continue;
-      const auto at = ranks.find(from);
-      if (at == ranks.end() || at->second.sent.empty()) continue;  // not asked for
-      Remote& r = at->second;
-      if (tag == kRow) {  // a row of the batch the rank runs, each point's once
-        Batch& b = r.sent.front();
-        std::vector<Finished> rows;
-        for (Finished& f : unpack_rows(doc, opts.encoding, data, from)) {
-          const auto it = std::lower_bound(b.points.begin(), b.points.end(), f.point);
-          const auto k = static_cast<std::size_t>(it - b.points.begin());
-          if (it == b.points.end() || *it != f.point || b.got[k]) continue;
-          b.got[k] = true;
-          rows.push_back(std::move(f));
-        }
-        const std::size_t count = rows.size();
-        run.take(std::move(rows), count);
-        continue;
-      }
-      const Batch b = std::move(r.sent.front());
-      r.sent.pop_front();
-      const std::size_t count = b.points.size();
-      auto missing = missing_rows(doc, opts.encoding, from, b.points, b.got);
-      const std::size_t lost = missing.size();
-      run.take(std::move(missing), lost);
-      // The batch took `took` (in flight with the one before it): the next one holds the points
-      // for kBatchSeconds at that pace.
-      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - b.sent).count();
-      const double per = took / static_cast<double>(count) / (r.sent.empty() ? 1.0 : 2.0);
-      r.batch = std::clamp<std::size_t>(static_cast<std::size_t>(kBatchSeconds / std::max(per, 1e-7)), 1, kMaxBatch);
-      hand_out(from);
+      take_message(true);
     }
     // Nothing came: look again in kPoll. Not woken by this process's own rows (they wait in
     // order meanwhile): every wake-up costs the core the points run on.
@@ -414,7 +450,7 @@ void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, in
       for (std::size_t i = first; i <= last; ++i) {
         std::string row;
         pack_row(row, finish(*encoding, runner ? runner(i) : run_point(doc, i)));
-        outbox.send(kRow, std::move(row));
+        outbox.send(kRow, std::move(row), i);
       }
       p = end;
     }

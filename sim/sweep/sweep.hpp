@@ -59,6 +59,10 @@ struct RunOptions {
   /// Runs one point instead of run_point (the CLI's child process for SimGrid); may be empty.
   std::function<Row(std::size_t)> runner;
   std::stop_token stop;  ///< asked, no new point starts; rows already run are still delivered in order
+  /// Under mpirun, rank 0 (run_coordinator): when it returns true the job is being ended (mpirun's
+  /// SIGTERM after another rank died), so rank 0 takes the rows that have come, delivers them
+  /// (in order, or to on_waiting) and returns without waiting for any rank; may be empty.
+  std::function<bool()> abandon;
   /// Called, on the thread that called run(), once for each row that finished before an earlier
   /// point's: it waits for its turn, and a crash meanwhile would lose it (the CLI keeps such
   /// rows in FILE.pending); may be empty.

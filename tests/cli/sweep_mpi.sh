@@ -63,8 +63,9 @@ run 2 "$HETSIM" sweep "$sweep" --out "$tmp/part.csv" --resume 2>/dev/null && cmp
   || bad "mpirun --resume"
 
 # A rank killed mid-sweep (SIGKILL to rank 1's process): mpirun ends the job; what rank 0 wrote
-# is a prefix of the local file (with FILE.pending), and --resume under mpirun completes it to
-# the local run's bytes, running the killed rank's points again. 10,000 estimate points (1,000
+# is a prefix of the local file (with FILE.pending) holding every row a rank had sent, and
+# --resume under mpirun completes it to the local run's bytes, running the killed rank's points
+# again. 10,000 estimate points (1,000
 # under the sanitizers: SWEEP_BATCHES), so that the kill lands mid-run.
 batches=${SWEEP_BATCHES:-1000}
 long="$tmp/long.toml"
@@ -72,7 +73,10 @@ cp "$SRC/scenarios/default.toml" "$long"
 printf '\n[sweep]\n"training.global_batch" = { from = 6, to = %d, step = 6 }\n"cluster.network.oversubscription" = { from = 1.0, to = 2.0, count = 10 }\n' \
   $((6 * batches)) >> "$long"
 "$HETSIM" sweep "$long" --out "$tmp/long-local.csv" 2>/dev/null || bad "the long local sweep failed"
-run 3 "$HETSIM" sweep "$long" --out "$tmp/long.csv" >/dev/null 2>&1 &
+# Each worker logs the point of every row whose send has completed (HETSIM_SWEEP_SENT_LOG): when
+# rank 1 dies, mpirun ends rank 0 with SIGTERM, and rank 0 first takes and writes every row that
+# has come, so each logged row must be in its file or FILE.pending.
+HETSIM_SWEEP_SENT_LOG="$tmp/sent.log" run 3 -x HETSIM_SWEEP_SENT_LOG "$HETSIM" sweep "$long" --out "$tmp/long.csv" >/dev/null 2>&1 &
 job=$!
 killed=""
 for _ in $(seq 1 20000); do
@@ -93,6 +97,18 @@ if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rows -lt $((batches * 10)) ]; then ok
 else bad "the kill of rank 1 did not land mid-sweep (pid '$killed', exit $rc, $rows rows)"; fi
 cmp -s -n "$(head -n $((rows + 2)) "$tmp/long.csv" | wc -c)" "$tmp/long.csv" "$tmp/long-local.csv" && ok \
   || bad "what rank 0 wrote before the kill is not a prefix of the local file"
+python3 - "$tmp/long.csv" "$tmp/sent.log" <<'PY' && ok || bad "rows the ranks had sent were lost when rank 1 was killed"
+import json, os, sys
+have = {int(l.split(",")[0]) for l in open(sys.argv[1]) if l[:1].isdigit()}
+if os.path.exists(sys.argv[1] + ".pending"):
+    for l in open(sys.argv[1] + ".pending"):
+        r = json.loads(l) if l.strip() else {}
+        if "point" in r: have.add(int(r["point"]))
+sent = [int(x) for x in open(sys.argv[2]) if x.strip()] if os.path.exists(sys.argv[2]) else []
+lost = [p for p in sent if p not in have]
+if lost: print("lost:", len(lost), "of", len(sent), lost[:10])
+sys.exit(1 if lost or not sent else 0)
+PY
 run 3 "$HETSIM" sweep "$long" --out "$tmp/long.csv" --resume 2>"$tmp/long.err" && cmp -s "$tmp/long.csv" "$tmp/long-local.csv" && ok \
   || bad "mpirun --resume after a killed rank differs from the local run: $(tail -n 3 "$tmp/long.err")"
 
