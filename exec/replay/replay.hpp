@@ -72,8 +72,9 @@ struct Replay {
 /// attention, norm, elementwise, Adam) in the plan's format and is timed on its own. Fails,
 /// naming the device and task, when the plan needs devices the backend lacks, when a device
 /// runs out of memory (both ErrorKind::Environment), or when it cannot run the plan (BadInput,
-/// key "plan"): groups whose tensor-parallel degrees differ for a layer, or several groups
-/// under ZeRO 2 or 3.
+/// key "plan"): groups whose tensor-parallel degrees would cut a layer into more than
+/// kMaxDpChunks chunks (dp_groups.hpp; other differing degrees reshard by chunks), or several
+/// groups under ZeRO 2 or 3.
 [[nodiscard]] Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o);
 
 /// The distinct GEMM shapes (m, n, k) that replaying `p` runs: every GEMM op of every stage's
