@@ -293,6 +293,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       sh.autocast = s.training.autocast;
     sh.norm_kernel = s.training.norm_kernel;
     sh.loss_kernel = s.training.loss_kernel;
+    sh.fp8_current_scaling = s.training.fp8_scaling == workload::Fp8Scaling::Current;
     sh.ep = moe_ep ? p.ep : 1;
     layer[d] = workload::layer_ops(s.model, sh);
     if (mixed_layers) {

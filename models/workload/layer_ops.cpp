@@ -348,7 +348,9 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     // per weight GEMM reads the 16-bit input and writes it in fp8 and transposed (Hopper's fp8
     // GEMMs are TN only; the transpose feeds the weight gradient), 2 + 1 + 1 bytes per element;
     // backward the same for the output gradient. Weights are cast once per step (cached over
-    // micro-batches) and not counted.
+    // micro-batches) and not counted. With current scaling the scale comes from the tensor's own
+    // amax, so an amax reduction reads the 16-bit tensor first (2 more bytes, one more kernel);
+    // delayed scaling takes last steps' amax and records this one inside the cast.
     double in = 0, out = 0;
     int gemms = 0;
     for (const Op& op : ops)
@@ -357,8 +359,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
         out += op.m * op.n * op.count;
         gemms += op.count;
       }
-    Op cast = streaming("fp8_cast", OpKind::Elementwise, in, 1, Stream{4, gemms, 0, gemms}, 1);
-    cast.bwd_bytes = Bytes{out * 4};
+    const double per = s.fp8_current_scaling ? 6 : 4;  // bytes per element
+    const int kernels = s.fp8_current_scaling ? 2 * gemms : gemms;
+    Op cast = streaming("fp8_cast", OpKind::Elementwise, in, 1, Stream{per, kernels, 0, kernels}, 1);
+    cast.bwd_bytes = Bytes{out * per};
     ops.push_back(cast);
   }
   return ops;

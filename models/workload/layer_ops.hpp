@@ -68,6 +68,9 @@ struct MicroBatchShape {
   /// and the model's norm).
   NormKernel norm_kernel = NormKernel::Auto;
   LossKernel loss_kernel = LossKernel::Fp32;  ///< TrainingSpec::loss_kernel
+  /// fp8 tensors scaled from their own amax (TrainingSpec::fp8_scaling): every fp8 cast of a
+  /// GEMM input or output gradient is preceded by an amax reduction over its 16-bit source.
+  bool fp8_current_scaling = false;
   /// torch.autocast over fp32 parameters (TrainingSpec::autocast): per micro-batch, each weight
   /// is cast to 16 bits in the forward and its gradient back to fp32 in the backward (6 bytes
   /// per parameter each way); norms and residual adds read and write fp32; the norm outputs

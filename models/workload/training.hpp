@@ -22,6 +22,11 @@ enum class NormKernel { Auto, Fused, Native, Eager };
 /// PyTorch's cross_entropy on .float() logits: 38 + 14 bytes per logit), or one fused kernel
 /// each way over the 16-bit logits (torch.compile's Inductor, FlashAttention's xentropy, Liger).
 enum class LossKernel { Fp32, Fused };
+/// How fp8 training scales each tensor before its cast: from the amax history of earlier steps
+/// (Transformer Engine's DelayedScaling: the cast kernel records this step's amax as it goes) or
+/// from the tensor itself (TE's Float8CurrentScaling, torchao's dynamic tensorwise Float8: an amax
+/// reduction reads the tensor before the cast can start).
+enum class Fp8Scaling { Delayed, Current };
 
 struct TrainingSpec {
   int global_batch = 0;  ///< sequences per optimizer step
@@ -37,6 +42,7 @@ struct TrainingSpec {
   AttentionKernel attention_kernel = AttentionKernel::Auto;
   NormKernel norm_kernel = NormKernel::Auto;
   LossKernel loss_kernel = LossKernel::Fp32;
+  Fp8Scaling fp8_scaling = Fp8Scaling::Delayed;  ///< precision "fp8" only
   /// ZeRO-3 copies each gathered layer out of the all-gather buffer into the parameters' own
   /// tensors (FSDP2's copy-out); false where the parameters are views into the gathered buffer
   /// (FSDP1's flat parameters). Ignored on TPUs (XLA gathers in place).

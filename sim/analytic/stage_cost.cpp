@@ -64,6 +64,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.autocast = s.training.autocast;
   shape.norm_kernel = s.training.norm_kernel;
   shape.loss_kernel = s.training.loss_kernel;
+  shape.fp8_current_scaling = s.training.fp8_scaling == workload::Fp8Scaling::Current;
   shape.fa2_attention = s.training.fa2_attention();
   return shape;
 }

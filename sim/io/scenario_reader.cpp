@@ -268,7 +268,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
                     "flash_attention", "causal", "fused_kernels", "attention_kernel", "norm_kernel",
                     "loss_kernel", "zero3_copy_out", "pipeline_scatter_gather", "grad_reduce_dtype",
-                    "autocast"});
+                    "autocast", "fp8_scaling"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -304,6 +304,15 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
                                           {{"fp32", workload::LossKernel::Fp32},
                                            {"fused", workload::LossKernel::Fused}}))
     tr.loss_kernel = *k;
+  if (auto k = pick<workload::Fp8Scaling>(r, *t, "fp8_scaling",
+                                          {{"delayed", workload::Fp8Scaling::Delayed},
+                                           {"current", workload::Fp8Scaling::Current}})) {
+    tr.fp8_scaling = *k;
+    if (tr.precision != hw::Dtype::Fp8)
+      r.error(r.loc(r.node(*t, "fp8_scaling")), r.key_path(*t, "fp8_scaling"),
+              "fp8_scaling says how fp8 tensors are scaled: it needs precision \"fp8\"",
+              "set precision = \"fp8\", or remove fp8_scaling");
+  }
   if (auto a = r.boolean(*t, "autocast")) {
     tr.autocast = *a;
     if (*a && tr.precision != hw::Dtype::Bf16 && tr.precision != hw::Dtype::Fp16)

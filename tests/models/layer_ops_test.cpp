@@ -154,6 +154,34 @@ TEST(LayerOps, EagerKernelsLaunchMoreAndMoveMoreThanFusedOnes) {
   EXPECT_EQ(res.fwd_kernels, 1);
 }
 
+// fp8: one cast(-transpose) per weight GEMM of its 16-bit input forward and of its output gradient
+// backward, 2 + 1 + 1 bytes an element; current scaling (the tensor's own amax) reads the 16-bit
+// tensor once more first, in a kernel of its own: 6 bytes and twice the kernels, both passes.
+TEST(LayerOps, Fp8CurrentScalingReadsEachCastTensorOnceMoreForItsAmax) {
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  MicroBatchShape delayed{2, 512, 1, false, hw::Dtype::Fp8, true, true, false};
+  MicroBatchShape current = delayed;
+  current.fp8_current_scaling = true;
+  const auto d = layer_ops(m, delayed), c = layer_ops(m, current);
+  ASSERT_EQ(d.size(), c.size());
+  const Op& cd = find(d, "fp8_cast");
+  const Op& cc = find(c, "fp8_cast");
+  const double tokens = 2 * 512.0;
+  // Inputs of qkv, out, up and down (k columns) and their output gradients (n columns).
+  const double in = tokens * (1024 + 1024 + 1024 + 4096), out = tokens * (3072 + 1024 + 4096 + 1024);
+  EXPECT_DOUBLE_EQ(cd.fwd_bytes.v, 4 * in);
+  EXPECT_DOUBLE_EQ(cd.bwd_bytes.v, 4 * out);
+  EXPECT_DOUBLE_EQ(cc.fwd_bytes.v, 6 * in);
+  EXPECT_DOUBLE_EQ(cc.bwd_bytes.v, 6 * out);
+  EXPECT_EQ(cd.fwd_kernels, 4);
+  EXPECT_EQ(cc.fwd_kernels, 8);
+  EXPECT_EQ(cc.bwd_kernels, 2 * cd.bwd_kernels);
+  for (std::size_t i = 0; i < d.size(); ++i) {  // nothing else moves
+    if (d[i].name == "fp8_cast") continue;
+    EXPECT_DOUBLE_EQ(d[i].fwd_bytes.v, c[i].fwd_bytes.v) << d[i].name;
+  }
+}
+
 // torch.autocast over fp32 parameters: per micro-batch, every weight cast to 16 bits forward and
 // its gradient back backward (6 bytes a parameter each way), the two norm outputs that feed GEMMs
 // cast likewise, and the norms and residual adds on fp32 tensors. Eager, the casts back to fp32
