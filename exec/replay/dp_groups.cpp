@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <set>
 #include <string>
 
@@ -37,17 +36,12 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const auto& t = g.tasks[i];
     if (t.kind != TaskKind::GradReduce && t.kind != TaskKind::ParamGather) continue;
-    std::vector<std::uint32_t> members{i};
-    if (t.collective != schedule::kNoCollective) members = g.collectives[t.collective];
-    const auto& info = g.devices[t.device];
-    const int tp = info.tp;
-    long long chunks = 1;
-    std::set<int> degrees;
-    for (std::uint32_t m : members) {
-      degrees.insert(g.devices[g.tasks[m].device].tp);
-      chunks = std::lcm(chunks, static_cast<long long>(g.devices[g.tasks[m].device].tp));
-    }
+    const std::vector<std::uint32_t> members = g.members_of(i);
+    const int tp = g.devices[t.device].tp;
+    const long long chunks = g.dp_chunks(i);
     if (chunks > kMaxDpChunks) {
+      std::set<int> degrees;
+      for (std::uint32_t m : members) degrees.insert(g.devices[g.tasks[m].device].tp);
       const std::string layers = t.layers > 1 ? "layers " + std::to_string(t.first_layer) + "-" +
                                                     std::to_string(t.first_layer + t.layers - 1)
                                               : "layer " + std::to_string(t.first_layer);
@@ -68,7 +62,7 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
         for (std::uint32_t m : members) {
           const auto d = g.tasks[m].device;
           const int mt = g.devices[d].tp;
-          const int holder = c * mt / c_all;
+          const int holder = schedule::dp_chunk_holder(c, mt, c_all);
           for (int r = 0; r < g.devices[d].replicas; ++r) reals.push_back(out.first_real[d] + r * mt + holder);
         }
         std::sort(reals.begin(), reals.end());

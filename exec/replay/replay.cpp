@@ -200,6 +200,49 @@ std::vector<int> feeders(int ptp, int tp, int replica, int rank) {
   return out;
 }
 
+// The backend device of each real device (ReplayOptions::pool_devices): its pool's list, taken
+// round-robin in the plan's order, else its own index; `mapped` when some pool has a list.
+struct BackendDevices {
+  std::vector<int> index;
+  bool mapped = false;
+};
+Result<BackendDevices> backend_devices(const Scenario& s, const schedule::TaskGraph& g,
+                                       const std::vector<int>& first_real, int needed,
+                                       const ReplayOptions& o, const Backend& backend) {
+  BackendDevices out;
+  out.index.resize(static_cast<std::size_t>(needed));
+  for (int d = 0; d < needed; ++d) out.index[static_cast<std::size_t>(d)] = d;
+  if (o.pool_devices.empty()) return out;
+  if (o.pool_devices.size() != s.cluster.pools.size())
+    return Diagnostic{{}, "devices",
+                      "device lists for " + std::to_string(o.pool_devices.size()) + " pools, the scenario has " +
+                          std::to_string(s.cluster.pools.size()) + " pools",
+                      "one list per pool of the scenario (empty: unmapped)"};
+  if (o.world != nullptr)
+    return Diagnostic{{}, "devices",
+                      "pool device lists are for one process: under mpirun each process drives its node-local device",
+                      "place each pool's processes on its nodes (hostfile or rankfile) instead"};
+  const int count = backend.device_count();
+  for (std::size_t k = 0; k < o.pool_devices.size(); ++k)
+    for (const int i : o.pool_devices[k])
+      if (i < 0 || i >= count)
+        return Diagnostic{{}, "devices",
+                          "pool '" + s.cluster.pools[k].name + "': device " + std::to_string(i) + " is not one of the " +
+                              backend.name() + " backend's " + std::to_string(count) + " (0-" +
+                              std::to_string(count - 1) + ")",
+                          "list device indexes the backend has", ErrorKind::Environment};
+  std::vector<std::size_t> next(s.cluster.pools.size(), 0);
+  for (std::size_t rep = 0; rep < g.devices.size(); ++rep) {
+    const auto pool = static_cast<std::size_t>(g.devices[rep].pool);
+    const auto& list = o.pool_devices[pool];
+    if (list.empty()) continue;
+    out.mapped = true;
+    for (int m = 0; m < g.devices[rep].count; ++m)
+      out.index[static_cast<std::size_t>(first_real[rep] + m)] = list[next[pool]++ % list.size()];
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, const ReplayOptions& o) {
@@ -229,34 +272,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   const std::vector<int>& first_real = layout->first_real;
   const int needed = layout->real_devices;
   const bool multi_process = o.world != nullptr && o.world->size() > 1;
-  // The backend device of each real device: its pool's list (pool_devices), else its own index.
-  std::vector<int> backend_index(static_cast<std::size_t>(needed));
-  for (int d = 0; d < needed; ++d) backend_index[static_cast<std::size_t>(d)] = d;
-  bool mapped = false;
-  if (!o.pool_devices.empty()) {
-    if (o.pool_devices.size() != s.cluster.pools.size())
-      return Diagnostic{{}, "devices", "device lists for " + std::to_string(o.pool_devices.size()) + " pools, the scenario has " +
-                                           std::to_string(s.cluster.pools.size()) + " pools", "one list per pool of the scenario (empty: unmapped)"};
-    if (o.world != nullptr)
-      return Diagnostic{{}, "devices", "pool device lists are for one process: under mpirun each process drives its node-local device",
-                        "place each pool's processes on its nodes (hostfile or rankfile) instead"};
-    for (std::size_t k = 0; k < o.pool_devices.size(); ++k)
-      for (const int i : o.pool_devices[k])
-        if (i < 0 || i >= backend.device_count())
-          return Diagnostic{{}, "devices", "pool '" + s.cluster.pools[k].name + "': device " + std::to_string(i) + " is not one of the " +
-                                               backend.name() + " backend's " + std::to_string(backend.device_count()) + " (0-" +
-                                               std::to_string(backend.device_count() - 1) + ")",
-                            "list device indexes the backend has", ErrorKind::Environment};
-    std::vector<std::size_t> next(s.cluster.pools.size(), 0);
-    for (std::size_t rep = 0; rep < g.devices.size(); ++rep) {
-      const auto pool = static_cast<std::size_t>(g.devices[rep].pool);
-      const auto& list = o.pool_devices[pool];
-      if (list.empty()) continue;
-      mapped = true;
-      for (int m = 0; m < g.devices[rep].count; ++m)
-        backend_index[static_cast<std::size_t>(first_real[rep] + m)] = list[next[pool]++ % list.size()];
-    }
-  }
+  auto devices_of = backend_devices(s, g, first_real, needed, o, backend);
+  if (!devices_of) return devices_of.errors();
+  const std::vector<int>& backend_index = devices_of->index;
+  const bool mapped = devices_of->mapped;
   const int highest = needed > 0 ? *std::max_element(backend_index.begin(), backend_index.end()) : -1;
   if (!multi_process && highest >= backend.device_count())
     return Diagnostic{{}, "", "the plan needs " + std::to_string(needed) + " devices but the " + backend.name() +
@@ -377,15 +396,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                          local / (p.zero >= 2 ? replicas : 1) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
   }
-  // The floats of one chunk of a data-parallel collective's layers (dp_layout): the layers'
+  // Per data-parallel task, the parameters of one chunk of its layers (dp_layout): the layers'
   // parameters on a device of degree t, × t, over the chunks; the largest over the collective's
   // members (norms are whole on every tp rank), so that every member moves the same count.
-  auto dp_floats = [&](std::uint32_t id, std::size_t r) {
-    const auto& t0 = g.tasks[id];
-    std::vector<std::uint32_t> members{id};
-    if (t0.collective != schedule::kNoCollective) members = g.collectives[t0.collective];
+  std::vector<std::size_t> chunk_params(g.size(), 0);
+  for (std::uint32_t id = 0; id < g.size(); ++id) {
+    if (layout->chunks[id] == 0) continue;
     double params = 0;
-    for (std::uint32_t m : members) {
+    for (std::uint32_t m : g.members_of(id)) {
       const auto& t = g.tasks[m];
       const auto& dev = g.devices[t.device];
       const auto& c = costs[dev.group][dev.stage];
@@ -394,8 +412,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       if (t.first_layer + t.layers == s.model.layers) own += c.params_head;
       params = std::max(params, own * dev.tp / layout->chunks[id]);
     }
-    const auto n = static_cast<std::size_t>(params);
-    return std::max<std::size_t>(r, (n + r - 1) / r * r);  // a multiple of the collective's members
+    chunk_params[id] = static_cast<std::size_t>(params);
+  }
+  auto dp_floats = [&](std::uint32_t id, std::size_t r) {  // a multiple of the collective's members
+    return std::max<std::size_t>(r, (chunk_params[id] + r - 1) / r * r);
   };
 
   const int model_layers = s.model.layers;

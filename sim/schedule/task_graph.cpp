@@ -1,6 +1,7 @@
 #include "sim/schedule/task_graph.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "models/base/assert.hpp"
 
@@ -37,6 +38,17 @@ double TaskGraph::unfolded_size() const {
   double n = 0;
   for (const auto& t : tasks) n += devices[t.device].count;
   return n;
+}
+
+std::vector<std::uint32_t> TaskGraph::members_of(std::uint32_t t) const {
+  if (tasks[t].collective == kNoCollective) return {t};
+  return collectives[tasks[t].collective];
+}
+
+long long TaskGraph::dp_chunks(std::uint32_t t) const {
+  long long chunks = 1;
+  for (std::uint32_t m : members_of(t)) chunks = std::lcm(chunks, static_cast<long long>(devices[tasks[m].device].tp));
+  return chunks;
 }
 
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges) {

@@ -80,7 +80,19 @@ struct TaskGraph {
   [[nodiscard]] std::size_t size() const { return tasks.size(); }
   /// Real tasks the folded graph stands for (each task times its device's count).
   [[nodiscard]] double unfolded_size() const;
+  /// The tasks that meet in task `t`'s collective: its collective's members, or `t` alone.
+  [[nodiscard]] std::vector<std::uint32_t> members_of(std::uint32_t t) const;
+  /// The chunks a data-parallel collective cuts its layers' parameters into: the least common
+  /// multiple of its members' tensor-parallel degrees (the SimGrid flows and the executor's
+  /// dp_layout cut them alike; docs/executor.md). Rank k of a device of degree t holds chunks
+  /// k·C/t … (k+1)·C/t − 1; dp_chunk_holder says which rank holds a chunk.
+  [[nodiscard]] long long dp_chunks(std::uint32_t t) const;
 };
+
+/// The tensor-parallel rank of a device of degree `tp` that holds chunk `chunk` of `chunks`.
+[[nodiscard]] inline int dp_chunk_holder(long long chunk, int tp, long long chunks) {
+  return static_cast<int>(chunk * tp / chunks);
+}
 
 /// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);

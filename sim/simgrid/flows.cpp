@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 
 namespace hetsim::platform {
 namespace {
@@ -191,23 +190,19 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         // that holds it; with one degree, one ring per tp rank. A collective across simulated
         // devices (several replica groups) is carried by its first member, whose duration
         // priced its 1/tp shard: a chunk is tp/C of that.
-        std::vector<std::uint32_t> tasks{i};
-        if (t.collective != schedule::kNoCollective) {
-          tasks = g.collectives[t.collective];
-          if (tasks.front() != i) {
-            d.owner[i] = tasks.front();
-            continue;
-          }
+        const std::vector<std::uint32_t> tasks = g.members_of(i);
+        if (tasks.front() != i) {
+          d.owner[i] = tasks.front();
+          continue;
         }
-        long long chunks = 1;
-        for (std::uint32_t m : tasks) chunks = std::lcm(chunks, static_cast<long long>(g.devices[g.tasks[m].device].tp));
+        const long long chunks = g.dp_chunks(i);
         const auto share = static_cast<schedule::SimTime>(
             std::llround(static_cast<double>(t.duration) * dev.tp / static_cast<double>(chunks)));
         for (long long chunk = 0; chunk < chunks; ++chunk) {
           std::vector<int> members;
           for (std::uint32_t m : tasks) {
             const auto& md = g.devices[g.tasks[m].device];
-            const int holder = static_cast<int>(chunk * md.tp / chunks);
+            const int holder = schedule::dp_chunk_holder(chunk, md.tp, chunks);
             for (int r = 0; r < md.replicas; ++r) members.push_back(host(g.tasks[m].device, r * md.tp + holder));
           }
           collective(w, members, t.algorithm, share);

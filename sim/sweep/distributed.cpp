@@ -25,8 +25,9 @@ namespace {
 
 // Rank → rank 0: "give me points" (kRequest, once; payload: request_text, the sweep's hash and
 // what the rank found checking its share of the points, which rank 0 waits for from every rank
-// before any point runs); each row as soon as its point has run (kRow; pack_row), so that a rank that dies has sent every row it finished; "that
-// batch is done" (kDone, empty), which asks for another batch. Rank 0 → rank: how to encode rows
+// before any point runs); each row as soon as its point has run (kRow; pack_row), so that a rank
+// that dies has sent every row it finished; "that batch is done" (kDone, empty), which asks for
+// another batch. Rank 0 → rank: how to encode rows
 // (kEncoding, once, before the first batch), a batch of points to run (kPoint: runs of points
 // "I-J" or "I", space separated; points_text) or "stop". The ranks encode their rows as rank 0's
 // Encoding asks (the results file's line, the pending file's JSON), so that rank 0 writes their
