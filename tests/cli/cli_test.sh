@@ -185,7 +185,8 @@ TOML
 
   # One process per device under mpirun: a two-stage pipeline and a tensor-parallel pair.
   if [ -n "${MPIEXEC:-}" ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    # (HWLOC_COMPONENTS=-pci: see mpi_test_env in tests/CMakeLists.txt.)
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 HWLOC_COMPONENTS=-pci
     # OpenMPI's plugins keep allocations past MPI_Finalize and are unloaded before LeakSanitizer
     # could name them: no leak checks in the MPI processes of the sanitizer build.
     export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
