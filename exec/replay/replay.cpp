@@ -264,8 +264,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                       "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
   if (p.groups.size() > 1 && p.zero >= 2 && p.replicas() > 1)
     return Diagnostic{{}, "plan", "ZeRO " + std::to_string(p.zero) + " with " + std::to_string(p.groups.size()) +
-                                      " replica groups: the schedule reduces each micro-batch's gradients within its "
-                                      "group only (the groups' micro-batch counts differ), so no reduction would span the groups",
+                                      " replica groups is hybrid sharding (each group shards within its own replicas, "
+                                      "the groups all-reduce their shards once per step), which the executor does not replay yet",
                       "zero = 0 or 1 for plans with several replica groups (docs/executor.md, Limits)"};
   auto layout = dp_layout(g);
   if (!layout) return layout.errors();

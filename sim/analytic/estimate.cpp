@@ -108,7 +108,9 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       const double mb_count = grp.micro_batches;
       const double reduces = p.zero >= 2 ? mb_count : 1;
       const double gathers = p.zero >= 3 ? 2 * mb_count : 1;
-      se.dp_comm = c.dp_reduce * reduces + c.dp_gather * gathers;
+      // Hybrid sharding adds the all-reduce of the shards across groups once per step
+      // (StageCost::dp_cross; 0 otherwise).
+      se.dp_comm = c.dp_reduce * reduces + c.dp_gather * gathers + c.dp_cross;
       if (p.overlap_grad_reduce) {
         // Buckets are reduced as a backward produces them; the last bucket cannot hide.
         const double bucket = std::min(1.0, kBucketParams / std::max(1.0, c.params));
@@ -128,6 +130,9 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
           const Duration load = c.dp_reduce + (p.zero >= 3 ? c.dp_gather * 2 : Duration{0});
           se.dp_exposed = exposed(load, fwd + bwd) * mb_count;
           if (p.zero == 2) se.dp_exposed += exposed(c.dp_gather, fwd + fill);
+          // The shards' all-reduce follows each layer's last reduce-scatter on the same
+          // stream: it hides behind what of the last backward that reduce leaves, and the drain.
+          if (c.dp_cross.v > 0) se.dp_exposed += exposed(c.dp_cross, max(bwd - c.dp_reduce, Duration{0}) + drain);
         }
       } else {
         se.dp_exposed = se.dp_comm;

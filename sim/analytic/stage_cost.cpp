@@ -136,9 +136,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     Duration a2a;         // one expert-parallel all-to-all of the micro-batch's routed tokens
     cost::Algorithm ar_algorithm = cost::Algorithm::Ring;
   };
-  std::map<std::tuple<int, int, bool>, LayerCost> memo;
-  auto layer_cost = [&](int pool_index, int tp, const workload::MicroBatchShape& shape, bool moe_kind) -> const LayerCost& {
-    auto [it, fresh] = memo.try_emplace({pool_index, tp, moe_kind});
+  std::map<std::tuple<int, int, bool, bool>, LayerCost> memo;
+  // `sharded`: the stage's parameters are sharded over more than one replica (ZeRO 3 gathers).
+  auto layer_cost = [&](int pool_index, int tp, const workload::MicroBatchShape& shape, bool moe_kind,
+                        bool sharded) -> const LayerCost& {
+    auto [it, fresh] = memo.try_emplace({pool_index, tp, moe_kind, sharded});
     LayerCost& lc = it->second;
     if (!fresh) return lc;
     const workload::ModelSpec& lm = moe_kind ? m : dense_m;
@@ -158,7 +160,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     }
     lc.fwd = max(sf, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Forward));
     lc.bwd = max(sb_, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Backward));
-    if (p.zero >= 3 && replicas > 1 && tr.zero3_copy_out && dev.vendor != "google") {
+    if (p.zero >= 3 && sharded && tr.zero3_copy_out && dev.vendor != "google") {
       // FSDP2 gathers a layer's weights into one flat buffer and copies them out into the
       // parameters' own tensors before its forward and again before its backward: the layer's
       // weights read and written, on the compute stream (docs/cost-models.md#data-parallel-sync).
@@ -253,14 +255,22 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const bool first = si == 0, last = si == pp - 1;
       const workload::MicroBatchShape shape = micro_batch_shape(s, p, st);
       const bool sp = shape.sequence_parallel;
+      // ZeRO 2 and 3 shard over the replicas of every group at once, except with several
+      // replica groups: their micro-batch counts differ, so no per-micro-batch collective can
+      // span them. Each group then shards within its own replicas and the groups all-reduce
+      // their shards once per step (hybrid sharding, as PyTorch's HSDP;
+      // docs/cost-models.md#hybrid-sharding).
+      const bool hybrid = p.groups.size() > 1 && p.zero >= 2;
+      const int shard = hybrid ? grp.replicas : replicas;
 
       StageCost& c = costs[si];
+      c.shard_replicas = shard;
       // Per-layer costs depend on the pool and tp only: computed once per pair (a deep
       // pipeline repeats them, and the planner calls this a great deal).
       // A MoE model's stage may hold dense layers too: n_moe of its layers are MoE layers.
       const int n_moe = m.moe() ? m.moe_layers(st.first_layer, st.layers) : st.layers;
       const bool mixed = m.moe() && n_moe < st.layers;
-      const LayerCost& lc = layer_cost(st.pool, st.tp, shape, m.moe() && n_moe > 0);
+      const LayerCost& lc = layer_cost(st.pool, st.tp, shape, m.moe() && n_moe > 0, shard > 1);
       c.layer_fwd = lc.fwd;
       c.layer_bwd = lc.bwd;
       c.layer_recompute = lc.recompute;
@@ -292,7 +302,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // multiply it by the stage's layers; a chunk of an interleaved stage gets the mean too).
       const double moe_share = st.layers > 0 ? static_cast<double>(n_moe) / st.layers : 0;
       if (mixed) {
-        const LayerCost& dc = layer_cost(st.pool, st.tp, shape, false);
+        const LayerCost& dc = layer_cost(st.pool, st.tp, shape, false, shard > 1);
         auto mean = [&](Duration a, Duration d) { return a * moe_share + d * (1 - moe_share); };
         c.layer_fwd = mean(c.layer_fwd, dc.fwd);
         c.layer_bwd = mean(c.layer_bwd, dc.bwd);
@@ -356,17 +366,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // Data-parallel sync of this stage's parameters. The replicas' copies of its layers form
       // the DP group; Megatron orders ranks tp, dp, pp, so a node of D devices holds D/tp
       // replicas of the stage. A mixed group is bounded by its slowest members' links: in
-      // every group, the stages that hold any of these layers.
-      if (replicas > 1) {
-        CommGroup g;
-        g.ranks = replicas;
-        int k = std::max(1, std::min(replicas, pool.devices_per_node / st.tp));
-        while (replicas % k) --k;
-        // Several groups: as many members per node as their placement gives the ring (the
-        // SimGrid engine's channels), 1 when the nodes hold unequal numbers of them.
-        g.ranks_per_node = p.groups.size() == 1 ? k : dp_members_per_node(cl, p, starts, st, replicas);
-        g.intra = fabric_cost(pool);
-        g.inter = nic_cost(pool, cl.network);
+      // every group, the stages that hold any of these layers. Hybrid sharding: the group's
+      // own replicas, on its own links.
+      auto other_links = [&](CommGroup& g) {
         for (const auto& other : p.groups)
           for (const auto& os : other.stages) {
             const bool overlaps = os.first_layer < st.first_layer + st.layers &&
@@ -375,6 +377,18 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
             g.intra = slower(g.intra, fabric_cost(cl.pools[os.pool]));
             g.inter = slower(g.inter, nic_cost(cl.pools[os.pool], cl.network));
           }
+      };
+      if (shard > 1) {
+        CommGroup g;
+        g.ranks = shard;
+        int k = std::max(1, std::min(shard, pool.devices_per_node / st.tp));
+        while (shard % k) --k;
+        // Several groups: as many members per node as their placement gives the ring (the
+        // SimGrid engine's channels), 1 when the nodes hold unequal numbers of them.
+        g.ranks_per_node = p.groups.size() == 1 || hybrid ? k : dp_members_per_node(cl, p, starts, st, replicas);
+        g.intra = fabric_cost(pool);
+        g.inter = nic_cost(pool, cl.network);
+        if (!hybrid) other_links(g);
         // Megatron-LM reduces (and gathers) bucket by bucket, kBucketParams each: every bucket
         // pays the collective's latency, and runs at the bandwidth its size reaches. Under
         // expert parallelism the routed experts' parameters sync apart, over the replicas/ep
@@ -404,18 +418,37 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         } else {
           sync(c.params - c.expert_params, g, true);
           CommGroup eg = g;
-          eg.ranks = replicas / ep;
+          eg.ranks = shard / ep;
           eg.ranks_per_node = std::max(1, g.ranks_per_node / ep);
           sync(c.expert_params, eg, c.params - c.expert_params <= 0);
         }
       }
+      // (Expert parameters shard over their shard/ep expert-data-parallel ranks.)
+      auto sharded = [&](bool on) {
+        return on ? (c.params - c.expert_params) / shard + c.expert_params / std::max(1, shard / ep) : c.params;
+      };
+      if (hybrid) {
+        // Once per step, after the last micro-batch's reduce-scatter: the groups all-reduce
+        // their reduced shards, one member per group (each in its own nodes: across the NICs,
+        // the slowest of the pools holding these layers), bucket by bucket like the reduces.
+        // A device's shard is 1/shard of its stage's gradients, so the group with the fewest
+        // replicas moves the most; the schedule joins the groups' tasks at the longest.
+        CommGroup x;
+        x.ranks = static_cast<int>(p.groups.size());
+        x.ranks_per_node = 1;
+        x.intra = fabric_cost(pool);
+        x.inter = nic_cost(pool, cl.network);
+        other_links(x);
+        const double params = sharded(true);
+        const double buckets = std::max(1.0, std::ceil(params / kBucketParams));
+        const auto r = cost::collective_time(Collective::AllReduce, Bytes{params * tr.grad_reduce_bytes / buckets}, x,
+                                             p.grad_sync);
+        c.dp_cross = r.time.total() * buckets;
+        c.dp_cross_algorithm = r.algorithm;
+      }
       // The step after the gradients are in: the gradient norm for clipping (read the shard's
       // gradients), Adam over the shard (read the gradient, read and write the fp32 state,
       // write the weights), and zeroing the whole local gradient buffer for the next step.
-      // (Expert parameters shard over their replicas/ep expert-data-parallel ranks.)
-      auto sharded = [&](bool on) {
-        return on ? (c.params - c.expert_params) / replicas + c.expert_params / std::max(1, replicas / ep) : c.params;
-      };
       c.optimizer = cost::optimizer_time(dev, sharded(p.zero >= 1), 2 * sb.grads + 2 * sb.optimizer + sb.weights) +
                     cost::optimizer_time(dev, sharded(p.zero >= 2), sb.grads);
 
@@ -442,7 +475,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // PyTorch FSDP (ZeRO-3 on GPUs): what sharding does not shard while a unit computes
       // (docs/cost-models.md#zero-3-buffers). TPUs run JAX/XLA, which gathers each weight where
       // it is used, so only the two layers count there.
-      const bool torch_fsdp = p.zero == 3 && replicas > 1 && dev.vendor != "google";
+      const bool torch_fsdp = p.zero == 3 && shard > 1 && dev.vendor != "google";
       if (p.zero == 3) {
         // Two layers' weights gathered: the one computing and the one prefetched.
         c.gathered = Bytes{2 * c.params_layer * sb.weights};
@@ -457,7 +490,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.memory.state = sb;
       c.memory.state.grads = s.memory.gradient_bytes;  // what the framework keeps (memory only)
       c.memory.zero = p.zero;
-      c.memory.dp = replicas;
+      c.memory.dp = shard;
       // A layer's backward holds more than what was kept for it: what recompute re-creates
       // (the whole layer under full recompute, the attention core under selective), and the
       // gradients in flight (the layer's output gradient and the MLP's intermediate

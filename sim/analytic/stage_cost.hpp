@@ -46,10 +46,16 @@ struct StageCost {
   Bytes backward_working;  ///< a layer's backward: recomputed activations + gradients in flight
   Duration dp_reduce;   ///< one gradient all-reduce (ZeRO 0) / reduce-scatter of the whole stage
   Duration dp_gather;   ///< one parameter all-gather of the whole stage (ZeRO ≥ 1)
+  /// Hybrid sharding (ZeRO 2/3 with several replica groups): the dp collectives above run
+  /// within the group over `shard_replicas`, and once per step the groups all-reduce their
+  /// shards of the stage's gradients (this). 0 otherwise.
+  Duration dp_cross;
+  int shard_replicas = 1;  ///< replicas the stage's ZeRO state is sharded over
   /// The algorithms those collectives use (the fastest, or the plan's grad_sync), and the TP
   /// collectives' (the simgrid engine decomposes each into its flows).
   cost::Algorithm dp_reduce_algorithm = cost::Algorithm::Ring;
   cost::Algorithm dp_gather_algorithm = cost::Algorithm::Ring;
+  cost::Algorithm dp_cross_algorithm = cost::Algorithm::Ring;
   cost::Algorithm tp_algorithm = cost::Algorithm::Ring;
   Duration optimizer;
   cost::DeviceMemoryInput memory;  ///< state and reserves; activations and in_flight unset

@@ -196,13 +196,19 @@ class Builder {
     const bool dp = p_.replicas() > 1;
     // ZeRO ≤ 1: one reduction per step, per layer as the last backward produces it. ZeRO 2:
     // a reduce-scatter after every backward unit. ZeRO 3: also a gather before every forward
-    // and backward unit. Parameter gathers once per step for ZeRO 1 and 2.
-    const bool per_unit_reduce = dp && p_.zero >= 2;
-    const bool per_unit_gather = dp && p_.zero >= 3;
+    // and backward unit. Parameter gathers once per step for ZeRO 1 and 2. Hybrid sharding
+    // (ZeRO 2/3, several groups; StageCost::dp_cross): those within the group's own replicas,
+    // and per layer, after its last reduce-scatter, the all-reduce of the shards across groups.
+    const bool hybrid = hybrid_;
+    const int shard = costs.empty() ? 1 : costs[0].shard_replicas;
+    const bool in_group = hybrid ? shard > 1 : dp;
+    const bool per_unit_reduce = in_group && p_.zero >= 2;
+    const bool per_unit_gather = in_group && p_.zero >= 3;
     const bool split_bwd = dp && p_.overlap_grad_reduce && !per_unit_reduce;
-    const bool gather = dp && p_.zero >= 1 && !per_unit_gather;
+    const bool gather = in_group && p_.zero >= 1 && !per_unit_gather;
     const bool split_fwd = gather && p_.overlap_grad_reduce;
     std::vector<std::uint32_t> unit_reduces;
+    std::map<int, std::uint32_t> last_unit_reduce;  // chunk → its last micro-batch's reduce
 
     std::vector<std::vector<UnitIds>> F(K, std::vector<UnitIds>(M)), B(K, std::vector<UnitIds>(M));
     std::vector<std::vector<std::uint32_t>> fwd_layer_task(K), bwd_layer_task(K);  // split units
@@ -295,6 +301,7 @@ class Builder {
             const std::uint32_t r = dp_chunk_task(dev, c, ch, k, TaskKind::GradReduce, mb);
             edge(ids.done, r);
             unit_reduces.push_back(r);
+            last_unit_reduce[k] = r;
           }
           const bool regather = to_ns(c.regather) > 0 && k + 1 < K && chunks[k + 1].stage != si;  // the gradient
           const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
@@ -318,13 +325,14 @@ class Builder {
       std::vector<std::uint32_t> reduces;
       for (std::uint32_t r : unit_reduces)
         if (g_.tasks[r].device == dev) reduces.push_back(r);
-      if (dp && !per_unit_reduce) {
+      if (dp && (hybrid || !per_unit_reduce)) {
         for (int lc = v - 1; lc >= 0; --lc) {
           const int k = lc * P + si;
           const Chunk& ch = chunks[k];
           for (int l = ch.layers - 1; l >= 0; --l) {
-            const std::uint32_t r = dp_task(dev, c, ch, k, l, TaskKind::GradReduce);
-            edge(split_bwd ? bwd_layer_task[k][ch.layers - 1 - l] : last_compute, r);
+            const std::uint32_t r = dp_task(dev, c, ch, k, l, TaskKind::GradReduce, hybrid);
+            edge(per_unit_reduce ? last_unit_reduce.at(k) : split_bwd ? bwd_layer_task[k][ch.layers - 1 - l] : last_compute,
+                 r);
             reduces.push_back(r);
           }
         }
@@ -397,9 +405,11 @@ class Builder {
     return first;
   }
 
-  // A DP collective's share for one layer of a chunk: its parameters' share of the stage's sync.
+  // A DP collective's share for one layer of a chunk: its parameters' share of the stage's sync
+  // (`cross`: of the all-reduce of the shards across replica groups, StageCost::dp_cross). Joined
+  // with the same layer's task in the other groups, except hybrid sharding's in-group gathers.
   std::uint32_t dp_task(std::uint32_t dev, const analytic::StageCost& c, const Chunk& ch, int k, int l,
-                        TaskKind kind) {
+                        TaskKind kind, bool cross = false) {
     double params = c.params_layer;
     if (ch.has_emb && l == 0) params += c.params_emb;
     if (ch.has_head && l == ch.layers - 1) params += c.params_head;
@@ -411,10 +421,12 @@ class Builder {
     t.first_layer = ch.first_layer + l;
     t.layers = 1;
     t.chunk = k;
-    t.duration = to_ns((kind == TaskKind::GradReduce ? c.dp_reduce : c.dp_gather) * share);
-    t.algorithm = kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
+    t.duration = to_ns((cross ? c.dp_cross : kind == TaskKind::GradReduce ? c.dp_reduce : c.dp_gather) * share);
+    t.algorithm = cross ? c.dp_cross_algorithm
+                        : kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
+    t.across_groups = cross;
     const std::uint32_t id = push(t);
-    dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
+    if (cross || !hybrid_) dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
     return id;
   }
 
@@ -473,6 +485,7 @@ class Builder {
 
   const Scenario& s_;
   const plan::Plan& p_;
+  const bool hybrid_ = p_.groups.size() > 1 && p_.zero >= 2;  ///< hybrid sharding (StageCost::dp_cross)
   std::vector<std::vector<analytic::StageCost>> costs_;
   TaskGraph g_;
   std::vector<DeviceState> state_;

@@ -78,7 +78,7 @@ std::string task_name(const Task& t) {
     case TaskKind::TpCollective: return "tp " + layers + mb;
     case TaskKind::SendActivation: return "send act " + layers + mb;
     case TaskKind::SendGradient: return "send grad " + layers + mb;
-    case TaskKind::GradReduce: return "grad reduce " + layers;
+    case TaskKind::GradReduce: return (t.across_groups ? "grad all-reduce across groups " : "grad reduce ") + layers;
     case TaskKind::ParamGather: return "param gather " + layers;
     case TaskKind::EpAllToAll: return "ep a2a " + layers + mb;
   }

@@ -50,6 +50,10 @@ struct Task {
   /// A TP collective task that first all-gathers the pipeline message its unit received split
   /// over the sender's TP ranks (pipeline_scatter_gather without sequence parallelism).
   bool regather = false;
+  /// A gradient reduce of hybrid sharding (ZeRO 2/3 over several replica groups): the groups'
+  /// shards of the layer's gradients, each reduced within its group, all-reduced across the
+  /// groups, one member per group for each piece of the layer (docs/cost-models.md#hybrid-sharding).
+  bool across_groups = false;
 };
 
 /// One simulated device standing for `count` identical real devices: the tp ranks of a stage
@@ -97,7 +101,8 @@ struct TaskGraph {
 /// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);
 
-/// "F L12-23 mb5", "R L0-11 mb0", "send act L24-35 mb3", "grad reduce L5", "param gather L5",
+/// "F L12-23 mb5", "R L0-11 mb0", "send act L24-35 mb3", "grad reduce L5" (hybrid sharding's
+/// "grad all-reduce across groups L5"), "param gather L5",
 /// "ep a2a L0-3 mb2", "optimizer".
 [[nodiscard]] std::string task_name(const Task& t);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace hetsim::platform {
@@ -194,6 +195,48 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         if (tasks.front() != i) {
           d.owner[i] = tasks.front();
           continue;
+        }
+        if (t.across_groups) {
+          // Hybrid sharding's all-reduce of the shards across groups: a group's device of degree
+          // tp over R replicas cuts the layer into n = tp·R pieces (tp rank k's slice sharded
+          // over the replicas: piece k·R + r on replica r, rank k). N = the largest n: piece j of
+          // N is on one device of every group, and those all-reduce it. A device of the group
+          // with the fewest pieces, n_min, joins N/n_min of these rings; each ring carries
+          // n_min/N of the task's time (priced for that device's whole shard), so that device's
+          // rings, sharing its links, end in about that time. Consecutive rings over the same
+          // devices are one ring carrying their sum.
+          long long most = 1, fewest = std::numeric_limits<long long>::max();
+          for (std::uint32_t m : tasks) {
+            const auto& md = g.devices[g.tasks[m].device];
+            const long long n = static_cast<long long>(md.tp) * md.replicas;
+            most = std::max(most, n);
+            fewest = std::min(fewest, n);
+          }
+          std::vector<int> run;
+          long long count = 0;
+          auto flush = [&] {
+            if (count == 0) return;
+            const double part = static_cast<double>(fewest) * static_cast<double>(count) / static_cast<double>(most);
+            collective(w, run, t.algorithm, static_cast<schedule::SimTime>(std::llround(static_cast<double>(t.duration) * part)));
+          };
+          for (long long j = 0; j < most; ++j) {
+            std::vector<int> members;
+            for (std::uint32_t m : tasks) {
+              const auto& md = g.devices[g.tasks[m].device];
+              const long long n = static_cast<long long>(md.tp) * md.replicas;
+              const long long piece = j * n / most;
+              const int k = static_cast<int>(piece / md.replicas), r = static_cast<int>(piece % md.replicas);
+              members.push_back(host(g.tasks[m].device, r * md.tp + k));
+            }
+            if (members != run) {
+              flush();
+              run = std::move(members);
+              count = 0;
+            }
+            ++count;
+          }
+          flush();
+          break;
         }
         const long long chunks = g.dp_chunks(i);
         const auto share = static_cast<schedule::SimTime>(

@@ -616,5 +616,67 @@ TEST(Estimate, SelectiveOpRecomputesWhatThePolicyDoesNotKeep) {
   EXPECT_DOUBLE_EQ(analytic::stage_costs(sf, *sf.plan)[0][0].logits.v, 6.0 * 2048 * 32000);
 }
 
+// Two replica groups on one pool of 16 H100: `a` replicas of tp 2 and `b` of tp 2, one stage of
+// Llama 3 8B's 8 first layers each, and each group's micro-batches.
+std::string two_groups(int zero, int a, int b, int mb_a = 2, int mb_b = 4) {
+  return "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = " + std::to_string(a * mb_a + b * mb_b) +
+         "\nseq_len = 2048\n[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+         "[parallel]\nmicro_batch = 1\nzero = " + std::to_string(zero) + "\n"
+         "[[parallel.replicas]]\ncount = " + std::to_string(a) + "\nmicro_batches = " + std::to_string(mb_a) +
+         "\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
+         "[[parallel.replicas]]\ncount = " + std::to_string(b) + "\nmicro_batches = " + std::to_string(mb_b) +
+         "\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n";
+}
+
+// ZeRO 2/3 over several replica groups is hybrid sharding (docs/cost-models.md#hybrid-sharding):
+// each group's per-micro-batch collectives and state shard over its own replicas, as if it were
+// alone, and once per step the groups all-reduce their shards, the group with fewer replicas
+// moving more.
+TEST(HybridSharding, EachGroupShardsWithinItselfAndAllReducesItsShardsAcrossGroups) {
+  for (int zero : {2, 3}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    const Scenario s = load(two_groups(zero, 4, 2));
+    const auto costs = analytic::stage_costs(s, *s.plan);
+    const auto& a = costs.at(0).at(0);
+    const auto& b = costs.at(1).at(0);
+    EXPECT_EQ(a.shard_replicas, 4);
+    EXPECT_EQ(b.shard_replicas, 2);
+    EXPECT_EQ(a.memory.dp, 4);
+    EXPECT_EQ(b.memory.dp, 2);
+    // Group a's collectives are those of the same 4 replicas planned alone on the pool.
+    const Scenario alone = load(
+        "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
+        "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+        "[parallel]\ntp = 2\npp = 1\ndp = 4\nmicro_batch = 1\nzero = " + std::to_string(zero) + "\n");
+    const auto& one = analytic::stage_costs(alone, *alone.plan).at(0).at(0);
+    EXPECT_DOUBLE_EQ(a.dp_reduce.v, one.dp_reduce.v);
+    EXPECT_DOUBLE_EQ(a.dp_gather.v, one.dp_gather.v);
+    EXPECT_DOUBLE_EQ(a.optimizer.v, one.optimizer.v);
+    EXPECT_EQ(one.dp_cross.v, 0);
+    // Across groups: a shard of 1/2 against 1/4 of the same parameters, over the NICs.
+    EXPECT_GT(a.dp_cross.v, 0);
+    EXPECT_NEAR(b.dp_cross.v / a.dp_cross.v, 2.0, 0.05);
+    // More state per device where fewer replicas share it.
+    const auto e = analytic::estimate(s, *s.plan);
+    ASSERT_EQ(e.stages.size(), 2u);
+    EXPECT_GT(e.stages[1].memory.total(), e.stages[0].memory.total());
+    // Without overlap every collective is exposed, the shards' all-reduce once.
+    const double gathers = zero >= 3 ? 2.0 * 4 : 1;
+    EXPECT_NEAR(e.stages[1].dp_comm.v, b.dp_reduce.v * 4 + b.dp_gather.v * gathers + b.dp_cross.v, 1e-12);
+  }
+  // ZeRO 1 syncs once per step: one collective over all six replicas, nothing across.
+  const Scenario z1 = load(two_groups(1, 4, 2));
+  for (const auto& g : analytic::stage_costs(z1, *z1.plan)) {
+    EXPECT_EQ(g.at(0).shard_replicas, 6);
+    EXPECT_EQ(g.at(0).dp_cross.v, 0);
+  }
+  // A group of one replica shards nothing: no collective of its own, only the all-reduce.
+  const Scenario lone = load(two_groups(2, 4, 1));
+  const auto& c = analytic::stage_costs(lone, *lone.plan).at(1).at(0);
+  EXPECT_EQ(c.dp_reduce.v, 0);
+  EXPECT_EQ(c.dp_gather.v, 0);
+  EXPECT_GT(c.dp_cross.v, 0);
+}
+
 }  // namespace
 }  // namespace hetsim

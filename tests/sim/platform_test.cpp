@@ -278,5 +278,39 @@ TEST(Platform, AnExpertAllToAllAcrossNodesIsPacedByTheNics) {
   EXPECT_EQ(tasks, 2 * 2);
 }
 
+// Hybrid sharding's all-reduce of the shards: a tp 2 group of two replicas cuts a layer into four
+// pieces, a lone tp 1 replica holds it whole; each piece is one ring over its holder in each
+// group, so the lone device is in all four rings and sends four times what each other does.
+TEST(Platform, HybridShardingAllReducesEachPieceAcrossTheGroups) {
+  auto s = test::parse(
+      "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
+      "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\nmicro_batch = 1\nzero = 2\n"
+      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
+      "stages = [{pool = \"h100\", tp = 1, layers = 4}, {pool = \"h100\", tp = 1, layers = 4}]\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  ASSERT_EQ(g.collectives.size(), 8u);
+  for (const auto& members : g.collectives) {
+    const auto& w = d->work[members.front()];
+    EXPECT_EQ(w.flows.size(), 8u);  // four rings of two
+    std::map<int, double> sent;
+    for (const auto& f : w.flows) sent[f.src] += f.bytes;
+    std::vector<int> pieces, whole;
+    for (auto m : members) {
+      const auto dev = g.tasks[m].device;
+      for (int k = 0; k < g.devices[dev].count; ++k)
+        (g.devices[dev].tp == 2 ? pieces : whole).push_back(d->first_host[dev] + k);
+    }
+    ASSERT_EQ(pieces.size(), 4u);
+    ASSERT_EQ(whole.size(), 1u);
+    EXPECT_EQ(sent.size(), 5u);
+    for (int h : pieces) EXPECT_NEAR(sent[whole[0]] / sent[h], 4.0, 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace hetsim

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "sim/analytic/estimate.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/engine/native_engine.hpp"
@@ -312,6 +314,76 @@ TEST(Schedule, HeterogeneousGroupsMeetInTheirGradientCollectives) {
   for (const auto& members : g.collectives) {
     ASSERT_EQ(members.size(), 2u);
     EXPECT_EQ(t->start[members[0]], t->start[members[1]]);  // they start together
+  }
+}
+
+// Hybrid sharding (ZeRO 2 over two groups): the per-micro-batch reduce-scatters and the gathers
+// stay in their group; per layer one all-reduce of the shards joins the groups, after the
+// layer's last reduce-scatter, and each device's optimizer waits for it.
+TEST(Schedule, HybridShardingJoinsTheGroupsOnlyInTheShardsAllReduce) {
+  for (int lone : {2, 1}) {  // the second group's replicas (1: it shards nothing)
+    SCOPED_TRACE("second group of " + std::to_string(lone));
+    auto s = test::parse(
+        "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = " + std::to_string(4 + 4 * lone) +
+        "\nseq_len = 2048\n[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+        "[parallel]\nmicro_batch = 1\nzero = 2\noverlap_grad_reduce = true\n"
+        "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
+        "[[parallel.replicas]]\ncount = " + std::to_string(lone) +
+        "\nmicro_batches = 4\nstages = [{pool = \"h100\", tp = 1, layers = 4}, {pool = \"h100\", tp = 1, layers = 4}]\n");
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    ASSERT_EQ(g.collectives.size(), 8u);  // one per layer
+    std::vector<std::vector<std::uint32_t>> preds(g.size());
+    for (std::uint32_t i = 0; i < g.size(); ++i)
+      for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k) preds[g.succ[k]].push_back(i);
+    for (const auto& members : g.collectives) {
+      ASSERT_EQ(members.size(), 2u);
+      EXPECT_NE(g.devices[g.tasks[members[0]].device].group, g.devices[g.tasks[members[1]].device].group);
+      for (auto m : members) {
+        const auto& t = g.tasks[m];
+        EXPECT_EQ(t.kind, TaskKind::GradReduce);
+        EXPECT_TRUE(t.across_groups);
+        EXPECT_EQ(schedule::task_name(t), "grad all-reduce across groups L" + std::to_string(t.first_layer));
+        EXPECT_EQ(t.micro_batch, -1);
+        EXPECT_GT(t.duration, 0);
+        // After the layer's last micro-batch: its reduce-scatter in a sharded group, else the
+        // last backward (and the previous task of the dp stream).
+        const int last_mb = g.devices[t.device].group == 0 ? 1 : 3;
+        const bool sharded = g.devices[t.device].replicas > 1;
+        int after = 0;
+        for (auto q : std::set<std::uint32_t>(preds[m].begin(), preds[m].end())) {  // (stream order repeats one)
+          const auto& before = g.tasks[q];
+          if (before.micro_batch == last_mb && before.kind == (sharded ? TaskKind::GradReduce : TaskKind::Backward))
+            ++after;
+          else
+            EXPECT_TRUE(before.across_groups) << schedule::task_name(before);
+        }
+        EXPECT_EQ(after, 1);
+      }
+    }
+    int in_group_reduces = 0;
+    for (const auto& t : g.tasks) {
+      if (t.kind == TaskKind::ParamGather) {
+        EXPECT_EQ(t.collective, schedule::kNoCollective);
+      }
+      if (t.kind == TaskKind::GradReduce && !t.across_groups) {
+        EXPECT_EQ(t.collective, schedule::kNoCollective);
+        EXPECT_GE(t.micro_batch, 0);
+        EXPECT_GT(g.devices[t.device].replicas, 1);
+        ++in_group_reduces;
+      }
+    }
+    EXPECT_EQ(in_group_reduces, 2 + (lone > 1 ? 2 * 4 : 0));  // a reduce-scatter per backward unit
+    auto t = engine::run_native(g);
+    ASSERT_TRUE(t.ok());
+    for (const auto& members : g.collectives) EXPECT_EQ(t->start[members[0]], t->start[members[1]]);
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      if (g.tasks[i].kind != TaskKind::Optimizer) continue;
+      for (std::uint32_t m = 0; m < g.size(); ++m)
+        if (g.tasks[m].across_groups && g.tasks[m].device == g.tasks[i].device) {
+          EXPECT_GE(t->start[i], t->start[m] + g.tasks[m].duration);
+        }
+    }
   }
 }
 

@@ -56,6 +56,27 @@ TEST_P(Agreement, BothEnginesAgreeWithin2PercentWhereNothingContends) {
 
 INSTANTIATE_TEST_SUITE_P(Bundled, Agreement, ::testing::Values("cpu-pipeline", "default", "llama3-8b-tpu-v5p"));
 
+// Hybrid sharding (ZeRO 2 over two groups in two nodes): each piece's all-reduce across the
+// groups runs as flows, none shorter than the model's time, the step close to the native one.
+TEST(Simgrid, HybridShardingRunsTheShardsAllReduceAsFlows) {
+  auto s = test::parse(
+      "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 24\nseq_len = 2048\n"
+      "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+      "[parallel]\nmicro_batch = 1\nzero = 2\noverlap_grad_reduce = true\n"
+      "[[parallel.replicas]]\ncount = 4\nmicro_batches = 2\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
+      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 8\nstages = [{pool = \"h100\", tp = 4, layers = 8}]\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto b = run_both(*s);
+  ASSERT_FALSE(b.simgrid.trace.end.empty());
+  int across = 0;
+  for (std::uint32_t i = 0; i < b.graph.size(); ++i) {
+    EXPECT_GE(b.simgrid.trace.end[i] - b.simgrid.trace.start[i], b.graph.tasks[i].duration - 1);
+    across += b.graph.tasks[i].across_groups;
+  }
+  EXPECT_EQ(across, 2 * 8);
+  EXPECT_NEAR(static_cast<double>(b.simgrid.trace.makespan) / static_cast<double>(b.native.makespan), 1.0, 0.1);
+}
+
 // What the platform has beyond the cost model's worst case: on a 2:1 oversubscribed fat-tree the
 // native engine charges every NIC transfer the full oversubscription; SimGrid charges what the
 // step's traffic actually does, which here is less.
