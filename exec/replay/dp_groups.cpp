@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -31,21 +32,67 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
     out.real_devices += g.devices[d].count;
   }
   out.member_of.resize(g.size());
+  out.pieces_of.resize(g.size());
   out.chunks.assign(g.size(), 0);
   std::map<std::vector<int>, int> index;
+  auto group_of = [&](std::vector<int> reals) {
+    std::sort(reals.begin(), reals.end());
+    reals.erase(std::unique(reals.begin(), reals.end()), reals.end());
+    const auto [it, fresh] = index.try_emplace(reals, static_cast<int>(out.groups.size()));
+    if (fresh) out.groups.push_back(reals);
+    return it->second;
+  };
+  auto layer_name = [](const schedule::Task& t) {
+    return t.layers > 1 ? "layers " + std::to_string(t.first_layer) + "-" + std::to_string(t.first_layer + t.layers - 1)
+                        : "layer " + std::to_string(t.first_layer);
+  };
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const auto& t = g.tasks[i];
     if (t.kind != TaskKind::GradReduce && t.kind != TaskKind::ParamGather) continue;
     const std::vector<std::uint32_t> members = g.members_of(i);
     const int tp = g.devices[t.device].tp;
+    if (t.across_groups) {
+      auto pieces = [&](std::uint32_t m) {
+        const auto& d = g.devices[g.tasks[m].device];
+        return static_cast<long long>(d.tp) * d.replicas;
+      };
+      long long c_all = 1;
+      for (std::uint32_t m : members) c_all = std::lcm(c_all, pieces(m));
+      if (c_all > kMaxDpChunks) {
+        std::set<int> counts;
+        for (std::uint32_t m : members) counts.insert(static_cast<int>(pieces(m)));
+        return Diagnostic{{}, "plan", layer_name(t) + ": hybrid sharding's all-reduce across groups joins groups of " +
+                                          degree_list(counts) + " devices (tp · replicas), whose least common multiple, " +
+                                          std::to_string(c_all) + ", cuts the layer into more than " +
+                                          std::to_string(kMaxDpChunks) + " chunks",
+                          "give the groups device counts that divide one another, or zero = 0 or 1"};
+      }
+      out.chunks[i] = static_cast<int>(c_all);
+      const auto& dev = g.devices[t.device];
+      const long long n = pieces(i);
+      out.pieces_of[i].resize(static_cast<std::size_t>(dev.count));
+      for (int r = 0; r < dev.replicas; ++r)
+        for (int k = 0; k < dev.tp; ++k) {
+          const long long q = static_cast<long long>(k) * dev.replicas + r;
+          for (long long c = q * c_all / n; c < (q + 1) * c_all / n; ++c) {
+            std::vector<int> reals;  // chunk c's holder in every group
+            for (std::uint32_t m : members) {
+              const auto d = g.tasks[m].device;
+              const auto& md = g.devices[d];
+              const long long mq = c * pieces(m) / c_all;
+              reals.push_back(out.first_real[d] + static_cast<int>(mq % md.replicas) * md.tp +
+                              static_cast<int>(mq / md.replicas));
+            }
+            out.pieces_of[i][static_cast<std::size_t>(r * dev.tp + k)].push_back(group_of(reals));
+          }
+        }
+      continue;
+    }
     const long long chunks = g.dp_chunks(i);
     if (chunks > kMaxDpChunks) {
       std::set<int> degrees;
       for (std::uint32_t m : members) degrees.insert(g.devices[g.tasks[m].device].tp);
-      const std::string layers = t.layers > 1 ? "layers " + std::to_string(t.first_layer) + "-" +
-                                                    std::to_string(t.first_layer + t.layers - 1)
-                                              : "layer " + std::to_string(t.first_layer);
-      return Diagnostic{{}, "plan", layers + ": its data-parallel " + std::string(schedule::task_kind_name(t.kind)) +
+      return Diagnostic{{}, "plan", layer_name(t) + ": its data-parallel " + std::string(schedule::task_kind_name(t.kind)) +
                                         " joins tensor-parallel degrees " + degree_list(degrees) + ", whose least common multiple, " +
                                         std::to_string(chunks) + ", cuts the layer into more than " +
                                         std::to_string(kMaxDpChunks) + " chunks",
@@ -65,11 +112,7 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
           const int holder = schedule::dp_chunk_holder(c, mt, c_all);
           for (int r = 0; r < g.devices[d].replicas; ++r) reals.push_back(out.first_real[d] + r * mt + holder);
         }
-        std::sort(reals.begin(), reals.end());
-        reals.erase(std::unique(reals.begin(), reals.end()), reals.end());
-        const auto [it, fresh] = index.try_emplace(reals, static_cast<int>(out.groups.size()));
-        if (fresh) out.groups.push_back(reals);
-        out.member_of[i][static_cast<std::size_t>(k)].push_back(it->second);
+        out.member_of[i][static_cast<std::size_t>(k)].push_back(group_of(reals));
       }
   }
   return out;

@@ -36,14 +36,22 @@ struct DpLayout {
   std::vector<std::vector<std::vector<int>>> member_of;
   /// Per task: C, the chunks its collective cuts the layers' parameters into (0 for other tasks).
   std::vector<int> chunks;
+  /// Hybrid sharding's all-reduce of the shards across groups (Task::across_groups): per task,
+  /// per member of its device (replica · tp + rank), the indexes into `groups` of the
+  /// collectives it joins, one per chunk it holds. A device of degree t over R replicas cuts the
+  /// layer into n = t·R pieces (piece k·R + r on replica r, rank k: rank k's 1/t slice sharded
+  /// over the replicas); C is the lcm of the members' n, and piece q holds chunks q·C/n …
+  /// (q+1)·C/n − 1. Each chunk's collective joins its holder in every group. (member_of is
+  /// empty for these tasks.)
+  std::vector<std::vector<std::vector<int>>> pieces_of;
 };
 
 /// The most chunks one collective may cut its layers into (the lcm of its members' degrees).
 inline constexpr int kMaxDpChunks = 64;
 
 /// The layout of `g`'s data-parallel collectives. Fails (BadInput, key "plan") when the members'
-/// tensor-parallel degrees would cut a layer into more than kMaxDpChunks chunks, naming the
-/// layer and the degrees.
+/// tensor-parallel degrees (or, across groups, their pieces) would cut a layer into more than
+/// kMaxDpChunks chunks, naming the layer and the degrees.
 [[nodiscard]] Result<DpLayout> dp_layout(const schedule::TaskGraph& g);
 
 /// Position of real device `real` in `group` (its rank in that collective), -1 when absent.

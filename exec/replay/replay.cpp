@@ -262,11 +262,6 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",
                       "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
-  if (p.groups.size() > 1 && p.zero >= 2 && p.replicas() > 1)
-    return Diagnostic{{}, "plan", "ZeRO " + std::to_string(p.zero) + " with " + std::to_string(p.groups.size()) +
-                                      " replica groups is hybrid sharding (each group shards within its own replicas, "
-                                      "the groups all-reduce their shards once per step), which the executor does not replay yet",
-                      "zero = 0 or 1 for plans with several replica groups (docs/executor.md, Limits)"};
   auto layout = dp_layout(g);
   if (!layout) return layout.errors();
   const std::vector<int>& first_real = layout->first_real;
@@ -385,15 +380,15 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // Optimizer bytes and DP parameter counts per device: what the cost model moves.
   const auto costs = analytic::stage_costs(s, p);
   const auto sb = cost::state_bytes(s.training.precision, s.training.optimizer, s.training.autocast);
-  const int replicas = p.replicas();
   std::vector<std::size_t> adam_params;  // Adam's fp32 pass moves 28 bytes per parameter
   for (const auto& d : g.devices) {
     // The bytes the cost model prices (stage_costs): gradient norm + Adam over the shard, and
     // zeroing the local gradient buffer.
     const double local = costs[d.group][d.stage].params;
-    const double shard = local / (p.zero >= 1 ? replicas : 1);
+    const int sharded_over = costs[d.group][d.stage].shard_replicas;  // all replicas, or the group's (hybrid)
+    const double shard = local / (p.zero >= 1 ? sharded_over : 1);
     const double bytes = shard * (2 * sb.grads + 2 * sb.optimizer + sb.weights) +
-                         local / (p.zero >= 2 ? replicas : 1) * sb.grads;
+                         local / (p.zero >= 2 ? sharded_over : 1) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
   }
   // Per data-parallel task, the parameters of one chunk of its layers (dp_layout): the layers'
@@ -790,8 +785,13 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               case TaskKind::ParamGather: {
                 // The collectives of this layer among every replica that holds it, in its group
                 // and (several groups) in the others: one per chunk this rank holds (one unless
-                // the groups' tp degrees differ), a shard per member under ZeRO.
-                for (const int gi : layout->member_of[id][static_cast<std::size_t>(rank)]) {
+                // the groups' tp degrees differ), a shard per member under ZeRO. Hybrid
+                // sharding's all-reduce across groups: one per chunk of this member's piece,
+                // with the chunk's holder in every other group (dp_layout's pieces_of).
+                const bool across = t.across_groups;
+                const auto& joins = across ? layout->pieces_of[id][static_cast<std::size_t>(member)]
+                                           : layout->member_of[id][static_cast<std::size_t>(rank)];
+                for (const int gi : joins) {
                   Communicator& dpc = *dpcs.at(gi);
                   const auto r = static_cast<std::size_t>(dpc.size());
                   std::size_t n = dp_floats(id, r);
@@ -802,7 +802,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                   sc.fit(n * 4, n * 4, n * 4);
                   if (sc.failed || !comm_error.empty()) break;
                   if (t.kind == TaskKind::ParamGather) note(dpc.all_gather(sc.fa(), sc.fc(), per), true);
-                  else if (p.zero == 0) note(dpc.all_reduce(sc.fc(), n), true);
+                  else if (p.zero == 0 || across) note(dpc.all_reduce(sc.fc(), n), true);
                   else note(dpc.reduce_scatter(sc.fa(), sc.fc(), per), true);  // results in c only
                 }
                 break;

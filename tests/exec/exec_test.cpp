@@ -128,18 +128,6 @@ TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
     EXPECT_NE(to_string(r.errors()[0]).find("needs 4 devices but the cpu backend has 2"), std::string::npos);
     EXPECT_EQ(worst_kind(r.errors()), ErrorKind::Environment) << "missing hardware";
   }
-  {
-    // ZeRO 2 with two groups: the schedule reduces per micro-batch within each group.
-    auto s = test::parse(small("micro_batch = 1\nzero = 2\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
-                               "stages = [{tp = 1, layers = 4}]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 2\n"
-                               "stages = [{tp = 1, layers = 2}, {tp = 1, layers = 2}]\n", 4));
-    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-    auto big = exec::make_cpu_backend(4);
-    auto r = exec::replay(*s, *s->plan, *big, {1, 0});
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(to_string(r.errors()[0]).find("ZeRO 2 with 2 replica groups"), std::string::npos) << to_string(r.errors()[0]);
-    EXPECT_EQ(worst_kind(r.errors()), ErrorKind::BadInput);
-  }
 }
 
 // A two-pool cluster (a "fast" and a "slow" pool of cpu cores, 4 devices each) with a plan of
@@ -374,10 +362,120 @@ TEST(Replay, DegreesThatCutALayerIntoTooManyChunksAreRefused) {
   EXPECT_EQ(layout->member_of[2][2], (std::vector<int>{5, 5, 6, 6, 6})) << "tp 3 rank 2: chunks 10-14";
 }
 
-// The two-group plans replay: every task measured, every dependency kept, the planned peaks.
+// Hybrid sharding (ZeRO 2/3 over two groups): after each group's reduce-scatter (here summed
+// directly: the fast group's two replicas hold halves, the slow group's one replica everything),
+// the all-reduces of dp_layout's pieces leave every chunk of every member's piece summed over all
+// three replicas of both groups, also where the groups' tp degrees differ (tp 0: mixed_tp_plan).
+TEST(Replay, HybridShardingSumsEveryGradientOverEveryGroup) {
+  for (const int tp : {1, 2, 0}) {
+    SCOPED_TRACE("tp " + std::to_string(tp));
+    auto s = test::parse(two_pools(tp > 0 ? two_group_plan(tp, 2) : mixed_tp_plan(2)));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    auto layout = exec::dp_layout(g);
+    ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+    auto backend = exec::make_cpu_backend(layout->real_devices);
+    std::vector<std::unique_ptr<exec::Device>> devs;
+    for (int d = 0; d < layout->real_devices; ++d) devs.push_back(backend->open(d));
+    std::vector<exec::Communicators> comms;
+    for (const auto& reals : layout->groups) {
+      std::vector<exec::Device*> members;
+      for (int r : reals) members.push_back(devs[static_cast<std::size_t>(r)].get());
+      auto c = backend->communicators(members);
+      ASSERT_TRUE(c.ok());
+      comms.push_back(std::move(*c));
+    }
+    int across = 0;
+    std::mutex mu;
+    std::vector<std::thread> threads;
+    for (std::uint32_t d = 0; d < g.devices.size(); ++d)
+      for (int member = 0; member < g.devices[d].count; ++member)
+        threads.emplace_back([&, d, member] {
+          const auto& info = g.devices[d];
+          const int real = layout->first_real[d] + member;
+          const int replica = member / info.tp, rank = member % info.tp;
+          const long long n = static_cast<long long>(info.tp) * info.replicas;
+          const long long q = static_cast<long long>(rank) * info.replicas + replica;  // this member's piece
+          for (std::uint32_t i = 0; i < g.size(); ++i) {  // layer order on every device
+            const auto& t = g.tasks[i];
+            if (t.device != d || !t.across_groups) continue;
+            const auto c_all = static_cast<long long>(layout->chunks[i]);
+            const auto& joins = layout->pieces_of[i][static_cast<std::size_t>(member)];
+            EXPECT_EQ(static_cast<long long>(joins.size()), c_all / n);
+            for (std::size_t k = 0; k < joins.size(); ++k) {
+              const long long chunk = q * c_all / n + static_cast<long long>(k);
+              const auto gi = static_cast<std::size_t>(joins[k]);
+              auto& c = *comms[gi][static_cast<std::size_t>(exec::rank_in(layout->groups[gi], real))];
+              EXPECT_EQ(c.size(), 2) << "one member per group";
+              const std::size_t m = 6;  // elements per chunk
+              std::vector<float> grad(m);
+              // What the group's reduce-scatter left: the fast group's replicas 0 and 1, the slow
+              // group's replica 2.
+              for (std::size_t e = 0; e < m; ++e) {
+                const std::size_t f = static_cast<std::size_t>(chunk) * m + e;
+                grad[e] = info.group == 0 ? grad_value(0, t.first_layer, f) + grad_value(1, t.first_layer, f)
+                                          : grad_value(2, t.first_layer, f);
+              }
+              EXPECT_TRUE(c.all_reduce(grad.data(), m).ok());
+              for (std::size_t e = 0; e < m; ++e) {
+                const std::size_t f = static_cast<std::size_t>(chunk) * m + e;
+                EXPECT_EQ(grad[e], 6.0f * float(1 + int((f + 3 * std::size_t(t.first_layer)) % 5)))
+                    << "layer " << t.first_layer << " chunk " << chunk;
+              }
+              const std::lock_guard<std::mutex> lock(mu);
+              ++across;
+            }
+          }
+        });
+    for (auto& t : threads) t.join();
+    // Every chunk of every layer once per holder: C per layer in each group.
+    int expected = 0;
+    for (std::uint32_t i = 0; i < g.size(); ++i)
+      if (g.tasks[i].across_groups) expected += layout->chunks[i];
+    EXPECT_EQ(across, expected);
+    EXPECT_GT(across, 0);
+  }
+}
+
+// Pieces whose least common multiple would cut a layer into more than kMaxDpChunks chunks are
+// refused before anything runs, naming the layer and the device counts.
+TEST(Replay, HybridShardingPiecesThatCutALayerIntoTooManyChunksAreRefused) {
+  schedule::TaskGraph g;
+  for (const auto& [tp, replicas] : std::vector<std::pair<int, int>>{{5, 3}, {7, 1}}) {
+    schedule::DeviceRep d;
+    d.group = static_cast<int>(g.devices.size());
+    d.tp = tp;
+    d.replicas = replicas;
+    d.count = tp * replicas;
+    g.devices.push_back(d);
+    schedule::Task t;
+    t.device = static_cast<std::uint32_t>(g.devices.size() - 1);
+    t.stream = schedule::Stream::DpComm;
+    t.kind = schedule::TaskKind::GradReduce;
+    t.across_groups = true;
+    t.first_layer = 3;
+    t.layers = 1;
+    t.collective = 0;
+    g.tasks.push_back(t);
+  }
+  g.collectives = {{0, 1}};
+  auto layout = exec::dp_layout(g);
+  ASSERT_FALSE(layout.ok());
+  const auto msg = to_string(layout.errors()[0]);
+  EXPECT_NE(msg.find("layer 3: hybrid sharding's all-reduce across groups joins groups of 7, 15 devices (tp · replicas), "
+                     "whose least common multiple, 105, cuts the layer into more than 64 chunks"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(worst_kind(layout.errors()), ErrorKind::BadInput);
+}
+
+// The two-group plans replay: every task measured, every dependency kept, the planned peaks;
+// under ZeRO 2 and 3 as hybrid sharding.
 TEST(Replay, PlansWithSeveralReplicaGroupsRun) {
   // tp 0: the groups at tp 2 and tp 1 (mixed_tp_plan).
-  for (const auto& [tp, zero] : std::vector<std::pair<int, int>>{{1, 0}, {2, 1}, {0, 0}, {0, 1}}) {
+  for (const auto& [tp, zero] :
+       std::vector<std::pair<int, int>>{{1, 0}, {2, 1}, {0, 0}, {0, 1}, {1, 2}, {2, 3}, {0, 2}, {0, 3}}) {
+    SCOPED_TRACE("tp " + std::to_string(tp) + " zero " + std::to_string(zero));
     auto s = test::parse(two_pools(tp > 0 ? two_group_plan(tp, zero) : mixed_tp_plan(zero)));
     ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
     ASSERT_EQ(s->plan->groups.size(), 2u);

@@ -91,7 +91,7 @@ TEST(Mpi, ProcessesOfOneHostShareRankZerosClock) {
 // pool, one of two stages (other layer boundaries, three times the micro-batches) on the "slow"
 // one; each layer's gradient reduction and parameter gather join the two groups across
 // processes. Rank 0 gets every task measured, every dependency kept.
-void run_two_groups(const std::string& replicas) {
+void run_two_groups(const std::string& replicas, int zero = 1) {
   ASSERT_EQ(world->size(), 3) << "ctest runs this with 3 processes";
   std::string pools;
   for (const char* name : {"fast", "slow"})
@@ -103,7 +103,7 @@ void run_two_groups(const std::string& replicas) {
       "[training]\nglobal_batch = 4\nseq_len = 64\nprecision = \"fp32\"\n"
       "[[cluster.link]]\nname = \"shm\"\nkind = \"scale-up\"\nbandwidth = \"10GB/s\"\nlatency = \"1us\"\n" + pools +
       "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
-      "[parallel]\nmicro_batch = 1\nzero = 1\n" + replicas);
+      "[parallel]\nmicro_batch = 1\nzero = " + std::to_string(zero) + "\n" + replicas);
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   auto backend = exec::make_cpu_backend(1);
   exec::ReplayOptions o{1, 0};
@@ -140,6 +140,15 @@ TEST(Mpi, GroupsOfDifferentTpRunOneProcessPerDevice) {
   run_two_groups(
       "[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\nstages = [{pool = \"fast\", tp = 2, layers = 4}]\n"
       "[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\nstages = [{pool = \"slow\", layers = 4}]\n");
+}
+
+// The same groups under ZeRO 2: hybrid sharding, whose all-reduce of the shards across groups
+// pairs each tp 2 process with the tp 1 one, piece by piece, across processes.
+TEST(Mpi, HybridShardingRunsOneProcessPerDevice) {
+  run_two_groups(
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\nstages = [{pool = \"fast\", tp = 2, layers = 4}]\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 3\nstages = [{pool = \"slow\", layers = 4}]\n",
+      2);
 }
 
 // `mpi_tests --failure-demo` under mpirun -np 2: a two-stage pipeline, one process per stage,
