@@ -140,8 +140,10 @@ std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulati
     o += fmt::format("{} {} {}", i ? " ·" : "", kind, format_duration(Duration{seconds(t)}));
   }
   o += "\n";
-  // The expert all-to-alls' column only where there are any (MoE with ep > 1).
+  // The expert all-to-alls' column only where there are any (MoE with ep > 1). "dp": the
+  // reductions' and the gathers' streams together (they may overlap: up to 200 %).
   const auto ep = static_cast<std::size_t>(schedule::Stream::EpComm);
+  const auto gather = static_cast<std::size_t>(schedule::Stream::DpGather);
   bool with_ep = false;
   for (const auto& u : sim.summary.devices) with_ep = with_ep || u.stream_fraction[ep] > 0;
   o += fmt::format("  {:<34}{:>8}{:>8}{:>8}{:>8}{}{:>12}{:>12}\n", "device (stands for)", "compute", "tp", "pp", "dp",
@@ -151,7 +153,7 @@ std::string simulate_text(const Scenario& s, const plan::Plan& p, const Simulati
     const auto& u = sim.summary.devices[k];
     o += fmt::format("  {:<34}{:>7.1f}%{:>7.1f}%{:>7.1f}%{:>7.1f}%{}{:>12}{:>12}\n", rep.label,
                      100 * u.stream_fraction[0], 100 * u.stream_fraction[1], 100 * u.stream_fraction[2],
-                     100 * u.stream_fraction[3], with_ep ? fmt::format("{:>7.1f}%", 100 * u.stream_fraction[ep]) : "",
+                     100 * (u.stream_fraction[3] + u.stream_fraction[gather]), with_ep ? fmt::format("{:>7.1f}%", 100 * u.stream_fraction[ep]) : "",
                      format_duration(Duration{seconds(u.bubble)}), format_bytes(Bytes{static_cast<double>(u.peak_bytes)}));
   }
   if (simgrid) o += simgrid_text(*simgrid, static_cast<double>(sim.trace.makespan) * 1e-9);

@@ -416,7 +416,7 @@ class Builder {
     const double share = c.params > 0 ? params / c.params : 0;
     Task t;
     t.device = dev;
-    t.stream = Stream::DpComm;
+    t.stream = kind == TaskKind::ParamGather ? Stream::DpGather : Stream::DpComm;
     t.kind = kind;
     t.first_layer = ch.first_layer + l;
     t.layers = 1;
@@ -440,7 +440,7 @@ class Builder {
     const double share = c.params > 0 ? params / c.params : 0;
     Task t;
     t.device = dev;
-    t.stream = Stream::DpComm;
+    t.stream = kind == TaskKind::ParamGather ? Stream::DpGather : Stream::DpComm;
     t.kind = kind;
     t.first_layer = ch.first_layer;
     t.layers = ch.layers;
@@ -479,7 +479,7 @@ class Builder {
   }
 
   struct DeviceState {
-    std::uint32_t last[kStreams] = {kNone, kNone, kNone, kNone, kNone};
+    std::uint32_t last[kStreams] = {kNone, kNone, kNone, kNone, kNone, kNone};
     std::uint32_t blocking = kNone;
   };
 

@@ -14,6 +14,7 @@ std::string_view stream_name(Stream s) {
     case Stream::PpComm: return "pp send/recv";
     case Stream::DpComm: return "dp comm";
     case Stream::EpComm: return "ep comm";
+    case Stream::DpGather: return "dp gather";
   }
   return "?";
 }

@@ -17,8 +17,11 @@ using SimTime = std::int64_t;  ///< nanoseconds
 
 /// Streams of a device: tasks on one stream run one at a time, in the order they were added.
 /// EpComm carries expert parallelism's all-to-alls (mixture-of-experts models with ep > 1).
-enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, EpComm };
-inline constexpr int kStreams = 5;
+/// DpComm carries the gradient reductions, DpGather the parameter gathers: frameworks issue
+/// them on streams of their own (PyTorch FSDP2's all-gather and reduce-scatter streams), so a
+/// ZeRO-3 gather for the next unit does not wait behind the last unit's reduce-scatter.
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, EpComm, DpGather };
+inline constexpr int kStreams = 6;
 [[nodiscard]] std::string_view stream_name(Stream s);
 
 enum class TaskKind : std::uint8_t {
