@@ -42,6 +42,8 @@ constexpr int kRequest = 1, kRow = 2, kPoint = 3, kEncoding = 4, kDone = 5;
 const std::string kStop = "stop";
 constexpr double kBatchSeconds = 0.02;
 constexpr auto kPoll = std::chrono::milliseconds(1);
+constexpr auto kDrainQuiet = std::chrono::milliseconds(50);
+constexpr auto kDrainMax = std::chrono::milliseconds(500);
 constexpr std::size_t kMaxBatch = 4096;
 // Messages rank 0 takes before it writes the rows that came in: rows stay in memory no longer
 // than that while many ranks send.
@@ -391,8 +393,20 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
   while (run.deliver() || remote > 0) {
     if (opts.abandon && opts.abandon()) {
       // The job is being ended (mpirun's SIGTERM after another rank died): every row that has
-      // come is taken and delivered (in order, or to on_waiting), and nobody is waited for.
-      while (mpi.probe()) take_message(false);
+      // come is taken and delivered (in order, or to on_waiting), and nobody is waited for. A
+      // send its rank saw complete may still be on its way (an eager send completes when it
+      // leaves the sender): rank 0 looks until nothing has come for kDrainQuiet, at most
+      // kDrainMax (mpirun's SIGKILL follows its SIGTERM later than that).
+      const auto start = std::chrono::steady_clock::now();
+      auto last = start;
+      for (auto now = start; now - last < kDrainQuiet && now - start < kDrainMax; now = std::chrono::steady_clock::now()) {
+        if (mpi.probe()) {
+          take_message(false);
+          last = std::chrono::steady_clock::now();
+        } else {
+          std::this_thread::sleep_for(kPoll);
+        }
+      }
       run.deliver();
       break;
     }

@@ -111,10 +111,11 @@ err=$("$HETSIM" plan --out "$tmp/nofit.json" "$tmp/nofit.toml" 2>&1); rc=$?
 # The simgrid engine (when built): same step as native where nothing contends, deterministic,
 # contended links named in JSON; the platform file.
 if "$HETSIM" simulate --help | grep -q -- "--engine"; then
-  a=$("$HETSIM" simulate --engine simgrid --json "$SRC/scenarios/llama3-8b-a100-l40s.toml" 2>/dev/null); rc=$?
-  b=$("$HETSIM" simulate --engine simgrid --json "$SRC/scenarios/llama3-8b-a100-l40s.toml" 2>/dev/null)
+  a=$("$HETSIM" simulate --engine simgrid --json "$SRC/scenarios/llama3-8b-a100-l40s.toml" 2>"$tmp/sg-a.err"); rc=$?
+  b=$("$HETSIM" simulate --engine simgrid --json "$SRC/scenarios/llama3-8b-a100-l40s.toml" 2>"$tmp/sg-b.err"); rc_b=$?
   strip() { grep -v -E '"wall_s"'; }
-  [ $rc -eq 0 ] && [ "$(echo "$a" | strip)" = "$(echo "$b" | strip)" ] && ok || bad "simgrid is not deterministic (rc $rc)"
+  [ $rc -eq 0 ] && [ $rc_b -eq 0 ] && [ "$(echo "$a" | strip)" = "$(echo "$b" | strip)" ] && ok \
+    || bad "simgrid is not deterministic (rc $rc, $rc_b): $(tail -n 5 "$tmp/sg-a.err" "$tmp/sg-b.err")"
   echo "$a" | grep -q '"contended_links"' && echo "$a" | grep -q '"link": "p' && ok || bad "simgrid JSON names contended links"
   # The engine is a module next to the executable: without it, a clear environment error (exit 1)
   # and nothing on stdout; every other command does not need it.

@@ -648,7 +648,7 @@ TEST(HybridSharding, EachGroupShardsWithinItselfAndAllReducesItsShardsAcrossGrou
         "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
         "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n"
         "[parallel]\ntp = 2\npp = 1\ndp = 4\nmicro_batch = 1\nzero = " + std::to_string(zero) + "\n");
-    const auto& one = analytic::stage_costs(alone, *alone.plan).at(0).at(0);
+    const analytic::StageCost one = analytic::stage_costs(alone, *alone.plan).at(0).at(0);
     EXPECT_DOUBLE_EQ(a.dp_reduce.v, one.dp_reduce.v);
     EXPECT_DOUBLE_EQ(a.dp_gather.v, one.dp_gather.v);
     EXPECT_DOUBLE_EQ(a.optimizer.v, one.optimizer.v);
@@ -672,7 +672,7 @@ TEST(HybridSharding, EachGroupShardsWithinItselfAndAllReducesItsShardsAcrossGrou
   }
   // A group of one replica shards nothing: no collective of its own, only the all-reduce.
   const Scenario lone = load(two_groups(2, 4, 1));
-  const auto& c = analytic::stage_costs(lone, *lone.plan).at(1).at(0);
+  const analytic::StageCost c = analytic::stage_costs(lone, *lone.plan).at(1).at(0);
   EXPECT_EQ(c.dp_reduce.v, 0);
   EXPECT_EQ(c.dp_gather.v, 0);
   EXPECT_GT(c.dp_cross.v, 0);
