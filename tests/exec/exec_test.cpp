@@ -181,6 +181,28 @@ struct Reduced {
   int replicas = 0;
   std::map<int, int> chunks;  ///< layer → chunks its collectives cut it into
 };
+// cpu devices for every real device of `layout` and a communicator for each of its groups, as the
+// replay makes them (empty when one cannot be made).
+struct LayoutDevices {
+  std::unique_ptr<exec::Backend> backend;
+  std::vector<std::unique_ptr<exec::Device>> devs;
+  std::vector<exec::Communicators> comms;
+};
+LayoutDevices open_layout(const exec::DpLayout& layout) {
+  LayoutDevices out;
+  out.backend = exec::make_cpu_backend(layout.real_devices);
+  for (int d = 0; d < layout.real_devices; ++d) out.devs.push_back(out.backend->open(d));
+  for (const auto& reals : layout.groups) {
+    std::vector<exec::Device*> members;
+    for (int r : reals) members.push_back(out.devs[static_cast<std::size_t>(r)].get());
+    auto c = out.backend->communicators(members);
+    EXPECT_TRUE(c.ok());
+    if (!c) return {};
+    out.comms.push_back(std::move(*c));
+  }
+  return out;
+}
+
 Reduced run_dp_collectives(const Scenario& s, const plan::Plan& p) {
   Reduced out;
   const auto g = schedule::build_schedule(s, p);
@@ -188,18 +210,9 @@ Reduced run_dp_collectives(const Scenario& s, const plan::Plan& p) {
   auto layout = exec::dp_layout(g);
   EXPECT_TRUE(layout.ok()) << test::all_errors(layout.errors());
   if (!layout || !pred) return out;
-  auto backend = exec::make_cpu_backend(layout->real_devices);
-  std::vector<std::unique_ptr<exec::Device>> devs;
-  for (int d = 0; d < layout->real_devices; ++d) devs.push_back(backend->open(d));
-  std::vector<exec::Communicators> comms;
-  for (const auto& reals : layout->groups) {
-    std::vector<exec::Device*> members;
-    for (int r : reals) members.push_back(devs[static_cast<std::size_t>(r)].get());
-    auto c = backend->communicators(members);
-    EXPECT_TRUE(c.ok());
-    if (!c) return out;
-    comms.push_back(std::move(*c));
-  }
+  LayoutDevices opened = open_layout(*layout);
+  if (opened.comms.size() != layout->groups.size()) return out;
+  auto& comms = opened.comms;
   std::vector<int> group_first_replica;  // replicas numbered across groups
   for (const auto& grp : p.groups) {
     group_first_replica.push_back(out.replicas);
@@ -374,17 +387,9 @@ TEST(Replay, HybridShardingSumsEveryGradientOverEveryGroup) {
     const auto g = schedule::build_schedule(*s, *s->plan);
     auto layout = exec::dp_layout(g);
     ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
-    auto backend = exec::make_cpu_backend(layout->real_devices);
-    std::vector<std::unique_ptr<exec::Device>> devs;
-    for (int d = 0; d < layout->real_devices; ++d) devs.push_back(backend->open(d));
-    std::vector<exec::Communicators> comms;
-    for (const auto& reals : layout->groups) {
-      std::vector<exec::Device*> members;
-      for (int r : reals) members.push_back(devs[static_cast<std::size_t>(r)].get());
-      auto c = backend->communicators(members);
-      ASSERT_TRUE(c.ok());
-      comms.push_back(std::move(*c));
-    }
+    LayoutDevices opened = open_layout(*layout);
+    ASSERT_EQ(opened.comms.size(), layout->groups.size());
+    auto& comms = opened.comms;
     int across = 0;
     std::mutex mu;
     std::vector<std::thread> threads;
