@@ -58,17 +58,23 @@ TEST(Platform, RoutesFollowTheTopology) {
             std::string::npos);
 }
 
+// One node of 8 H100: 2 replicas of Llama 3 8B's first 8 layers at tp 2 (2 micro-batches each), and
+// one two-stage replica at tp 1 (4 micro-batches), under ZeRO `zero`.
+std::string two_groups_on_one_node(int zero) {
+  return "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
+         "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\nmicro_batch = 1\nzero = " +
+         std::to_string(zero) +
+         "\n[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
+         "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
+         "stages = [{pool = \"h100\", tp = 1, layers = 4}, {pool = \"h100\", tp = 1, layers = 4}]\n";
+}
+
 // Replica groups of different tp (2 replicas at tp 2, one two-stage replica at tp 1) join each
 // layer's data-parallel collective by chunks, as the executor runs it (exec/replay/dp_groups):
 // lcm(2, 1) = 2 rings, each over tp 2 rank c of both replicas and the tp 1 device. So every rank
 // sends, and the tp 1 device, holding the whole layer, sends twice what a tp 2 rank does.
 TEST(Platform, GroupsOfDifferentTpReduceByChunks) {
-  auto s = test::parse(
-      "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
-      "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\nmicro_batch = 1\nzero = 1\n"
-      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
-      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
-      "stages = [{pool = \"h100\", tp = 1, layers = 4}, {pool = \"h100\", tp = 1, layers = 4}]\n");
+  auto s = test::parse(two_groups_on_one_node(1));
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   const auto g = schedule::build_schedule(*s, *s->plan);
   const auto p = platform::build(s->cluster);
@@ -282,12 +288,7 @@ TEST(Platform, AnExpertAllToAllAcrossNodesIsPacedByTheNics) {
 // pieces, a lone tp 1 replica holds it whole; each piece is one ring over its holder in each
 // group, so the lone device is in all four rings and sends four times what each other does.
 TEST(Platform, HybridShardingAllReducesEachPieceAcrossTheGroups) {
-  auto s = test::parse(
-      "[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
-      "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\nmicro_batch = 1\nzero = 2\n"
-      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{pool = \"h100\", tp = 2, layers = 8}]\n"
-      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
-      "stages = [{pool = \"h100\", tp = 1, layers = 4}, {pool = \"h100\", tp = 1, layers = 4}]\n");
+  auto s = test::parse(two_groups_on_one_node(2));
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   const auto g = schedule::build_schedule(*s, *s->plan);
   const auto p = platform::build(s->cluster);
