@@ -52,10 +52,7 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
     const std::vector<std::uint32_t> members = g.members_of(i);
     const int tp = g.devices[t.device].tp;
     if (t.across_groups) {
-      auto pieces = [&](std::uint32_t m) {
-        const auto& d = g.devices[g.tasks[m].device];
-        return static_cast<long long>(d.tp) * d.replicas;
-      };
+      auto pieces = [&](std::uint32_t m) { return schedule::dp_pieces(g.devices[g.tasks[m].device]); };
       long long c_all = 1;
       for (std::uint32_t m : members) c_all = std::lcm(c_all, pieces(m));
       if (c_all > kMaxDpChunks) {
@@ -69,23 +66,15 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
       }
       out.chunks[i] = static_cast<int>(c_all);
       const auto& dev = g.devices[t.device];
-      const long long n = pieces(i);
       out.pieces_of[i].resize(static_cast<std::size_t>(dev.count));
-      for (int r = 0; r < dev.replicas; ++r)
-        for (int k = 0; k < dev.tp; ++k) {
-          const long long q = static_cast<long long>(k) * dev.replicas + r;
-          for (long long c = q * c_all / n; c < (q + 1) * c_all / n; ++c) {
-            std::vector<int> reals;  // chunk c's holder in every group
-            for (std::uint32_t m : members) {
-              const auto d = g.tasks[m].device;
-              const auto& md = g.devices[d];
-              const long long mq = c * pieces(m) / c_all;
-              reals.push_back(out.first_real[d] + static_cast<int>(mq % md.replicas) * md.tp +
-                              static_cast<int>(mq / md.replicas));
-            }
-            out.pieces_of[i][static_cast<std::size_t>(r * dev.tp + k)].push_back(group_of(reals));
-          }
+      for (long long c = 0; c < c_all; ++c) {  // each member's chunks come in order
+        std::vector<int> reals;                // chunk c's holder in every group
+        for (std::uint32_t m : members) {
+          const auto d = g.tasks[m].device;
+          reals.push_back(out.first_real[d] + schedule::dp_piece_holder(c, c_all, g.devices[d]));
         }
+        out.pieces_of[i][static_cast<std::size_t>(schedule::dp_piece_holder(c, c_all, dev))].push_back(group_of(reals));
+      }
       continue;
     }
     const long long chunks = g.dp_chunks(i);

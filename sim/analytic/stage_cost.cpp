@@ -260,7 +260,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // span them. Each group then shards within its own replicas and the groups all-reduce
       // their shards once per step (hybrid sharding, as PyTorch's HSDP;
       // docs/cost-models.md#hybrid-sharding).
-      const bool hybrid = p.groups.size() > 1 && p.zero >= 2;
+      const bool hybrid = p.hybrid_sharding();
       const int shard = hybrid ? grp.replicas : replicas;
 
       StageCost& c = costs[si];

@@ -53,6 +53,9 @@ struct Plan {
   std::vector<ReplicaGroup> groups;
 
   [[nodiscard]] int replicas() const;
+  /// ZeRO 2/3 over several replica groups: each group shards within its own replicas and the
+  /// groups all-reduce their shards once per step (docs/cost-models.md#hybrid-sharding).
+  [[nodiscard]] bool hybrid_sharding() const { return groups.size() > 1 && zero >= 2; }
   [[nodiscard]] int sequences_per_step() const;  ///< Σ replicas · micro_batches · micro_batch
   [[nodiscard]] int devices() const;
 };

@@ -199,7 +199,7 @@ class Builder {
     // and backward unit. Parameter gathers once per step for ZeRO 1 and 2. Hybrid sharding
     // (ZeRO 2/3, several groups; StageCost::dp_cross): those within the group's own replicas,
     // and per layer, after its last reduce-scatter, the all-reduce of the shards across groups.
-    const bool hybrid = hybrid_;
+    const bool hybrid = p_.hybrid_sharding();
     const int shard = costs.empty() ? 1 : costs[0].shard_replicas;
     const bool in_group = hybrid ? shard > 1 : dp;
     const bool per_unit_reduce = in_group && p_.zero >= 2;
@@ -426,7 +426,7 @@ class Builder {
                         : kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
     t.across_groups = cross;
     const std::uint32_t id = push(t);
-    if (cross || !hybrid_) dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
+    if (cross || !p_.hybrid_sharding()) dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
     return id;
   }
 
@@ -485,7 +485,6 @@ class Builder {
 
   const Scenario& s_;
   const plan::Plan& p_;
-  const bool hybrid_ = p_.groups.size() > 1 && p_.zero >= 2;  ///< hybrid sharding (StageCost::dp_cross)
   std::vector<std::vector<analytic::StageCost>> costs_;
   TaskGraph g_;
   std::vector<DeviceState> state_;

@@ -101,6 +101,17 @@ struct TaskGraph {
   return static_cast<int>(chunk * tp / chunks);
 }
 
+/// Hybrid sharding's pieces (Task::across_groups): a device of degree tp over R replicas cuts a
+/// layer into tp·R pieces, piece k·R + r on replica r, rank k (rank k's 1/tp slice sharded over
+/// the replicas).
+[[nodiscard]] inline long long dp_pieces(const DeviceRep& d) { return static_cast<long long>(d.tp) * d.replicas; }
+/// Of a layer cut into `chunks` equal chunks (at least dp_pieces(d) of them), the member of `d`
+/// (replica · tp + rank) whose piece holds chunk `chunk`.
+[[nodiscard]] inline int dp_piece_holder(long long chunk, long long chunks, const DeviceRep& d) {
+  const long long piece = chunk * dp_pieces(d) / chunks;
+  return static_cast<int>(piece % d.replicas) * d.tp + static_cast<int>(piece / d.replicas);
+}
+
 /// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);
 

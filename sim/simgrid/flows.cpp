@@ -207,8 +207,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           // devices are one ring carrying their sum.
           long long most = 1, fewest = std::numeric_limits<long long>::max();
           for (std::uint32_t m : tasks) {
-            const auto& md = g.devices[g.tasks[m].device];
-            const long long n = static_cast<long long>(md.tp) * md.replicas;
+            const long long n = schedule::dp_pieces(g.devices[g.tasks[m].device]);
             most = std::max(most, n);
             fewest = std::min(fewest, n);
           }
@@ -221,13 +220,8 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           };
           for (long long j = 0; j < most; ++j) {
             std::vector<int> members;
-            for (std::uint32_t m : tasks) {
-              const auto& md = g.devices[g.tasks[m].device];
-              const long long n = static_cast<long long>(md.tp) * md.replicas;
-              const long long piece = j * n / most;
-              const int k = static_cast<int>(piece / md.replicas), r = static_cast<int>(piece % md.replicas);
-              members.push_back(host(g.tasks[m].device, r * md.tp + k));
-            }
+            for (std::uint32_t m : tasks)
+              members.push_back(host(g.tasks[m].device, schedule::dp_piece_holder(j, most, g.devices[g.tasks[m].device])));
             if (members != run) {
               flush();
               run = std::move(members);
