@@ -199,12 +199,13 @@ std::vector<Finished> missing_rows(const io::SweepDocument& doc, const Encoding&
 
 // A rank's rows on their way to rank 0, one MPI_Isend each. A deque, as MPI_Isend's buffers must
 // stay where they are until sent: adding at the back and taking from the front moves no other.
-// For tests (tests/cli/sweep_mpi.sh), HETSIM_SWEEP_SENT_LOG names a file to which the point of
-// each row is appended once its send has completed (the row has left this process), so that a
-// test that kills this rank knows which rows rank 0 must have.
+// For tests (tests/cli/sweep_mpi.sh), HETSIM_SWEEP_SENT_LOG names a file to which "RANK POINT"
+// is appended for each row once its send has completed (the row has left this process), in the
+// order the rank sent them, so that a test that kills a rank can check that what rank 0 kept of
+// each rank's rows is the first of them (MPI delivers one sender's messages in order).
 class Outbox {
  public:
-  explicit Outbox(const MpiModule& mpi) : mpi_(mpi) {
+  Outbox(const MpiModule& mpi, int rank) : mpi_(mpi), rank_(rank) {
     if (const char* log = std::getenv("HETSIM_SWEEP_SENT_LOG"); log != nullptr)
       log_ = ::open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
   }
@@ -237,10 +238,11 @@ class Outbox {
   };
   void sent(const Sending& s) const {
     if (log_ < 0 || !s.point) return;
-    const std::string line = std::to_string(*s.point) + "\n";
+    const std::string line = fmt::format("{} {}\n", rank_, *s.point);
     [[maybe_unused]] const auto n = ::write(log_, line.data(), line.size());
   }
   const MpiModule& mpi_;
+  int rank_;
   std::deque<Sending> q_;
   int log_ = -1;
 };
@@ -441,7 +443,7 @@ void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, in
   const Validation v = validate(doc, 1, kMaxReported, share);
   mpi.send(0, kRequest, request_text(io::sweep_hash_hex(doc.spec().hash), v));
   std::optional<Encoding> encoding;
-  Outbox outbox(mpi);  // waits for the sends still on their way when this returns
+  Outbox outbox(mpi, rank);  // waits for the sends still on their way when this returns
   while (true) {
     int from = 0, tag = 0;
     std::string data;

@@ -73,9 +73,11 @@ cp "$SRC/scenarios/default.toml" "$long"
 printf '\n[sweep]\n"training.global_batch" = { from = 6, to = %d, step = 6 }\n"cluster.network.oversubscription" = { from = 1.0, to = 2.0, count = 10 }\n' \
   $((6 * batches)) >> "$long"
 "$HETSIM" sweep "$long" --out "$tmp/long-local.csv" 2>/dev/null || bad "the long local sweep failed"
-# Each worker logs the point of every row whose send has completed (HETSIM_SWEEP_SENT_LOG): when
-# rank 1 dies, mpirun ends rank 0 with SIGTERM, and rank 0 first takes and writes every row that
-# has come, so each logged row must be in its file or FILE.pending.
+# Each worker logs "RANK POINT" for every row whose send has completed, in the order it sent
+# them (HETSIM_SWEEP_SENT_LOG). MPI delivers one sender's messages in order, and rank 0 writes
+# every row it takes, in the order it takes them: so, of each rank's logged rows, those in the file
+# or FILE.pending must be its first ones. The rest were on their way when the job ended (an eager
+# send completes when the row leaves the sender, not when it arrives), and --resume runs them.
 HETSIM_SWEEP_SENT_LOG="$tmp/sent.log" run 3 -x HETSIM_SWEEP_SENT_LOG "$HETSIM" sweep "$long" --out "$tmp/long.csv" >/dev/null 2>&1 &
 job=$!
 killed=""
@@ -97,17 +99,28 @@ if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rows -lt $((batches * 10)) ]; then ok
 else bad "the kill of rank 1 did not land mid-sweep (pid '$killed', exit $rc, $rows rows)"; fi
 cmp -s -n "$(head -n $((rows + 2)) "$tmp/long.csv" | wc -c)" "$tmp/long.csv" "$tmp/long-local.csv" && ok \
   || bad "what rank 0 wrote before the kill is not a prefix of the local file"
-python3 - "$tmp/long.csv" "$tmp/sent.log" <<'PY' && ok || bad "rows the ranks had sent were lost when rank 1 was killed"
+python3 - "$tmp/long.csv" "$tmp/sent.log" <<'PY' && ok || bad "rank 0 kept a rank's later rows but lost earlier ones when rank 1 was killed"
 import json, os, sys
 have = {int(l.split(",")[0]) for l in open(sys.argv[1]) if l[:1].isdigit()}
 if os.path.exists(sys.argv[1] + ".pending"):
     for l in open(sys.argv[1] + ".pending"):
         r = json.loads(l) if l.strip() else {}
         if "point" in r: have.add(int(r["point"]))
-sent = [int(x) for x in open(sys.argv[2]) if x.strip()] if os.path.exists(sys.argv[2]) else []
-lost = [p for p in sent if p not in have]
-if lost: print("lost:", len(lost), "of", len(sent), lost[:10])
-sys.exit(1 if lost or not sent else 0)
+sent = {}
+for l in (open(sys.argv[2]) if os.path.exists(sys.argv[2]) else []):
+    if l.strip():
+        rank, point = (int(x) for x in l.split())
+        sent.setdefault(rank, []).append(point)
+bad = False
+for rank, points in sorted(sent.items()):
+    kept = [p in have for p in points]
+    first_lost = kept.index(False) if False in kept else len(kept)
+    gaps = [p for p, k in zip(points[first_lost:], kept[first_lost:]) if k]
+    print(f"rank {rank}: {len(points)} rows sent, the first {first_lost} kept, {len(points) - first_lost - len(gaps)} on their way")
+    if gaps:
+        print(f"rank {rank}: kept {len(gaps)} rows sent after its row {points[first_lost]}, which was lost: {gaps[:10]}")
+        bad = True
+sys.exit(1 if bad or not sent else 0)
 PY
 run 3 "$HETSIM" sweep "$long" --out "$tmp/long.csv" --resume 2>"$tmp/long.err" && cmp -s "$tmp/long.csv" "$tmp/long-local.csv" && ok \
   || bad "mpirun --resume after a killed rank differs from the local run: $(tail -n 3 "$tmp/long.err")"
