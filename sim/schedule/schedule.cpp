@@ -202,13 +202,19 @@ class Builder {
     const bool hybrid = p_.hybrid_sharding();
     const int shard = costs.empty() ? 1 : costs[0].shard_replicas;
     const bool in_group = hybrid ? shard > 1 : dp;
+    // ZeRO 2/3 within a group run layer by layer, as FSDP's units (one per transformer block) do:
+    // each forward and backward unit is one task per layer (a layer's recompute before its
+    // backward), a layer's reduce-scatter follows its backward in every micro-batch and, ZeRO 3,
+    // its gather precedes its forward and its recompute or backward, on the gather stream, issued
+    // while the layer before runs (one layer of prefetch: FSDP1's limit_all_gathers, FSDP2's
+    // all-gather stream waiting on the layer before).
     const bool per_unit_reduce = in_group && p_.zero >= 2;
     const bool per_unit_gather = in_group && p_.zero >= 3;
     const bool split_bwd = dp && p_.overlap_grad_reduce && !per_unit_reduce;
     const bool gather = in_group && p_.zero >= 1 && !per_unit_gather;
     const bool split_fwd = gather && p_.overlap_grad_reduce;
     std::vector<std::uint32_t> unit_reduces;
-    std::map<int, std::uint32_t> last_unit_reduce;  // chunk → its last micro-batch's reduce
+    std::map<int, std::uint32_t> last_unit_reduce;  // layer → its last micro-batch's reduce
 
     std::vector<std::vector<UnitIds>> F(K, std::vector<UnitIds>(M)), B(K, std::vector<UnitIds>(M));
     std::vector<std::vector<std::uint32_t>> fwd_layer_task(K), bwd_layer_task(K);  // split units
@@ -217,6 +223,14 @@ class Builder {
       const std::uint32_t dev = base + si;
       const auto& c = costs[si];
       const auto order = stage_order(p_.schedule, si, P, M, v);
+      // Layer-by-layer units: this stage's compute tasks in order, and the gather of the layer
+      // of compute task `at`, issued once the task two before it has ended.
+      std::vector<std::uint32_t> ran;
+      auto gather_for = [&](std::size_t at, const Chunk& ch, int k, int l, int mb) {
+        const std::uint32_t gt = dp_task(dev, c, ch, k, l, TaskKind::ParamGather, false, mb);
+        if (at >= 2) edge(ran[at - 2], gt);
+        edge(gt, ran[at]);
+      };
       // The first forward and the last backward of each chunk on this stage.
       std::vector<int> first_fwd_mb(v, -1), last_bwd_mb(v, -1);
       for (const auto& [bw, u] : order) {
@@ -258,15 +272,20 @@ class Builder {
         const std::int64_t transient =
             to_bytes((bw ? (head_logits > c.backward_working ? head_logits : c.backward_working) : head_logits) +
                      c.gathered);
-        const std::uint32_t unit_gather =
-            per_unit_gather ? dp_chunk_task(dev, c, ch, k, TaskKind::ParamGather, mb) : kNone;
         if (!bw) {
           UnitIds& ids = F[k][mb];
-          const bool split = split_fwd && mb == first_fwd_mb[lc];
+          const bool gathered = split_fwd && mb == first_fwd_mb[lc];  // the step's gathers feed its layers
+          std::vector<std::uint32_t> layers;
           ids.first = emit_compute(base_task, TaskKind::Forward, c.layer_fwd, ch.has_emb ? c.emb_fwd : Duration{0},
-                                   ch.has_head ? c.head_fwd : Duration{0}, split, false,
-                                   to_bytes(act) + transient, transient, fwd_layer_task[k]);
-          edge(unit_gather, ids.first);
+                                   ch.has_head ? c.head_fwd : Duration{0}, per_unit_reduce || gathered, false,
+                                   to_bytes(act) + transient, transient, gathered ? fwd_layer_task[k] : layers);
+          if (per_unit_reduce) {
+            const auto& tasks = gathered ? fwd_layer_task[k] : layers;
+            for (int l = 0; l < ch.layers; ++l) {
+              ran.push_back(tasks[static_cast<std::size_t>(l)]);
+              if (per_unit_gather) gather_for(ran.size() - 1, ch, k, l, mb);
+            }
+          }
           ids.done = state_[dev].last[0];
           // The activation received from another stage, split over its sender's ranks, is
           // gathered first (StageCost::regather).
@@ -283,26 +302,35 @@ class Builder {
           }
         } else {
           UnitIds& ids = B[k][mb];
-          if (to_ns(c.layer_recompute) > 0) {
-            Task t = base_task;
-            t.kind = TaskKind::Recompute;
-            t.duration = to_ns(c.layer_recompute * ch.layers);
-            ids.first = push(t);
-          }
-          const bool split = split_bwd && mb == last_bwd_mb[lc];
-          const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd,
-                                                ch.has_emb ? c.emb_bwd : Duration{0},
-                                                ch.has_head ? c.head_bwd : Duration{0}, split, true,
-                                                transient, to_bytes(act) + transient, bwd_layer_task[k]);
-          if (ids.first == kNone) ids.first = b0;
-          edge(unit_gather, ids.first);
-          ids.done = state_[dev].last[0];
           if (per_unit_reduce) {
-            const std::uint32_t r = dp_chunk_task(dev, c, ch, k, TaskKind::GradReduce, mb);
-            edge(ids.done, r);
-            unit_reduces.push_back(r);
-            last_unit_reduce[k] = r;
+            ids.first = emit_layerwise_backward(base_task, c, ch, transient, to_bytes(act) + transient, ran);
+            const std::size_t per = to_ns(c.layer_recompute) > 0 ? 2 : 1;  // a layer's tasks: [recompute,] backward
+            const std::size_t start = ran.size() - per * static_cast<std::size_t>(ch.layers);
+            for (int i = 0; i < ch.layers; ++i) {
+              const int l = ch.layers - 1 - i;
+              const std::size_t at = start + per * static_cast<std::size_t>(i);
+              const std::uint32_t layer_bwd = ran[at + per - 1];
+              if (per_unit_gather) gather_for(at, ch, k, l, mb);
+              const std::uint32_t r = dp_task(dev, c, ch, k, l, TaskKind::GradReduce, false, mb);
+              edge(layer_bwd, r);
+              unit_reduces.push_back(r);
+              last_unit_reduce[ch.first_layer + l] = r;
+            }
+          } else {
+            if (to_ns(c.layer_recompute) > 0) {
+              Task t = base_task;
+              t.kind = TaskKind::Recompute;
+              t.duration = to_ns(c.layer_recompute * ch.layers);
+              ids.first = push(t);
+            }
+            const bool split = split_bwd && mb == last_bwd_mb[lc];
+            const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd,
+                                                  ch.has_emb ? c.emb_bwd : Duration{0},
+                                                  ch.has_head ? c.head_bwd : Duration{0}, split, true,
+                                                  transient, to_bytes(act) + transient, bwd_layer_task[k]);
+            if (ids.first == kNone) ids.first = b0;
           }
+          ids.done = state_[dev].last[0];
           const bool regather = to_ns(c.regather) > 0 && k + 1 < K && chunks[k + 1].stage != si;  // the gradient
           const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
           const Duration rg = regather ? c.regather : Duration{0};
@@ -331,7 +359,9 @@ class Builder {
           const Chunk& ch = chunks[k];
           for (int l = ch.layers - 1; l >= 0; --l) {
             const std::uint32_t r = dp_task(dev, c, ch, k, l, TaskKind::GradReduce, hybrid);
-            edge(per_unit_reduce ? last_unit_reduce.at(k) : split_bwd ? bwd_layer_task[k][ch.layers - 1 - l] : last_compute,
+            edge(per_unit_reduce ? last_unit_reduce.at(ch.first_layer + l)
+                 : split_bwd      ? bwd_layer_task[k][ch.layers - 1 - l]
+                                  : last_compute,
                  r);
             reduces.push_back(r);
           }
@@ -405,11 +435,44 @@ class Builder {
     return first;
   }
 
+  // A backward unit layer by layer (ZeRO 2/3 within a group): from the last layer down, the
+  // layer's recompute (when the plan recomputes) and its backward; the head's backward rides on
+  // the last layer's task and the embedding's on the first layer's. Memory as emit_compute.
+  // Appends the tasks to `ran`; returns the first.
+  std::uint32_t emit_layerwise_backward(const Task& base, const analytic::StageCost& c, const Chunk& ch,
+                                        std::int64_t alloc, std::int64_t free, std::vector<std::uint32_t>& ran) {
+    std::uint32_t first = kNone, last = kNone;
+    for (int i = 0; i < ch.layers; ++i) {
+      const int l = ch.layers - 1 - i;
+      Task lt = base;
+      lt.first_layer = base.first_layer + l;
+      lt.layers = 1;
+      if (to_ns(c.layer_recompute) > 0) {
+        lt.kind = TaskKind::Recompute;
+        lt.duration = to_ns(c.layer_recompute);
+        last = push(lt);
+        ran.push_back(last);
+        if (first == kNone) first = last;
+      }
+      lt.kind = TaskKind::Backward;
+      lt.duration = to_ns(c.layer_bwd + (l == 0 && ch.has_emb ? c.emb_bwd : Duration{0}) +
+                          (l == ch.layers - 1 && ch.has_head ? c.head_bwd : Duration{0}));
+      last = push(lt);
+      ran.push_back(last);
+      if (first == kNone) first = last;
+    }
+    g_.tasks[first].alloc_bytes = alloc;
+    g_.tasks[last].free_bytes = free;
+    return first;
+  }
+
   // A DP collective's share for one layer of a chunk: its parameters' share of the stage's sync
-  // (`cross`: of the all-reduce of the shards across replica groups, StageCost::dp_cross). Joined
-  // with the same layer's task in the other groups, except hybrid sharding's in-group gathers.
+  // (`cross`: of the all-reduce of the shards across replica groups, StageCost::dp_cross). Once
+  // per step (`mb` < 0), joined with the same layer's task in the other groups, except hybrid
+  // sharding's in-group gathers; or in micro-batch `mb` (ZeRO 2/3 within a group, never joined:
+  // groups' micro-batches differ).
   std::uint32_t dp_task(std::uint32_t dev, const analytic::StageCost& c, const Chunk& ch, int k, int l,
-                        TaskKind kind, bool cross = false) {
+                        TaskKind kind, bool cross = false, int mb = -1) {
     double params = c.params_layer;
     if (ch.has_emb && l == 0) params += c.params_emb;
     if (ch.has_head && l == ch.layers - 1) params += c.params_head;
@@ -425,30 +488,10 @@ class Builder {
     t.algorithm = cross ? c.dp_cross_algorithm
                         : kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
     t.across_groups = cross;
+    if (mb >= 0) t.micro_batch = mb;
     const std::uint32_t id = push(t);
-    if (cross || !p_.hybrid_sharding()) dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
+    if (mb < 0 && (cross || !p_.hybrid_sharding())) dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
     return id;
-  }
-
-  // A DP collective for a whole chunk in one micro-batch (ZeRO 2 and 3): its parameters' share
-  // of the stage's collective. Not joined across replica groups (their micro-batches differ).
-  std::uint32_t dp_chunk_task(std::uint32_t dev, const analytic::StageCost& c, const Chunk& ch, int k,
-                              TaskKind kind, int mb) {
-    double params = c.params_layer * ch.layers;
-    if (ch.has_emb) params += c.params_emb;
-    if (ch.has_head) params += c.params_head;
-    const double share = c.params > 0 ? params / c.params : 0;
-    Task t;
-    t.device = dev;
-    t.stream = kind == TaskKind::ParamGather ? Stream::DpGather : Stream::DpComm;
-    t.kind = kind;
-    t.first_layer = ch.first_layer;
-    t.layers = ch.layers;
-    t.chunk = k;
-    t.micro_batch = mb;
-    t.duration = to_ns((kind == TaskKind::GradReduce ? c.dp_reduce : c.dp_gather) * share);
-    t.algorithm = kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
-    return push(t);
   }
 
   // The time to send one micro-batch's activation (or gradient) between two stages: the link
@@ -502,9 +545,13 @@ double estimated_tasks(const Scenario& s, const plan::Plan& p) {
   double n = 0;
   // Per stage and micro-batch at most: F, TP, EP, send, R, B, TP, EP, send (EP: MoE with
   // ep > 1); plus per layer the split units and two DP collectives, and the optimizer.
+  // ZeRO 2/3: per layer and micro-batch also a forward, a recompute, a backward, two gathers and
+  // a reduce-scatter.
   const double per_unit = s.model.moe() && p.ep > 1 ? 9 : 7;
-  for (const auto& g : p.groups)
+  for (const auto& g : p.groups) {
     n += static_cast<double>(g.stages.size()) * g.micro_batches * v * per_unit + static_cast<double>(g.stages.size());
+    if (p.zero >= 2) n += 6.0 * g.micro_batches * s.model.layers;
+  }
   return n + 4.0 * s.model.layers * static_cast<double>(p.groups.size());
 }
 
