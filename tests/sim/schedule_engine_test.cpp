@@ -213,6 +213,7 @@ TEST(Schedule, ShardedDataParallelRunsStayCloseToTheEstimate) {
     SimRun r;
     r.s = *s;
     r.g = schedule::build_schedule(r.s, *r.s.plan);
+    EXPECT_GE(schedule::estimated_tasks(r.s, *r.s.plan), static_cast<double>(r.g.size())) << f;
     r.t = *engine::run_native(r.g);
     check_invariants(r);
     const double est = analytic::estimate(r.s, *r.s.plan).step_time.v;
