@@ -14,8 +14,16 @@ constexpr std::uint32_t kNone = 0xffffffffu;
 struct Event {
   EventKey key;
   std::uint32_t task = 0;
+  std::uint32_t version = 0;  // a completion moved later (retime) leaves its old event stale
   bool operator>(const Event& o) const { return key > o.key; }
 };
+
+// Collectives that overlap compute and slow it (DeviceRep::overlap_slowdown): the data-parallel
+// streams. TP, EP and pipeline tasks block the compute stream; their exposed times already
+// carry the slow-down of what they overlap (the cost model's).
+bool slows_compute(const schedule::Task& t) {
+  return t.duration > 0 && (t.stream == schedule::Stream::DpComm || t.stream == schedule::Stream::DpGather);
+}
 
 class Run {
  public:
@@ -25,6 +33,8 @@ class Run {
     tr_.end.assign(n, -1);
     pending_ = g.pred_count;
     via_.assign(n, kNone);
+    version_.assign(n, 0);
+    dev_.resize(g.devices.size());
     arrived_.assign(g.collectives.size(), 0);
     last_via_.assign(g.collectives.size(), kNone);
     live_.resize(g.devices.size());
@@ -45,6 +55,7 @@ class Run {
     while (!queue_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
+      if (e.version != version_[e.task]) continue;  // retimed
       ++tr_.events;  // one per task: its completion
       complete(e.task, e.key.time);
       if ((tr_.events & 0xffffu) == 0) {
@@ -90,14 +101,45 @@ class Run {
     const SimTime d = factor_.empty() || task.stream != schedule::Stream::Compute
                           ? task.duration
                           : scaled(task.duration, factor_[task.device]);
-    tr_.busy[task.device][static_cast<int>(task.stream)] += d;
     if (task.alloc_bytes != 0) change_memory(task.device, now, task.alloc_bytes);
-    queue_.push({{now + d, Phase::Complete, seq_++}, t});
+    Device& dv = dev_[task.device];
+    if (task.stream == schedule::Stream::Compute) {
+      dv.computing = t;
+      dv.left = static_cast<double>(d);
+      dv.since = now;
+      dv.rate = rate(task.device);
+      queue_.push({{now + finish_in(dv), Phase::Complete, seq_++}, t, version_[t]});
+      return;
+    }
+    if (slows_compute(task) && dv.collectives++ == 0) retime(task.device, now);
+    queue_.push({{now + d, Phase::Complete, seq_++}, t, version_[t]});
+  }
+
+  // A device's compute speed now: 1, or 1/(1 + σ) while a DP collective runs beside it.
+  double rate(std::uint32_t d) const {
+    const double s = g_.devices[d].overlap_slowdown;
+    return dev_[d].collectives > 0 && s > 0 ? 1.0 / (1.0 + s) : 1.0;
+  }
+  static SimTime finish_in(const auto& dv) { return static_cast<SimTime>(std::llround(dv.left / dv.rate)); }
+
+  // The device's speed changed at `now`: its running compute task keeps the work it has done
+  // and ends when the rest is done at the new speed.
+  void retime(std::uint32_t d, SimTime now) {
+    Device& dv = dev_[d];
+    const double r = rate(d);
+    if (dv.computing == kNone || r == dv.rate) return;
+    dv.left = std::max(0.0, dv.left - static_cast<double>(now - dv.since) * dv.rate);
+    dv.since = now;
+    dv.rate = r;
+    queue_.push({{now + finish_in(dv), Phase::Complete, seq_++}, dv.computing, ++version_[dv.computing]});
   }
 
   void complete(std::uint32_t t, SimTime now) {
     const auto& task = g_.tasks[t];
     tr_.end[t] = now;
+    tr_.busy[task.device][static_cast<int>(task.stream)] += now - tr_.start[t];
+    if (task.stream == schedule::Stream::Compute) dev_[task.device].computing = kNone;
+    else if (slows_compute(task) && --dev_[task.device].collectives == 0) retime(task.device, now);
     if (now > tr_.makespan) tr_.makespan = now;
     if (task.free_bytes != 0) change_memory(task.device, now, -task.free_bytes);
     for (std::uint32_t i = g_.succ_begin[t]; i < g_.succ_begin[t + 1]; ++i) {
@@ -123,11 +165,21 @@ class Run {
     std::reverse(tr_.critical_path.begin(), tr_.critical_path.end());
   }
 
+  // A device's running compute task (its compute stream runs one at a time): the work left at
+  // `since` (ns at full speed) and its speed since then; how many DP collectives run beside it.
+  struct Device {
+    std::uint32_t computing = kNone;
+    double left = 0, rate = 1;
+    SimTime since = 0;
+    int collectives = 0;
+  };
+
   const schedule::TaskGraph& g_;
   const RunControl& c_;
   std::span<const double> factor_;
   Trace tr_;
-  std::vector<std::uint32_t> pending_, via_, arrived_, last_via_;
+  std::vector<Device> dev_;
+  std::vector<std::uint32_t> pending_, via_, version_, arrived_, last_via_;
   std::vector<std::int64_t> live_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;

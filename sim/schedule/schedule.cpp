@@ -172,6 +172,7 @@ class Builder {
       d.baseline_bytes = to_bytes(cost::device_memory(mi).total());
       d.reserve_bytes = to_bytes(c.memory.runtime_reserve);
       d.fragmentation = c.memory.fragmentation;
+      d.overlap_slowdown = s_.cluster.pools[st.pool].device.efficiency.overlap_slowdown;
       d.label = "g" + std::to_string(gi) + " s" + std::to_string(si) + " " +
                 s_.cluster.pools[st.pool].name + " tp" + std::to_string(st.tp) + " ×" +
                 std::to_string(grp.replicas);

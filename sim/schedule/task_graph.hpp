@@ -71,6 +71,10 @@ struct DeviceRep {
   std::int64_t baseline_bytes = 0;  ///< weights, gradients, optimizer state, comm buffers
   std::int64_t reserve_bytes = 0;   ///< runtime reserve (added after fragmentation)
   double fragmentation = 0;
+  /// The device's overlap_slowdown (σ): while one of its data-parallel collectives (dp comm, dp
+  /// gather) runs, its compute runs at 1/(1 + σ) of its speed (the collective's kernels hold
+  /// SMs; docs/simulation.md).
+  double overlap_slowdown = 0;
   std::string label;  ///< "g0 s3 h100-sxm5 tp8 ×4"
 };
 

@@ -24,6 +24,12 @@ constexpr double kSpeed = 1e9;  // flop/s of every host: an execution of d ns is
 
 schedule::SimTime to_ns(double s) { return static_cast<schedule::SimTime>(std::llround(s * 1e9)); }
 
+// As the native engine (DeviceRep::overlap_slowdown): the data-parallel collectives slow the
+// compute they run beside.
+bool slows_compute(const schedule::Task& t) {
+  return t.duration > 0 && (t.stream == schedule::Stream::DpComm || t.stream == schedule::Stream::DpGather);
+}
+
 // One flow as it ran, for the contention report.
 struct FlowRecord {
   std::uint32_t task = 0;
@@ -52,6 +58,11 @@ class Run {
       if (pending_[t] == 0) ready(t, kNone);
     drain();
     engine_->run();
+    // The suspended slowing executions are cancelled and SimGrid runs once more to let them go,
+    // so that none outlives the engine (their actions would be freed after its model).
+    for (auto& x : parked_) x->cancel();
+    engine_->run();
+    parked_.clear();
     for (std::uint32_t t = 0; t < n; ++t)
       if (out_.trace.end[t] < 0)
         return Diagnostic{{}, "", "the simgrid engine never ran task '" + schedule::task_name(g_.tasks[t]) + "' of " +
@@ -75,6 +86,11 @@ class Run {
     sg4::Engine::set_config("network/TCP-gamma:0");  // no TCP window cap (it bit NVLink 5 ports)
     auto* zone = sg4::create_full_zone("cluster");
     for (const auto& h : p_.hosts) hosts_.push_back(zone->create_host(h.name, kSpeed)->set_core_count(4)->seal());
+    // Per simulated device, one core for its compute stream, which its DP collectives share:
+    // while one runs, an execution of weight σ beside the compute leaves it 1/(1 + σ) of the
+    // core (SimGrid shares a core by the executions' priorities).
+    for (std::size_t d = 0; d < g_.devices.size(); ++d)
+      sm_.push_back({zone->create_host("compute-" + std::to_string(d), kSpeed)->seal(), nullptr, 0});
     for (const auto& l : p_.links)
       links_.push_back(zone->create_split_duplex_link(l.name, l.bandwidth)->set_latency(l.latency)->seal());
     // Routes of the pairs that communicate (a Full zone holds only what is added).
@@ -114,6 +130,7 @@ class Run {
     out_.trace.start[t] = to_ns(now);
     const auto& w = d_.work[t];
     const auto& task = g_.tasks[t];
+    if (slows_compute(task)) collectives_beside(task.device, +1);
     if (d_.owner[t] != t) return;  // ends with its collective's first member
     if (task.duration == 0) {
       done_now_.push_back(t);
@@ -122,7 +139,8 @@ class Run {
     if (w.exec_host >= 0) {
       sg4::ExecPtr x = sg4::Exec::init();
       x->set_flops_amount(static_cast<double>(task.duration) * (kSpeed * 1e-9));
-      x->set_host(hosts_[static_cast<std::size_t>(w.exec_host)]);
+      x->set_host(task.stream == schedule::Stream::Compute ? sm_[task.device].host
+                                                           : hosts_[static_cast<std::size_t>(w.exec_host)]);
       Tag* tg = tag(t, -1);
       x->set_data(tg);
       outstanding_[t] = 1;
@@ -145,6 +163,27 @@ class Run {
       tg->activity = c;
       ++out_.activities;
       ++out_.flows;
+    }
+  }
+
+  // One more (+1) or one fewer (−1) DP collective runs on device d: the first starts an
+  // execution that slows its compute, the last suspends it for good (a suspended execution
+  // shares nothing; SimGrid 3.32's Activity::resume leaves the activity marked suspended, so
+  // that it could not be suspended again, hence a new one each time). It carries no tag
+  // (`finished` ignores it) and is held until the run ends.
+  void collectives_beside(std::uint32_t d, int change) {
+    Compute& c = sm_[d];
+    const double sigma = g_.devices[d].overlap_slowdown;
+    if (sigma <= 0) return;
+    c.collectives += change;
+    if (change > 0 && c.collectives == 1) {
+      c.slowing = sg4::Exec::init();
+      c.slowing->set_flops_amount(1e30)->set_priority(sigma)->set_host(c.host);
+      c.slowing->start();
+    } else if (change < 0 && c.collectives == 0 && c.slowing) {
+      c.slowing->suspend();
+      parked_.push_back(std::move(c.slowing));
+      c.slowing = nullptr;
     }
   }
 
@@ -187,6 +226,7 @@ class Run {
           if (m != t && d_.owner[m] == t) ended.push_back(m);
       for (std::uint32_t e : ended) {
         out_.trace.end[e] = std::max(to_ns(now), out_.trace.start[e]);
+        if (slows_compute(g_.tasks[e])) collectives_beside(g_.tasks[e].device, -1);
         for (std::uint32_t i = g_.succ_begin[e]; i < g_.succ_begin[e + 1]; ++i)
           if (--pending_[g_.succ[i]] == 0) ready(g_.succ[i], e);
       }
@@ -282,6 +322,13 @@ class Run {
   std::unique_ptr<sg4::Engine> engine_;
   std::vector<sg4::Host*> hosts_;
   std::vector<sg4::Link*> links_;
+  struct Compute {
+    sg4::Host* host;
+    sg4::ExecPtr slowing;  // running while `collectives` > 0
+    int collectives;
+  };
+  std::vector<Compute> sm_;             // per simulated device
+  std::vector<sg4::ExecPtr> parked_;    // suspended slowing executions
   SimgridRun out_;
   std::vector<std::uint32_t> pending_, via_, outstanding_, arrived_, last_via_, done_now_;
   std::deque<Tag> tags_;  // stable addresses

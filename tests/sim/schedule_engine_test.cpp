@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <set>
 
 #include "sim/analytic/estimate.hpp"
@@ -68,7 +69,17 @@ void check_invariants(const SimRun& r) {
   ASSERT_EQ(t.start.size(), g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     ASSERT_GE(t.start[i], 0) << "task " << i << " never ran";
-    ASSERT_EQ(t.end[i], t.start[i] + g.tasks[i].duration) << "task " << i;
+    // A task lasts its duration; compute lasts up to (1 + σ) times that while DP collectives
+    // run beside it (DeviceRep::overlap_slowdown).
+    const auto& task = g.tasks[i];
+    if (task.stream == Stream::Compute) {
+      ASSERT_GE(t.end[i], t.start[i] + task.duration) << "task " << i;
+      ASSERT_LE(t.end[i], t.start[i] + static_cast<schedule::SimTime>(std::ceil(
+                              static_cast<double>(task.duration) * (1 + g.devices[task.device].overlap_slowdown))) + 1)
+          << "task " << i;
+    } else {
+      ASSERT_EQ(t.end[i], t.start[i] + task.duration) << "task " << i;
+    }
     for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
       ASSERT_LE(t.end[i], t.start[g.succ[k]]) << "dependency " << i << " -> " << g.succ[k] << " violated";
   }
@@ -330,6 +341,53 @@ TEST(Schedule, ReceiversRegatherScatteredPipelineMessages) {
   EXPECT_EQ(regathers[1][0], m);  // stage 1, forwards
   EXPECT_EQ(regathers[0][1], m);  // stage 0, backwards
   EXPECT_EQ(regathers[0][0] + regathers[1][1], 0);
+}
+
+// The overlap slow-down (DeviceRep::overlap_slowdown σ = 0.25): compute runs at 1/(1 + σ) of its
+// speed while a DP collective of its device runs (dp comm or dp gather), at full speed otherwise;
+// TP collectives and other devices' collectives leave it alone. By hand: a 1000 ns compute task
+// beside a 400 ns reduce from t = 0 does 400/1.25 = 320 ns of work by t = 400 and the other 680
+// at full speed: it ends at 1080. A gather from 1100 to 1300 beside a second compute task (from
+// 1080, 500 ns) slows 200 ns of it by the same: 20 + 160 + 320 → it ends at 1620.
+TEST(Engine, DataParallelCollectivesSlowTheComputeTheyOverlap) {
+  schedule::TaskGraph g;
+  g.devices.resize(2);
+  g.devices[0].overlap_slowdown = 0.25;
+  g.devices[1].overlap_slowdown = 0.25;
+  auto task = [&](std::uint32_t dev, Stream st, TaskKind k, schedule::SimTime d) {
+    schedule::Task t;
+    t.device = dev;
+    t.stream = st;
+    t.kind = k;
+    t.duration = d;
+    g.tasks.push_back(t);
+    return static_cast<std::uint32_t>(g.tasks.size() - 1);
+  };
+  const auto c1 = task(0, Stream::Compute, TaskKind::Backward, 1000);
+  const auto r = task(0, Stream::DpComm, TaskKind::GradReduce, 400);
+  const auto c2 = task(0, Stream::Compute, TaskKind::Forward, 500);
+  const auto wait = task(0, Stream::TpComm, TaskKind::TpCollective, 1100);  // no slow-down
+  const auto gt = task(0, Stream::DpGather, TaskKind::ParamGather, 200);
+  const auto other = task(1, Stream::Compute, TaskKind::Forward, 1000);  // another device's
+  const auto other_dp = task(1, Stream::DpComm, TaskKind::GradReduce, 0);  // an empty collective
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges{{c1, c2}, {wait, gt}};
+  schedule::finalize(g, edges);
+  auto t = engine::run_native(g);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->end[c1], 1080);
+  EXPECT_EQ(t->end[r], 400);
+  EXPECT_EQ(t->start[c2], 1080);
+  EXPECT_EQ(t->start[gt], 1100);
+  EXPECT_EQ(t->end[c2], 1620);
+  EXPECT_EQ(t->end[other], 1000);
+  EXPECT_EQ(t->end[other_dp], 0);
+  EXPECT_EQ(t->busy[0][static_cast<int>(Stream::Compute)], 1080 + 540);
+  // Without σ every task lasts its duration.
+  g.devices[0].overlap_slowdown = 0;
+  t = engine::run_native(g);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->end[c1], 1000);
+  EXPECT_EQ(t->end[c2], 1500);
 }
 
 TEST(Schedule, SameInputSameTrace) {

@@ -69,6 +69,34 @@ TEST(Simgrid, Zero3GathersAndReductionsShareTheLinksOffTheCriticalPath) {
   EXPECT_EQ(b.simgrid.trace.peak_bytes, b.native.peak_bytes);
 }
 
+// The overlap slow-down in SimGrid (an execution of weight σ beside the compute while a DP
+// collective runs): FSDP's per-layer gathers and reduce-scatters on 64 A100 slow the compute
+// they overlap, in both engines alike, and never by more than 1 + σ.
+TEST(Simgrid, DataParallelCollectivesSlowTheComputeAsInTheNativeEngine) {
+  auto s = bundled("validation/torchtitan-llama3-8b-a100");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto b = run_both(*s);
+  ASSERT_FALSE(b.simgrid.trace.end.empty());
+  const double sigma = b.graph.devices[0].overlap_slowdown;
+  ASSERT_GT(sigma, 0);
+  double nominal = 0;
+  for (std::uint32_t i = 0; i < b.graph.size(); ++i) {
+    const auto& t = b.graph.tasks[i];
+    if (t.stream != schedule::Stream::Compute) continue;
+    nominal += static_cast<double>(t.duration);
+    const auto took = b.simgrid.trace.end[i] - b.simgrid.trace.start[i];
+    EXPECT_GE(took, t.duration - 1);
+    EXPECT_LE(static_cast<double>(took), static_cast<double>(t.duration) * (1 + sigma) + 2);
+  }
+  const auto compute = [](const engine::Trace& t) {
+    return static_cast<double>(t.busy[0][static_cast<int>(schedule::Stream::Compute)]);
+  };
+  EXPECT_GT(compute(b.native), 1.005 * nominal);
+  EXPECT_GT(compute(b.simgrid.trace), 1.005 * nominal);
+  EXPECT_NEAR(compute(b.simgrid.trace) / compute(b.native), 1.0, 0.02);
+  EXPECT_NEAR(static_cast<double>(b.simgrid.trace.makespan) / static_cast<double>(b.native.makespan), 1.0, 0.03);
+}
+
 // Hybrid sharding (ZeRO 2 over two groups in two nodes): each piece's all-reduce across the
 // groups runs as flows, none shorter than the model's time, the step close to the native one.
 TEST(Simgrid, HybridShardingRunsTheShardsAllReduceAsFlows) {
