@@ -188,10 +188,16 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
   }
 }
 
-// The members of a predecessor's device (tensor-parallel degree `ptp`) that feed member
-// (replica, rank) of a device with degree `tp`: same replica, ranks ≡ rank (mod the smaller).
-std::vector<int> feeders(int ptp, int tp, int replica, int rank) {
+// The members of a predecessor task's device (tensor-parallel degree `ptp`) that feed member
+// (replica, rank) of a device with degree `tp`, in the same replica: for a pipeline message, the
+// sender ranks whose slices it reads (schedule::pipeline_feeders: resharded between degrees when
+// the message is split); for any other task, the ranks ≡ rank (mod the smaller degree).
+std::vector<int> feeders(const schedule::Task& pred, int ptp, int tp, int replica, int rank) {
   std::vector<int> out;
+  if (pred.kind == TaskKind::SendActivation || pred.kind == TaskKind::SendGradient) {
+    for (int j : schedule::pipeline_feeders(ptp, tp, rank, pred.split)) out.push_back(replica * ptp + j);
+    return out;
+  }
   if (ptp <= tp) {
     out.push_back(replica * ptp + rank % ptp);
   } else {
@@ -562,7 +568,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
       const auto sdev = g.tasks[g.succ[k]].device;
       const auto& sinfo = g.devices[sdev];
       for (int m = 0; m < sinfo.count; ++m) {
-        const auto f = feeders(pinfo.tp, sinfo.tp, m / sinfo.tp, m % sinfo.tp);
+        const auto f = feeders(g.tasks[id], pinfo.tp, sinfo.tp, m / sinfo.tp, m % sinfo.tp);
         const int real = first_real[sdev] + m;
         if (real != self && std::find(f.begin(), f.end(), member) != f.end() &&
             std::find(to.begin(), to.end(), real) == to.end())
@@ -577,6 +583,27 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // training format (2 bytes in mixed precision, so half as many fp32 values), fp32 gradients.
   const bool wide = s.training.precision == hw::Dtype::Fp32;
   const std::size_t wire_act = wide ? act_elems : act_elems / 2;
+  // The fp32 values of the pipeline message `send` from sender rank `from` (of degree ptp) to
+  // receiver rank `to` (of degree tp): its share of the activation (schedule::pipeline_share).
+  auto message_floats = [&](const schedule::Task& send, int ptp, int tp, int from, int to) {
+    const double share = schedule::pipeline_share(ptp, tp, from, to, send.split);
+    return static_cast<std::size_t>(std::llround(static_cast<double>(wire_act) * share));
+  };
+  // The receivers of pipeline message `id` sent by `member`, with each one's share in floats.
+  auto message_targets = [&](std::uint32_t id, int member) {
+    std::vector<std::pair<int, std::size_t>> targets;
+    const auto& pinfo = g.devices[g.tasks[id].device];
+    for (int to : remote_successors(id, member))
+      for (std::uint32_t k = g.succ_begin[id]; k < g.succ_begin[id + 1]; ++k) {
+        const auto sdev = g.tasks[g.succ[k]].device;
+        const int m = to - first_real[sdev];
+        if (m < 0 || m >= g.devices[sdev].count) continue;
+        targets.emplace_back(to, message_floats(g.tasks[id], pinfo.tp, g.devices[sdev].tp, member % pinfo.tp,
+                                                m % g.devices[sdev].tp));
+        break;
+      }
+    return targets;
+  };
 
   // Each device's inbox: where pipeline senders of this process copy activations and gradients
   // (scratch slot 3, made once before the threads start; concurrent senders overwrite one another's
@@ -662,7 +689,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             // Every predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
             for (std::uint32_t pr : preds[id]) {
               const auto pdev = g.tasks[pr].device;
-              for (int pm : feeders(g.devices[pdev].tp, tp, replica, rank)) {
+              for (int pm : feeders(g.tasks[pr], g.devices[pdev].tp, tp, replica, rank)) {
                 const int from = first_real[pdev] + pm;
                 if (world == nullptr || from == me) {
                   flag(pr, pm).wait(false);
@@ -674,7 +701,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const auto kind = g.tasks[pr].kind;
                 Result<std::int64_t> r = std::int64_t{0};
                 if (kind == TaskKind::SendActivation || kind == TaskKind::SendGradient) {
-                  const std::size_t floats = wire_act / static_cast<std::size_t>(p.sequence_parallel ? g.devices[pdev].tp : 1);
+                  const std::size_t floats = message_floats(g.tasks[pr], g.devices[pdev].tp, tp, pm % g.devices[pdev].tp, rank);
                   sc.fit(4 * floats, 1, 4 * floats);
                   if (sc.failed) { fail(dev.name() + ": no memory to receive an activation"); return; }
                   r = payloads->recv(sc.fc(), floats, from, static_cast<int>(2 * pr + 1));
@@ -809,20 +836,21 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
               }
               case TaskKind::SendActivation:
               case TaskKind::SendGradient: {
-                // This rank's share of the micro-batch's activation (or gradient), copied into
-                // the buffer the next stage reads: 1/tp of it when sequence parallelism or the
-                // framework's scatter-gather splits it (the receivers gather it in their TP
+                // This rank's slice of the micro-batch's activation (or gradient) to each rank of
+                // the other stage that reads it: the whole of it, or, when sequence parallelism
+                // or the framework's scatter-gather splits it (Task::split), the part of this
+                // rank's 1/tp slice that each reader's slice covers (resharded where the stages'
+                // tp degrees differ; the receivers of a scatter-gather then gather it in their TP
                 // collective task: Task::regather).
-                const bool split = p.sequence_parallel || s.training.pipeline_scatter_gather;
-                const std::size_t bytes = 4 * wire_act / static_cast<std::size_t>(split ? tp : 1);
-                sc.fit(bytes, 1, bytes);
+                const auto targets = message_targets(id, member);
+                std::size_t most = 1;
+                for (const auto& [to, floats] : targets) most = std::max(most, floats);
+                sc.fit(4 * most, 1, 4 * most);
                 if (sc.failed) break;
-                if (world == nullptr) {  // a peer copy into each reader's inbox
-                  for (int to : remote_successors(id, member)) dev.copy(sc.pa, inbox[static_cast<std::size_t>(to)], bytes);
-                  break;
+                for (const auto& [to, floats] : targets) {
+                  if (world == nullptr) dev.copy(sc.pa, inbox[static_cast<std::size_t>(to)], 4 * floats);  // into each reader's inbox
+                  else note(payloads->send(sc.fa(), floats, to, static_cast<int>(2 * id + 1)), true);  // the transfer itself
                 }
-                for (int to : remote_successors(id, member))  // the transfer itself, to each reader
-                  note(payloads->send(sc.fa(), bytes / 4, to, static_cast<int>(2 * id + 1)), true);
                 break;
               }
               case TaskKind::Optimizer: {

@@ -115,6 +115,8 @@ class Builder {
     t.duration = to_ns(d);
     t.algorithm = algorithm;
     t.regather = regather;
+    t.split = (kind == TaskKind::SendActivation || kind == TaskKind::SendGradient) &&
+              (p_.sequence_parallel || s_.training.pipeline_scatter_gather);
     return push_blocking(t);
   }
 

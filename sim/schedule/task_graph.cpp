@@ -46,6 +46,22 @@ std::vector<std::uint32_t> TaskGraph::members_of(std::uint32_t t) const {
   return collectives[tasks[t].collective];
 }
 
+double pipeline_share(int from_tp, int to_tp, int from, int to, bool split) {
+  if (!split) return to % from_tp == from ? 1.0 : 0.0;
+  const long long l = std::lcm(static_cast<long long>(from_tp), static_cast<long long>(to_tp));
+  const long long a0 = from * l / from_tp, a1 = (from + 1) * l / from_tp;
+  const long long b0 = to * l / to_tp, b1 = (to + 1) * l / to_tp;
+  const long long overlap = std::max(0LL, std::min(a1, b1) - std::max(a0, b0));
+  return static_cast<double>(overlap) / static_cast<double>(l);
+}
+
+std::vector<int> pipeline_feeders(int from_tp, int to_tp, int rank, bool split) {
+  std::vector<int> out;
+  for (int j = 0; j < from_tp; ++j)
+    if (pipeline_share(from_tp, to_tp, j, rank, split) > 0) out.push_back(j);
+  return out;
+}
+
 long long TaskGraph::dp_chunks(std::uint32_t t) const {
   long long chunks = 1;
   for (std::uint32_t m : members_of(t)) chunks = std::lcm(chunks, static_cast<long long>(devices[tasks[m].device].tp));

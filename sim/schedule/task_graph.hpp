@@ -57,6 +57,10 @@ struct Task {
   /// shards of the layer's gradients, each reduced within its group, all-reduced across the
   /// groups, one member per group for each piece of the layer (docs/cost-models.md#hybrid-sharding).
   bool across_groups = false;
+  /// A pipeline message (send activation / gradient) split over the tensor-parallel ranks:
+  /// sequence parallelism, or pipeline_scatter_gather; each rank sends its slice
+  /// (pipeline_feeders, pipeline_share).
+  bool split = false;
 };
 
 /// One simulated device standing for `count` identical real devices: the tp ranks of a stage
@@ -115,6 +119,19 @@ struct TaskGraph {
   const long long piece = chunk * dp_pieces(d) / chunks;
   return static_cast<int>(piece % d.replicas) * d.tp + static_cast<int>(piece / d.replicas);
 }
+
+/// Pipeline messages (send activation / send gradient) between a stage of tensor-parallel degree
+/// `from_tp` and the next (or previous) of degree `to_tp`, within one replica. `split` (sequence
+/// parallelism, or pipeline_scatter_gather): rank j of the sender holds the slice
+/// [j/from_tp, (j+1)/from_tp) of the micro-batch's activation and rank k of the receiver needs
+/// [k/to_tp, (k+1)/to_tp), so it reads every sender rank whose slice overlaps its own, the
+/// overlap from each (the activation resharded on the way). Not split: every sender rank holds
+/// the whole activation and rank k reads it from rank k mod from_tp alone. The SimGrid flows and
+/// the executor pair the ranks and size the messages by these two functions.
+[[nodiscard]] std::vector<int> pipeline_feeders(int from_tp, int to_tp, int rank, bool split);
+/// The share of the whole activation that sender rank `from` sends receiver rank `to` (0 when
+/// it sends it nothing).
+[[nodiscard]] double pipeline_share(int from_tp, int to_tp, int from, int to, bool split);
 
 /// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);

@@ -261,17 +261,21 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
       }
       case TaskKind::SendActivation:
       case TaskKind::SendGradient: {
-        // To the device of the first successor elsewhere: rank k of replica r feeds rank k mod
-        // the receiver's tp of the same replica.
+        // To the device of the first successor elsewhere, within each replica: from every
+        // sender rank to every receiver rank it feeds (schedule::pipeline_share; resharded
+        // between tp degrees when the message is split), each flow one priced message.
         std::uint32_t to = t.device;
         for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1] && to == t.device; ++k)
           to = g.tasks[g.succ[k]].device;
         if (to == t.device) break;
         const auto& rd = g.devices[to];
         for (int m = 0; m < dev.count; ++m) {
-          const int r = m / dev.tp, k = m % dev.tp;
-          const int a = host(t.device, m), b = host(to, std::min(r, rd.replicas - 1) * rd.tp + k % rd.tp);
-          flow_at(w, a, b, t.duration, priced(a, b));
+          const int r = m / dev.tp, j = m % dev.tp;
+          for (int k = 0; k < rd.tp; ++k) {
+            if (schedule::pipeline_share(dev.tp, rd.tp, j, k, t.split) <= 0) continue;
+            const int a = host(t.device, m), b = host(to, std::min(r, rd.replicas - 1) * rd.tp + k);
+            flow_at(w, a, b, t.duration, priced(a, b));
+          }
         }
         break;
       }

@@ -1224,6 +1224,49 @@ TEST(Replay, ReceiversRegatherScatteredPipelineMessages) {
   EXPECT_EQ(scattered - whole, 4 * 4);  // 4 micro-batches × (2 ranks forward + 2 backward)
 }
 
+// Mixed pipelines whose stages change tp (issue 14): a split pipeline message (sequence
+// parallelism, or pipeline_scatter_gather) is resharded on its way, each receiving rank reading
+// the parts of the sender ranks' slices that its own slice covers, so the whole activation
+// crosses once per micro-batch and direction, whatever the degrees; a whole message reaches
+// every receiving rank once. Before 2026-12-06 a rank of a wider stage read the congruent rank's
+// whole slice (tp 1 → 2: twice the activation; tp 2 → 4: twice). 4 micro-batches of 64 tokens ×
+// 128 wide in fp32.
+TEST(Replay, MixedPipelinesReshardTheirMessages) {
+  const long act = 4L * 64 * 128;  // bytes of one micro-batch's activation (fp32)
+  struct Case {
+    int tp0, tp1;
+    std::string training, parallel;
+    long per_micro_batch;  // bytes copied forward + backward
+  };
+  const std::string sp = "sequence_parallel = true\n", none = "sequence_parallel = false\n";
+  const std::vector<Case> cases{
+      {2, 1, "", sp, 2 * act},                                             // 2 slices into one, one cut in two
+      {1, 2, "", sp, 2 * act},
+      {2, 4, "", sp, 2 * act},
+      {4, 2, "", sp, 2 * act},
+      {2, 1, "", none, 2 * act},                                           // scatter-gather (the default)
+      {2, 1, "pipeline_scatter_gather = false\n", none, act + 2 * act},  // whole: 1 reader forward, 2 backward
+      {1, 2, "pipeline_scatter_gather = false\n", none, 2 * act + act},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("tp " + std::to_string(c.tp0) + " -> " + std::to_string(c.tp1) + " " + c.training + c.parallel);
+    auto text = small("micro_batch = 1\n" + c.parallel +
+                          "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\nstages = [{pool = \"core\", tp = " +
+                          std::to_string(c.tp0) + ", layers = 2}, {pool = \"core\", tp = " + std::to_string(c.tp1) +
+                          ", layers = 2}]\n",
+                      std::max(c.tp0, c.tp1));
+    text.replace(text.find("nodes = 1"), 9, "nodes = 2");  // a stage per node
+    text.replace(text.find("precision = \"fp32\"\n"), 19, "precision = \"fp32\"\n" + c.training);
+    auto s = test::parse(text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    test::FlakyBackend counting(exec::make_cpu_backend(c.tp0 + c.tp1), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    EXPECT_EQ(counting.copied_bytes(), 4 * c.per_micro_batch);
+  }
+}
+
 // --fit: fewer replicas for fewer devices, fewer layers for less memory, each change said; the
 // scaled plan then replays within the memory it was scaled to.
 TEST(Scale, ScalesAPlanDownToTheDevicesAndMemoryAtHand) {

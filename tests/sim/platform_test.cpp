@@ -100,6 +100,41 @@ TEST(Platform, GroupsOfDifferentTpReduceByChunks) {
   }
 }
 
+// A mixed pipeline (tp 2 then tp 4, sequence parallel, one node): each pipeline message flows
+// from every sending rank to the receiving ranks whose slices overlap its own, as the executor
+// sends it (schedule::pipeline_share): forward rank j → ranks 2j and 2j + 1, backward rank k →
+// rank k/2.
+TEST(Platform, MixedPipelinesReshardTheirMessages) {
+  auto s = test::parse(
+      "[model]\npreset = \"llama3-8b\"\nlayers = 4\n[training]\nglobal_batch = 4\nseq_len = 2048\n"
+      "[[cluster.pool]]\nname = \"h100\"\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+      "[parallel]\nmicro_batch = 1\nsequence_parallel = true\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
+      "stages = [{pool = \"h100\", tp = 2, layers = 2}, {pool = \"h100\", tp = 4, layers = 2}]\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  int sends = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    if (t.kind != schedule::TaskKind::SendActivation && t.kind != schedule::TaskKind::SendGradient) continue;
+    ++sends;
+    EXPECT_TRUE(t.split);
+    std::set<std::pair<int, int>> pairs;  // (sender rank, receiver rank)
+    for (const auto& f : d->work[i].flows) {
+      const int other = 1 - static_cast<int>(t.device);
+      pairs.insert({f.src - d->first_host[t.device], f.dst - d->first_host[static_cast<std::uint32_t>(other)]});
+    }
+    if (t.kind == schedule::TaskKind::SendActivation)
+      EXPECT_EQ(pairs, (std::set<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 2}, {1, 3}}));
+    else
+      EXPECT_EQ(pairs, (std::set<std::pair<int, int>>{{0, 0}, {1, 0}, {2, 1}, {3, 1}}));
+  }
+  EXPECT_EQ(sends, 2 * 4);
+}
+
 TEST(Platform, FlowsAloneTakeTheModelledTime) {
   auto s = test::parse(cluster("oversubscription = 2\n", 2));
   ASSERT_TRUE(s.ok());

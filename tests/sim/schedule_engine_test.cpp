@@ -390,6 +390,36 @@ TEST(Engine, DataParallelCollectivesSlowTheComputeTheyOverlap) {
   EXPECT_EQ(t->end[c2], 1500);
 }
 
+// Pipeline messages between stages of different tp (schedule::pipeline_share): split, every
+// receiving rank gets exactly its 1/to_tp of the activation and every sending rank sends exactly
+// its 1/from_tp, from and to the ranks whose slices overlap (contiguous, not congruent: tp 2 → 4
+// feeds receivers 0 and 1 from sender 0); whole, each receiving rank reads the whole from one
+// sender.
+TEST(Schedule, PipelineMessagesReshardBetweenTpDegrees) {
+  for (int from : {1, 2, 3, 4, 8})
+    for (int to : {1, 2, 3, 4, 8}) {
+      SCOPED_TRACE(std::to_string(from) + " -> " + std::to_string(to));
+      for (int k = 0; k < to; ++k) {
+        double got = 0;
+        for (int j = 0; j < from; ++j) got += schedule::pipeline_share(from, to, j, k, true);
+        EXPECT_NEAR(got, 1.0 / to, 1e-12);
+        const auto f = schedule::pipeline_feeders(from, to, k, true);
+        ASSERT_FALSE(f.empty());
+        for (std::size_t i = 1; i < f.size(); ++i) EXPECT_EQ(f[i], f[i - 1] + 1);  // contiguous
+        EXPECT_EQ(schedule::pipeline_feeders(from, to, k, false), std::vector<int>{k % from});
+        EXPECT_EQ(schedule::pipeline_share(from, to, k % from, k, false), 1.0);
+      }
+      for (int j = 0; j < from; ++j) {
+        double sent = 0;
+        for (int k = 0; k < to; ++k) sent += schedule::pipeline_share(from, to, j, k, true);
+        EXPECT_NEAR(sent, 1.0 / from, 1e-12);
+      }
+    }
+  EXPECT_EQ(schedule::pipeline_feeders(2, 4, 1, true), std::vector<int>{0});
+  EXPECT_EQ(schedule::pipeline_feeders(4, 2, 1, true), (std::vector<int>{2, 3}));
+  EXPECT_DOUBLE_EQ(schedule::pipeline_share(2, 3, 0, 1, true), 1.0 / 6);  // [0, 1/2) ∩ [1/3, 2/3)
+}
+
 TEST(Schedule, SameInputSameTrace) {
   const std::string text = ideal(4, 8, "schedule = \"interleaved\"\nvirtual_stages = 2\n");
   const SimRun a = simulate(text), b = simulate(text);

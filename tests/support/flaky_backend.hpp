@@ -2,8 +2,8 @@
 // Test helper: a backend whose devices fail every allocation after the first `budget` calls (a
 // device that breaks in the middle of a run), all of them or only the one opened as `only`;
 // everything else is the wrapped backend's. It also counts the unvectorized elementwise passes
-// its devices ran and the all-gathers and all-to-alls its communicators ran, and keeps the GEMM
-// shapes run.
+// its devices ran, the bytes they copied from device to device, and the all-gathers and
+// all-to-alls its communicators ran, and keeps the GEMM shapes run.
 
 #include <array>
 #include <atomic>
@@ -34,6 +34,7 @@ class FlakyBackend final : public exec::Backend {
       std::unique_ptr<exec::Device> d;
       int left;
       std::shared_ptr<std::atomic<long>> unvectorized;
+      std::shared_ptr<std::atomic<long>> copied;
       std::shared_ptr<Shapes> shapes;
       std::string name() const override { return "flaky" + d->name(); }
       Result<void*> allocate(std::size_t bytes) override {
@@ -59,7 +60,10 @@ class FlakyBackend final : public exec::Backend {
         d->elementwise_unvectorized(n, f, s, t);
       }
       void adam(std::size_t n, float* state) override { d->adam(n, state); }
-      void copy(const void* s, void* t, std::size_t n) override { d->copy(s, t, n); }
+      void copy(const void* s, void* t, std::size_t n) override {
+        *copied += static_cast<long>(n);
+        d->copy(s, t, n);
+      }
       void to_host(const void* s, void* h, std::size_t n) override { d->to_host(s, h, n); }
       void from_host(const void* h, void* t, std::size_t n) override { d->from_host(h, t, n); }
       bool host_memory() const override { return true; }
@@ -73,6 +77,7 @@ class FlakyBackend final : public exec::Backend {
     f->d = inner_->open(index);
     f->left = only_ < 0 || index == only_ ? budget_ : std::numeric_limits<int>::max();
     f->unvectorized = unvectorized_;
+    f->copied = copied_;
     f->shapes = shapes_;
     return f;
   }
@@ -83,6 +88,8 @@ class FlakyBackend final : public exec::Backend {
   }
   /// Unvectorized elementwise passes run on this backend's devices so far.
   [[nodiscard]] long unvectorized_calls() const { return unvectorized_->load(); }
+  /// Bytes its devices copied (Device::copy: the replay's pipeline messages within one process).
+  [[nodiscard]] long copied_bytes() const { return copied_->load(); }
   /// All-gathers called on this backend's communicators so far (by every member).
   [[nodiscard]] long all_gather_calls() const { return all_gathers_->load(); }
   /// All-to-alls called on this backend's communicators so far (by every member).
@@ -130,6 +137,7 @@ class FlakyBackend final : public exec::Backend {
   int budget_;
   int only_;
   std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
+  std::shared_ptr<std::atomic<long>> copied_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> all_gathers_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> all_to_alls_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<Shapes> shapes_ = std::make_shared<Shapes>();
