@@ -58,8 +58,11 @@ class Run {
       if (pending_[t] == 0) ready(t, kNone);
     drain();
     engine_->run();
-    // The suspended slowing executions are cancelled and SimGrid runs once more to let them go,
-    // so that none outlives the engine (their actions would be freed after its model).
+    // The slowing executions (suspended ones, and any still running if a collective never ended)
+    // are cancelled and SimGrid runs once more to let them go, so that none outlives the engine
+    // (their actions would be freed after its model).
+    for (auto& c : sm_)
+      if (c.slowing) parked_.push_back(std::move(c.slowing));
     for (auto& x : parked_) x->cancel();
     engine_->run();
     parked_.clear();
