@@ -464,6 +464,7 @@ class Builder {
       ran.push_back(last);
       if (first == kNone) first = last;
     }
+    if (first == kNone) return kNone;  // no layers (validation refuses such stages)
     g_.tasks[first].alloc_bytes = alloc;
     g_.tasks[last].free_bytes = free;
     return first;
