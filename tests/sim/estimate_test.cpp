@@ -374,6 +374,32 @@ TEST(Estimate, PipelineSendsAreScatteredOverTheTensorParallelRanks) {
   EXPECT_EQ(interleaved[1].regathers_bwd, 1);
 }
 
+// Interleaved pipelines: every stage sends v activations a micro-batch to the next stage and v
+// gradients back, except that the last stage hands v − 1 of its chunks on to stage 0 (the
+// wrap-around) and stage 0 sends v − 1 gradients back to it, priced on stage 0's link, as the
+// schedule runs them. 3 stages, v = 2: stage 0 = v·s0 + (v−1)·s0, stage 1 = v·s1 + v·s0, stage
+// 2 = v·s1 + (v−1)·s0 (s_i the send between stages i and i + 1); without interleaving, no
+// wrap-around.
+TEST(Estimate, InterleavedPipelinesCountTheWrapAroundSends) {
+  auto stages = [](const std::string& schedule) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 6\n[training]\nglobal_batch = 6\nseq_len = 4096\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 3\n[parallel]\ntp = 8\npp = 3\ndp = 1\n" +
+                            schedule);
+    EXPECT_TRUE(s.plan);
+    return std::make_pair(analytic::stage_costs(s, *s.plan).at(0), analytic::estimate(s, *s.plan).stages);
+  };
+  const auto [c, e] = stages("schedule = \"interleaved\"\nvirtual_stages = 2\n");
+  const double s0 = c[0].send_next.v, s1 = c[1].send_next.v;
+  ASSERT_GT(s0, 0);
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_NEAR(e[0].per_micro_batch.get("pp comm").v, 2 * s0 + 1 * s0, 1e-15);
+  EXPECT_NEAR(e[1].per_micro_batch.get("pp comm").v, 2 * s1 + 2 * s0, 1e-15);
+  EXPECT_NEAR(e[2].per_micro_batch.get("pp comm").v, 2 * s1 + 1 * s0, 1e-15);
+  const auto [c1, plain] = stages("schedule = \"1f1b\"\n");
+  EXPECT_NEAR(plain[0].per_micro_batch.get("pp comm").v, c1[0].send_next.v, 1e-15);
+  EXPECT_NEAR(plain[2].per_micro_batch.get("pp comm").v, c1[1].send_next.v, 1e-15);
+}
+
 // Expert parallelism (issue 15): each rank holds experts/ep of a MoE layer's routed experts —
 // their weights, gradients and unsharded state shrink by ep — and runs ep× the tokens per expert
 // in experts/ep GEMMs (the same FLOPs); each MoE layer adds a dispatch and a combine all-to-all
