@@ -18,13 +18,6 @@ struct Event {
   bool operator>(const Event& o) const { return key > o.key; }
 };
 
-// Collectives that overlap compute and slow it (DeviceRep::overlap_slowdown): the data-parallel
-// streams. TP, EP and pipeline tasks block the compute stream; their exposed times already
-// carry the slow-down of what they overlap (the cost model's).
-bool slows_compute(const schedule::Task& t) {
-  return t.duration > 0 && (t.stream == schedule::Stream::DpComm || t.stream == schedule::Stream::DpGather);
-}
-
 class Run {
  public:
   Run(const schedule::TaskGraph& g, const RunControl& c, std::span<const double> f) : g_(g), c_(c), factor_(f) {
@@ -111,7 +104,7 @@ class Run {
       queue_.push({{now + finish_in(dv), Phase::Complete, seq_++}, t, version_[t]});
       return;
     }
-    if (slows_compute(task) && dv.collectives++ == 0) retime(task.device, now);
+    if (schedule::slows_compute(task) && dv.collectives++ == 0) retime(task.device, now);
     queue_.push({{now + d, Phase::Complete, seq_++}, t, version_[t]});
   }
 
@@ -139,7 +132,7 @@ class Run {
     tr_.end[t] = now;
     tr_.busy[task.device][static_cast<int>(task.stream)] += now - tr_.start[t];
     if (task.stream == schedule::Stream::Compute) dev_[task.device].computing = kNone;
-    else if (slows_compute(task) && --dev_[task.device].collectives == 0) retime(task.device, now);
+    else if (schedule::slows_compute(task) && --dev_[task.device].collectives == 0) retime(task.device, now);
     if (now > tr_.makespan) tr_.makespan = now;
     if (task.free_bytes != 0) change_memory(task.device, now, -task.free_bytes);
     for (std::uint32_t i = g_.succ_begin[t]; i < g_.succ_begin[t + 1]; ++i) {

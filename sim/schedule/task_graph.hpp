@@ -120,6 +120,14 @@ struct TaskGraph {
   return static_cast<int>(piece % d.replicas) * d.tp + static_cast<int>(piece / d.replicas);
 }
 
+/// A task whose running slows its device's compute (DeviceRep::overlap_slowdown): a data-parallel
+/// collective (dp comm, dp gather stream) of some length. TP, EP and pipeline tasks block the
+/// compute stream; their exposed times already carry the slow-down of what they overlap. Both
+/// engines apply it.
+[[nodiscard]] inline bool slows_compute(const Task& t) {
+  return t.duration > 0 && (t.stream == Stream::DpComm || t.stream == Stream::DpGather);
+}
+
 /// Pipeline messages (send activation / send gradient) between a stage of tensor-parallel degree
 /// `from_tp` and the next (or previous) of degree `to_tp`, within one replica. `split` (sequence
 /// parallelism, or pipeline_scatter_gather): rank j of the sender holds the slice

@@ -24,12 +24,6 @@ constexpr double kSpeed = 1e9;  // flop/s of every host: an execution of d ns is
 
 schedule::SimTime to_ns(double s) { return static_cast<schedule::SimTime>(std::llround(s * 1e9)); }
 
-// As the native engine (DeviceRep::overlap_slowdown): the data-parallel collectives slow the
-// compute they run beside.
-bool slows_compute(const schedule::Task& t) {
-  return t.duration > 0 && (t.stream == schedule::Stream::DpComm || t.stream == schedule::Stream::DpGather);
-}
-
 // One flow as it ran, for the contention report.
 struct FlowRecord {
   std::uint32_t task = 0;
@@ -133,7 +127,7 @@ class Run {
     out_.trace.start[t] = to_ns(now);
     const auto& w = d_.work[t];
     const auto& task = g_.tasks[t];
-    if (slows_compute(task)) collectives_beside(task.device, +1);
+    if (schedule::slows_compute(task)) collectives_beside(task.device, +1);
     if (d_.owner[t] != t) return;  // ends with its collective's first member
     if (task.duration == 0) {
       done_now_.push_back(t);
@@ -229,7 +223,7 @@ class Run {
           if (m != t && d_.owner[m] == t) ended.push_back(m);
       for (std::uint32_t e : ended) {
         out_.trace.end[e] = std::max(to_ns(now), out_.trace.start[e]);
-        if (slows_compute(g_.tasks[e])) collectives_beside(g_.tasks[e].device, -1);
+        if (schedule::slows_compute(g_.tasks[e])) collectives_beside(g_.tasks[e].device, -1);
         for (std::uint32_t i = g_.succ_begin[e]; i < g_.succ_begin[e + 1]; ++i)
           if (--pending_[g_.succ[i]] == 0) ready(g_.succ[i], e);
       }

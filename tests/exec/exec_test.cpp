@@ -333,27 +333,37 @@ TEST(Replay, CrossGroupGradientReductionReshardsBetweenTpDegrees) {
   }
 }
 
-// Degrees whose least common multiple would cut a layer into more than kMaxDpChunks chunks are
-// refused before anything runs, naming the layer and the degrees.
-TEST(Replay, DegreesThatCutALayerIntoTooManyChunksAreRefused) {
+// A graph of one gradient reduce of `layer` on each device (tp, replicas), one group each, all
+// members of one collective: hybrid sharding's all-reduce across groups when `across`.
+schedule::TaskGraph one_joined_reduce(const std::vector<std::pair<int, int>>& devices, int layer, bool across) {
   schedule::TaskGraph g;
-  for (const int tp : {5, 7, 3}) {
+  g.collectives.emplace_back();
+  for (const auto& [tp, replicas] : devices) {
     schedule::DeviceRep d;
     d.group = static_cast<int>(g.devices.size());
     d.tp = tp;
-    d.count = tp;
+    d.replicas = replicas;
+    d.count = tp * replicas;
     d.label = "g" + std::to_string(d.group) + " s0 tp" + std::to_string(tp);
     g.devices.push_back(d);
     schedule::Task t;
     t.device = static_cast<std::uint32_t>(g.devices.size() - 1);
     t.stream = schedule::Stream::DpComm;
     t.kind = schedule::TaskKind::GradReduce;
-    t.first_layer = 2;
+    t.across_groups = across;
+    t.first_layer = layer;
     t.layers = 1;
     t.collective = 0;
+    g.collectives[0].push_back(static_cast<std::uint32_t>(g.tasks.size()));
     g.tasks.push_back(t);
   }
-  g.collectives = {{0, 1, 2}};
+  return g;
+}
+
+// Degrees whose least common multiple would cut a layer into more than kMaxDpChunks chunks are
+// refused before anything runs, naming the layer and the degrees.
+TEST(Replay, DegreesThatCutALayerIntoTooManyChunksAreRefused) {
+  auto g = one_joined_reduce({{5, 1}, {7, 1}, {3, 1}}, 2, false);
   auto layout = exec::dp_layout(g);
   ASSERT_FALSE(layout.ok());
   const auto msg = to_string(layout.errors()[0]);
@@ -445,25 +455,7 @@ TEST(Replay, HybridShardingSumsEveryGradientOverEveryGroup) {
 // Pieces whose least common multiple would cut a layer into more than kMaxDpChunks chunks are
 // refused before anything runs, naming the layer and the device counts.
 TEST(Replay, HybridShardingPiecesThatCutALayerIntoTooManyChunksAreRefused) {
-  schedule::TaskGraph g;
-  for (const auto& [tp, replicas] : std::vector<std::pair<int, int>>{{5, 3}, {7, 1}}) {
-    schedule::DeviceRep d;
-    d.group = static_cast<int>(g.devices.size());
-    d.tp = tp;
-    d.replicas = replicas;
-    d.count = tp * replicas;
-    g.devices.push_back(d);
-    schedule::Task t;
-    t.device = static_cast<std::uint32_t>(g.devices.size() - 1);
-    t.stream = schedule::Stream::DpComm;
-    t.kind = schedule::TaskKind::GradReduce;
-    t.across_groups = true;
-    t.first_layer = 3;
-    t.layers = 1;
-    t.collective = 0;
-    g.tasks.push_back(t);
-  }
-  g.collectives = {{0, 1}};
+  const auto g = one_joined_reduce({{5, 3}, {7, 1}}, 3, true);
   auto layout = exec::dp_layout(g);
   ASSERT_FALSE(layout.ok());
   const auto msg = to_string(layout.errors()[0]);
