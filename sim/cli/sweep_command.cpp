@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stop_token>
 #include <thread>
@@ -192,16 +194,20 @@ class PendingRows {
     }
     return rows;
   }
-  // Appends one row (its Encoding::json; the file and its header made at the first; written out
-  // by flush()); false when it cannot be written.
+  // Makes the file and its header unless it is there; false (errno set) when it cannot.
+  bool open() {
+    if (f_ != nullptr) return true;
+    std::error_code ec;
+    const bool fresh = !std::filesystem::exists(path_, ec);
+    f_ = std::fopen(path_.c_str(), "ab");
+    if (f_ == nullptr) return false;
+    if (fresh) std::fputs((header() + "\n").c_str(), f_);
+    return true;
+  }
+  // Appends one row (its Encoding::json; the file made at the first; written out by flush());
+  // false when it cannot be written.
   bool keep(const sweep::Finished& r) {
-    if (f_ == nullptr) {
-      std::error_code ec;
-      const bool fresh = !std::filesystem::exists(path_, ec);
-      f_ = std::fopen(path_.c_str(), "ab");
-      if (f_ == nullptr) return false;
-      if (fresh) std::fputs((header() + "\n").c_str(), f_);
-    }
+    if (!open()) return false;
     return std::fwrite(r.json.data(), 1, r.json.size(), f_) == r.json.size() && std::fputc('\n', f_) == '\n';
   }
   // Writes out the rows kept since the last flush; false when that fails.
@@ -212,6 +218,7 @@ class PendingRows {
     std::error_code ec;
     std::filesystem::remove(path_, ec);
   }
+  const std::string& path() const { return path_; }
 
  private:
   std::string header() const {
@@ -221,6 +228,29 @@ class PendingRows {
   const io::SweepSpec& spec_;
   std::FILE* f_ = nullptr;
 };
+
+// The journals the other ranks of an mpirun keep beside FILE.pending (`pending`):
+// FILE.pending.rankR, each in PendingRows' format (sweep::Journal).
+std::vector<std::string> rank_journals(const std::string& pending) {
+  std::vector<std::string> found;
+  const std::filesystem::path p(pending);
+  const std::string prefix = p.filename().string() + ".rank";
+  std::error_code ec;
+  const auto dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+        name.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+      found.push_back((p.parent_path() / name).string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void remove_files(const std::vector<std::string>& paths) {
+  std::error_code ec;
+  for (const auto& f : paths) std::filesystem::remove(f, ec);
+}
 
 // Under mpirun: the MPI session of this process. Rank 0 tells the other ranks to stop on every
 // way out that has not handed them out points, then every rank finalizes.
@@ -328,7 +358,29 @@ int run_sweep(const SweepArgs& a) {
       std::function<sweep::Row(std::size_t)> runner;
       if (spec.command == io::SweepCommand::Simulate && spec.simgrid)
         runner = [&](std::size_t i) { return run_in_child(*doc, a.scenario, i); };
-      sweep::run_worker(*doc, *session.mpi, session.rank, session.size, runner);
+      // Each row kept in FILE.pending.rankR before it is sent (the place is rank 0's to name).
+      std::unique_ptr<PendingRows> kept;
+      sweep::Journal journal;
+      const int rank = session.rank;
+      auto warn = [rank](const std::string& path) {
+        std::cerr << fmt::format(
+            "hetsim: rank {} cannot keep its rows in {} ({}): a row on its way to rank 0 when the job ends would be "
+            "run again by --resume (the results file's folder must be one every rank can write, as a shared "
+            "filesystem is)\n",
+            rank, path, std::strerror(errno));
+      };
+      journal.open = [&](const std::string& base) {
+        kept = std::make_unique<PendingRows>(base + ".rank" + std::to_string(rank), spec);
+        if (kept->open()) return true;
+        warn(kept->path());
+        return false;
+      };
+      journal.keep = [&](const sweep::Finished& r) {
+        if (kept->keep(r) && kept->flush()) return true;
+        warn(kept->path());
+        return false;
+      };
+      sweep::run_worker(*doc, *session.mpi, session.rank, session.size, runner, journal);
       return 0;
     }
   }
@@ -389,10 +441,23 @@ int run_sweep(const SweepArgs& a) {
       if (ec) return fail(a, {about(a.out, "--out", "cannot cut the file's last, unfinished line: " + ec.message(), "", ErrorKind::Environment)});
       first = existing->rows;
       finished = pending.read(*doc, encoding, first);
+      // The rows other ranks kept when an mpirun ended (sweep::Journal) join FILE.pending before
+      // their journals go, so that a second interruption cannot lose them either.
+      const auto journals = rank_journals(pending.path());
+      for (const auto& path : journals)
+        for (auto& [i, r] : PendingRows(path, spec).read(*doc, encoding, first))
+          if (finished.find(i) == finished.end()) {
+            if (!pending.keep(r)) return fail(a, {about(pending.path(), "--out", std::string("cannot write: ") + std::strerror(errno), "", ErrorKind::Environment)});
+            finished.emplace(i, std::move(r));
+          }
+      if (!pending.flush())
+        return fail(a, {about(pending.path(), "--out", std::string("cannot write: ") + std::strerror(errno), "", ErrorKind::Environment)});
+      remove_files(journals);
       if (plotter != nullptr) plot_rows = sweep::read_rows(format, layout, std::string_view(ss.str()).substr(0, existing->keep_bytes));
       out = std::fopen(a.out.c_str(), "ab");
     } else {
       pending.remove();  // an earlier, interrupted run's: this one starts over
+      remove_files(rank_journals(pending.path()));
       out = std::fopen(a.out.c_str(), "wb");
       if (out != nullptr) {
         std::fwrite(header.data(), 1, header.size(), out);
@@ -432,6 +497,7 @@ int run_sweep(const SweepArgs& a) {
   opts.encoding = encoding;
   const std::size_t reused = finished.size();
   opts.finished = std::move(finished);
+  if (out != nullptr) opts.journal = pending.path();
   auto write_failure = [&] {
     if (!write_failed) stop.request_stop();
     write_failed = true;
@@ -482,7 +548,10 @@ int run_sweep(const SweepArgs& a) {
     return fail(a, {about(a.out, "--out", "writing the results file failed (disk full?); the rows before are kept",
                           "free space, then --resume", ErrorKind::Environment)});
   const bool complete = first + delivered == spec.points;
-  if (out != nullptr && complete) pending.remove();
+  if (out != nullptr && complete) {
+    pending.remove();
+    remove_files(rank_journals(pending.path()));
+  }
   if (plotter != nullptr && complete) {
     auto chart = sweep::make_chart(layout, plot_rows, plot_opts);
     if (!chart) return fail(a, chart.errors());

@@ -25,9 +25,10 @@ namespace {
 
 // Rank → rank 0: "give me points" (kRequest, once; payload: request_text, the sweep's hash and
 // what the rank found checking its share of the points, which rank 0 waits for from every rank
-// before any point runs); each row as soon as its point has run (kRow; pack_row), so that a rank
-// that dies has sent every row it finished; "that batch is done" (kDone, empty), which asks for
-// another batch. Rank 0 → rank: how to encode rows
+// before any point runs); each row as soon as its point has run (kRow; pack_row), kept in the
+// rank's journal first when rank 0 names one, so that a rank that dies, or whose rows are on
+// their way when the job ends, loses no row it finished; "that batch is done" (kDone, empty),
+// which asks for another batch. Rank 0 → rank: how to encode rows and where to keep them
 // (kEncoding, once, before the first batch), a batch of points to run (kPoint: runs of points
 // "I-J" or "I", space separated; points_text) or "stop". The ranks encode their rows as rank 0's
 // Encoding asks (the results file's line, the pending file's JSON), so that rank 0 writes their
@@ -68,9 +69,11 @@ std::string points_text(const std::vector<std::size_t>& points) {
 }
 
 // The encoding a rank is asked for: rank 0's, with the row itself sent as its JSON (rank 0 reads
-// it back only when it needs the Row: --json, --plot).
-std::string encoding_text(const Encoding& e) {
+// it back only when it needs the Row: --json, --plot), and where the rank keeps its rows
+// (RunOptions::journal, empty for nowhere).
+std::string encoding_text(const Encoding& e, const std::string& journal) {
   nlohmann::json j;
+  j["journal"] = journal;
   j["format"] = e.format == Format::Jsonl ? "jsonl" : "csv";
   j["line"] = e.line;
   j["json"] = e.json || e.row;
@@ -79,9 +82,10 @@ std::string encoding_text(const Encoding& e) {
   return j.dump();
 }
 
-std::optional<Encoding> encoding_from_text(const io::SweepSpec& spec, const std::string& text) {
+std::optional<Encoding> encoding_from_text(const io::SweepSpec& spec, const std::string& text, std::string& journal) {
   const auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
+  if (const auto p = j.find("journal"); p != j.end() && p->is_string()) journal = p->get<std::string>();
   Encoding e;
   e.layout.spec = &spec;
   e.format = j.value("format", "csv") == "jsonl" ? Format::Jsonl : Format::Csv;
@@ -314,7 +318,7 @@ Validation validate_across(const io::SweepDocument& doc, int jobs, const MpiModu
 
 std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts, const MpiModule& mpi,
                             const std::vector<int>& ready) {
-  const std::string encoding = encoding_text(opts.encoding);
+  const std::string encoding = encoding_text(opts.encoding, opts.journal);
   const std::size_t size = ready.size() + 1;  // ranks taking points, this one included
   // Rank 0's own threads may run ahead of the rows written by the window plus the points out on
   // other ranks.
@@ -438,18 +442,28 @@ void release_workers(const MpiModule& mpi, int size, const std::vector<int>* rea
 }
 
 void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, int size,
-                const std::function<Row(std::size_t)>& runner) {
+                const std::function<Row(std::size_t)>& runner, const Journal& journal) {
   const Share share{static_cast<std::size_t>(std::max(rank, 0)), static_cast<std::size_t>(std::max(size, 1))};
   const Validation v = validate(doc, 1, kMaxReported, share);
   mpi.send(0, kRequest, request_text(io::sweep_hash_hex(doc.spec().hash), v));
   std::optional<Encoding> encoding;
+  // With a journal, rows are encoded with their JSON (what the journal keeps) whatever rank 0
+  // asked; the JSON goes on the wire only if asked.
+  Encoding local;
+  bool journaling = false;
   Outbox outbox(mpi, rank);  // waits for the sends still on their way when this returns
   while (true) {
     int from = 0, tag = 0;
     std::string data;
     mpi.recv(0, &from, &tag, &data);
     if (tag == kEncoding) {
-      encoding = encoding_from_text(doc.spec(), data);
+      std::string base;
+      encoding = encoding_from_text(doc.spec(), data, base);
+      if (encoding) {
+        local = *encoding;
+        journaling = !base.empty() && journal.open && journal.keep && journal.open(base);
+        local.json = local.json || journaling;
+      }
       continue;
     }
     if (data == kStop) break;
@@ -465,8 +479,11 @@ void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, in
         if (end == p) break;
       }
       for (std::size_t i = first; i <= last; ++i) {
+        Finished f = finish(local, runner ? runner(i) : run_point(doc, i));
+        if (journaling) journaling = journal.keep(f);  // kept before it is sent
+        if (!encoding->json) f.json.clear();
         std::string row;
-        pack_row(row, finish(*encoding, runner ? runner(i) : run_point(doc, i)));
+        pack_row(row, f);
         outbox.send(kRow, std::move(row), i);
       }
       p = end;

@@ -72,11 +72,26 @@ std::size_t run_coordinator(const io::SweepDocument& doc, const RunOptions& opts
 /// the `ready` ranks of validate_across when it has run (null: it has not, none was heard from).
 void release_workers(const MpiModule& mpi, int size, const std::vector<int>* ready);
 
+/// Where a rank other than 0 keeps each row it has finished before it sends it (the CLI: a file
+/// FILE.pending.rankR beside the results file; docs/scenario-format.md#across-nodes-mpirun), so
+/// that a row still on its way to rank 0 when the job ends is not lost: `--resume` takes it from
+/// there. Rank 0 names the place (RunOptions::journal) only when it writes a results file.
+struct Journal {
+  /// Called once, before the rank's first row, with rank 0's RunOptions::journal; false: the rank
+  /// keeps no journal (the callee says why), and its rows are only sent.
+  std::function<bool(const std::string& base)> open;
+  /// Keeps one row (its Encoding::json set) where a process that dies cannot lose it (written to
+  /// the file, not buffered); false when it could not: the rank keeps no more.
+  std::function<bool(const Finished&)> keep;
+};
+
 /// Rank `rank` of `size` (1 …): checks its share of the points (i % size == rank) and sends what
 /// it found with its request for points; then runs the points rank 0 gives it (through `runner`
 /// when set, else run_point) and sends each row, encoded as rank 0 asked, as soon as its point has
-/// run, until told to stop: a rank that dies has sent every row it finished.
+/// run, until told to stop. With `journal` (and a place named by rank 0), each row is kept there
+/// before it is sent: a rank that dies, or whose rows are on their way when the job ends, loses no
+/// row it finished.
 void run_worker(const io::SweepDocument& doc, const MpiModule& mpi, int rank, int size,
-                const std::function<Row(std::size_t)>& runner);
+                const std::function<Row(std::size_t)>& runner, const Journal& journal = {});
 
 }  // namespace hetsim::sweep

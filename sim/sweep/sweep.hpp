@@ -74,6 +74,9 @@ struct RunOptions {
   /// Rows of points ≥ first finished by an earlier run (FILE.pending): delivered in their turn,
   /// not run again.
   std::map<std::size_t, Finished> finished;
+  /// Under mpirun (run_coordinator), with a results file: what the other ranks keep each finished
+  /// row in before they send it (the CLI: FILE.pending; each rank adds ".rankR"); empty: nothing.
+  std::string journal;
 };
 
 /// Runs points [first, points) on `jobs` threads (at most jobs·16 rows wait for an earlier one).

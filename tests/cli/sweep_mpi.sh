@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `mpirun -np N hetsim sweep …`: rank 0 hands out points to the ranks that ask and writes the
 # rows; the file is the one a local run writes. Ranks with nothing to do (more ranks than points)
-# stop early without holding the sweep up; a rank killed mid-sweep loses nothing --resume does not
-# run again; an invalid sweep (its points checked by every rank, a share each) stops every rank with
+# stop early without holding the sweep up; a rank killed mid-sweep loses no row any rank finished
+# (--resume runs none of them again); an invalid sweep (its points checked by every rank, a share each) stops every rank with
 # exit 2 and no file, with the local run's report. Needs HETSIM, SRC and
 # MPIEXEC (SWEEP_BATCHES: see below).
 set -u
@@ -63,21 +63,19 @@ run 2 "$HETSIM" sweep "$sweep" --out "$tmp/part.csv" --resume 2>/dev/null && cmp
   || bad "mpirun --resume"
 
 # A rank killed mid-sweep (SIGKILL to rank 1's process): mpirun ends the job; what rank 0 wrote
-# is a prefix of the local file (with FILE.pending) holding every row a rank had sent, and
-# --resume under mpirun completes it to the local run's bytes, running the killed rank's points
-# again. 10,000 estimate points (1,000
-# under the sanitizers: SWEEP_BATCHES), so that the kill lands mid-run.
+# is a prefix of the local file, and with FILE.pending and the other ranks' journals
+# (FILE.pending.rankR) it holds every row a rank finished; --resume under mpirun runs none of those
+# again and completes the file to the local run's bytes. 10,000 estimate points (1,000 under the
+# sanitizers: SWEEP_BATCHES), so that the kill lands mid-run.
 batches=${SWEEP_BATCHES:-1000}
 long="$tmp/long.toml"
 cp "$SRC/scenarios/default.toml" "$long"
 printf '\n[sweep]\n"training.global_batch" = { from = 6, to = %d, step = 6 }\n"cluster.network.oversubscription" = { from = 1.0, to = 2.0, count = 10 }\n' \
   $((6 * batches)) >> "$long"
 "$HETSIM" sweep "$long" --out "$tmp/long-local.csv" 2>/dev/null || bad "the long local sweep failed"
-# Each worker logs "RANK POINT" for every row whose send has completed, in the order it sent
-# them (HETSIM_SWEEP_SENT_LOG). MPI delivers one sender's messages in order, and rank 0 writes
-# every row it takes, in the order it takes them: so, of each rank's logged rows, those in the file
-# or FILE.pending must be its first ones. The rest were on their way when the job ended (an eager
-# send completes when the row leaves the sender, not when it arrives), and --resume runs them.
+# Each worker logs "RANK POINT" for every row whose send has completed (HETSIM_SWEEP_SENT_LOG).
+# An eager send completes when the row leaves the sender, not when it arrives, so some of them
+# were on their way when the job ended: they must be in the killed or the surviving rank's journal.
 HETSIM_SWEEP_SENT_LOG="$tmp/sent.log" run 3 -x HETSIM_SWEEP_SENT_LOG "$HETSIM" sweep "$long" --out "$tmp/long.csv" >/dev/null 2>&1 &
 job=$!
 killed=""
@@ -99,31 +97,44 @@ if [ -n "$killed" ] && [ $rc -ne 0 ] && [ $rows -lt $((batches * 10)) ]; then ok
 else bad "the kill of rank 1 did not land mid-sweep (pid '$killed', exit $rc, $rows rows)"; fi
 cmp -s -n "$(head -n $((rows + 2)) "$tmp/long.csv" | wc -c)" "$tmp/long.csv" "$tmp/long-local.csv" && ok \
   || bad "what rank 0 wrote before the kill is not a prefix of the local file"
-python3 - "$tmp/long.csv" "$tmp/sent.log" <<'PY' && ok || bad "rank 0 kept a rank's later rows but lost earlier ones when rank 1 was killed"
-import json, os, sys
-have = {int(l.split(",")[0]) for l in open(sys.argv[1]) if l[:1].isdigit()}
-if os.path.exists(sys.argv[1] + ".pending"):
-    for l in open(sys.argv[1] + ".pending"):
-        r = json.loads(l) if l.strip() else {}
-        if "point" in r: have.add(int(r["point"]))
+kept=$(python3 - "$tmp/long.csv" "$tmp/sent.log" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+have = {int(l.split(",")[0]) for l in open(out) if l[:1].isdigit()}
+rows = len(have)
+def rows_of(path):
+    points = set()
+    for l in open(path):
+        try:
+            r = json.loads(l)
+        except ValueError:
+            continue  # a line cut by the kill
+        if "point" in r: points.add(int(r["point"]))
+    return points
+pending = rows_of(out + ".pending") if os.path.exists(out + ".pending") else set()
+journals = {p: rows_of(p) for p in glob.glob(out + ".pending.rank*")}
+kept = set(pending).union(*journals.values()) if journals else set(pending)
 sent = {}
 for l in (open(sys.argv[2]) if os.path.exists(sys.argv[2]) else []):
     if l.strip():
         rank, point = (int(x) for x in l.split())
         sent.setdefault(rank, []).append(point)
-bad = False
+lost = False
 for rank, points in sorted(sent.items()):
-    kept = [p in have for p in points]
-    first_lost = kept.index(False) if False in kept else len(kept)
-    gaps = [p for p, k in zip(points[first_lost:], kept[first_lost:]) if k]
-    print(f"rank {rank}: {len(points)} rows sent, the first {first_lost} kept, {len(points) - first_lost - len(gaps)} on their way")
-    if gaps:
-        print(f"rank {rank}: kept {len(gaps)} rows sent after its row {points[first_lost]}, which was lost: {gaps[:10]}")
-        bad = True
-sys.exit(1 if bad or not sent else 0)
+    missing = [p for p in points if p not in have and p not in kept]
+    print(f"rank {rank}: {len(points)} rows sent, {sum(p not in have for p in points)} not in the file, {len(missing)} lost",
+          file=sys.stderr)
+    lost = lost or bool(missing)
+if lost or not sent or not journals:
+    sys.exit(1)
+print(len({p for p in kept if p >= rows}))  # what --resume must take instead of running
 PY
+) && ok || bad "rows a rank finished before the kill are in neither the file, FILE.pending nor a rank's journal"
 run 3 "$HETSIM" sweep "$long" --out "$tmp/long.csv" --resume 2>"$tmp/long.err" && cmp -s "$tmp/long.csv" "$tmp/long-local.csv" && ok \
   || bad "mpirun --resume after a killed rank differs from the local run: $(tail -n 3 "$tmp/long.err")"
+{ [ "${kept:-0}" -eq 0 ] || grep -q "; $kept of these were kept in $tmp/long.csv.pending, not run again" "$tmp/long.err"; } && ok \
+  || bad "--resume did not take the $kept kept rows: $(tail -n 3 "$tmp/long.err")"
+[ -z "$(ls "$tmp"/long.csv.pending* 2>/dev/null)" ] && ok || bad "a completed sweep left $(ls "$tmp"/long.csv.pending*)"
 
 # Invalid points, one in each rank's share of the validation (points i % 3 == rank): every rank
 # stops, exit 2, no file, and rank 0 reports every line a local run reports.

@@ -57,24 +57,40 @@ for ext in csv jsonl; do
 done
 
 # FILE.pending: rows that finished before an earlier point's are kept there, and --resume
-# delivers them without running them again. A file cut after 10 rows and a pending row for point
-# 15 whose figure was altered: the resumed file carries the altered row, and the pending file is
-# gone once the sweep completes.
+# delivers them without running them again; so are the rows an mpirun's other ranks kept in their
+# journals, FILE.pending.rankR (a journal of another sweep is not used). A file cut after 10 rows,
+# a pending row for point 15 and journal rows for points 15 and 20 whose figures were altered: the
+# resumed file carries FILE.pending's row 15 and the journal's row 20, and none of these files
+# is left once the sweep completes. A fresh run (no --resume) removes them first.
 head -n 12 "$tmp/ref.csv" > "$tmp/cut.csv"
 python3 - "$tmp/ref.jsonl" "$tmp/cut.csv.pending" <<'PY'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
 head = json.loads(lines[0])
-row = json.loads(lines[1 + 15])
-row["step_s"] = 12345.5
-with open(sys.argv[2], "w") as f:
-    f.write(json.dumps({"hetsim_sweep_pending": 1, "hash": head["hash"]}, separators=(",", ":")) + "\n")
-    f.write(json.dumps(row) + "\n" + '{"point": 16, "cut sho')   # a line cut by a crash
+def write(path, hash, rows, tail=""):
+    with open(path, "w") as f:
+        f.write(json.dumps({"hetsim_sweep_pending": 1, "hash": hash}, separators=(",", ":")) + "\n")
+        for point, step in rows:
+            row = json.loads(lines[1 + point])
+            row["step_s"] = step
+            f.write(json.dumps(row) + "\n")
+        f.write(tail)
+write(sys.argv[2], head["hash"], [(15, 12345.5)], '{"point": 16, "cut sho')  # a line cut by a crash
+write(sys.argv[2] + ".rank1", head["hash"], [(15, 999.5)])
+write(sys.argv[2] + ".rank2", head["hash"], [(20, 22222.5)], '{"point": 21, "cut')
+write(sys.argv[2] + ".rank3", "0" * len(head["hash"]), [(25, 33333.5)])  # another sweep's
 PY
-"$HETSIM" sweep "$sweep" --jobs 2 --out "$tmp/cut.csv" --resume 2>/dev/null || bad "--resume with a pending file failed"
+cp "$tmp/cut.csv.pending.rank2" "$tmp/journal.keep"
+"$HETSIM" sweep "$sweep" --jobs 2 --out "$tmp/cut.csv" --resume 2>"$tmp/cut.err" || bad "--resume with a pending file failed"
 [ "$(sed -n 18p "$tmp/cut.csv" | cut -d, -f1,5)" = "15,12345.5" ] && ok || bad "the pending row of point 15 was not used: $(sed -n 18p "$tmp/cut.csv" | cut -c1-60)"
-diff <(sed 18d "$tmp/cut.csv") <(sed 18d "$tmp/ref.csv") >/dev/null && ok || bad "the other rows differ after a resume with a pending file"
-[ ! -e "$tmp/cut.csv.pending" ] && ok || bad "the pending file outlived a complete sweep"
+[ "$(sed -n 23p "$tmp/cut.csv" | cut -d, -f1,5)" = "20,22222.5" ] && ok || bad "the journal's row of point 20 was not used: $(sed -n 23p "$tmp/cut.csv" | cut -c1-60)"
+diff <(sed '18d;23d' "$tmp/cut.csv") <(sed '18d;23d' "$tmp/ref.csv") >/dev/null && ok \
+  || bad "the other rows differ after a resume with a pending file and journals"
+grep -q "; 2 of these were kept in $tmp/cut.csv.pending, not run again" "$tmp/cut.err" && ok || bad "--resume with journals: $(cat "$tmp/cut.err")"
+[ -z "$(ls "$tmp"/cut.csv.pending* 2>/dev/null)" ] && ok || bad "pending files outlived a complete sweep: $(ls "$tmp"/cut.csv.pending*)"
+cp "$tmp/journal.keep" "$tmp/cut.csv.pending.rank2"
+"$HETSIM" sweep "$sweep" --out "$tmp/cut.csv" 2>/dev/null && cmp -s "$tmp/cut.csv" "$tmp/ref.csv" && [ ! -e "$tmp/cut.csv.pending.rank2" ] && ok \
+  || bad "a fresh sweep used or kept an earlier run's journal"
 
 small_progress="$tmp/progress.toml"  # 500 estimate points
 cp "$SRC/scenarios/default.toml" "$small_progress"

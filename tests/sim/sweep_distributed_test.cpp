@@ -2,7 +2,8 @@
 // workers run on threads of this process, over an in-memory stand-in for the MPI module. Rank 0
 // delivers the other ranks' rows as their bytes, the very bytes a local run delivers; it reads a
 // row's JSON back only when asked for the Row; rows that do not unpack are failed rows, not a hang;
-// a rank that stops mid-batch has sent every row it finished; the ranks share the validation, and
+// a rank that stops mid-batch has sent every row it finished, and keeps each in its journal before
+// it sends it; the ranks share the validation, and
 // rank 0 reports what a local run does.
 
 #include <gtest/gtest.h>
@@ -209,6 +210,87 @@ TEST(DistributedSweep, RowsThatDoNotUnpackAreFailedRowsNotAHang) {
     ++internal;
   }
   EXPECT_GT(internal, 0u);
+}
+
+// Rows a worker kept in its journal (sweep::Journal), by rank; and rows sent before they were kept.
+std::map<int, std::map<std::size_t, std::string>> g_kept;
+std::vector<std::size_t> g_sent_unkept;
+void* send_checking_kept(int dest, int tag, const std::string* data) {
+  if (tag == 2) {  // a row: "POINT OK KIND …"
+    std::lock_guard lock(g_mu);
+    const std::size_t point = std::strtoull(data->c_str(), nullptr, 10);
+    const auto it = g_kept.find(t_rank);
+    if (it == g_kept.end() || it->second.count(point) == 0) g_sent_unkept.push_back(point);
+  }
+  return fake_start_send(dest, tag, data);
+}
+
+TEST(DistributedSweep, EachRowIsKeptInTheRanksJournalBeforeItIsSent) {
+  // Rank 0 names the journal (RunOptions::journal, FILE.pending with --out); each worker opens it
+  // once and keeps every row, with its JSON even when rank 0 does not ask for the JSON, before the
+  // row is sent; without a name no worker keeps anything.
+  const auto d = sweep_with_axes("\"training.global_batch\" = { from = 16, to = 320, step = 16 }\n");
+  const auto v = sweep::validate(d, 1);
+  const sweep::Encoding e{{&d.spec(), v.pools, v.variability}, sweep::Format::Csv, true, false, false};
+  sweep::Encoding with_json = e;
+  with_json.json = true;
+  const auto want = local(d, with_json);
+  for (const std::string name : {"results.csv.pending", ""}) {
+    clear_queues();
+    g_kept.clear();
+    g_sent_unkept.clear();
+    std::map<int, std::vector<std::string>> opened;
+    std::vector<std::thread> ranks;
+    for (int r = 1; r <= 2; ++r)
+      ranks.emplace_back([&, r] {
+        t_rank = r;
+        sweep::MpiModule m = kFake;
+        m.start_send = &send_checking_kept;
+        sweep::Journal j;
+        j.open = [&](const std::string& base) {
+          std::lock_guard lock(g_mu);
+          opened[r].push_back(base);
+          return true;
+        };
+        j.keep = [&](const sweep::Finished& f) {
+          std::lock_guard lock(g_mu);
+          g_kept[r][f.point] = f.json;
+          return true;
+        };
+        sweep::run_worker(d, m, r, 3, {}, j);
+      });
+    std::vector<sweep::Finished> rows;
+    sweep::RunOptions o;
+    o.encoding = e;
+    o.journal = name;
+    o.runner = [&](std::size_t i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      return sweep::run_point(d, i);
+    };
+    o.on_row = [&](const sweep::Finished& f) { rows.push_back(f); };
+    t_rank = 0;
+    EXPECT_EQ(coordinate(d, o, 3), d.spec().points);
+    for (auto& t : ranks) t.join();
+    ASSERT_EQ(rows.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(rows[i].line, want[i].line) << i;
+      EXPECT_TRUE(rows[i].json.empty()) << i;  // not asked for: not sent
+    }
+    if (name.empty()) {
+      EXPECT_TRUE(opened.empty());
+      EXPECT_TRUE(g_kept.empty());
+      continue;
+    }
+    std::size_t kept = 0;
+    for (int r = 1; r <= 2; ++r) {
+      if (g_kept[r].empty()) continue;
+      EXPECT_EQ(opened[r], std::vector<std::string>{name}) << r;
+      for (const auto& [i, json] : g_kept[r]) EXPECT_EQ(json, want[i].json) << i;
+      kept += g_kept[r].size();
+    }
+    EXPECT_GT(kept, 0u);
+    EXPECT_TRUE(g_sent_unkept.empty()) << g_sent_unkept.size() << " rows sent before they were kept";
+  }
 }
 
 // The points of a batch as rank 0 sends them ("3-9 12").
