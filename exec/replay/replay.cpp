@@ -17,6 +17,7 @@
 
 #include "models/cost/compute.hpp"
 #include "models/workload/layer_ops.hpp"
+#include "models/workload/model_spec.hpp"
 #include "sim/analytic/op_breakdown.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -392,7 +393,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     // zeroing the local gradient buffer.
     const double local = costs[d.group][d.stage].params;
     const int sharded_over = costs[d.group][d.stage].shard_replicas;  // all replicas, or the group's (hybrid)
-    const double shard = local / (p.zero >= 1 ? sharded_over : 1);
+    // Under expert parallelism the routed experts' state shards over the replicas/ep that hold
+    // the same experts, as stage_costs prices it.
+    const double experts = moe_ep ? costs[d.group][d.stage].expert_params : 0;
+    const double shard = p.zero >= 1 ? (local - experts) / sharded_over + experts / std::max(1, sharded_over / p.ep)
+                                     : local;
     const double bytes = shard * (2 * sb.grads + 2 * sb.optimizer + sb.weights) +
                          local / (p.zero >= 2 ? sharded_over : 1) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
@@ -400,23 +405,42 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // Per data-parallel task, the parameters of one chunk of its layers (dp_layout): the layers'
   // parameters on a device of degree t, × t, over the chunks; the largest over the collective's
   // members (norms are whole on every tp rank), so that every member moves the same count.
-  std::vector<std::size_t> chunk_params(g.size(), 0);
+  // Under expert parallelism (not across groups: hybrid sharding's all-reduce moves the whole
+  // shard) the routed experts' part of a chunk, expert_params[id], syncs apart, over the members
+  // that hold the same experts (stage_costs: `eg`); a layer's parameters are then counted layer
+  // by layer (MoE or dense), not as the stage's mean.
+  const workload::ParamCount pc = workload::count_params(s.model);
+  std::vector<std::size_t> chunk_params(g.size(), 0), expert_params(g.size(), 0);
   for (std::uint32_t id = 0; id < g.size(); ++id) {
     if (layout->chunks[id] == 0) continue;
-    double params = 0;
+    const bool split = moe_ep && !g.tasks[id].across_groups;
+    double params = 0, experts = 0;
     for (std::uint32_t m : g.members_of(id)) {
       const auto& t = g.tasks[m];
       const auto& dev = g.devices[t.device];
       const auto& c = costs[dev.group][dev.stage];
-      double own = c.params_layer * t.layers;
+      double own = c.params_layer * t.layers, own_experts = 0;
+      if (split) {
+        own = 0;
+        for (int l = t.first_layer; l < t.first_layer + t.layers; ++l) {
+          const bool moe = s.model.moe_layer(l);
+          own += (moe ? pc.per_layer - pc.per_layer_experts + pc.per_layer_experts / p.ep : pc.per_dense_layer) / dev.tp;
+          if (moe) own_experts += pc.per_layer_experts / p.ep / dev.tp;
+        }
+      }
       if (t.first_layer == 0) own += c.params_emb;
       if (t.first_layer + t.layers == s.model.layers) own += c.params_head;
       params = std::max(params, own * dev.tp / layout->chunks[id]);
+      experts = std::max(experts, own_experts * dev.tp / layout->chunks[id]);
     }
     chunk_params[id] = static_cast<std::size_t>(params);
+    expert_params[id] = static_cast<std::size_t>(experts);
   }
-  auto dp_floats = [&](std::uint32_t id, std::size_t r) {  // a multiple of the collective's members
-    return std::max<std::size_t>(r, (chunk_params[id] + r - 1) / r * r);
+  auto round_up = [](std::size_t n, std::size_t r) { return std::max<std::size_t>(r, (n + r - 1) / r * r); };
+  // A multiple of the collective's members: the chunk's parameters (`experts`: its routed
+  // experts' part; else the rest).
+  auto dp_floats = [&](std::uint32_t id, std::size_t r, bool experts = false) {
+    return round_up(experts ? expert_params[id] : chunk_params[id] - expert_params[id], r);
   };
 
   const int model_layers = s.model.layers;
@@ -551,6 +575,37 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     for (std::size_t m = 0; m < layout->groups[gi].size(); ++m)
       if (auto* c = dp_comms[gi][m].get(); c != nullptr)
         dp_of[static_cast<std::size_t>(layout->groups[gi][m])][static_cast<int>(gi)] = c;
+  // Under expert parallelism, the members of each data-parallel group that hold the same experts
+  // (the same EP rank: replica mod ep, as the EP groups above are drawn): the routed experts'
+  // part of its collectives runs among them (edp_of: per real device, per layout group; absent
+  // when the device is alone with its experts, so that they need no sync).
+  std::vector<std::map<int, Communicator*>> edp_of(static_cast<std::size_t>(needed));
+  std::vector<Communicators> edp_comms;
+  if (moe_ep) {
+    std::vector<int> replica_of(static_cast<std::size_t>(needed), 0);
+    for (std::size_t d = 0; d < g.devices.size(); ++d)
+      for (int m = 0; m < g.devices[d].count; ++m)
+        replica_of[static_cast<std::size_t>(first_real[d] + m)] = m / g.devices[d].tp;
+    std::map<std::vector<int>, std::size_t> made;
+    for (std::size_t gi = 0; gi < layout->groups.size(); ++gi) {
+      std::vector<std::vector<int>> parts(static_cast<std::size_t>(p.ep));
+      for (int real : layout->groups[gi])
+        parts[static_cast<std::size_t>(replica_of[static_cast<std::size_t>(real)] % p.ep)].push_back(real);
+      for (const auto& part : parts) {
+        if (part.size() < 2) continue;
+        auto at = made.find(part);
+        if (at == made.end()) {
+          auto c = make_group(part, "expert data-parallel");
+          if (!c) return c.errors();
+          edp_comms.push_back(std::move(*c));
+          at = made.emplace(part, edp_comms.size() - 1).first;
+        }
+        for (std::size_t m = 0; m < part.size(); ++m)
+          if (auto* c = edp_comms[at->second][m].get(); c != nullptr)
+            edp_of[static_cast<std::size_t>(part[m])][static_cast<int>(gi)] = c;
+      }
+    }
+  }
   // Across processes, dependencies between devices are messages: a token (host memory) when a
   // task finishes, and a send task's payload (device memory) to the stage that reads it.
   std::unique_ptr<Communicator> tokens, payloads;
@@ -818,19 +873,27 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const bool across = t.across_groups;
                 const auto& joins = across ? layout->pieces_of[id][static_cast<std::size_t>(member)]
                                            : layout->member_of[id][static_cast<std::size_t>(rank)];
-                for (const int gi : joins) {
-                  Communicator& dpc = *dpcs.at(gi);
-                  const auto r = static_cast<std::size_t>(dpc.size());
-                  std::size_t n = dp_floats(id, r);
-                  if (t.kind == TaskKind::ParamGather && !wide) n = std::max(r, (n / 2 + r - 1) / r * r);  // 16-bit weights
+                // Under expert parallelism the routed experts' part of each goes on the
+                // member's expert data-parallel communicator (edp_of), after the rest.
+                auto collective = [&](Communicator& c, bool experts) {
+                  const auto r = static_cast<std::size_t>(c.size());
+                  std::size_t n = dp_floats(id, r, experts);
+                  if (t.kind == TaskKind::ParamGather && !wide) n = round_up(n / 2, r);  // 16-bit weights
                   if (t.kind == TaskKind::GradReduce && s.training.grad_reduce_bytes < 4)  // a bf16 gradient reduce
-                    n = std::max(r, (n / 2 + r - 1) / r * r);
+                    n = round_up(n / 2, r);
                   const std::size_t per = n / r;
                   sc.fit(n * 4, n * 4, n * 4);
+                  if (sc.failed || !comm_error.empty()) return;
+                  if (t.kind == TaskKind::ParamGather) note(c.all_gather(sc.fa(), sc.fc(), per), !experts);
+                  else if (p.zero == 0 || across) note(c.all_reduce(sc.fc(), n), !experts);
+                  else note(c.reduce_scatter(sc.fa(), sc.fc(), per), !experts);  // results in c only
+                };
+                for (const int gi : joins) {
+                  collective(*dpcs.at(gi), false);
                   if (sc.failed || !comm_error.empty()) break;
-                  if (t.kind == TaskKind::ParamGather) note(dpc.all_gather(sc.fa(), sc.fc(), per), true);
-                  else if (p.zero == 0 || across) note(dpc.all_reduce(sc.fc(), n), true);
-                  else note(dpc.reduce_scatter(sc.fa(), sc.fc(), per), true);  // results in c only
+                  if (expert_params[id] == 0) continue;
+                  const auto e = edp_of[real].find(gi);
+                  if (e != edp_of[real].end()) collective(*e->second, true);
                 }
                 break;
               }

@@ -29,6 +29,7 @@
 #include "exec/replay/routing.hpp"
 #include "exec/replay/scale.hpp"
 #include "models/cost/compute.hpp"
+#include "sim/analytic/stage_cost.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "tests/support/flaky_backend.hpp"
 #include "tests/support/scenario_support.hpp"
@@ -1180,6 +1181,32 @@ TEST(Routing, TokensPickTheirExpertsByThePlannedLoadSeeded) {
   for (const auto& src : d.rows)
     for (auto x : src) EXPECT_EQ(x, 625);
   EXPECT_EQ(d.max_pair_rows, 1250);
+}
+
+// Under expert parallelism the routed experts' gradients (and, under ZeRO, their gathers) sync
+// over the replicas that hold the same experts, as the cost model prices them (stage_costs'
+// `eg`): with dp 4 · ep 2, every member reduces the rest of its parameters with all four and its
+// experts with the one other replica of its EP rank; none over four members carries the experts.
+TEST(Replay, ExpertGradientsSyncOverTheReplicasThatHoldTheSameExperts) {
+  for (const int zero : {0, 1}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    auto s = test::parse(small_moe("tp = 1\npp = 1\ndp = 4\nep = 2\nmicro_batch = 1\nzero = " + std::to_string(zero) + "\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto costs = analytic::stage_costs(*s, *s->plan);
+    const double experts = costs[0][0].expert_params, rest = costs[0][0].params - experts;
+    ASSERT_GT(experts, 0);
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    const auto by_size = counting.reduced_by_size();
+    // Per member and step: an all-reduce of everything (ZeRO 0), or a reduce-scatter of it and
+    // the gather of a 1/members shard (ZeRO 1; fp32 weights).
+    auto moved = [&](double params, int members) { return 4 * params * (zero == 0 ? 1.0 : 1.0 + 1.0 / members); };
+    ASSERT_TRUE(by_size.count(4) && by_size.count(2));
+    EXPECT_NEAR(static_cast<double>(by_size.at(4)), moved(rest, 4), 0.01 * moved(rest, 4));
+    EXPECT_NEAR(static_cast<double>(by_size.at(2)), moved(experts, 2), 0.01 * moved(experts, 2));
+  }
 }
 
 // What it cannot replay yet is refused before anything runs: the all-to-alls beside another

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <limits>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -94,20 +95,38 @@ class FlakyBackend final : public exec::Backend {
   [[nodiscard]] long all_gather_calls() const { return all_gathers_->load(); }
   /// All-to-alls called on this backend's communicators so far (by every member).
   [[nodiscard]] long all_to_all_calls() const { return all_to_alls_->load(); }
+  /// Per communicator size: the values every member put into all-reduces, reduce-scatters and
+  /// all-gathers so far (an all-reduce's count, a reduce-scatter's size · count, an all-gather's
+  /// count), summed over the members.
+  [[nodiscard]] std::map<int, long> reduced_by_size() const {
+    std::lock_guard lock(shapes_->mutex);
+    return *reduced_;
+  }
 
   Result<exec::Communicators> communicators(const std::vector<exec::Device*>& members) override {
     struct Counting final : exec::Communicator {
       std::unique_ptr<exec::Communicator> c;
       std::shared_ptr<std::atomic<long>> all_gathers;
       std::shared_ptr<std::atomic<long>> all_to_alls;
+      std::shared_ptr<Shapes> shapes;  // its mutex guards `reduced`
+      std::shared_ptr<std::map<int, long>> reduced;
+      void count(std::size_t n) {
+        std::lock_guard lock(shapes->mutex);
+        (*reduced)[c->size()] += static_cast<long>(n);
+      }
       int rank() const override { return c->rank(); }
       int size() const override { return c->size(); }
-      Result<std::int64_t> all_reduce(float* b, std::size_t n) override { return c->all_reduce(b, n); }
+      Result<std::int64_t> all_reduce(float* b, std::size_t n) override {
+        count(n);
+        return c->all_reduce(b, n);
+      }
       Result<std::int64_t> all_gather(const float* in, float* out, std::size_t n) override {
         ++*all_gathers;
+        count(n);
         return c->all_gather(in, out, n);
       }
       Result<std::int64_t> reduce_scatter(const float* in, float* out, std::size_t n) override {
+        count(n * static_cast<std::size_t>(c->size()));
         return c->reduce_scatter(in, out, n);
       }
       Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t n) override {
@@ -127,6 +146,8 @@ class FlakyBackend final : public exec::Backend {
       w->c = std::move(c);
       w->all_gathers = all_gathers_;
       w->all_to_alls = all_to_alls_;
+      w->shapes = shapes_;
+      w->reduced = reduced_;
       out.push_back(std::move(w));
     }
     return out;
@@ -138,6 +159,7 @@ class FlakyBackend final : public exec::Backend {
   int only_;
   std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> copied_ = std::make_shared<std::atomic<long>>(0);
+  std::shared_ptr<std::map<int, long>> reduced_ = std::make_shared<std::map<int, long>>();
   std::shared_ptr<std::atomic<long>> all_gathers_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> all_to_alls_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<Shapes> shapes_ = std::make_shared<Shapes>();
