@@ -1,7 +1,10 @@
 #include "exec/replay/scale.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "sim/engine/native_engine.hpp"
 #include "sim/schedule/schedule.hpp"
@@ -21,51 +24,118 @@ std::int64_t peak_bytes(const Scenario& s, const plan::Plan& p) {
 
 Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, std::size_t capacity) {
   Scaled out{s, p, {}};
-  if (p.groups.size() != 1)
-    return Diagnostic{{}, "plan", "--fit scales plans with one replica group only (this one has " +
-                                      std::to_string(p.groups.size()) + ")",
-                      "run the plan itself with as many devices as it needs (mpirun, or --devices); see docs/executor.md, Limits"};
-  auto& grp = out.plan.groups[0];
-  int per_replica = 0;
-  for (const auto& st : grp.stages) per_replica += st.tp;
-  if (per_replica > devices)
-    return Diagnostic{{}, "plan", "one replica needs " + std::to_string(per_replica) + " devices (tensor × pipeline "
-                                  "parallel) but " + std::to_string(devices) + " are available",
+  auto& groups = out.plan.groups;
+  if (groups.empty()) return Diagnostic{{}, "plan", "the plan has no replica group", ""};
+  const int ep = std::max(1, p.ep);  // replicas stay a multiple of the EP degree
+  std::vector<int> per_replica;      // devices of one replica of each group (tensor × pipeline)
+  int least = 0;                     // one replica (ep under expert parallelism) of every group
+  for (const auto& g : groups) {
+    int n = 0;
+    for (const auto& st : g.stages) n += st.tp;
+    per_replica.push_back(n);
+    least += n * std::min(ep, g.replicas);
+  }
+  if (least > devices) {
+    const std::string what = groups.size() == 1 ? "one replica needs " : "one replica of each of the " +
+                                                                              std::to_string(groups.size()) +
+                                                                              " replica groups needs ";
+    return Diagnostic{{}, "plan", what + std::to_string(least) + " devices (tensor × pipeline parallel" +
+                                      (ep > 1 ? ", × ep" : "") + ") but " + std::to_string(devices) +
+                                      " are available",
                       "--fit only drops data-parallel replicas and layers; plan for fewer devices"};
-  // Data parallelism: as many replicas as the devices hold; the global batch shrinks with them.
-  if (grp.replicas * per_replica > devices) {
-    const int before = grp.replicas, batch = out.scenario.training.global_batch;
-    grp.replicas = devices / per_replica;
+  }
+  // Data parallelism: as many replicas as the devices hold, each group cut in the same
+  // proportion (at least one replica, or ep, each), then the largest groups one by one until the
+  // plan fits; the global batch shrinks with them.
+  auto used = [&] {
+    int n = 0;
+    for (std::size_t g = 0; g < groups.size(); ++g) n += groups[g].replicas * per_replica[g];
+    return n;
+  };
+  if (used() > devices) {
+    const long total = used();
+    std::string before;
+    for (auto& g : groups) {
+      before += (before.empty() ? "" : " + ") + std::to_string(g.replicas);
+      const int floor = std::min(ep, g.replicas);
+      g.replicas = std::max(floor, static_cast<int>(long{g.replicas} * devices / total) / ep * ep);
+    }
+    while (used() > devices) {
+      std::size_t most = groups.size();
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        if (groups[g].replicas > std::min(ep, p.groups[g].replicas) &&
+            (most == groups.size() || groups[g].replicas * per_replica[g] >= groups[most].replicas * per_replica[most]))
+          most = g;
+      if (most == groups.size()) break;  // not reached: `least` fits
+      groups[most].replicas -= ep;
+    }
+    std::string after;
+    for (const auto& g : groups) after += (after.empty() ? "" : " + ") + std::to_string(g.replicas);
+    const int batch = out.scenario.training.global_batch;
     out.scenario.training.global_batch = out.plan.sequences_per_step();
-    out.notes.push_back("data-parallel replicas " + std::to_string(before) + " → " + std::to_string(grp.replicas) +
-                        " (global batch " + std::to_string(batch) + " → " +
-                        std::to_string(out.scenario.training.global_batch) + " sequences)");
+    out.notes.push_back("data-parallel replicas " + before + " → " + after + " (global batch " + std::to_string(batch) +
+                        " → " + std::to_string(out.scenario.training.global_batch) + " sequences)");
   }
   if (capacity == 0 || peak_bytes(out.scenario, out.plan) <= static_cast<std::int64_t>(capacity)) return out;
   // Memory: fewer layers in every stage (the same fraction, whole model chunks of the
-  // interleaved schedule), halving until the busiest device fits.
+  // interleaved schedule), halving until the busiest device fits. Every group holds the whole
+  // (shortened) model, of the fewest layers a group came to (at least a chunk per stage of the
+  // longest pipeline): a group with more gives up layers from its largest stages, one chunk at a
+  // time, a group with fewer takes them on the stage that kept the smallest share.
   const int v = std::max(1, p.virtual_stages);
   const int layers_before = s.model.layers;
   for (double f = 0.5;; f /= 2) {
-    int first = 0;
+    std::vector<std::vector<int>> n(groups.size());
+    int total = INT_MAX, floor = 0;
     bool smallest = true;
-    for (std::size_t i = 0; i < grp.stages.size(); ++i) {
-      const int planned = p.groups[0].stages[i].layers;
-      const int n = std::max(v, static_cast<int>(planned * f) / v * v);
-      smallest = smallest && n == std::min(v, planned);
-      grp.stages[i].first_layer = first;
-      grp.stages[i].layers = std::min(n, planned);
-      first += grp.stages[i].layers;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      int sum = 0;
+      for (const auto& st : p.groups[g].stages) {
+        const int k = std::min(std::max(v, static_cast<int>(st.layers * f) / v * v), st.layers);
+        smallest = smallest && k == std::min(v, st.layers);
+        n[g].push_back(k);
+        sum += k;
+      }
+      total = std::min(total, sum);
+      floor = std::max(floor, v * static_cast<int>(p.groups[g].stages.size()));
     }
-    out.scenario.model.layers = first;
+    total = std::max(total, floor);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      auto& k = n[g];
+      auto sum = [&] {
+        int x = 0;
+        for (int y : k) x += y;
+        return x;
+      };
+      while (sum() > total) *std::max_element(k.begin(), k.end()) -= v;
+      while (sum() < total) {  // fewer stages than the longest pipeline: the smallest share grows
+        std::size_t low = 0;
+        for (std::size_t i = 1; i < k.size(); ++i)
+          if (static_cast<double>(k[i]) / p.groups[g].stages[i].layers <
+              static_cast<double>(k[low]) / p.groups[g].stages[low].layers)
+            low = i;
+        k[low] += v;
+      }
+      int first = 0;
+      for (std::size_t i = 0; i < k.size(); ++i) {
+        groups[g].stages[i].first_layer = first;
+        groups[g].stages[i].layers = k[i];
+        first += k[i];
+      }
+    }
+    out.scenario.model.layers = total;
     if (peak_bytes(out.scenario, out.plan) <= static_cast<std::int64_t>(capacity)) break;
-    if (smallest)
+    if (smallest || total == floor)
       return Diagnostic{{}, "", "even " + std::to_string(v) + " layer(s) per stage do not fit in " +
                                     std::to_string(capacity) + " bytes per device",
                         "a device with more memory, or a plan with more tensor or pipeline parallelism"};
   }
   std::string per;
-  for (const auto& st : grp.stages) per += (per.empty() ? "" : ", ") + std::to_string(st.layers);
+  for (const auto& g : groups) {
+    std::string one;
+    for (const auto& st : g.stages) one += (one.empty() ? "" : ", ") + std::to_string(st.layers);
+    per += (per.empty() ? "" : "; ") + one;
+  }
   out.notes.push_back("layers " + std::to_string(layers_before) + " → " + std::to_string(out.scenario.model.layers) +
                       " (per stage: " + per + ") to fit " + std::to_string(capacity >> 20) + " MiB per device");
   return out;

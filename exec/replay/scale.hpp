@@ -1,7 +1,7 @@
 #pragma once
 // Scaling a plan down to fit the devices at hand (`hetsim-exec run --fit`): fewer data-parallel
 // replicas when there are too few devices, fewer layers per stage when a device has too little
-// memory. The shapes of every kernel (hidden size, heads, tensor-parallel degree, micro-batch,
+// memory, for plans of one replica group or several. The shapes of every kernel (hidden size, heads, tensor-parallel degree, micro-batch,
 // sequence length) stay as planned, so per-layer timings remain those of the real plan; what
 // changed is said, step by step, in `notes`.
 
@@ -21,8 +21,12 @@ struct Scaled {
 };
 
 /// The largest version of (s, p) that needs at most `devices` devices and at most `capacity`
-/// bytes on each (0: no limit), by the schedule's own memory timeline. Fails, saying why, when
-/// even one replica of one layer per stage does not fit, or the plan has several replica groups.
+/// bytes on each (0: no limit), by the schedule's own memory timeline. Several replica groups
+/// keep their proportions: each loses replicas in the same share (at least one, or ep, each),
+/// then the largest ones until the plan fits; every group's stages lose layers in the same
+/// share, and a group left with more layers than another gives up the extra from its largest
+/// stages, so that every group still holds the whole (shortened) model. Fails, saying why, when
+/// even one replica of each group with one layer (one chunk) per stage does not fit.
 [[nodiscard]] Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, std::size_t capacity);
 
 }  // namespace hetsim::exec

@@ -1318,6 +1318,57 @@ TEST(Scale, ScalesAPlanDownToTheDevicesAndMemoryAtHand) {
   EXPECT_FALSE(exec::scale_to_fit(*s, *s->plan, 2, 1000).ok());
 }
 
+// --fit with several replica groups (the pool-local groups `hetsim plan` recommends): each group
+// loses replicas in the same share, at least one each; every group's stages lose layers and the
+// groups still hold the same (shortened) model; the scaled plan replays within its memory.
+TEST(Scale, ScalesPlansOfSeveralReplicaGroups) {
+  // Two replicas of one stage on the fast pool, one two-stage replica (1 + 3 layers) on the slow.
+  auto s = test::parse(two_pools(two_group_plan(1, 0)));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto same = exec::scale_to_fit(*s, *s->plan, 4, 0);
+  ASSERT_TRUE(same.ok()) << test::all_errors(same.errors());
+  EXPECT_TRUE(same->notes.empty());
+  auto three = exec::scale_to_fit(*s, *s->plan, 3, 0);
+  ASSERT_TRUE(three.ok()) << test::all_errors(three.errors());
+  EXPECT_EQ(three->plan.groups[0].replicas, 1);
+  EXPECT_EQ(three->plan.groups[1].replicas, 1);
+  EXPECT_EQ(three->plan.devices(), 3);
+  EXPECT_EQ(three->scenario.training.global_batch, 3);  // 1 × 1 + 1 × 2 micro-batches
+  ASSERT_EQ(three->notes.size(), 1u);
+  EXPECT_NE(three->notes[0].find("data-parallel replicas 2 + 1 → 1 + 1"), std::string::npos) << three->notes[0];
+  // Two devices hold no replica of the two-stage group.
+  auto two = exec::scale_to_fit(*s, *s->plan, 2, 0);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(test::all_errors(two.errors()).find("one replica of each of the 2 replica groups needs 3 devices"),
+            std::string::npos)
+      << test::all_errors(two.errors());
+  // Memory: three quarters of the full plan's peak.
+  auto full = exec::replay(three->scenario, three->plan, *exec::make_cpu_backend(3), {1, 0});
+  ASSERT_TRUE(full.ok()) << test::all_errors(full.errors());
+  const auto need = *std::max_element(full->predicted.peak_bytes.begin(), full->predicted.peak_bytes.end());
+  const auto capacity = static_cast<std::size_t>(need) * 3 / 4;
+  auto fit = exec::scale_to_fit(*s, *s->plan, 3, capacity);
+  ASSERT_TRUE(fit.ok()) << test::all_errors(fit.errors());
+  const int layers = fit->scenario.model.layers;
+  EXPECT_LT(layers, s->model.layers);
+  for (const auto& g : fit->plan.groups) {
+    int first = 0;
+    for (const auto& st : g.stages) {
+      EXPECT_EQ(st.first_layer, first);
+      EXPECT_GE(st.layers, 1);
+      first += st.layers;
+    }
+    EXPECT_EQ(first, layers) << "every group holds the whole model";
+  }
+  EXPECT_NE(fit->notes.back().find("layers 4 → " + std::to_string(layers)), std::string::npos) << fit->notes.back();
+  auto r = exec::replay(fit->scenario, fit->plan, *exec::make_cpu_backend(3, capacity), {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  check_order_and_dependencies(*r);
+  for (auto peak : r->predicted.peak_bytes) EXPECT_LE(peak, static_cast<std::int64_t>(capacity));
+  // Nothing fits: refused, not looped.
+  EXPECT_FALSE(exec::scale_to_fit(*s, *s->plan, 3, 1000).ok());
+}
+
 TEST(Compare, ComputesErrorsPerKindStepAndMemory) {
   io::TraceFile p, m;
   p.devices = m.devices = {"d0"};
