@@ -269,6 +269,19 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",
                       "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
+  // The hierarchical dispatch across nodes is priced as one copy per destination node; the
+  // communicator's all-to-all sends one per expert. Inside a node the two are the same.
+  if (moe_ep && p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical)
+    for (const auto& grp : p.groups)
+      for (const auto& st : grp.stages) {
+        const int per_node = std::max(1, std::min(p.ep, s.cluster.pools[st.pool].devices_per_node / st.tp));
+        if (p.ep > per_node)
+          return Diagnostic{{}, "plan", "ep_dispatch = \"hierarchical\" across nodes is not replayed: the executor's "
+                                        "all-to-all sends a token once per expert, not once per node (ep " +
+                                            std::to_string(p.ep) + " spans " + std::to_string(p.ep / per_node) + " nodes)",
+                            "replay the plan with ep_dispatch = \"all-to-all\", or with ep inside a node "
+                            "(docs/executor.md, Limits)"};
+      }
   auto layout = dp_layout(g);
   if (!layout) return layout.errors();
   const std::vector<int>& first_real = layout->first_real;

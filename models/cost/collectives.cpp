@@ -84,6 +84,20 @@ std::string_view algorithm_name(Algorithm a) {
   return "?";
 }
 
+TimeBreakdown hierarchical_dispatch_time(Bytes copy, double remote_nodes, double fabric_copies, const CommGroup& g) {
+  HETSIM_ASSERT(g.ranks >= 1 && g.ranks_per_node >= 1 && g.ranks % g.ranks_per_node == 0 && remote_nodes >= 0 &&
+                    fabric_copies >= 0,
+                "bad hierarchical dispatch");
+  const int k = g.ranks_per_node, nodes = g.nodes();
+  Duration bw = k > 1 ? copy * fabric_copies / g.intra.bandwidth : Duration{0};
+  Duration lat = g.intra.latency * (k - 1);
+  if (nodes > 1) {
+    bw = max(bw, copy * remote_nodes / g.inter.bandwidth);
+    lat = lat + g.inter.latency * (nodes - 1);
+  }
+  return parts(lat, bw);
+}
+
 TimeBreakdown ring_allreduce(Bytes size, int n, BytesPerSec bw, Duration alpha) {
   return ring(2, size, n, LinkCost{bw, alpha, Duration{0}});
 }

@@ -47,6 +47,18 @@ struct CollectiveCost {
 [[nodiscard]] CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g,
                                              Algorithm a = Algorithm::Auto);
 
+/// Expert-parallel dispatch (or combine) by node (plan::Plan::EpDispatch::Hierarchical, DeepEP):
+/// each rank sends its tokens once to each destination node, over its own NIC share to the rank
+/// of the same local index there, which forwards them over the node's fabric to the ranks of
+/// their experts. `copy`: the rank's tokens' bytes, one copy of each; `remote_nodes`: other nodes
+/// a token goes to, on average; `fabric_copies`: copies of a token that cross the fabric, on
+/// average. Time: max(copy·remote_nodes / inter bandwidth, copy·fabric_copies / intra bandwidth)
+/// + (nodes − 1)·inter latency + (ranks_per_node − 1)·intra latency (the fan-out runs while
+/// later tokens arrive). docs/cost-models.md#hierarchical-dispatch.
+/// Requires: as collective_time; remote_nodes, fabric_copies >= 0.
+[[nodiscard]] TimeBreakdown hierarchical_dispatch_time(Bytes copy, double remote_nodes, double fabric_copies,
+                                                       const CommGroup& g);
+
 /// Ring all-reduce over n ranks on one bottleneck bandwidth: 2(n−1)·α + 2(n−1)/n · size/bw.
 [[nodiscard]] TimeBreakdown ring_allreduce(Bytes size, int n, BytesPerSec bw, Duration alpha);
 

@@ -111,6 +111,36 @@ double moe_dropped_fraction(const ModelSpec& m) {
   return dropped;
 }
 
+double moe_nodes_per_token(const ModelSpec& m, int nodes) {
+  if (!m.moe() || nodes <= 1) return 1;
+  // ln C(n, k), and P(k picks, drawn without replacement from n, all miss the `hit` ones).
+  auto lchoose = [](double n, double k) { return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1); };
+  auto none_of = [&](double n, double hit, double k) {
+    return n - hit < k ? 0.0 : std::exp(lchoose(n - hit, k) - lchoose(n, k));
+  };
+  const double E = m.experts, N = nodes, k = m.top_k;
+  const double per_node = E / N;  // experts on one node
+  const int G = m.expert_groups, g = m.expert_group_topk;
+  if (G <= 0 || g <= 0 || (G % nodes != 0 && nodes % G != 0)) return N * (1 - none_of(E, per_node, k));
+  if (G < nodes) {
+    // Each group spans nodes/G whole nodes: the k picks fall among the g drawn groups' nodes.
+    const double spanned = static_cast<double>(g) * (nodes / G);
+    return spanned * (1 - none_of(g * (E / G), per_node, k));
+  }
+  // The groups nest in the nodes: G/N of them on each. A node's chance of no pick: over j, the
+  // number of its groups among the g drawn (hypergeometric), the chance that the k picks among
+  // the drawn groups' experts all land elsewhere.
+  const int own = G / nodes;
+  const double per_group = E / G;
+  double miss = 0;
+  for (int j = 0; j <= std::min(own, g); ++j) {
+    if (g - j > G - own) continue;
+    const double pj = std::exp(lchoose(own, j) + lchoose(G - own, g - j) - lchoose(G, g));
+    miss += pj * none_of(g * per_group, j * per_group, k);
+  }
+  return N * (1 - miss);
+}
+
 std::vector<double> zipf_load(int experts, double skew) {
   std::vector<double> load(static_cast<std::size_t>(std::max(0, experts)));
   double sum = 0;
@@ -201,6 +231,10 @@ ModelSpec deepseek_v3() {
   m.shared_experts = 1;
   m.first_dense_layers = 3;
   m.dense_ffn_hidden = 18432;
+  // Node-limited routing (§2.1.2): 8 groups of experts, a token's experts from at most 4 of them
+  // (config.json n_group 8, topk_group 4).
+  m.expert_groups = 8;
+  m.expert_group_topk = 4;
   return m;
 }
 

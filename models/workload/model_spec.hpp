@@ -45,6 +45,12 @@ struct ModelSpec {
   /// experts are placed on the expert-parallel ranks in this order, experts/ep each). Empty:
   /// uniform. docs/cost-models.md#routing-imbalance.
   std::vector<double> expert_load;
+  /// MoE: group-limited routing (DeepSeek-V3's node-limited routing, its config's n_group and
+  /// topk_group; Megatron-Core's --moe-router-num-groups and --moe-router-group-topk): the
+  /// experts fall into expert_groups equal groups in expert order, and a token's top_k experts
+  /// come from at most expert_group_topk of them. 0: no limit.
+  int expert_groups = 0;
+  int expert_group_topk = 0;
   /// MoE: every token reaches its experts (Megatron-Core's dropless routing); a capacity_factor
   /// is then the least buffer, grown for an expert routed more. false: the tokens above the
   /// capacity (capacity_factor, else the mean) are dropped and every buffer is padded to it.
@@ -114,6 +120,16 @@ struct ParamCount {
 /// when uniform), with the capacity c = capacity_factor (1 without one) in units of the mean
 /// load. 0 for dense models and dropless routing. docs/cost-models.md#routing-imbalance.
 [[nodiscard]] double moe_dropped_fraction(const ModelSpec& m);
+/// The expected number of distinct nodes a token's top_k experts sit on, when the expert-
+/// parallel ranks, spread evenly over `nodes` nodes, hold the experts in order (experts/nodes
+/// on each node), the router picks uniformly (any expert, or, with expert_groups, any of
+/// expert_group_topk groups drawn uniformly and then any of their experts) and the picks are
+/// distinct: N·(1 − P(a node gets no pick)), hypergeometric. Group-limited routing is counted
+/// where the groups nest in the nodes (nodes divides expert_groups) or span whole nodes
+/// (expert_groups divides nodes); otherwise as unlimited.
+/// 1 on one node. docs/cost-models.md#hierarchical-dispatch.
+/// Requires: nodes divides experts.
+[[nodiscard]] double moe_nodes_per_token(const ModelSpec& m, int nodes);
 /// Zipf shares over `experts` experts: expert i gets (i+1)^-skew / sum_j (j+1)^-skew.
 [[nodiscard]] std::vector<double> zipf_load(int experts, double skew);
 

@@ -184,8 +184,18 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       g.ranks_per_node = std::max(1, std::min(ep, pool.devices_per_node / tp));
       g.intra = fabric_cost(pool);
       g.inter = nic_cost(pool, cl.network);
-      const Bytes tokens{sbh / tp * m.top_k * workload::moe_rank_load(m, ep) * e};
+      const double load = workload::moe_rank_load(m, ep);
+      const Bytes tokens{sbh / tp * m.top_k * load * e};
       lc.a2a = cost::collective_time(Collective::AllToAll, tokens, g).time.total();
+      if (p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical && g.nodes() > 1) {
+        // By node (DeepEP): a token crosses the network once per other node its experts sit on
+        // (moe_nodes_per_token, group-limited routing included), and its top_k copies fan out
+        // over the fabric, all but the one for the receiving rank
+        // (docs/cost-models.md#hierarchical-dispatch).
+        const double k = g.ranks_per_node, nodes = g.nodes();
+        const double remote = workload::moe_nodes_per_token(m, g.nodes()) * (nodes - 1) / nodes;
+        lc.a2a = cost::hierarchical_dispatch_time(Bytes{sbh / tp * load * e}, remote, m.top_k * (k - 1) / k, g).total();
+      }
     }
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;

@@ -149,7 +149,8 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
                     "vocab", "experts", "top_k", "capacity_factor", "shared_experts", "shared_ffn_hidden",
                     "head_dim", "qk_norm", "activation", "norm", "positions", "max_positions",
                     "tied_embeddings", "linear_bias", "dropout", "dropless", "routing_skew", "routing_histogram", "first_dense_layers",
-                    "moe_layer_freq", "dense_ffn_hidden", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim"});
+                    "moe_layer_freq", "dense_ffn_hidden", "q_lora_rank", "kv_lora_rank", "qk_rope_dim", "v_head_dim",
+                    "expert_groups", "expert_group_topk"});
   workload::ModelSpec& m = s.model;
   bool from_preset = false;
   if (auto p = r.string(*t, "preset")) {
@@ -186,6 +187,8 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   set("first_dense_layers", m.first_dense_layers, 0);
   set("moe_layer_freq", m.moe_layer_freq, 1);
   set("dense_ffn_hidden", m.dense_ffn_hidden, 1);
+  set("expert_groups", m.expert_groups, 1);
+  set("expert_group_topk", m.expert_group_topk, 1);
   set("q_lora_rank", m.q_lora_rank, 0);
   set("kv_lora_rank", m.kv_lora_rank, 0);
   set("qk_rope_dim", m.qk_rope_dim, 0);
@@ -233,6 +236,29 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   if (m.positions == workload::Positions::Learned && m.max_positions == 0)
     r.error(here, t->path + ".max_positions", "learned positions need max_positions",
             "add max_positions = <sequence length>");
+  if (m.expert_groups > 0 || m.expert_group_topk > 0) {
+    // Group-limited routing: both keys, groups dividing the experts, enough experts in the
+    // groups a token may use.
+    const char* key = r.node(*t, "expert_groups") ? "expert_groups" : "expert_group_topk";
+    if (!m.moe())
+      r.error(at(key), t->path + "." + key, std::string(key) + " limits a mixture of experts' routing, and this model has experts = " +
+              std::to_string(m.experts), "set experts (> 1) and top_k, or remove " + std::string(key));
+    else if (m.expert_groups == 0 || m.expert_group_topk == 0)
+      r.error(at(key), t->path + "." + key, "group-limited routing needs both expert_groups and expert_group_topk",
+              "set expert_groups = <groups of experts> and expert_group_topk = <groups a token may use>");
+    else if (m.experts % m.expert_groups != 0)
+      r.error(at("expert_groups"), t->path + ".expert_groups", "expert_groups (" + std::to_string(m.expert_groups) +
+              ") does not divide the " + std::to_string(m.experts) + " experts", "choose expert_groups among the divisors of experts");
+    else if (m.expert_group_topk > m.expert_groups)
+      r.error(at("expert_group_topk"), t->path + ".expert_group_topk", "expert_group_topk (" +
+              std::to_string(m.expert_group_topk) + ") exceeds expert_groups (" + std::to_string(m.expert_groups) + ")",
+              "a token uses at most every group: expert_group_topk <= expert_groups");
+    else if (m.expert_group_topk * (m.experts / m.expert_groups) < m.top_k)
+      r.error(at("expert_group_topk"), t->path + ".expert_group_topk", "expert_group_topk (" +
+              std::to_string(m.expert_group_topk) + ") groups of " + std::to_string(m.experts / m.expert_groups) +
+              " experts hold fewer than top_k (" + std::to_string(m.top_k) + ")",
+              "more groups per token, or fewer, larger groups");
+  }
   for (const char* key : {"first_dense_layers", "moe_layer_freq", "dense_ffn_hidden"})
     if (r.node(*t, key) && !m.moe())
       r.error(at(key), t->path + "." + key, std::string(key) + " lays out a mixture of experts, and this model has experts = " +
@@ -566,7 +592,7 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 // ------------------------------------------------------------------------------- [parallel]
 const std::vector<std::string> kParallelKeys = {
     "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "sequence_parallel",
-    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "replicas"};
+    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "replicas"};
 
 // Per-op selective checkpointing is modelled for dense models only (memory.cpp): said where
 // [parallel] reads it (at the key) and where a plan file is validated.
@@ -631,6 +657,15 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
             "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts (experts = " +
                 std::to_string(s.model.experts) + ")",
             "remove overlap_ep_comm, or set [model] experts (> 1) and top_k");
+  if (auto d = pick<plan::Plan::EpDispatch>(r, *t, "ep_dispatch", {{"all-to-all", plan::Plan::EpDispatch::AllToAll},
+                                                                    {"hierarchical", plan::Plan::EpDispatch::Hierarchical}})) {
+    p.ep_dispatch = *d;
+    if (!s.model.moe())
+      r.error(r.loc(r.node(*t, "ep_dispatch")), t->path + ".ep_dispatch",
+              "ep_dispatch says how tokens reach their experts, and this model has no experts (experts = " +
+                  std::to_string(s.model.experts) + ")",
+              "remove ep_dispatch, or set [model] experts (> 1) and top_k");
+  }
   if (p.schedule != cost::Schedule::Interleaved && p.virtual_stages != 1)
     r.error(r.loc(r.node(*t, "virtual_stages")), t->path + ".virtual_stages",
             "virtual_stages applies to the interleaved schedule only", "set schedule = \"interleaved\"");
@@ -986,6 +1021,9 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
   if (p.overlap_ep_comm && !m.moe())
     err("parallel.overlap_ep_comm", "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts (experts = " +
         std::to_string(m.experts) + ")", "remove overlap_ep_comm, or set [model] experts (> 1) and top_k");
+  if (p.ep_dispatch != plan::Plan::EpDispatch::AllToAll && !m.moe())
+    err("parallel.ep_dispatch", "ep_dispatch says how tokens reach their experts, and this model has no experts (experts = " +
+        std::to_string(m.experts) + ")", "remove ep_dispatch, or set [model] experts (> 1) and top_k");
   if (p.ep > 1) {
     // Expert parallelism: the EP ranks of a stage are ep of its data-parallel replicas.
     if (!m.moe())

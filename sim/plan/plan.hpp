@@ -5,6 +5,7 @@
 // group, and a heterogeneous plan is a few.
 
 #include <string>
+#include <cstdint>
 #include <vector>
 
 #include "models/cost/collectives.hpp"
@@ -50,6 +51,14 @@ struct Plan {
   /// compute (Megatron-Core's --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe); needs
   /// ep > 1 and two micro-batches per replica to act. docs/cost-models.md#expert-parallelism.
   bool overlap_ep_comm = false;
+  /// MoE: how tokens reach experts on other nodes. AllToAll: one copy per routed expert, each
+  /// straight to its rank (NCCL's all-to-all, Megatron-Core's alltoall dispatcher).
+  /// Hierarchical: one copy per destination node over the network, to the rank of the same
+  /// local index there, fanned out to the experts' ranks over the node's fabric (DeepSeek-V3
+  /// §3.2.2, DeepEP, Megatron-Core's flex dispatcher with DeepEP or HybridEP).
+  /// docs/cost-models.md#hierarchical-dispatch.
+  enum class EpDispatch : std::uint8_t { AllToAll, Hierarchical };
+  EpDispatch ep_dispatch = EpDispatch::AllToAll;
   std::vector<ReplicaGroup> groups;
 
   [[nodiscard]] int replicas() const;

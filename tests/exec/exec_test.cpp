@@ -1221,6 +1221,26 @@ TEST(Replay, RefusesOverlappedAllToAllsWithAClearMessage) {
       << test::all_errors(r.errors());
 }
 
+// ep_dispatch = "hierarchical" replays where it is the all-to-all (the EP group inside one node)
+// and is refused across nodes, where the prediction counts one copy per node.
+TEST(Replay, HierarchicalDispatchRunsInsideANodeAndIsRefusedAcross) {
+  auto backend = exec::make_cpu_backend(4);
+  auto inside = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\nep_dispatch = \"hierarchical\"\n"));
+  ASSERT_TRUE(inside.ok()) << test::all_errors(inside.errors());
+  auto r = exec::replay(*inside, *inside->plan, *backend, {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  auto text = small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\nep_dispatch = \"hierarchical\"\n");
+  text.replace(text.find("nodes = 1"), 9, "nodes = 4");
+  text.replace(text.find("devices = 4"), 11, "devices = 1");
+  auto across = test::parse(text);
+  ASSERT_TRUE(across.ok()) << test::all_errors(across.errors());
+  auto refused = exec::replay(*across, *across->plan, *backend, {1, 0});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(test::all_errors(refused.errors()).find("ep_dispatch = \"hierarchical\" across nodes is not replayed"),
+            std::string::npos)
+      << test::all_errors(refused.errors());
+}
+
 // pipeline_scatter_gather without sequence parallelism: each stage sends 1/tp of the message per
 // rank and the receiving ranks all-gather it in their TP task, as the cost model prices it:
 // per micro-batch, stage 1's two ranks gather the activation and stage 0's two the gradient.

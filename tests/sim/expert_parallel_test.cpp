@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "models/workload/model_spec.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/engine/native_engine.hpp"
 #include "sim/engine/summary.hpp"
@@ -264,6 +265,60 @@ TEST(ExpertParallel, TheChromeTraceShowsTheAllToAllsAsTheirOwnTrack) {
   const std::string trace = report::chrome_trace(d, dense->graph, dense->trace);
   EXPECT_EQ(trace.find("ep comm"), std::string::npos);
   EXPECT_EQ(report::simulate_text(d, *d.plan, *dense).find("ep      bubble"), std::string::npos);
+}
+
+// Distinct nodes a token's experts sit on (workload::moe_nodes_per_token), by hand: 8 experts,
+// top-2, uniform routing.
+TEST(ExpertDispatch, NodesPerTokenByHand) {
+  workload::ModelSpec m;
+  m.experts = 8;
+  m.top_k = 2;
+  EXPECT_DOUBLE_EQ(workload::moe_nodes_per_token(m, 1), 1.0);
+  // Two nodes of 4 experts: a node gets no pick with C(4,2)/C(8,2) = 6/28.
+  EXPECT_NEAR(workload::moe_nodes_per_token(m, 2), 2 * (1 - 6.0 / 28), 1e-12);
+  // One group of a node's 4 experts per token: always one node.
+  m.expert_groups = 2;
+  m.expert_group_topk = 1;
+  EXPECT_NEAR(workload::moe_nodes_per_token(m, 2), 1.0, 1e-12);
+  // Four nodes, each group spanning two: the 2 picks among the drawn group's 4 experts, 2 on
+  // each of its nodes, miss one node with C(2,2)/C(4,2) = 1/6.
+  EXPECT_NEAR(workload::moe_nodes_per_token(m, 4), 2 * (1 - 1.0 / 6), 1e-12);
+  // DeepSeek-V3's node-limited routing: 8 groups on 8 nodes, a token's 8 experts from at most 4.
+  const auto ds = workload::preset("deepseek-v3");
+  ASSERT_TRUE(ds.has_value());
+  EXPECT_EQ(ds->expert_groups, 8);
+  EXPECT_EQ(ds->expert_group_topk, 4);
+  const double d = workload::moe_nodes_per_token(*ds, 8);
+  EXPECT_GT(d, 3.5);
+  EXPECT_LE(d, 4.0);
+  workload::ModelSpec free = *ds;
+  free.expert_groups = free.expert_group_topk = 0;
+  EXPECT_GT(workload::moe_nodes_per_token(free, 8), 5.0);  // 8·(1 − C(224,8)/C(256,8)) ≈ 5.3
+}
+
+// ep_dispatch = "hierarchical": across nodes a token crosses the network once per other node its
+// experts are on instead of once per expert; inside one node it is the all-to-all. 16 experts,
+// top-2, ep 16 over two nodes of 8 H100 (tp 1): both NIC-bound, so the bandwidth parts (the
+// difference of two sequence lengths: latencies cancel) stand as D·(N−1)/N = 2(1 − 28/120)/2
+// copies against the all-to-all's top_k·(n − k)/n = 1.
+TEST(ExpertDispatch, HierarchicalDispatchCrossesEachNodeOnce) {
+  auto ep_time = [](const std::string& dispatch, int seq, const std::string& layout) {
+    const Scenario s = load("[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\nexperts = 16\n"
+                            "[training]\nglobal_batch = 16\nseq_len = " + std::to_string(seq) + "\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+                            "[parallel]\n" + layout + "micro_batch = 1\nep_dispatch = \"" + dispatch + "\"\n");
+    return analytic::stage_costs(s, *s.plan)[0][0].layer_ep_fwd.v;
+  };
+  const std::string two_nodes = "tp = 1\npp = 1\ndp = 16\nep = 16\n";
+  auto bandwidth = [&](const std::string& dispatch) {
+    return ep_time(dispatch, 8192, two_nodes) - ep_time(dispatch, 4096, two_nodes);
+  };
+  const double remote = 2 * (1 - 28.0 / 120) / 2;
+  EXPECT_NEAR(bandwidth("hierarchical") / bandwidth("all-to-all"), remote / 1.0, 1e-9);
+  EXPECT_LT(ep_time("hierarchical", 4096, two_nodes), ep_time("all-to-all", 4096, two_nodes));
+  // Inside one node (ep 8 of the 8 ranks a node holds): the same time.
+  const std::string one_node = "tp = 1\npp = 1\ndp = 16\nep = 8\n";
+  EXPECT_EQ(ep_time("hierarchical", 4096, one_node), ep_time("all-to-all", 4096, one_node));
 }
 
 }  // namespace

@@ -78,6 +78,27 @@ TEST(PlanJson, ExpertAllToAllOverlapRoundTripsAndIsValidated) {
       << test::all_errors(refused.errors());
 }
 
+// ep_dispatch: written only when not the all-to-all (plans before it read as all-to-all), read
+// back, and refused for a dense model's plan.
+TEST(PlanJson, ExpertDispatchRoundTripsAndIsValidated) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  EXPECT_EQ(io::plan_to_json(*s, *s->plan).find("ep_dispatch"), std::string::npos);
+  s->plan->ep_dispatch = plan::Plan::EpDispatch::Hierarchical;
+  const std::string text = io::plan_to_json(*s, *s->plan);
+  EXPECT_NE(text.find("\"ep_dispatch\": \"hierarchical\""), std::string::npos) << text;
+  auto back = io::parse_plan_json(text, "plan.json", *s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_EQ(back->ep_dispatch, plan::Plan::EpDispatch::Hierarchical);
+  const Scenario dense = mixed();
+  std::string on_dense = io::plan_to_json(dense, *dense.plan);
+  on_dense.replace(on_dense.find("\"groups\""), 8, "\"ep_dispatch\": \"hierarchical\", \"groups\"");
+  auto refused = io::parse_plan_json(on_dense, "plan.json", dense);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(test::all_errors(refused.errors()).find("ep_dispatch says how tokens reach their experts"), std::string::npos)
+      << test::all_errors(refused.errors());
+}
+
 struct BadPlan {
   const char* name;
   std::string from, to;  // textual edit of the valid plan
