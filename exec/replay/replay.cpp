@@ -265,23 +265,20 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // Every folded device is unfolded into its real devices: tp ranks × replicas, one thread each;
   // each data-parallel collective joins the replicas of every group that hold its layer.
   const bool moe_ep = s.model.moe() && p.ep > 1;
+  // The hierarchical dispatch (ep_dispatch): per folded device, the nodes its EP groups span
+  // (EP ranks tp apart, devices_per_node / tp of them on a node, as stage_costs places them);
+  // 1 where the dispatch is the all-to-all.
+  std::vector<int> ep_nodes(g.devices.size(), 1);
+  if (moe_ep && p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical)
+    for (std::size_t d = 0; d < g.devices.size(); ++d) {
+      ep_nodes[d] = p.ep / analytic::ep_ranks_per_node(
+                                s.cluster.pools[static_cast<std::size_t>(g.devices[d].pool)].devices_per_node,
+                                g.devices[d].tp, p.ep);
+    }
   if (moe_ep && p.overlap_ep_comm)
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",
                       "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
-  // The hierarchical dispatch across nodes is priced as one copy per destination node; the
-  // communicator's all-to-all sends one per expert. Inside a node the two are the same.
-  if (moe_ep && p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical)
-    for (const auto& grp : p.groups)
-      for (const auto& st : grp.stages) {
-        const int per_node = std::max(1, std::min(p.ep, s.cluster.pools[st.pool].devices_per_node / st.tp));
-        if (p.ep > per_node)
-          return Diagnostic{{}, "plan", "ep_dispatch = \"hierarchical\" across nodes is not replayed: the executor's "
-                                        "all-to-all sends a token once per expert, not once per node (ep " +
-                                            std::to_string(p.ep) + " spans " + std::to_string(p.ep / per_node) + " nodes)",
-                            "replay the plan with ep_dispatch = \"all-to-all\", or with ep inside a node "
-                            "(docs/executor.md, Limits)"};
-      }
   auto layout = dp_layout(g);
   if (!layout) return layout.errors();
   const std::vector<int>& first_real = layout->first_real;
@@ -408,11 +405,11 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     const int sharded_over = costs[d.group][d.stage].shard_replicas;  // all replicas, or the group's (hybrid)
     // Under expert parallelism the routed experts' state shards over the replicas/ep that hold
     // the same experts, as stage_costs prices it.
-    const double experts = moe_ep ? costs[d.group][d.stage].expert_params : 0;
-    const double shard = p.zero >= 1 ? (local - experts) / sharded_over + experts / std::max(1, sharded_over / p.ep)
-                                     : local;
-    const double bytes = shard * (2 * sb.grads + 2 * sb.optimizer + sb.weights) +
-                         local / (p.zero >= 2 ? sharded_over : 1) * sb.grads;
+    const auto& c = costs[d.group][d.stage];
+    const int ep = moe_ep ? p.ep : 1;
+    const double bytes = (p.zero >= 1 ? analytic::sharded_params(c, sharded_over, ep) : local) *
+                             (2 * sb.grads + 2 * sb.optimizer + sb.weights) +
+                         (p.zero >= 2 ? analytic::sharded_params(c, sharded_over, ep) : local) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
   }
   // Per data-parallel task, the parameters of one chunk of its layers (dp_layout): the layers'
@@ -471,7 +468,8 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
         for (int l = t.first_layer; l < t.first_layer + t.layers; ++l)
           if (s.model.moe_layer(l))
             routing.emplace(std::tuple{t.device, e, t.micro_batch, l},
-                          route_layer(s.model, p.ep, tokens, s.seed, l, t.micro_batch, info.group * 65536 + e));
+                          route_layer(s.model, p.ep, tokens, s.seed, l, t.micro_batch, info.group * 65536 + e,
+                                      ep_nodes[t.device]));
     }
   }
   // One process per real device under mpirun; else this process runs them all, a thread each.
@@ -577,6 +575,38 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           ep_comms[d].push_back(std::move(*c));
         }
     }
+  // The hierarchical dispatch over N > 1 nodes: each EP group's ranks of one local index across
+  // the nodes (its rail: the network step) and its ranks on one node (the fabric step), per real
+  // device; no node communicator where a node holds one EP rank.
+  std::vector<Communicator*> rail_of(static_cast<std::size_t>(needed), nullptr), node_of(static_cast<std::size_t>(needed), nullptr);
+  std::vector<Communicators> hier_comms;
+  for (std::size_t d = 0; d < g.devices.size(); ++d) {
+    const int nodes = ep_nodes[d];
+    if (nodes <= 1) continue;
+    const int tp = g.devices[d].tp, k = p.ep / nodes;
+    auto add = [&](const std::vector<int>& reals, const char* what, std::vector<Communicator*>& of) -> Diagnostics {
+      auto c = make_group(reals, what);
+      if (!c) return c.errors();
+      for (std::size_t m = 0; m < reals.size(); ++m) of[static_cast<std::size_t>(reals[m])] = (*c)[m].get();
+      hier_comms.push_back(std::move(*c));
+      return {};
+    };
+    for (int e = 0; e < g.devices[d].replicas / p.ep; ++e)
+      for (int r = 0; r < tp; ++r) {
+        auto real = [&](int q) { return first_real[d] + (e * p.ep + q) * tp + r; };
+        for (int i = 0; i < k; ++i) {
+          std::vector<int> rail;
+          for (int b = 0; b < nodes; ++b) rail.push_back(real(b * k + i));
+          if (auto errs = add(rail, "expert-parallel (across nodes)", rail_of); !errs.empty()) return errs;
+        }
+        if (k > 1)
+          for (int b = 0; b < nodes; ++b) {
+            std::vector<int> node;
+            for (int i = 0; i < k; ++i) node.push_back(real(b * k + i));
+            if (auto errs = add(node, "expert-parallel (within a node)", node_of); !errs.empty()) return errs;
+          }
+      }
+  }
   for (const auto& reals : layout->groups) {
     auto c = make_group(reals, "data-parallel");
     if (!c) return c.errors();
@@ -599,10 +629,15 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
     for (std::size_t d = 0; d < g.devices.size(); ++d)
       for (int m = 0; m < g.devices[d].count; ++m)
         replica_of[static_cast<std::size_t>(first_real[d] + m)] = m / g.devices[d].tp;
+    // Only the groups of collectives within the groups (hybrid sharding's all-reduce across
+    // them moves the whole shard on its own groups).
+    std::set<int> within;
+    for (const auto& per_rank : layout->member_of)
+      for (const auto& joins : per_rank) within.insert(joins.begin(), joins.end());
     std::map<std::vector<int>, std::size_t> made;
-    for (std::size_t gi = 0; gi < layout->groups.size(); ++gi) {
+    for (const int gi : within) {
       std::vector<std::vector<int>> parts(static_cast<std::size_t>(p.ep));
-      for (int real : layout->groups[gi])
+      for (int real : layout->groups[static_cast<std::size_t>(gi)])
         parts[static_cast<std::size_t>(replica_of[static_cast<std::size_t>(real)] % p.ep)].push_back(real);
       for (const auto& part : parts) {
         if (part.size() < 2) continue;
@@ -615,7 +650,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
         }
         for (std::size_t m = 0; m < part.size(); ++m)
           if (auto* c = edp_comms[at->second][m].get(); c != nullptr)
-            edp_of[static_cast<std::size_t>(part[m])][static_cast<int>(gi)] = c;
+            edp_of[static_cast<std::size_t>(part[m])][gi] = c;
       }
     }
   }
@@ -956,17 +991,34 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                     for (std::uint32_t pp : preds[pr]) after_backward = after_backward || g.tasks[pp].kind == TaskKind::Backward;
                 }
                 const int rounds = after_backward && p.recompute == cost::Recompute::Full ? 4 : 2;
-                const auto ep = static_cast<std::size_t>(p.ep);
                 bool first_a2a = true;  // its start is the task's real start (began)
-                for (int l = 0; l < t.layers && comm_error.empty(); ++l) {
+                // The hierarchical dispatch over several nodes: each round a network step on
+                // the rank's rail (each token once per node its experts are on) and a fabric
+                // step within its node (the copies for the node's other ranks), one after the
+                // other (DeepEP runs them side by side: the measured time is their sum, the
+                // prediction their larger).
+                const auto values = [&](std::int64_t rows) {
+                  const auto r = static_cast<std::size_t>((rows + tp - 1) / tp);
+                  return std::max<std::size_t>(1, r * static_cast<std::size_t>(s.model.hidden) / (wide ? 1 : 2));
+                };
+                auto exchange = [&](Communicator& c, std::size_t per) {
+                  const auto n = static_cast<std::size_t>(c.size());
+                  sc.fit(per * n * 4, 1, per * n * 4);
+                  if (sc.failed) return;
+                  note(c.all_to_all(sc.fa(), sc.fc(), per), first_a2a);
+                  first_a2a = false;
+                };
+                for (int l = 0; l < t.layers && comm_error.empty() && !sc.failed; ++l) {
                   if (!s.model.moe_layer(t.first_layer + l)) continue;  // a dense layer: no all-to-all
-                  const auto rows = static_cast<std::size_t>((routing_of(t, l).max_pair_rows + tp - 1) / tp);
-                  const std::size_t per = std::max<std::size_t>(1, rows * static_cast<std::size_t>(s.model.hidden) / (wide ? 1 : 2));
-                  sc.fit(per * ep * 4, 1, per * ep * 4);
-                  if (sc.failed) break;
-                  for (int k = 0; k < rounds && comm_error.empty(); ++k) {
-                    note(epc->all_to_all(sc.fa(), sc.fc(), per), first_a2a);
-                    first_a2a = false;
+                  const LayerRouting& rt = routing_of(t, l);
+                  for (int k = 0; k < rounds && comm_error.empty() && !sc.failed; ++k) {
+                    if (Communicator* rail = rail_of[real]; rail != nullptr) {
+                      exchange(*rail, values(rt.max_rail_rows));
+                      if (Communicator* node = node_of[real]; node != nullptr && comm_error.empty() && !sc.failed)
+                        exchange(*node, values(rt.max_fanout_rows));
+                    } else {
+                      exchange(*epc, values(rt.max_pair_rows));
+                    }
                   }
                 }
                 timed(kAllToAllClass);

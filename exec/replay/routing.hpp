@@ -25,12 +25,23 @@ struct LayerRouting {
   std::int64_t max_pair_rows = 0;
   /// Rows expert `x` runs, summed over the sources.
   [[nodiscard]] std::int64_t expert_rows(int x) const;
+  /// The hierarchical dispatch (plan::Plan::EpDispatch::Hierarchical) over `nodes` nodes of
+  /// ep/nodes EP ranks each (EP rank q on node q / (ep/nodes), at local index q mod (ep/nodes)):
+  /// the most tokens one rank sends the rank of its local index on another node (each token
+  /// once per node its experts are on), and the most rows one rank forwards to another rank of
+  /// its node (the copies for that rank's experts of the tokens that landed on it: its own and
+  /// those its local index received from the other nodes). 0 when nodes ≤ 1.
+  std::int64_t max_rail_rows = 0;
+  std::int64_t max_fanout_rows = 0;
 };
 
 /// Routes `tokens` tokens of each of `ep` EP ranks to `top_k` distinct experts each, with the
-/// probabilities of m.expert_load (uniform when empty). Deterministic in (seed, layer,
-/// micro_batch, group). Requires: m.moe(); ep ≥ 1 divides m.experts; top_k ≤ experts.
+/// probabilities of m.expert_load (uniform when empty); with group-limited routing
+/// (m.expert_groups) a token first draws expert_group_topk distinct groups (by their summed
+/// load) and its experts from those. Deterministic in (seed, layer, micro_batch, group).
+/// `nodes` > 1: also the hierarchical dispatch's messages over that many nodes.
+/// Requires: m.moe(); ep ≥ 1 divides m.experts; top_k ≤ experts; nodes ≥ 1 divides ep.
 [[nodiscard]] LayerRouting route_layer(const workload::ModelSpec& m, int ep, std::int64_t tokens, std::uint64_t seed,
-                                       int layer, int micro_batch, int group);
+                                       int layer, int micro_batch, int group, int nodes = 1);
 
 }  // namespace hetsim::exec

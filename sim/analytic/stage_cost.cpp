@@ -181,7 +181,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // rank moving as much (docs/cost-models.md#routing-imbalance).
       CommGroup g;
       g.ranks = ep;
-      g.ranks_per_node = std::max(1, std::min(ep, pool.devices_per_node / tp));
+      g.ranks_per_node = ep_ranks_per_node(pool.devices_per_node, tp, ep);
       g.intra = fabric_cost(pool);
       g.inter = nic_cost(pool, cl.network);
       const double load = workload::moe_rank_load(m, ep);
@@ -434,9 +434,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         }
       }
       // (Expert parameters shard over their shard/ep expert-data-parallel ranks.)
-      auto sharded = [&](bool on) {
-        return on ? (c.params - c.expert_params) / shard + c.expert_params / std::max(1, shard / ep) : c.params;
-      };
+      auto sharded = [&](bool on) { return on ? sharded_params(c, shard, ep) : c.params; };
       if (hybrid) {
         // Once per step, after the last micro-batch's reduce-scatter: the groups all-reduce
         // their reduced shards, one member per group (each in its own nodes: across the NICs,
@@ -534,6 +532,16 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     out.push_back(std::move(costs));
   }
   return out;
+}
+
+int ep_ranks_per_node(int devices_per_node, int tp, int ep) {
+  int k = std::max(1, std::min(ep, devices_per_node / std::max(1, tp)));
+  while (ep % k != 0) --k;
+  return k;
+}
+
+double sharded_params(const StageCost& c, int shard, int ep) {
+  return (c.params - c.expert_params) / shard + c.expert_params / std::max(1, shard / std::max(1, ep));
 }
 
 }  // namespace hetsim::analytic

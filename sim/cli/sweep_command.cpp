@@ -194,14 +194,24 @@ class PendingRows {
     }
     return rows;
   }
-  // Makes the file and its header unless it is there; false (errno set) when it cannot.
-  bool open() {
+  // Opens the file for appending, with its header when it is new (`truncate`: a new file
+  // whatever is there, as a rank's journal starts); a line an earlier run left cut is ended
+  // first, so that the next row parses. false (errno set) when it cannot.
+  bool open(bool truncate = false) {
     if (f_ != nullptr) return true;
     std::error_code ec;
-    const bool fresh = !std::filesystem::exists(path_, ec);
-    f_ = std::fopen(path_.c_str(), "ab");
+    const auto size = std::filesystem::exists(path_, ec) ? std::filesystem::file_size(path_, ec) : 0;
+    const bool fresh = truncate || ec || size == 0;
+    bool cut = false;
+    if (!fresh) {
+      std::ifstream in(path_, std::ios::binary);
+      in.seekg(-1, std::ios::end);
+      cut = in.get() != '\n';
+    }
+    f_ = std::fopen(path_.c_str(), fresh ? "wb" : "ab");
     if (f_ == nullptr) return false;
     if (fresh) std::fputs((header() + "\n").c_str(), f_);
+    if (cut) std::fputc('\n', f_);
     return true;
   }
   // Appends one row (its Encoding::json; the file made at the first; written out by flush());
@@ -371,7 +381,7 @@ int run_sweep(const SweepArgs& a) {
       };
       journal.open = [&](const std::string& base) {
         kept = std::make_unique<PendingRows>(base + ".rank" + std::to_string(rank), spec);
-        if (kept->open()) return true;
+        if (kept->open(true)) return true;  // rank 0 has taken (and removed) what an earlier run kept
         warn(kept->path());
         return false;
       };

@@ -187,8 +187,13 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   set("first_dense_layers", m.first_dense_layers, 0);
   set("moe_layer_freq", m.moe_layer_freq, 1);
   set("dense_ffn_hidden", m.dense_ffn_hidden, 1);
-  set("expert_groups", m.expert_groups, 1);
-  set("expert_group_topk", m.expert_group_topk, 1);
+  // A preset's group-limited routing is for its own experts: another expert count drops it
+  // unless the file sets the groups again (0 turns the limit off).
+  if (from_preset && (r.node(*t, "experts") || r.node(*t, "top_k")) && !r.node(*t, "expert_groups") &&
+      !r.node(*t, "expert_group_topk"))
+    m.expert_groups = m.expert_group_topk = 0;
+  set("expert_groups", m.expert_groups, 0);
+  set("expert_group_topk", m.expert_group_topk, 0);
   set("q_lora_rank", m.q_lora_rank, 0);
   set("kv_lora_rank", m.kv_lora_rank, 0);
   set("qk_rope_dim", m.qk_rope_dim, 0);

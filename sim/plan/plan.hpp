@@ -4,8 +4,8 @@
 // degree and a layer range. Identical replicas are grouped, so a uniform Megatron plan is one
 // group, and a heterogeneous plan is a few.
 
-#include <string>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/cost/collectives.hpp"

@@ -100,7 +100,7 @@ cmp -s -n "$(head -n $((rows + 2)) "$tmp/long.csv" | wc -c)" "$tmp/long.csv" "$t
 kept=$(python3 - "$tmp/long.csv" "$tmp/sent.log" <<'PY'
 import glob, json, os, sys
 out = sys.argv[1]
-have = {int(l.split(",")[0]) for l in open(out) if l[:1].isdigit()}
+have = {int(l.split(",")[0]) for l in open(out) if l[:1].isdigit() and l.endswith("\n")}  # a cut line is not kept
 rows = len(have)
 def rows_of(path):
     points = set()

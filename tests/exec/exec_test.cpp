@@ -1221,24 +1221,55 @@ TEST(Replay, RefusesOverlappedAllToAllsWithAClearMessage) {
       << test::all_errors(r.errors());
 }
 
-// ep_dispatch = "hierarchical" replays where it is the all-to-all (the EP group inside one node)
-// and is refused across nodes, where the prediction counts one copy per node.
-TEST(Replay, HierarchicalDispatchRunsInsideANodeAndIsRefusedAcross) {
-  auto backend = exec::make_cpu_backend(4);
-  auto inside = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\nep_dispatch = \"hierarchical\"\n"));
-  ASSERT_TRUE(inside.ok()) << test::all_errors(inside.errors());
-  auto r = exec::replay(*inside, *inside->plan, *backend, {1, 0});
-  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-  auto text = small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\nep_dispatch = \"hierarchical\"\n");
-  text.replace(text.find("nodes = 1"), 9, "nodes = 4");
-  text.replace(text.find("devices = 4"), 11, "devices = 1");
-  auto across = test::parse(text);
-  ASSERT_TRUE(across.ok()) << test::all_errors(across.errors());
-  auto refused = exec::replay(*across, *across->plan, *backend, {1, 0});
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(test::all_errors(refused.errors()).find("ep_dispatch = \"hierarchical\" across nodes is not replayed"),
-            std::string::npos)
-      << test::all_errors(refused.errors());
+// ep_dispatch = "hierarchical": inside one node it is the all-to-all; over several nodes each
+// round is a network step among the ranks of one local index (each token once per node its
+// experts are on) and a fabric step within each node. dp 4 · ep 4 (one expert per rank, top-2)
+// on two nodes of two: the all-to-all runs on the 4 EP ranks, the hierarchical dispatch only on
+// groups of two, and moves fewer values over the network than the all-to-all did.
+TEST(Replay, HierarchicalDispatchRunsItsNetworkAndFabricSteps) {
+  auto run = [](const std::string& dispatch, int per_node) {
+    auto text = small_moe("tp = 1\npp = 1\ndp = 4\nep = 4\nmicro_batch = 1\nep_dispatch = \"" + dispatch + "\"\n");
+    text.replace(text.find("nodes = 1"), 9, "nodes = " + std::to_string(4 / per_node));
+    text.replace(text.find("devices = 4"), 11, "devices = " + std::to_string(per_node));
+    auto s = test::parse(text);
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = s.ok() ? exec::replay(*s, *s->plan, counting, {1, 0}) : Result<exec::Replay>(Diagnostic{});
+    EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
+    if (r.ok()) check_order_and_dependencies(*r);
+    return counting.exchanged_by_size();
+  };
+  const auto inside = run("hierarchical", 4), plain_inside = run("all-to-all", 4);
+  EXPECT_EQ(inside, plain_inside);  // one node: the same exchanges
+  const auto plain = run("all-to-all", 2), hier = run("hierarchical", 2);
+  ASSERT_TRUE(plain.count(4));
+  EXPECT_FALSE(plain.count(2));
+  EXPECT_FALSE(hier.count(4));
+  ASSERT_TRUE(hier.count(2));
+  EXPECT_GT(hier.at(2), 0);
+}
+
+// The hierarchical dispatch's messages from the real routing: 4 experts (one per EP rank), top-2,
+// ep 4 on two nodes of two. A token needs the other node unless both its experts are on its own
+// (C(2,2)/C(4,2) = 1/6 of tokens): the network step carries about 5/6 of the tokens; a rank
+// forwards to its node-mate the rows for it of its own tokens and of those that landed from its
+// rail partner, 2 · 1/2 of a rank's tokens. With expert_groups = 2 (a group per node) and
+// expert_group_topk = 1, a token's experts share one node: half the tokens go across.
+TEST(Routing, HierarchicalDispatchCountsTokensOncePerNode) {
+  workload::ModelSpec m;
+  m.experts = 4;
+  m.top_k = 2;
+  const std::int64_t tokens = 6000;
+  const auto r = exec::route_layer(m, 4, tokens, 11, 0, 0, 0, 2);
+  EXPECT_NEAR(static_cast<double>(r.max_rail_rows) / tokens, 5.0 / 6, 0.03);
+  EXPECT_NEAR(static_cast<double>(r.max_fanout_rows) / tokens, 1.0, 0.04);
+  EXPECT_EQ(exec::route_layer(m, 4, tokens, 11, 0, 0, 0, 1).max_rail_rows, 0);  // one node: none
+  EXPECT_EQ(exec::route_layer(m, 4, tokens, 11, 0, 0, 0, 1).rows, r.rows);      // the same draws
+  m.expert_groups = 2;
+  m.expert_group_topk = 1;
+  const auto g = exec::route_layer(m, 4, tokens, 11, 0, 0, 0, 2);
+  EXPECT_NEAR(static_cast<double>(g.max_rail_rows) / tokens, 0.5, 0.03);
+  for (const auto& src : g.rows) EXPECT_EQ(src[0] + src[1] + src[2] + src[3], 2 * tokens);
 }
 
 // pipeline_scatter_gather without sequence parallelism: each stage sends 1/tp of the message per

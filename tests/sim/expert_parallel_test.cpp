@@ -296,6 +296,46 @@ TEST(ExpertDispatch, NodesPerTokenByHand) {
   EXPECT_GT(workload::moe_nodes_per_token(free, 8), 5.0);  // 8·(1 − C(224,8)/C(256,8)) ≈ 5.3
 }
 
+// A preset's group-limited routing belongs to its expert count: the deepseek-v3 preset keeps 8
+// groups and 4 a token; another expert count drops them unless the file sets them again.
+TEST(ExpertDispatch, APresetsGroupLimitGoesWithItsExperts) {
+  auto model = [](const std::string& keys) {
+    return load("[model]\npreset = \"deepseek-v3\"\nlayers = 4\nfirst_dense_layers = 1\n" + keys +
+                "[training]\nglobal_batch = 8\nseq_len = 1024\n"
+                "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+                "[parallel]\ntp = 8\npp = 1\ndp = 1\nmicro_batch = 1\n")
+        .model;
+  };
+  const auto preset = model("");
+  EXPECT_EQ(preset.expert_groups, 8);
+  EXPECT_EQ(preset.expert_group_topk, 4);
+  const auto other = model("experts = 12\n");
+  EXPECT_EQ(other.expert_groups, 0);
+  EXPECT_EQ(other.expert_group_topk, 0);
+  const auto again = model("experts = 16\nexpert_groups = 4\nexpert_group_topk = 2\n");
+  EXPECT_EQ(again.expert_groups, 4);
+  EXPECT_EQ(again.expert_group_topk, 2);
+  const auto off = model("expert_groups = 0\nexpert_group_topk = 0\n");
+  EXPECT_EQ(off.expert_groups, 0);
+}
+
+// An EP group whose ranks do not fill the nodes evenly (8 devices a node at tp 2 hold 4 of an
+// ep 6 group) is priced as nodes of the largest divisor of ep that fits (3), not an assertion.
+TEST(ExpertDispatch, EpGroupsThatDoNotFillNodesEvenlyArePriced) {
+  EXPECT_EQ(analytic::ep_ranks_per_node(8, 2, 6), 3);
+  EXPECT_EQ(analytic::ep_ranks_per_node(8, 1, 16), 8);
+  EXPECT_EQ(analytic::ep_ranks_per_node(10, 1, 16), 8);
+  EXPECT_EQ(analytic::ep_ranks_per_node(8, 8, 4), 1);
+  for (const std::string dispatch : {"all-to-all", "hierarchical"}) {
+    const Scenario s = load("[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\nexperts = 12\n"
+                            "[training]\nglobal_batch = 24\nseq_len = 2048\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 3\n"
+                            "[parallel]\ntp = 2\npp = 1\ndp = 12\nep = 6\nmicro_batch = 1\nep_dispatch = \"" +
+                            dispatch + "\"\n");
+    EXPECT_GT(analytic::stage_costs(s, *s.plan)[0][0].layer_ep_fwd.v, 0) << dispatch;
+  }
+}
+
 // ep_dispatch = "hierarchical": across nodes a token crosses the network once per other node its
 // experts are on instead of once per expert; inside one node it is the all-to-all. 16 experts,
 // top-2, ep 16 over two nodes of 8 H100 (tp 1): both NIC-bound, so the bandwidth parts (the

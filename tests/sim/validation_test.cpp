@@ -43,6 +43,24 @@ TEST(Validation, EveryPublishedRunIsEstimatedWithinTheRecordedBand) {
   EXPECT_GE(n, 10);
 }
 
+// The runs kept out of the band (memory-gap/, moe-candidates/, heterogeneous/: docs/validation.md
+// says why each is apart) are scenarios too: each reads, with its [reference], and is estimated.
+TEST(Validation, EveryRunKeptApartStillReadsAndEstimates) {
+  int n = 0;
+  for (const auto& e :
+       std::filesystem::recursive_directory_iterator(std::string(HETSIM_SOURCE_DIR) + "/scenarios/validation")) {
+    if (e.path().extension() != ".toml" || e.path().parent_path().filename() == "validation") continue;
+    SCOPED_TRACE(e.path().string());
+    auto s = io::read_scenario(e.path(), test::catalog());
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    EXPECT_TRUE(s->reference.has_value());
+    const auto est = analytic::estimate(*s, *s->plan);
+    EXPECT_GT(est.step_time.v, 0);
+    ++n;
+  }
+  EXPECT_GE(n, 4);
+}
+
 TEST(Validation, MegatronTflopsUseTheSameFlopCount) {
   // Published TFLOP/s × GPUs × step time = the Megatron FLOP count, which hetsim's model FLOPs
   // reproduce exactly (see ModelFlops.MatchesMegatronFormulaForGpt); so the reference step time

@@ -8,8 +8,8 @@
 #include <array>
 #include <atomic>
 #include <limits>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -102,6 +102,12 @@ class FlakyBackend final : public exec::Backend {
     std::lock_guard lock(shapes_->mutex);
     return *reduced_;
   }
+  /// Per communicator size: the values every member put into all-to-alls so far (size · count
+  /// each), summed over the members.
+  [[nodiscard]] std::map<int, long> exchanged_by_size() const {
+    std::lock_guard lock(shapes_->mutex);
+    return *exchanged_;
+  }
 
   Result<exec::Communicators> communicators(const std::vector<exec::Device*>& members) override {
     struct Counting final : exec::Communicator {
@@ -110,6 +116,7 @@ class FlakyBackend final : public exec::Backend {
       std::shared_ptr<std::atomic<long>> all_to_alls;
       std::shared_ptr<Shapes> shapes;  // its mutex guards `reduced`
       std::shared_ptr<std::map<int, long>> reduced;
+      std::shared_ptr<std::map<int, long>> exchanged;
       void count(std::size_t n) {
         std::lock_guard lock(shapes->mutex);
         (*reduced)[c->size()] += static_cast<long>(n);
@@ -131,6 +138,10 @@ class FlakyBackend final : public exec::Backend {
       }
       Result<std::int64_t> all_to_all(const float* in, float* out, std::size_t n) override {
         ++*all_to_alls;
+        {
+          std::lock_guard lock(shapes->mutex);
+          (*exchanged)[c->size()] += static_cast<long>(n * static_cast<std::size_t>(c->size()));
+        }
         return c->all_to_all(in, out, n);
       }
       Result<std::int64_t> send(const float* b, std::size_t n, int peer, int tag) override { return c->send(b, n, peer, tag); }
@@ -148,6 +159,7 @@ class FlakyBackend final : public exec::Backend {
       w->all_to_alls = all_to_alls_;
       w->shapes = shapes_;
       w->reduced = reduced_;
+      w->exchanged = exchanged_;
       out.push_back(std::move(w));
     }
     return out;
@@ -160,6 +172,7 @@ class FlakyBackend final : public exec::Backend {
   std::shared_ptr<std::atomic<long>> unvectorized_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> copied_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::map<int, long>> reduced_ = std::make_shared<std::map<int, long>>();
+  std::shared_ptr<std::map<int, long>> exchanged_ = std::make_shared<std::map<int, long>>();
   std::shared_ptr<std::atomic<long>> all_gathers_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<std::atomic<long>> all_to_alls_ = std::make_shared<std::atomic<long>>(0);
   std::shared_ptr<Shapes> shapes_ = std::make_shared<Shapes>();
