@@ -12,9 +12,12 @@ Usage: python3 tests/perf/power_share_check.py [build/ci/bin/hetsim]
 """
 import glob
 import json
+import os
 import re
 import subprocess
 import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CURVE = [(0.26, 760), (0.43, 726), (0.61, 697), (0.76, 677), (0.87, 666), (1.0, 656)]
 REF = 692.0
@@ -30,11 +33,12 @@ def rate(u):
 
 
 def main():
-    hetsim = sys.argv[1] if len(sys.argv) > 1 else "build/ci/bin/hetsim"
-    files = sorted(glob.glob("scenarios/validation/*.toml")) + sorted(glob.glob("tests/perf/data/h200/torch_step/*.toml"))
+    hetsim = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "build/ci/bin/hetsim")
+    files = sorted(glob.glob(os.path.join(ROOT, "scenarios/validation/*.toml")))
     for f in files:
         out = subprocess.run([hetsim, "estimate", "--json", f], capture_output=True, text=True).stdout
         if not out:
+            print(f"{os.path.basename(f)}: no estimate (does it fit?)", file=sys.stderr)
             continue
         j = json.loads(out)
         if not any(d["device"].startswith(("h100", "h200")) for d in j.get("devices", [])):
