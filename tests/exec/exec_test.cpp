@@ -1418,6 +1418,33 @@ TEST(Scale, ScalesPlansOfSeveralReplicaGroups) {
   for (auto peak : r->predicted.peak_bytes) EXPECT_LE(peak, static_cast<std::int64_t>(capacity));
   // Nothing fits: refused, not looped.
   EXPECT_FALSE(exec::scale_to_fit(*s, *s->plan, 3, 1000).ok());
+  // Expert parallelism: replicas stay a multiple of ep (dp 4 · ep 2 on 3 devices: 2 replicas).
+  auto moe = test::parse(small_moe("tp = 1\npp = 1\ndp = 4\nep = 2\nmicro_batch = 1\n"));
+  ASSERT_TRUE(moe.ok()) << test::all_errors(moe.errors());
+  auto moe3 = exec::scale_to_fit(*moe, *moe->plan, 3, 0);
+  ASSERT_TRUE(moe3.ok()) << test::all_errors(moe3.errors());
+  EXPECT_EQ(moe3->plan.groups[0].replicas, 2);
+  EXPECT_FALSE(exec::scale_to_fit(*moe, *moe->plan, 1, 0).ok());  // one EP group needs 2
+  // Interleaved: every stage keeps whole model chunks (v = 2 layers of the 4-layer stages).
+  auto il_text = small("micro_batch = 1\nschedule = \"interleaved\"\nvirtual_stages = 2\n"
+                       "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
+                       "stages = [{pool = \"core\", tp = 1, layers = 4}, {pool = \"core\", tp = 1, layers = 4}]\n",
+                       2);
+  il_text.replace(il_text.find("layers = 4\nhidden"), 10, "layers = 8");
+  auto il = test::parse(il_text);
+  if (il.ok()) {
+    const auto il_need = [&] {
+      auto run = exec::replay(*il, *il->plan, *exec::make_cpu_backend(2), {1, 0});
+      return run.ok() ? *std::max_element(run->predicted.peak_bytes.begin(), run->predicted.peak_bytes.end()) : 0;
+    }();
+    ASSERT_GT(il_need, 0);
+    auto cut = exec::scale_to_fit(*il, *il->plan, 2, static_cast<std::size_t>(il_need) * 3 / 4);
+    ASSERT_TRUE(cut.ok()) << test::all_errors(cut.errors());
+    EXPECT_LT(cut->scenario.model.layers, 8);
+    for (const auto& st : cut->plan.groups[0].stages) EXPECT_EQ(st.layers % 2, 0);
+  } else {
+    ADD_FAILURE() << test::all_errors(il.errors());
+  }
 }
 
 TEST(Compare, ComputesErrorsPerKindStepAndMemory) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -291,6 +292,38 @@ TEST(DistributedSweep, EachRowIsKeptInTheRanksJournalBeforeItIsSent) {
     EXPECT_GT(kept, 0u);
     EXPECT_TRUE(g_sent_unkept.empty()) << g_sent_unkept.size() << " rows sent before they were kept";
   }
+  // A rank that cannot open its journal (its callee says why) keeps nothing and still sends
+  // every row: the sweep completes with the local run's lines.
+  clear_queues();
+  g_kept.clear();
+  std::atomic<int> kept_calls{0};
+  std::vector<std::thread> ranks;
+  for (int r = 1; r <= 2; ++r)
+    ranks.emplace_back([&, r] {
+      t_rank = r;
+      sweep::Journal j;
+      j.open = [](const std::string&) { return false; };
+      j.keep = [&](const sweep::Finished&) {
+        ++kept_calls;
+        return true;
+      };
+      sweep::run_worker(d, kFake, r, 3, {}, j);
+    });
+  std::vector<sweep::Finished> rows;
+  sweep::RunOptions o;
+  o.encoding = e;
+  o.journal = "results.csv.pending";
+  o.runner = [&](std::size_t i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return sweep::run_point(d, i);
+  };
+  o.on_row = [&](const sweep::Finished& f) { rows.push_back(f); };
+  t_rank = 0;
+  EXPECT_EQ(coordinate(d, o, 3), d.spec().points);
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(kept_calls.load(), 0);
+  ASSERT_EQ(rows.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].line, want[i].line) << i;
 }
 
 // The points of a batch as rank 0 sends them ("3-9 12").
