@@ -14,9 +14,10 @@ namespace hetsim::io {
 /// What of a scenario to read.
 struct ReadOptions {
   /// Read and validate [parallel] into Scenario::plan. Off for `hetsim plan`, which searches its
-  /// own plans: the table's values are then neither read nor checked (a [parallel] written for
-  /// another cluster does not stop the search); only its key names are, so a misspelt key is
-  /// still an error. Scenario::plan stays empty.
+  /// own plans: the table's layout values are then neither read nor checked (a [parallel]
+  /// written for another cluster does not stop the search); only its key names are, so a
+  /// misspelt key is still an error, and its framework keys (Scenario::framework). Scenario::plan
+  /// stays empty.
   bool plan = true;
 };
 

@@ -21,4 +21,14 @@ int Plan::devices() const {
   return n;
 }
 
+void copy_framework(const Plan& from, Plan& to) {
+  to.sequence_parallel = from.sequence_parallel;
+  to.grad_sync = from.grad_sync;
+  to.overlap_grad_reduce = from.overlap_grad_reduce;
+  to.overlap_tp_comm = from.overlap_tp_comm;
+  to.overlap_tp_backward = from.overlap_tp_backward;
+  to.overlap_ep_comm = from.overlap_ep_comm;
+  to.ep_dispatch = from.ep_dispatch;
+}
+
 }  // namespace hetsim::plan

@@ -69,4 +69,10 @@ struct Plan {
   [[nodiscard]] int devices() const;
 };
 
+/// Copies how the framework runs (sequence_parallel, grad_sync, overlap_grad_reduce,
+/// overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch) from `from` into `to`,
+/// leaving the layout and what the planner searches (micro-batch, schedule, recompute, ZeRO,
+/// ep) as they are.
+void copy_framework(const Plan& from, Plan& to);
+
 }  // namespace hetsim::plan

@@ -551,6 +551,9 @@ class Search {
 
   plan::Plan base(const Settings& st) const {
     plan::Plan p;
+    // How the framework runs, as the scenario's [parallel] says (Scenario::framework): the
+    // search chooses the layout, micro-batch, schedule, recompute, ZeRO and ep, not these.
+    plan::copy_framework(s_.framework, p);
     p.micro_batch = st.micro_batch;
     p.schedule = st.schedule;
     p.virtual_stages = st.schedule == cost::Schedule::Interleaved ? 2 : 1;

@@ -15,6 +15,7 @@
 #include "sim/schedule/schedule.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
+#include "sim/io/scenario_reader.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -189,6 +190,35 @@ TEST(Planner, SearchesExpertParallelismThatDividesExpertsAndReplicas) {
     EXPECT_TRUE(io::validate_plan(*s, c.plan, {}).empty());
   }
   EXPECT_TRUE(some_ep) << "no plan with ep > 1 among the best " << r.top.size();
+}
+
+// The framework keys of [parallel] reach every plan, also as `hetsim plan` reads the scenario
+// (without its layout): a scenario that says overlap_tp_comm = true gets plans that overlap, and
+// their estimates are what they would be with the option set by hand; a layout written for
+// another cluster still does not stop the search, while a bad framework value is still an error.
+TEST(Planner, PlansRunTheFrameworkTheScenarioSays) {
+  const std::string text = "[model]\npreset = \"llama3-8b\"\nlayers = 8\n"
+                           "[training]\nglobal_batch = 64\nseq_len = 2048\n"
+                           "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+                           "[parallel]\ntp = 8\npp = 4\ndp = 9\noverlap_tp_comm = true\ngrad_sync = \"ring\"\n";
+  auto s = io::parse_scenario(text, "fw.toml", test::catalog(), {.plan = false});  // tp·pp·dp is not 16: not read
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  EXPECT_FALSE(s->plan.has_value());
+  EXPECT_TRUE(s->framework.overlap_tp_comm);
+  EXPECT_EQ(s->framework.grad_sync, cost::Algorithm::Ring);
+  planner::Options o;
+  o.top = 5;
+  const auto r = planner::search(*s, o);
+  ASSERT_FALSE(r.top.empty());
+  for (const auto& c : r.top) {
+    EXPECT_TRUE(c.plan.overlap_tp_comm);
+    EXPECT_EQ(c.plan.grad_sync, cost::Algorithm::Ring);
+    EXPECT_EQ(analytic::estimate(*s, c.plan).step_time.v, c.estimate.step_time.v);
+  }
+  auto bad = io::parse_scenario(text + "overlap_ep_comm = true\n", "fw.toml", test::catalog(), {.plan = false});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(test::all_errors(bad.errors()).find("overlap_ep_comm overlaps expert-parallel all-to-alls"), std::string::npos)
+      << test::all_errors(bad.errors());
 }
 
 TEST(Planner, EveryReportedPlanFitsInMemory) {
