@@ -226,6 +226,25 @@ void* send_checking_kept(int dest, int tag, const std::string* data) {
   return fake_start_send(dest, tag, data);
 }
 
+// Rank 0 on this thread with two worker ranks already started (`ranks`, joined here): its own
+// points slow (2 ms each) so that the workers run most; the rows it delivers, in order.
+std::vector<sweep::Finished> coordinate_slowly(const io::SweepDocument& d, const sweep::Encoding& e,
+                                               const std::string& journal, std::vector<std::thread>& ranks) {
+  std::vector<sweep::Finished> rows;
+  sweep::RunOptions o;
+  o.encoding = e;
+  o.journal = journal;
+  o.runner = [&](std::size_t i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return sweep::run_point(d, i);
+  };
+  o.on_row = [&](const sweep::Finished& f) { rows.push_back(f); };
+  t_rank = 0;
+  EXPECT_EQ(coordinate(d, o, 3), d.spec().points);
+  for (auto& t : ranks) t.join();
+  return rows;
+}
+
 TEST(DistributedSweep, EachRowIsKeptInTheRanksJournalBeforeItIsSent) {
   // Rank 0 names the journal (RunOptions::journal, FILE.pending with --out); each worker opens it
   // once and keeps every row, with its JSON even when rank 0 does not ask for the JSON, before the
@@ -260,18 +279,7 @@ TEST(DistributedSweep, EachRowIsKeptInTheRanksJournalBeforeItIsSent) {
         };
         sweep::run_worker(d, m, r, 3, {}, j);
       });
-    std::vector<sweep::Finished> rows;
-    sweep::RunOptions o;
-    o.encoding = e;
-    o.journal = name;
-    o.runner = [&](std::size_t i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      return sweep::run_point(d, i);
-    };
-    o.on_row = [&](const sweep::Finished& f) { rows.push_back(f); };
-    t_rank = 0;
-    EXPECT_EQ(coordinate(d, o, 3), d.spec().points);
-    for (auto& t : ranks) t.join();
+    const auto rows = coordinate_slowly(d, e, name, ranks);
     ASSERT_EQ(rows.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) {
       EXPECT_EQ(rows[i].line, want[i].line) << i;
@@ -309,18 +317,7 @@ TEST(DistributedSweep, EachRowIsKeptInTheRanksJournalBeforeItIsSent) {
       };
       sweep::run_worker(d, kFake, r, 3, {}, j);
     });
-  std::vector<sweep::Finished> rows;
-  sweep::RunOptions o;
-  o.encoding = e;
-  o.journal = "results.csv.pending";
-  o.runner = [&](std::size_t i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    return sweep::run_point(d, i);
-  };
-  o.on_row = [&](const sweep::Finished& f) { rows.push_back(f); };
-  t_rank = 0;
-  EXPECT_EQ(coordinate(d, o, 3), d.spec().points);
-  for (auto& t : ranks) t.join();
+  const auto rows = coordinate_slowly(d, e, "results.csv.pending", ranks);
   EXPECT_EQ(kept_calls.load(), 0);
   ASSERT_EQ(rows.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(rows[i].line, want[i].line) << i;
