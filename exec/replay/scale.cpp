@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <numeric>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -87,26 +88,16 @@ Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
   for (double f = 0.5;; f /= 2) {
     std::vector<std::vector<int>> n(groups.size());
     int total = INT_MAX, floor = 0;
-    bool smallest = true;
     for (std::size_t g = 0; g < groups.size(); ++g) {
-      int sum = 0;
-      for (const auto& st : p.groups[g].stages) {
-        const int k = std::min(std::max(v, static_cast<int>(st.layers * f) / v * v), st.layers);
-        smallest = smallest && k == std::min(v, st.layers);
-        n[g].push_back(k);
-        sum += k;
-      }
-      total = std::min(total, sum);
+      for (const auto& st : p.groups[g].stages)
+        n[g].push_back(std::min(std::max(v, static_cast<int>(st.layers * f) / v * v), st.layers));
+      total = std::min(total, std::accumulate(n[g].begin(), n[g].end(), 0));
       floor = std::max(floor, v * static_cast<int>(p.groups[g].stages.size()));
     }
     total = std::max(total, floor);
     for (std::size_t g = 0; g < groups.size(); ++g) {
       auto& k = n[g];
-      auto sum = [&] {
-        int x = 0;
-        for (int y : k) x += y;
-        return x;
-      };
+      auto sum = [&] { return std::accumulate(k.begin(), k.end(), 0); };
       while (sum() > total) *std::max_element(k.begin(), k.end()) -= v;
       while (sum() < total) {  // fewer stages than the longest pipeline: the smallest share grows
         std::size_t low = 0;
@@ -125,7 +116,7 @@ Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
     }
     out.scenario.model.layers = total;
     if (peak_bytes(out.scenario, out.plan) <= static_cast<std::int64_t>(capacity)) break;
-    if (smallest || total == floor)
+    if (total == floor)  // every stage of the longest pipeline is down to one chunk
       return Diagnostic{{}, "", "even " + std::to_string(v) + " layer(s) per stage do not fit in " +
                                     std::to_string(capacity) + " bytes per device",
                         "a device with more memory, or a plan with more tensor or pipeline parallelism"};

@@ -454,14 +454,16 @@ int run_sweep(const SweepArgs& a) {
       // The rows other ranks kept when an mpirun ended (sweep::Journal) join FILE.pending before
       // their journals go, so that a second interruption cannot lose them either.
       const auto journals = rank_journals(pending.path());
+      bool kept = true;
       for (const auto& path : journals)
         for (auto& [i, r] : PendingRows(path, spec).read(*doc, encoding, first))
           if (finished.find(i) == finished.end()) {
-            if (!pending.keep(r)) return fail(a, {about(pending.path(), "--out", std::string("cannot write: ") + std::strerror(errno), "", ErrorKind::Environment)});
+            kept = kept && pending.keep(r);
             finished.emplace(i, std::move(r));
           }
-      if (!pending.flush())
-        return fail(a, {about(pending.path(), "--out", std::string("cannot write: ") + std::strerror(errno), "", ErrorKind::Environment)});
+      if (!kept || !pending.flush())  // the journals stay: nothing of theirs is lost
+        return fail(a, {about(pending.path(), "--out", std::string("cannot write: ") + std::strerror(errno), "",
+                              ErrorKind::Environment)});
       remove_files(journals);
       if (plotter != nullptr) plot_rows = sweep::read_rows(format, layout, std::string_view(ss.str()).substr(0, existing->keep_bytes));
       out = std::fopen(a.out.c_str(), "ab");

@@ -607,28 +607,27 @@ constexpr const char* kSelectiveOpHint = "use \"selective\" or \"full\" for a mi
 
 // The framework keys of [parallel] into `p` (how the framework runs, not the layout): read for
 // every command, `hetsim plan` and `hetsim buy` included (Scenario::framework).
-void read_framework(TomlReader& r, const TableRef& tref, const Scenario& s, plan::Plan& p) {
-  const TableRef* t = &tref;
-  p.sequence_parallel = r.boolean(*t, "sequence_parallel").value_or(p.sequence_parallel);
-  if (auto a = pick<cost::Algorithm>(r, *t, "grad_sync", {{"auto", cost::Algorithm::Auto},
+void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::Plan& p) {
+  p.sequence_parallel = r.boolean(t, "sequence_parallel").value_or(p.sequence_parallel);
+  if (auto a = pick<cost::Algorithm>(r, t, "grad_sync", {{"auto", cost::Algorithm::Auto},
                                                           {"ring", cost::Algorithm::Ring},
                                                           {"tree", cost::Algorithm::Tree},
                                                           {"hierarchical", cost::Algorithm::Hierarchical}}))
     p.grad_sync = *a;
-  p.overlap_grad_reduce = r.boolean(*t, "overlap_grad_reduce").value_or(p.overlap_grad_reduce);
-  p.overlap_tp_comm = r.boolean(*t, "overlap_tp_comm").value_or(p.overlap_tp_comm);
-  p.overlap_tp_backward = r.boolean(*t, "overlap_tp_backward").value_or(p.overlap_tp_backward);
-  p.overlap_ep_comm = r.boolean(*t, "overlap_ep_comm").value_or(p.overlap_ep_comm);
+  p.overlap_grad_reduce = r.boolean(t, "overlap_grad_reduce").value_or(p.overlap_grad_reduce);
+  p.overlap_tp_comm = r.boolean(t, "overlap_tp_comm").value_or(p.overlap_tp_comm);
+  p.overlap_tp_backward = r.boolean(t, "overlap_tp_backward").value_or(p.overlap_tp_backward);
+  p.overlap_ep_comm = r.boolean(t, "overlap_ep_comm").value_or(p.overlap_ep_comm);
   if (p.overlap_ep_comm && !s.model.moe())
-    r.error(r.loc(r.node(*t, "overlap_ep_comm")), t->path + ".overlap_ep_comm",
+    r.error(r.loc(r.node(t, "overlap_ep_comm")), t.path + ".overlap_ep_comm",
             "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts (experts = " +
                 std::to_string(s.model.experts) + ")",
             "remove overlap_ep_comm, or set [model] experts (> 1) and top_k");
-  if (auto d = pick<plan::Plan::EpDispatch>(r, *t, "ep_dispatch", {{"all-to-all", plan::Plan::EpDispatch::AllToAll},
+  if (auto d = pick<plan::Plan::EpDispatch>(r, t, "ep_dispatch", {{"all-to-all", plan::Plan::EpDispatch::AllToAll},
                                                                     {"hierarchical", plan::Plan::EpDispatch::Hierarchical}})) {
     p.ep_dispatch = *d;
     if (!s.model.moe())
-      r.error(r.loc(r.node(*t, "ep_dispatch")), t->path + ".ep_dispatch",
+      r.error(r.loc(r.node(t, "ep_dispatch")), t.path + ".ep_dispatch",
               "ep_dispatch says how tokens reach their experts, and this model has no experts (experts = " +
                   std::to_string(s.model.experts) + ")",
               "remove ep_dispatch, or set [model] experts (> 1) and top_k");
