@@ -15,13 +15,24 @@ TimeBreakdown parts(Duration latency, Duration bandwidth) {
   return t;
 }
 
-// The bottleneck of a flat ring over the group. Inside one node it is the fabric. Across nodes
-// NCCL runs one ring per NIC rail; each node's k ranks send their share of the ring traffic
-// through k NICs, so the ring's bus bandwidth is min(fabric, k · per-rank NIC bandwidth).
+// The intra-node link as a rank exchanging with `peers` node-mates at once sees it: on a full
+// mesh the links to those peers (LinkCost::reach), else the whole fabric.
+LinkCost reaching(LinkCost l, int peers) {
+  l.bandwidth = l.reach(peers);
+  return l;
+}
+
+// The bottleneck of a flat ring over the group. Inside one node it is the fabric (on a full mesh
+// the links to the ring's n − 1 other ranks: its channels spread its n edges' traffic over their
+// n(n − 1) pairs). Across nodes NCCL runs one ring per NIC rail; each node's k ranks send their
+// share of the ring traffic through k NICs, so the ring's bus bandwidth is min(fabric, k ·
+// per-rank NIC bandwidth); on a full mesh the k channels' (k − 1)·B of traffic in each node
+// spreads over its k(k − 1) pairs, B/k each, so the fabric bound is k · per_peer.
 LinkCost ring_link(const CommGroup& g) {
-  if (g.nodes() <= 1) return g.intra;
+  if (g.nodes() <= 1) return reaching(g.intra, g.ranks - 1);
   const double k = g.ranks_per_node;
-  return {BytesPerSec{std::min(g.intra.bandwidth.v, k * g.inter.bandwidth.v)},
+  const BytesPerSec fabric = g.ranks_per_node > 1 ? g.intra.reach(g.ranks_per_node) : g.intra.bandwidth;
+  return {BytesPerSec{std::min(fabric.v, k * g.inter.bandwidth.v)},
           max(g.intra.latency, g.inter.latency), max(g.intra.call, g.inter.call)};
 }
 
@@ -55,7 +66,7 @@ TimeBreakdown tree_allreduce(Bytes size, const CommGroup& g) {
 // Hierarchical: inside each node a reduce-scatter (and all-gather, for all-reduce) over the
 // fabric; across nodes each rank handles its 1/k shard over its own NIC share.
 TimeBreakdown hierarchical(double rounds, Bytes size, const CommGroup& g) {
-  TimeBreakdown t = ring(rounds, size, g.ranks_per_node, g.intra);
+  TimeBreakdown t = ring(rounds, size, g.ranks_per_node, reaching(g.intra, g.ranks_per_node - 1));
   t.add_all(ring(rounds, size / g.ranks_per_node, g.nodes(), g.inter));
   return t;
 }
@@ -89,7 +100,7 @@ TimeBreakdown hierarchical_dispatch_time(Bytes copy, double remote_nodes, double
                     fabric_copies >= 0,
                 "bad hierarchical dispatch");
   const int k = g.ranks_per_node, nodes = g.nodes();
-  Duration bw = k > 1 ? copy * fabric_copies / g.intra.bandwidth : Duration{0};
+  Duration bw = k > 1 ? copy * fabric_copies / g.intra.reach(k - 1) : Duration{0};
   Duration lat = g.intra.latency * (k - 1);
   if (nodes > 1) {
     bw = max(bw, copy * remote_nodes / g.inter.bandwidth);
@@ -154,7 +165,7 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
       // own NIC share (it cannot borrow other ranks' NICs).
       if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
       const double k = g.ranks_per_node;
-      Duration bw = size * ((k - 1) / n) / g.intra.bandwidth;
+      Duration bw = size * ((k - 1) / n) / g.intra.reach(g.ranks_per_node - 1);
       Duration lat = g.intra.latency * (k - 1);
       if (multi_node) {
         bw = max(bw, size * ((n - k) / n) / g.inter.bandwidth);
@@ -172,7 +183,7 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
       break;
     }
     case Collective::SendRecv: {
-      const LinkCost l = multi_node ? g.inter : g.intra;
+      const LinkCost l = multi_node ? g.inter : reaching(g.intra, 1);  // one peer
       out.time = parts(l.latency, size / l.bandwidth);
       break;
     }

@@ -2,6 +2,7 @@
 // Collective communication cost: alpha-beta models of ring, tree and hierarchical algorithms
 // over the links a group actually spans. Formulas and sources: docs/cost-models.md#collectives.
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -21,6 +22,16 @@ struct LinkCost {
   BytesPerSec bandwidth;
   Duration latency;
   Duration call;  ///< fixed cost of one collective call over this link
+  /// A full-mesh fabric's rate to one peer (hw::LinkSpec::per_peer, as effective as
+  /// `bandwidth`); 0: switched. Inside a node a rank then reaches min(bandwidth, peers ·
+  /// per_peer), peers = its group's other ranks there (docs/cost-models.md#full-mesh-fabrics).
+  BytesPerSec per_peer{0};
+
+  /// The bandwidth a rank exchanging with `peers` others of its node at once reaches.
+  [[nodiscard]] BytesPerSec reach(int peers) const {
+    if (per_peer.v <= 0 || peers <= 0) return bandwidth;
+    return BytesPerSec{std::min(bandwidth.v, peers * per_peer.v)};
+  }
 };
 
 /// The communicating group: `ranks` ranks, `ranks_per_node` of them on each node they span.

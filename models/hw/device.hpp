@@ -2,6 +2,7 @@
 // What the hardware is: devices, links, nodes and clusters, as plain value types.
 // Figures come from the catalogue (models/catalog/*.toml, loaded by sim/io) or a scenario.
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
@@ -29,10 +30,20 @@ struct LinkSpec {
   Duration latency;       ///< alpha: per-hop latency of one collective step
   Duration call_latency;  ///< fixed cost of one collective call (NCCL's base latency)
   double efficiency = 1;  ///< achieved collective bus bandwidth / bandwidth (measured)
+  /// Full-mesh fabrics (xGMI, Gaudi's on-die RoCE): one direct link to each peer, this rate per
+  /// direction; a device reaches `bandwidth` only when it talks to enough peers at once. 0: a
+  /// switched fabric (NVSwitch), where one peer can take the whole `bandwidth`.
+  BytesPerSec per_peer{0};
   std::string source;
 
   /// Bandwidth a collective actually sees: bandwidth × efficiency.
   [[nodiscard]] BytesPerSec effective() const { return bandwidth * efficiency; }
+  /// The same, for a device that exchanges with `peers` others of its node at once
+  /// (docs/cost-models.md#full-mesh-fabrics): on a full mesh, min(bandwidth, peers · per_peer).
+  [[nodiscard]] BytesPerSec effective(int peers) const {
+    if (per_peer.v <= 0 || peers <= 0) return effective();
+    return BytesPerSec{std::min(bandwidth.v, peers * per_peer.v) * efficiency};
+  }
 };
 
 /// Cost-model efficiency parameters of a device, per op class (docs/cost-models.md#compute).

@@ -18,7 +18,7 @@ using cost::LinkCost;
 using cost::Pass;
 
 LinkCost fabric_cost(const hw::PoolSpec& p) {
-  return {p.fabric.effective(), p.fabric.latency, p.fabric.call_latency};
+  return {p.fabric.effective(), p.fabric.latency, p.fabric.call_latency, p.fabric.per_peer * p.fabric.efficiency};
 }
 
 LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
@@ -27,8 +27,11 @@ LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
 }
 
 LinkCost slower(LinkCost a, LinkCost b) {
-  return {a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, max(a.latency, b.latency),
-          max(a.call, b.call)};
+  // A full mesh's per-peer rate bounds a mixed group's (switched fabrics have none).
+  const BytesPerSec peer = a.per_peer.v <= 0 ? b.per_peer : b.per_peer.v <= 0 ? a.per_peer
+                           : a.per_peer < b.per_peer                          ? a.per_peer
+                                                                              : b.per_peer;
+  return {a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, max(a.latency, b.latency), max(a.call, b.call), peer};
 }
 
 // Time the TP collectives around one GEMM add to its pass. Blocking: all of it. Overlapped

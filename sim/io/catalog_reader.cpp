@@ -13,7 +13,7 @@ namespace hetsim::io {
 namespace detail {
 
 std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
-  r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "call_latency", "efficiency", "source"});
+  r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "call_latency", "efficiency", "per_peer", "source"});
   hw::LinkSpec l;
   auto name = r.string(t, "name");
   if (!name) { r.missing(t, "name", "\"my-link\""); return std::nullopt; }
@@ -28,6 +28,19 @@ std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
   l.latency = Duration{r.quantity(t, "latency", Dimension::Time).value_or(0)};
   l.call_latency = Duration{r.quantity(t, "call_latency", Dimension::Time).value_or(0)};
   l.efficiency = r.number(t, "efficiency", 0.01, 1.5).value_or(1.0);
+  if (auto pp = r.quantity(t, "per_peer", Dimension::Bandwidth)) {
+    const auto at = r.loc(r.node(t, "per_peer"));
+    if (*pp <= 0)
+      r.error(at, r.key_path(t, "per_peer"), "per_peer must be positive");
+    else if (!l.scale_up)
+      r.error(at, r.key_path(t, "per_peer"), "per_peer describes a full-mesh fabric; this link is kind = \"scale-out\"",
+              "drop per_peer, or set kind = \"scale-up\"");
+    else if (bw && *pp > *bw)
+      r.error(at, r.key_path(t, "per_peer"), "per_peer is above the link's bandwidth",
+              "per_peer is one peer's share of `bandwidth` (e.g. 64GB/s of 448GB/s)");
+    else
+      l.per_peer = BytesPerSec{*pp};
+  }
   l.source = r.string(t, "source").value_or("");
   return l;
 }

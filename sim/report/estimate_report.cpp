@@ -307,10 +307,14 @@ std::string catalog_json(const hw::Catalog& c) {
     j["devices"].push_back(dj);
   }
   j["links"] = ordered_json::array();
-  for (const auto& l : c.links)
-    j["links"].push_back({{"name", l.name}, {"display", l.display}, {"kind", l.scale_up ? "scale-up" : "scale-out"},
-                          {"bandwidth_bytes_per_s", l.bandwidth.v}, {"latency_s", l.latency.v}, {"call_latency_s", l.call_latency.v},
-                          {"efficiency", l.efficiency}, {"source", l.source}});
+  for (const auto& l : c.links) {
+    ordered_json lj = {{"name", l.name}, {"display", l.display}, {"kind", l.scale_up ? "scale-up" : "scale-out"},
+                       {"bandwidth_bytes_per_s", l.bandwidth.v}, {"latency_s", l.latency.v}, {"call_latency_s", l.call_latency.v},
+                       {"efficiency", l.efficiency}};
+    if (l.per_peer.v > 0) lj["per_peer_bytes_per_s"] = l.per_peer.v;
+    lj["source"] = l.source;
+    j["links"].push_back(std::move(lj));
+  }
   return j.dump(2) + "\n";
 }
 

@@ -11,14 +11,15 @@ namespace {
 using schedule::TaskKind;
 
 // The bandwidth the cost model priced a route with (sim/analytic/stage_cost.cpp): the fabric
-// within a node; between nodes the NIC share per device, divided by the oversubscription (the
-// slower end's).
-double priced_bandwidth(const hw::ClusterSpec& c, const Platform& p, int a, int b) {
+// within a node (on a full mesh, what a device exchanging with `peers` node-mates at once
+// reaches: hw::LinkSpec::effective(peers)); between nodes the NIC share per device, divided by
+// the oversubscription (the slower end's).
+double priced_bandwidth(const hw::ClusterSpec& c, const Platform& p, int a, int b, int peers) {
   const Host& x = p.hosts[static_cast<std::size_t>(a)];
   const Host& y = p.hosts[static_cast<std::size_t>(b)];
   const auto& px = c.pools[static_cast<std::size_t>(x.pool)];
   const auto& py = c.pools[static_cast<std::size_t>(y.pool)];
-  if (x.pool == y.pool && x.node == y.node) return px.fabric.effective().v;
+  if (x.pool == y.pool && x.node == y.node) return px.fabric.effective(peers).v;
   auto nic = [&](const hw::PoolSpec& q) {
     return q.nic_bandwidth_per_device().v * q.nic.efficiency / std::max(1.0, c.network.oversubscription);
   };
@@ -51,11 +52,24 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
     const double t = std::max(0.0, seconds(duration) - p.latency(p.route(a, b)));
     w.flows.push_back({a, b, std::max(1.0, t * rate), rate});
   };
-  auto priced = [&](int a, int b) { return priced_bandwidth(c, p, a, b); };
+  auto priced = [&](int a, int b, int peers) { return priced_bandwidth(c, p, a, b, peers); };
   auto node_of = [&](int h) {
     const auto& x = p.hosts[static_cast<std::size_t>(h)];
     return std::pair{x.pool, x.node};
   };
+  // A collective's members per node: on a full-mesh fabric a member reaches the links to the
+  // others on its node (the cost model's CommGroup::ranks_per_node − 1 peers).
+  using PerNode = std::map<std::pair<int, int>, int>;
+  auto per_node = [&](const std::vector<int>& members) {
+    PerNode n;
+    for (int m : members) ++n[node_of(m)];
+    return n;
+  };
+  auto peers = [&](const PerNode& n, int member) { return n.at(node_of(member)) - 1; };
+  // A ring's rate on a full mesh (models/cost/collectives.cpp, ring_link): inside one node the
+  // links to its other members; across nodes its k channels' traffic over the node's k(k − 1)
+  // pairs, k · per_peer.
+  auto ring_peers = [&](const PerNode& n, int member) { return n.at(node_of(member)) - (n.size() > 1 ? 0 : 1); };
   // A ring over `members`: every edge carries the same bytes at the ring's bottleneck rate. Over
   // several nodes with k members each, k channels run side by side (NCCL's rings, one per NIC):
   // channel j enters each node at its member j, so each channel crosses nodes from a different
@@ -71,6 +85,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
     for (const auto& n : nodes) k = std::min(k, n.size());
     const bool channels = nodes.size() > 1 && k > 1 && nodes.size() * k == members.size();
     const std::size_t nch = channels ? k : 1;
+    const PerNode on = per_node(members);
     for (std::size_t j = 0; j < nch; ++j) {
       std::vector<int> order;
       if (!channels) {
@@ -83,7 +98,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
       double rate = 1e300;
       for (std::size_t e = 0; e < order.size(); ++e) {
         const int a = order[e], b = order[(e + 1) % order.size()];
-        rate = std::min(rate, priced(a, b) * (node_of(a) == node_of(b) ? 1.0 : static_cast<double>(nch)));
+        rate = std::min(rate, priced(a, b, ring_peers(on, a)) * (node_of(a) == node_of(b) ? 1.0 : static_cast<double>(nch)));
       }
       rate /= static_cast<double>(nch);
       for (std::size_t e = 0; e < order.size(); ++e) flow_at(w, order[e], order[(e + 1) % order.size()], duration, rate);
@@ -91,22 +106,53 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
   };
   // Each flow at its route's priced rate, shared with the task's other flows leaving the same
   // device or entering the same device (what a tree or hierarchical pattern puts on a port).
-  auto by_degree = [&](TaskWork& w, const std::vector<std::pair<int, int>>& edges, schedule::SimTime duration) {
+  auto by_degree = [&](TaskWork& w, const std::vector<std::pair<int, int>>& edges, const PerNode& on,
+                       schedule::SimTime duration) {
     std::map<int, int> out, in;
     for (const auto& [a, b] : edges) {
       ++out[a];
       ++in[b];
     }
-    for (const auto& [a, b] : edges) flow_at(w, a, b, duration, priced(a, b) / std::max(out[a], in[b]));
+    for (const auto& [a, b] : edges) flow_at(w, a, b, duration, priced(a, b, peers(on, a)) / std::max(out[a], in[b]));
+  };
+  // On a full mesh a collective's ranks in a node use every link between them at once (RCCL's and
+  // HCCL's channels, one per peer link; docs/cost-models.md#full-mesh-fabrics): the flows it put
+  // between node-mates, from flow `from` on, are spread evenly over every ordered pair of them,
+  // their bytes and rates summed per node. Each member sends and receives what it did before.
+  auto spread_on_mesh = [&](TaskWork& w, std::size_t from) {
+    struct Node {
+      std::vector<int> members;
+      double bytes = 0, rate = 0;
+    };
+    std::map<std::pair<int, int>, Node> nodes;
+    std::vector<Flow> kept(w.flows.begin(), w.flows.begin() + static_cast<std::ptrdiff_t>(from));
+    for (std::size_t i = from; i < w.flows.size(); ++i) {
+      const Flow& f = w.flows[i];
+      if (p.hosts[static_cast<std::size_t>(f.src)].mesh == kNoLink || node_of(f.src) != node_of(f.dst)) {
+        kept.push_back(f);
+        continue;
+      }
+      Node& n = nodes[node_of(f.src)];
+      for (int h : {f.src, f.dst})
+        if (std::find(n.members.begin(), n.members.end(), h) == n.members.end()) n.members.push_back(h);
+      n.bytes += f.bytes;
+      n.rate += f.rate;
+    }
+    for (const auto& [key, n] : nodes) {
+      const double pairs = static_cast<double>(n.members.size() * (n.members.size() - 1));
+      for (int a : n.members)
+        for (int b : n.members)
+          if (a != b) kept.push_back({a, b, std::max(1.0, n.bytes / pairs), n.rate / pairs});
+    }
+    w.flows = std::move(kept);
   };
   // The flows of one collective over `members` by the algorithm the cost model chose
   // (models/cost/collectives.cpp): a ring; NCCL's two complementary binary trees (the second over
   // the members in reverse, so that inner nodes of one are leaves of the other), each child
   // reducing up to its parent and getting the result back down; hierarchical (a ring inside each
   // node, and one ring across nodes per local position, each over its own NIC).
-  auto collective = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg,
-                        schedule::SimTime duration) {
-    if (members.size() < 2) return;
+  auto flows_of = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg,
+                      schedule::SimTime duration) {
     if (alg == cost::Algorithm::Tree) {
       std::vector<std::pair<int, int>> edges;
       for (int tree = 0; tree < 2; ++tree)
@@ -115,7 +161,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           edges.emplace_back(at(k), at((k - 1) / 2));
           edges.emplace_back(at((k - 1) / 2), at(k));
         }
-      by_degree(w, edges, duration);
+      by_degree(w, edges, per_node(members), duration);
       return;
     }
     if (alg != cost::Algorithm::Hierarchical) {
@@ -142,7 +188,15 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
       if (across.size() > 1)
         for (std::size_t k = 0; k < across.size(); ++k) edges.emplace_back(across[k], across[(k + 1) % across.size()]);
     }
-    by_degree(w, edges, duration);
+    by_degree(w, edges, per_node(members), duration);
+  };
+  // The same, on full meshes spread over the links between node-mates.
+  auto collective = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg,
+                        schedule::SimTime duration) {
+    if (members.size() < 2) return;
+    const std::size_t from = w.flows.size();
+    flows_of(w, members, alg, duration);
+    spread_on_mesh(w, from);
   };
 
   // A pairwise all-to-all over `members` (models/cost/collectives.cpp; the cost model prices the
@@ -162,7 +216,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
       for (int b : members) {
         if (a == b) continue;
         const bool near = node_of(a) == node_of(b);
-        const double rate = priced(a, b) / std::max(near ? local[a] : remote[a], near ? local[b] : remote[b]);
+        const double rate = priced(a, b, local[a]) / std::max(near ? local[a] : remote[a], near ? local[b] : remote[b]);
         bytes = std::min(bytes, std::max(0.0, seconds(duration) - p.latency(p.route(a, b))) * rate);
         flows.push_back({a, b, 0, rate});
       }
@@ -274,7 +328,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           for (int k = 0; k < rd.tp; ++k) {
             if (schedule::pipeline_share(dev.tp, rd.tp, j, k, t.split) <= 0) continue;
             const int a = host(t.device, m), b = host(to, std::min(r, rd.replicas - 1) * rd.tp + k);
-            flow_at(w, a, b, t.duration, priced(a, b));
+            flow_at(w, a, b, t.duration, priced(a, b, 1));
           }
         }
         break;

@@ -41,7 +41,18 @@ Platform build(const hw::ClusterSpec& c) {
         h.rail = d * ports / dpn;  // NICs shared by blocks of neighbouring devices
         h.nic = nic[static_cast<std::size_t>(h.rail)];
         h.uplink = uplink;
+        h.node_devices = dpn;
         p.hosts.push_back(std::move(h));
+      }
+      // A full mesh: one direct link per pair of the node's devices, per_peer × efficiency each
+      // way, with the fabric's latency; node-mates talk over it alone (see route()).
+      if (pool.fabric.per_peer.v > 0 && dpn > 1) {
+        const auto first = static_cast<std::uint32_t>(p.links.size());
+        for (int i = 0; i < dpn; ++i)
+          for (int j = i + 1; j < dpn; ++j)
+            add(node + "-mesh" + std::to_string(i) + "-" + std::to_string(j), LinkKind::MeshLink,
+                (pool.fabric.per_peer * pool.fabric.efficiency).v, pool.fabric.latency.v);
+        for (int d = 0; d < dpn; ++d) p.hosts[p.hosts.size() - static_cast<std::size_t>(dpn - d)].mesh = first;
       }
     }
   }
@@ -51,7 +62,17 @@ Platform build(const hw::ClusterSpec& c) {
 std::vector<Hop> Platform::route(int a, int b) const {
   const Host& x = hosts[static_cast<std::size_t>(a)];
   const Host& y = hosts[static_cast<std::size_t>(b)];
-  if (x.pool == y.pool && x.node == y.node) return {{x.port, true}, {y.port, false}};
+  if (x.pool == y.pool && x.node == y.node) {
+    if (x.mesh == kNoLink) return {{x.port, true}, {y.port, false}};
+    // Pair (i, j), i < j, of n devices: row i starts after the rows of 0 … i − 1.
+    const int i = std::min(x.slot, y.slot), j = std::max(x.slot, y.slot), n = x.node_devices;
+    const auto pair = x.mesh + static_cast<std::uint32_t>(i * (2 * n - i - 1) / 2 + (j - i - 1));
+    // The pair's link alone: a device's links to its node-mates are its fabric, so the port adds
+    // no bound where (devices − 1) · per_peer is the device's bandwidth, as on every catalogue
+    // mesh. (With the ports as well, SimGrid 3.32 ran some of these flows faster than the pair
+    // link they crossed.)
+    return {{pair, x.slot < y.slot}};
+  }
   const bool same_rail = topology == hw::Topology::RailOptimized && x.rail == y.rail;
   if (same_rail || x.uplink == kNoLink || y.uplink == kNoLink) return {{x.nic, true}, {y.nic, false}};
   return {{x.nic, true}, {x.uplink, true}, {y.uplink, false}, {y.nic, false}};

@@ -102,5 +102,41 @@ TEST(Collectives, AllToAllCrossNodeShareGoesThroughOwnNic) {
   EXPECT_NEAR(c.time.total().v, 0.5e9 / 50e9 + 7 * 10e-6, 1e-12);
 }
 
+// A full mesh (per_peer set): a rank reaches one direct link per node-mate of its group. 300 GB/s
+// aggregate, 50 GB/s per peer: 2 ranks reach 50, 4 ranks 150, 8 ranks the whole 300.
+TEST(Collectives, AFullMeshGroupReachesOneLinkPerNodeMate) {
+  auto mesh = [](int ranks) {
+    CommGroup g = node_group(ranks);
+    g.intra.latency = Duration{0};
+    g.intra.per_peer = BytesPerSec{50e9};
+    return g;
+  };
+  for (auto [n, bw] : {std::pair{2, 50e9}, std::pair{4, 150e9}, std::pair{8, 300e9}}) {
+    auto c = collective_time(Collective::AllGather, Bytes{1e9}, mesh(n), Algorithm::Ring);
+    EXPECT_NEAR(c.time.total().v, (n - 1.0) / n * 1e9 / bw, 1e-12) << n << " ranks";
+    // A switched fabric of the same aggregate gives every group size the whole 300 GB/s.
+    CommGroup sw = mesh(n);
+    sw.intra.per_peer = BytesPerSec{0};
+    EXPECT_NEAR(collective_time(Collective::AllGather, Bytes{1e9}, sw, Algorithm::Ring).time.total().v,
+                (n - 1.0) / n * 1e9 / 300e9, 1e-12);
+  }
+  // A send reaches one peer's link even in a group of 8; an all-to-all of 4 each rank's 3 links.
+  EXPECT_NEAR(collective_time(Collective::SendRecv, Bytes{1e9}, mesh(8)).time.total().v, 1e9 / 50e9, 1e-12);
+  EXPECT_NEAR(collective_time(Collective::AllToAll, Bytes{1e9}, mesh(4)).time.total().v, 3.0 / 4 * 1e9 / 150e9, 1e-12);
+  // Across nodes a node's k = 2 ring channels spread their (k − 1)·B of traffic over its k(k − 1)
+  // = 2 pair directions, B/2 each: at 30 GB/s per peer the ring reaches 2 · 30 = 60 GB/s, under
+  // the 2 · 50 GB/s of the node's NICs.
+  CommGroup two = two_level(2, 2);
+  two.intra.latency = two.inter.latency = Duration{0};
+  two.intra.per_peer = BytesPerSec{30e9};
+  EXPECT_NEAR(collective_time(Collective::AllGather, Bytes{1e9}, two, Algorithm::Ring).time.get("bandwidth").v,
+              3.0 / 4 * 1e9 / 60e9, 1e-12);
+  // One rank per node: no pair of the mesh is used; the NIC bounds the ring.
+  CommGroup apart = two_level(4, 1);
+  apart.intra.per_peer = BytesPerSec{30e9};
+  EXPECT_NEAR(collective_time(Collective::AllGather, Bytes{1e9}, apart, Algorithm::Ring).time.get("bandwidth").v,
+              3.0 / 4 * 1e9 / 50e9, 1e-12);
+}
+
 }  // namespace
 }  // namespace hetsim::cost

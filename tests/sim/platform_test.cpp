@@ -232,6 +232,67 @@ TEST(Platform, CollectivesFollowTheirAlgorithm) {
   EXPECT_EQ(inter, 2u * 4 * 2);
 }
 
+// A full-mesh fabric (Gaudi 2: 3 × 100 GbE to each of 7 node-mates, no switch): each pair of a
+// node's devices has its own link at per_peer × efficiency, which node-mates talk over, and a collective's
+// flows between node-mates spread over every pair of them, so that, alone, no link is asked for
+// more than it has and every flow takes its task's time. 2 nodes × 8, tp 2, 8 replicas: each
+// TP ring is one pair; each tp rank's DP ring has 4 members in each node.
+TEST(Platform, OnAFullMeshEachPairHasItsOwnLinkAndCollectivesSpreadOverThem) {
+  auto s = test::parse("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nseq_len = 4096\n"
+                       "[[cluster.pool]]\ndevice = \"gaudi2\"\nnodes = 2\n"
+                       "[parallel]\ntp = 2\npp = 1\ndp = 8\nzero = 0\ngrad_sync = \"ring\"\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto& fabric = s->cluster.pools[0].fabric;
+  ASSERT_GT(fabric.per_peer.v, 0);
+  const double pair_bw = (fabric.per_peer * fabric.efficiency).v;
+  const auto p = platform::build(s->cluster);
+  std::size_t mesh = 0;
+  for (const auto& l : p.links) mesh += l.kind == platform::LinkKind::MeshLink ? 1 : 0;
+  EXPECT_EQ(mesh, 2u * 28);  // 8 · 7 / 2 pairs per node
+  // Within a node: the pair's own link, at the fabric's latency, one direction each way.
+  const auto r = p.route(2, 5);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.bottleneck(r), pair_bw);
+  EXPECT_DOUBLE_EQ(p.latency(r), fabric.latency.v);
+  const auto back = p.route(5, 2);
+  EXPECT_EQ(back[0].link, r[0].link);
+  EXPECT_NE(back[0].up, r[0].up);
+  std::set<std::uint32_t> pair_links;
+  for (int a = 0; a < 8; ++a)
+    for (int b = a + 1; b < 8; ++b) pair_links.insert(p.route(a, b)[0].link);
+  EXPECT_EQ(pair_links.size(), 28u);
+  EXPECT_EQ(p.route(9, 14).size(), 1u);  // the second node's own pairs
+  EXPECT_NE(p.route(9, 14)[0].link, p.route(1, 6)[0].link);
+
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  std::set<schedule::TaskKind> seen;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    std::map<std::pair<std::uint32_t, bool>, double> load;
+    std::map<int, double> sent;
+    for (const auto& f : d->work[i].flows) {
+      seen.insert(t.kind);
+      const auto route = p.route(f.src, f.dst);
+      if (f.bytes > 1) {
+        EXPECT_NEAR(p.latency(route) + f.bytes / f.rate, static_cast<double>(t.duration) * 1e-9, 1e-9);
+      }
+      for (const auto& h : route) load[{h.link, h.up}] += f.rate;
+      if (p.hosts[static_cast<std::size_t>(f.src)].node == p.hosts[static_cast<std::size_t>(f.dst)].node) sent[f.src] += f.rate;
+    }
+    for (const auto& [link, rate] : load)
+      EXPECT_LE(rate, p.links[link.first].bandwidth * (1 + 1e-9)) << schedule::task_name(t) << " " << p.links[link.first].name;
+    // A TP pair reaches its one link; a DP ring member, its node-mates' three links between them
+    // (over nodes, k = 4 channels: k · per_peer, under the port and the NICs).
+    if (t.kind == schedule::TaskKind::TpCollective) {
+      for (const auto& [host, rate] : sent) EXPECT_NEAR(rate, pair_bw, pair_bw * 1e-9);
+    }
+  }
+  EXPECT_TRUE(seen.count(schedule::TaskKind::TpCollective));
+  EXPECT_TRUE(seen.count(schedule::TaskKind::GradReduce));
+}
+
 // An expert all-to-all (issue 15): Mixtral cut to 2 layers on 2 nodes of 8 devices with a
 // 1000 GB/s fabric and a 50 GB/s NIC each, no latencies; tp 2 · dp 8 · ep 4. Each EP task is, for
 // every EP group (replicas e·ep … e·ep + ep − 1) and every tp rank k, a flow between each ordered

@@ -50,11 +50,14 @@ TEST_P(Agreement, BothEnginesAgreeWithin2PercentWhereNothingContends) {
   EXPECT_NEAR(static_cast<double>(b.simgrid.trace.makespan) / static_cast<double>(b.native.makespan), 1.0, 0.02);
   // The same tasks, each no shorter than its modelled duration, and the same peaks.
   for (std::uint32_t i = 0; i < b.graph.size(); ++i)
-    EXPECT_GE(b.simgrid.trace.end[i] - b.simgrid.trace.start[i], b.graph.tasks[i].duration - 1);
+    EXPECT_GE(b.simgrid.trace.end[i] - b.simgrid.trace.start[i], b.graph.tasks[i].duration - 1) << schedule::task_name(b.graph.tasks[i]);
   EXPECT_EQ(b.simgrid.trace.peak_bytes, b.native.peak_bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Bundled, Agreement, ::testing::Values("cpu-pipeline", "default"));
+// validation/gaudi2-llama31-8b-fp8: TP 4 and DP 2 on one node of Gaudi 2's full mesh, whose
+// pair links carry the collectives at the rates the cost model prices (a TP group of 4 reaches
+// 3 peer links, not the device's aggregate).
+INSTANTIATE_TEST_SUITE_P(Bundled, Agreement, ::testing::Values("cpu-pipeline", "default", "validation/gaudi2-llama31-8b-fp8"));
 
 // ZeRO 3 on TPUs: each unit's parameter gathers (the dp gather stream) run beside the previous
 // unit's reduce-scatter (dp comm) over the same links, which SimGrid shares between them and
@@ -111,7 +114,7 @@ TEST(Simgrid, HybridShardingRunsTheShardsAllReduceAsFlows) {
   ASSERT_FALSE(b.simgrid.trace.end.empty());
   int across = 0;
   for (std::uint32_t i = 0; i < b.graph.size(); ++i) {
-    EXPECT_GE(b.simgrid.trace.end[i] - b.simgrid.trace.start[i], b.graph.tasks[i].duration - 1);
+    EXPECT_GE(b.simgrid.trace.end[i] - b.simgrid.trace.start[i], b.graph.tasks[i].duration - 1) << schedule::task_name(b.graph.tasks[i]);
     across += b.graph.tasks[i].across_groups;
   }
   EXPECT_EQ(across, 2 * 8);
