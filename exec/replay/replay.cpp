@@ -997,9 +997,12 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 // step within its node (the copies for the node's other ranks), one after the
                 // other (DeepEP runs them side by side: the measured time is their sum, the
                 // prediction their larger).
-                const auto values = [&](std::int64_t rows) {
+                // The values (4-byte words) of `rows` rows: h wide in the training format, or
+                // under fp8_dispatch for a dispatch-way round, h bytes and a 4-byte scale per 128.
+                const auto values = [&](std::int64_t rows, bool fp8) {
                   const auto r = static_cast<std::size_t>((rows + tp - 1) / tp);
-                  return std::max<std::size_t>(1, r * static_cast<std::size_t>(s.model.hidden) / (wide ? 1 : 2));
+                  const auto h = static_cast<std::size_t>(s.model.hidden);
+                  return std::max<std::size_t>(1, fp8 ? r * ((h + 3) / 4 + (h + 127) / 128) : r * h / (wide ? 1 : 2));
                 };
                 auto exchange = [&](Communicator& c, std::size_t per) {
                   const auto n = static_cast<std::size_t>(c.size());
@@ -1012,12 +1015,15 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                   if (!s.model.moe_layer(t.first_layer + l)) continue;  // a dense layer: no all-to-all
                   const LayerRouting& rt = routing_of(t, l);
                   for (int k = 0; k < rounds && comm_error.empty() && !sc.failed; ++k) {
+                    // Rounds go dispatch-way, combine-way, …: a forward's dispatch, a backward's
+                    // combine gradient (docs/cost-models.md#fp8-dispatch).
+                    const bool fp8 = p.fp8_dispatch && k % 2 == 0;
                     if (Communicator* rail = rail_of[real]; rail != nullptr) {
-                      exchange(*rail, values(rt.max_rail_rows));
+                      exchange(*rail, values(rt.max_rail_rows, fp8));
                       if (Communicator* node = node_of[real]; node != nullptr && comm_error.empty() && !sc.failed)
-                        exchange(*node, values(rt.max_fanout_rows));
+                        exchange(*node, values(rt.max_fanout_rows, fp8));
                     } else {
-                      exchange(*epc, values(rt.max_pair_rows));
+                      exchange(*epc, values(rt.max_pair_rows, fp8));
                     }
                   }
                 }

@@ -137,6 +137,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     Duration fwd, bwd, recompute, tp_fwd, tp_bwd, tp_recompute;
     Duration ag, rs, ar;  // one TP collective of the micro-batch's activation
     Duration a2a;         // one expert-parallel all-to-all of the micro-batch's routed tokens
+    Duration dispatch;    // the same for a dispatch: a2a, or in fp8 (fp8_dispatch)
     cost::Algorithm ar_algorithm = cost::Algorithm::Ring;
   };
   std::map<std::tuple<int, int, bool, bool>, LayerCost> memo;
@@ -188,17 +189,22 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       g.intra = fabric_cost(pool);
       g.inter = nic_cost(pool, cl.network);
       const double load = workload::moe_rank_load(m, ep);
-      const Bytes tokens{sbh / tp * m.top_k * load * e};
-      lc.a2a = cost::collective_time(Collective::AllToAll, tokens, g).time.total();
-      if (p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical && g.nodes() > 1) {
-        // By node (DeepEP): a token crosses the network once per other node its experts sit on
-        // (moe_nodes_per_token, group-limited routing included), and its top_k copies fan out
-        // over the fabric, all but the one for the receiving rank
-        // (docs/cost-models.md#hierarchical-dispatch).
-        const double k = g.ranks_per_node, nodes = g.nodes();
-        const double remote = workload::moe_nodes_per_token(m, g.nodes()) * (nodes - 1) / nodes;
-        lc.a2a = cost::hierarchical_dispatch_time(Bytes{sbh / tp * load * e}, remote, m.top_k * (k - 1) / k, g).total();
-      }
+      // One exchange of `width` bytes per routed value.
+      auto exchange = [&](double width) {
+        if (p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical && g.nodes() > 1) {
+          // By node (DeepEP): a token crosses the network once per other node its experts sit
+          // on (moe_nodes_per_token, group-limited routing included), and its top_k copies fan
+          // out over the fabric, all but the one for the receiving rank
+          // (docs/cost-models.md#hierarchical-dispatch).
+          const double k = g.ranks_per_node, nodes = g.nodes();
+          const double remote = workload::moe_nodes_per_token(m, g.nodes()) * (nodes - 1) / nodes;
+          return cost::hierarchical_dispatch_time(Bytes{sbh / tp * load * width}, remote, m.top_k * (k - 1) / k, g).total();
+        }
+        return cost::collective_time(Collective::AllToAll, Bytes{sbh / tp * m.top_k * load * width}, g).time.total();
+      };
+      lc.a2a = exchange(e);
+      // fp8_dispatch: one byte per value and a 4-byte scale per 128 (docs/cost-models.md#fp8-dispatch).
+      lc.dispatch = p.fp8_dispatch ? exchange(1 + 4.0 / 128) : lc.a2a;
     }
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;
@@ -292,11 +298,12 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.tp_algorithm = sp ? cost::Algorithm::Ring : lc.ar_algorithm;
       c.layer_tp_bwd = lc.tp_bwd;
       c.layer_tp_recompute = lc.tp_recompute;
-      // Forward: dispatch and combine; backward: their gradients the same way back; full
-      // recompute re-runs the forward's pair.
-      c.layer_ep_fwd = lc.a2a * 2;
-      c.layer_ep_bwd = lc.a2a * 2;
-      c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.a2a * 2 : Duration{0};
+      // Forward: dispatch and combine; backward: their gradients the same way back (the
+      // combine's gradient travels as a dispatch does, fp8 under fp8_dispatch; the dispatch's as
+      // a combine); full recompute re-runs the forward's pair.
+      c.layer_ep_fwd = lc.dispatch + lc.a2a;
+      c.layer_ep_bwd = lc.dispatch + lc.a2a;
+      c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.dispatch + lc.a2a : Duration{0};
       if (p.overlap_ep_comm && grp.micro_batches >= 2 && lc.a2a.v > 0) {
         // overlap_ep_comm (Megatron-Core's EP all-to-all overlap, DeepSeek's DualPipe): a
         // micro-batch's all-to-alls run beside another micro-batch's compute of the same layer

@@ -125,6 +125,7 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   j["overlap_tp_backward"] = p.overlap_tp_backward;
   if (p.overlap_ep_comm) j["overlap_ep_comm"] = true;  // absent: false (plans written before it)
   if (p.ep_dispatch != plan::Plan::EpDispatch::AllToAll) j["ep_dispatch"] = kEpDispatch.name(p.ep_dispatch);  // absent: all-to-all
+  if (p.fp8_dispatch) j["fp8_dispatch"] = true;  // absent: false (plans written before it)
   j["groups"] = ordered_json::array();
   for (const auto& g : p.groups) {
     ordered_json gj;
@@ -147,7 +148,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",
-                       "zero", "ep", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "groups"});
+                       "zero", "ep", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "groups"});
   if (!j.contains("format") || j["format"] != "hetsim-plan")
     r.error("/format", "not a hetsim plan (\"format\": \"hetsim-plan\" missing)");
   if (auto v = r.integer(j, "", "version", 1, 1000, true); v && *v != kPlanFormatVersion)
@@ -168,6 +169,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   p.overlap_tp_backward = r.boolean(j, "", "overlap_tp_backward").value_or(p.overlap_tp_backward);
   p.overlap_ep_comm = r.boolean(j, "", "overlap_ep_comm").value_or(p.overlap_ep_comm);
   p.ep_dispatch = r.choice(j, "", "ep_dispatch", kEpDispatch).value_or(p.ep_dispatch);
+  p.fp8_dispatch = r.boolean(j, "", "fp8_dispatch").value_or(p.fp8_dispatch);
   if (!j.contains("groups") || !j["groups"].is_array() || j["groups"].empty()) {
     r.error("/groups", "a plan needs a non-empty array \"groups\"");
     return d;

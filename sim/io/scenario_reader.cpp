@@ -597,7 +597,7 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 // ------------------------------------------------------------------------------- [parallel]
 const std::vector<std::string> kParallelKeys = {
     "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "sequence_parallel",
-    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "replicas"};
+    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "replicas"};
 
 // Per-op selective checkpointing is modelled for dense models only (memory.cpp): said where
 // [parallel] reads it (at the key) and where a plan file is validated.
@@ -632,6 +632,12 @@ void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::P
                   std::to_string(s.model.experts) + ")",
               "remove ep_dispatch, or set [model] experts (> 1) and top_k");
   }
+  p.fp8_dispatch = r.boolean(t, "fp8_dispatch").value_or(p.fp8_dispatch);
+  if (p.fp8_dispatch && !s.model.moe())
+    r.error(r.loc(r.node(t, "fp8_dispatch")), t.path + ".fp8_dispatch",
+            "fp8_dispatch sends the tokens to their experts in fp8, and this model has no experts (experts = " +
+                std::to_string(s.model.experts) + ")",
+            "remove fp8_dispatch, or set [model] experts (> 1) and top_k");
 }
 
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
@@ -1035,6 +1041,9 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
   if (p.ep_dispatch != plan::Plan::EpDispatch::AllToAll && !m.moe())
     err("parallel.ep_dispatch", "ep_dispatch says how tokens reach their experts, and this model has no experts (experts = " +
         std::to_string(m.experts) + ")", "remove ep_dispatch, or set [model] experts (> 1) and top_k");
+  if (p.fp8_dispatch && !m.moe())
+    err("parallel.fp8_dispatch", "fp8_dispatch sends the tokens to their experts in fp8, and this model has no experts (experts = " +
+        std::to_string(m.experts) + ")", "remove fp8_dispatch, or set [model] experts (> 1) and top_k");
   if (p.ep > 1) {
     // Expert parallelism: the EP ranks of a stage are ep of its data-parallel replicas.
     if (!m.moe())

@@ -29,6 +29,7 @@ void copy_framework(const Plan& from, Plan& to) {
   to.overlap_tp_backward = from.overlap_tp_backward;
   to.overlap_ep_comm = from.overlap_ep_comm;
   to.ep_dispatch = from.ep_dispatch;
+  to.fp8_dispatch = from.fp8_dispatch;
 }
 
 }  // namespace hetsim::plan

@@ -59,6 +59,11 @@ struct Plan {
   /// docs/cost-models.md#hierarchical-dispatch.
   enum class EpDispatch : std::uint8_t { AllToAll, Hierarchical };
   EpDispatch ep_dispatch = EpDispatch::AllToAll;
+  /// MoE: the dispatch all-to-alls (forward, and the combine's gradient in the backward) move
+  /// their rows in fp8 with one fp32 scale per 128 values; the combine and the dispatch's
+  /// gradient stay 16-bit (DeepSeek-V3 §3.3.2, DeepEP's FP8 dispatch).
+  /// docs/cost-models.md#fp8-dispatch.
+  bool fp8_dispatch = false;
   std::vector<ReplicaGroup> groups;
 
   [[nodiscard]] int replicas() const;
@@ -70,7 +75,7 @@ struct Plan {
 };
 
 /// Copies how the framework runs (sequence_parallel, grad_sync, overlap_grad_reduce,
-/// overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch) from `from` into `to`,
+/// overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch, fp8_dispatch) from `from` into `to`,
 /// leaving the layout and what the planner searches (micro-batch, schedule, recompute, ZeRO,
 /// ep) as they are.
 void copy_framework(const Plan& from, Plan& to);

@@ -91,7 +91,7 @@ struct Scenario {
   hw::ClusterSpec cluster;
   std::optional<plan::Plan> plan;  ///< from [parallel]; absent = for the planner to choose
   /// How the framework runs, from [parallel]'s framework keys (sequence_parallel, grad_sync,
-  /// overlap_grad_reduce, overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch),
+  /// overlap_grad_reduce, overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch, fp8_dispatch),
   /// the defaults elsewhere: read even where the layout is not (`hetsim plan`, `hetsim buy`),
   /// so that every plan the planner makes runs the framework as the scenario says.
   plan::Plan framework;

@@ -1249,6 +1249,28 @@ TEST(Replay, HierarchicalDispatchRunsItsNetworkAndFabricSteps) {
   EXPECT_GT(hier.at(2), 0);
 }
 
+// fp8_dispatch in the replay: the dispatch-way round of each pair (a forward's dispatch, a
+// backward's combine gradient) moves h bytes and a 4-byte scale per 128 values a row, the other
+// round h values of the training format (fp32 here): per row 128/4 + 1 = 33 words against 128,
+// so the exchanged values come to (33 + 128) / (128 + 128) of the plain replay's, exactly (both
+// rounds of a pair carry the same rows).
+TEST(Replay, Fp8DispatchSendsTheDispatchWayRoundsInFp8) {
+  auto run = [](const std::string& extra) {
+    auto s = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\n" + extra));
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = s.ok() ? exec::replay(*s, *s->plan, counting, {1, 0}) : Result<exec::Replay>(Diagnostic{});
+    EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
+    if (r.ok()) check_order_and_dependencies(*r);
+    long values = 0;
+    for (const auto& [size, n] : counting.exchanged_by_size()) values += n;
+    return values;
+  };
+  const long plain = run(""), fp8 = run("fp8_dispatch = true\n");
+  ASSERT_GT(plain, 0);
+  EXPECT_EQ(fp8 * 256, plain * 161);
+}
+
 // The hierarchical dispatch's messages from the real routing: 4 experts (one per EP rank), top-2,
 // ep 4 on two nodes of two. A token needs the other node unless both its experts are on its own
 // (C(2,2)/C(4,2) = 1/6 of tokens): the network step carries about 5/6 of the tokens; a rank

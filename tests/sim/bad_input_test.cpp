@@ -125,6 +125,8 @@ std::vector<BadCase> cases() {
        "bad.toml:6:21", "grad_reduce_dtype", "fp32"},
       {"ep_on_a_dense_model", base_with(kModel, kTraining, kCluster, kParallel + "ep = 2\n"),
        "bad.toml:13:6", "ep = 2 (expert parallelism) needs a mixture-of-experts model", "experts"},
+      {"fp8_dispatch_on_a_dense_model", base_with(kModel, kTraining, kCluster, kParallel + "fp8_dispatch = true\n"),
+       "bad.toml:13:16", "fp8_dispatch sends the tokens to their experts in fp8, and this model has no experts", "experts"},
       {"overlap_ep_comm_on_a_dense_model", base_with(kModel, kTraining, kCluster, kParallel + "overlap_ep_comm = true\n"),
        "bad.toml:13:19", "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts", "experts"},
       {"overlap_ep_comm_not_a_boolean", base_with(kModel + "experts = 8\ntop_k = 2\n", kTraining, kCluster, kParallel + "overlap_ep_comm = 1\n"),

@@ -361,5 +361,34 @@ TEST(ExpertDispatch, HierarchicalDispatchCrossesEachNodeOnce) {
   EXPECT_EQ(ep_time("hierarchical", 4096, one_node), ep_time("all-to-all", 4096, one_node));
 }
 
+// fp8_dispatch: the dispatch-way all-to-all of each pass moves 1 + 4/128 bytes a value instead
+// of 2; the combine-way one keeps 2. Bandwidth parts (the difference between two sequence
+// lengths, which cancels the latencies): (1.03125 + 2) / (2 + 2) of the 16-bit exchange, in the
+// forward, the backward and a full recompute alike, flat or by node.
+TEST(ExpertDispatch, Fp8DispatchSendsTheDispatchWayRoundsInFp8) {
+  auto ep = [](const std::string& extra, int seq, const std::string& recompute) {
+    const Scenario s = load("[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\nexperts = 16\n"
+                            "[training]\nglobal_batch = 16\nseq_len = " + std::to_string(seq) + "\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+                            "[parallel]\ntp = 1\npp = 1\ndp = 16\nep = 16\nmicro_batch = 1\nrecompute = \"" + recompute +
+                            "\"\n" + extra);
+    return analytic::stage_costs(s, *s.plan)[0][0];
+  };
+  const double ratio = (1 + 4.0 / 128 + 2) / (2 + 2);
+  for (const std::string dispatch : {"", "ep_dispatch = \"hierarchical\"\n"}) {
+    auto band = [&](const std::string& fp8, auto part) {
+      return part(ep(dispatch + fp8, 8192, "full")) - part(ep(dispatch + fp8, 4096, "full"));
+    };
+    const auto fwd = [](const analytic::StageCost& c) { return c.layer_ep_fwd.v; };
+    const auto bwd = [](const analytic::StageCost& c) { return c.layer_ep_bwd.v; };
+    const auto rec = [](const analytic::StageCost& c) { return c.layer_ep_recompute.v; };
+    EXPECT_NEAR(band("fp8_dispatch = true\n", fwd) / band("", fwd), ratio, 1e-9) << dispatch;
+    EXPECT_NEAR(band("fp8_dispatch = true\n", bwd) / band("", bwd), ratio, 1e-9) << dispatch;
+    EXPECT_NEAR(band("fp8_dispatch = true\n", rec) / band("", rec), ratio, 1e-9) << dispatch;
+  }
+  // Off (the default) is the 16-bit exchange both ways: dispatch and combine cost the same.
+  EXPECT_EQ(ep("fp8_dispatch = false\n", 4096, "none").layer_ep_fwd, ep("", 4096, "none").layer_ep_fwd);
+}
+
 }  // namespace
 }  // namespace hetsim

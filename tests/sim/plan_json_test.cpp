@@ -56,6 +56,26 @@ TEST(PlanJson, ExpertParallelismRoundTripsAndIsValidated) {
       << test::all_errors(refused.errors());
 }
 
+// fp8_dispatch: the same, written only when set, read back, refused for a dense model.
+TEST(PlanJson, Fp8DispatchRoundTripsAndIsValidated) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  EXPECT_EQ(io::plan_to_json(*s, *s->plan).find("fp8_dispatch"), std::string::npos);
+  s->plan->fp8_dispatch = true;
+  const std::string text = io::plan_to_json(*s, *s->plan);
+  EXPECT_NE(text.find("\"fp8_dispatch\": true"), std::string::npos) << text;
+  auto back = io::parse_plan_json(text, "plan.json", *s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_TRUE(back->fp8_dispatch);
+  const Scenario dense = mixed();
+  std::string on_dense = io::plan_to_json(dense, *dense.plan);
+  on_dense.replace(on_dense.find("\"groups\""), 8, "\"fp8_dispatch\": true, \"groups\"");
+  auto refused = io::parse_plan_json(on_dense, "plan.json", dense);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(test::all_errors(refused.errors()).find("fp8_dispatch sends the tokens to their experts in fp8"), std::string::npos)
+      << test::all_errors(refused.errors());
+}
+
 // overlap_ep_comm: written only when set (plans before it read as false), read back, and
 // refused for a dense model's plan like ep.
 TEST(PlanJson, ExpertAllToAllOverlapRoundTripsAndIsValidated) {
