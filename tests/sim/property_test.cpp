@@ -83,6 +83,76 @@ TEST(Property, RandomClustersEstimateAndSimulateAgreeOnFitting) {
   EXPECT_GT(not_fitting, 5);
 }
 
+// Mixture-of-experts plans: random expert counts, top-k and group-limited routing, expert
+// parallelism over nodes of any size (so EP groups that fill nodes unevenly, or span them), both
+// dispatchers, fp8 dispatch and the overlap, on switched and full-mesh fabrics (a random inline
+// link with per_peer). The same properties: a value or a user's diagnostic, never an internal
+// error; estimate and simulate agree on fitting; the times are finite.
+std::string random_moe_scenario(std::mt19937_64& rng) {
+  auto n = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int experts = pick(std::vector<int>{2, 4, 6, 8, 16, 32, 64}, rng);
+  const int top_k = n(1, std::min(experts, 8));
+  const int pp = n(1, 2);
+  std::string t = "[model]\npreset = \"" + pick(std::vector<std::string>{"mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b"}, rng) +
+                  "\"\nlayers = " + std::to_string(pp * n(1, 3)) + "\nfirst_dense_layers = " + std::to_string(n(0, 1)) +
+                  "\nexperts = " + std::to_string(experts) + "\ntop_k = " + std::to_string(top_k) + "\n";
+  // Group-limited routing: off, or a divisor of the experts with enough groups picked for top_k.
+  const int groups = pick(std::vector<int>{0, 1, 2, 4}, rng);
+  if (groups > 0 && experts % groups == 0) {
+    const int least = (top_k + experts / groups - 1) / (experts / groups);
+    t += "expert_groups = " + std::to_string(groups) + "\nexpert_group_topk = " + std::to_string(n(least, groups)) + "\n";
+  } else {
+    t += "expert_groups = 0\nexpert_group_topk = 0\n";
+  }
+  t += "[training]\nglobal_batch = " + std::to_string(192 << n(0, 2)) + "\nseq_len = " + std::to_string(256 << n(0, 3)) +
+       "\nprecision = \"" + pick(std::vector<std::string>{"bf16", "fp8"}, rng) + "\"\n";
+  const int per_node = pick(std::vector<int>{2, 4, 6, 8}, rng);
+  const bool mesh = n(0, 1) == 1;
+  t += "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"" + std::to_string(n(50, 900)) + "GB/s\"\n" +
+       (mesh ? "per_peer = \"" + std::to_string(n(5, 50)) + "GB/s\"\n" : std::string()) + "latency = \"" +
+       std::to_string(n(0, 5)) + "us\"\n";
+  t += "[[cluster.pool]]\nnodes = " + std::to_string(pp * n(1, 3)) + "\n[cluster.pool.device]\nname = \"dev\"\n"
+       "peak = { bf16 = \"1000TFLOPS\", fp8 = \"2000TFLOPS\" }\nmemory = \"" + std::to_string(n(16, 512)) + "GiB\"\n"
+       "memory_bandwidth = \"4TB/s\"\nnode = { devices = " + std::to_string(per_node) +
+       ", fabric = \"fab\", nics = " + std::to_string(n(1, per_node)) + ", nic = \"ib-ndr-400\" }\n";
+  // ep among the divisors of the experts (whether it divides the replicas is the reader's to say).
+  std::vector<int> eps;
+  for (int e = 1; e <= experts; ++e)
+    if (experts % e == 0) eps.push_back(e);
+  t += "[parallel]\ntp = " + std::to_string(pick(std::vector<int>{1, 2}, rng)) + "\npp = " + std::to_string(pp) +
+       "\nep = " + std::to_string(pick(eps, rng)) + "\nmicro_batch = 1\nzero = " + std::to_string(n(0, 3)) +
+       "\nrecompute = \"" + pick(std::vector<std::string>{"none", "selective", "full"}, rng) + "\"\n" +
+       "ep_dispatch = \"" + pick(std::vector<std::string>{"all-to-all", "hierarchical"}, rng) + "\"\n" +
+       "fp8_dispatch = " + (n(0, 1) ? "true" : "false") + "\noverlap_ep_comm = " + (n(0, 1) ? "true" : "false") + "\n";
+  return t;
+}
+
+TEST(Property, RandomExpertParallelPlansEstimateAndSimulateAgreeOnFitting) {
+  std::mt19937_64 rng(20261206);
+  int evaluated = 0, fitting = 0, with_ep = 0;
+  for (int i = 0; i < cases(300); ++i) {
+    const std::string text = random_moe_scenario(rng);
+    auto s = test::parse(text, "random.toml");
+    if (!s.ok()) {
+      expect_user_kinds(s.errors(), text);
+      continue;
+    }
+    ASSERT_TRUE(s->plan.has_value()) << text;
+    if (schedule::estimated_tasks(*s, *s->plan) > 1e5) continue;
+    const auto e = analytic::estimate(*s, *s->plan);
+    EXPECT_TRUE(e.step_time.v > 0 && e.step_time.v < 1e300) << text;
+    auto sim = report::run_simulation(*s, *s->plan);
+    ASSERT_TRUE(sim.ok()) << (sim.ok() ? "" : to_string(sim.errors()[0])) << "\n" << text;
+    EXPECT_EQ(sim->simulated.fits, e.fits) << "estimate and simulate disagree on fitting\n" << text;
+    ++evaluated;
+    fitting += e.fits ? 1 : 0;
+    with_ep += s->plan->ep > 1 ? 1 : 0;
+  }
+  EXPECT_GT(evaluated, 40);
+  EXPECT_GT(fitting, 5);
+  EXPECT_GT(with_ep, 20);
+}
+
 TEST(Property, RandomClustersPlanToAnAnswerThatFits) {
   std::mt19937_64 rng(7);
   int answered = 0;
