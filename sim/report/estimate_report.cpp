@@ -270,7 +270,8 @@ std::string catalog_text(const hw::Catalog& c) {
   o += fmt::format("{:<16}{:<11}{:>12}{:>10}{:>7}  {}\n", "link", "kind", "bandwidth", "latency", "eff", "what");
   for (const auto& l : c.links)
     o += fmt::format("{:<16}{:<11}{:>12}{:>10}{:>7.2f}  {}\n", l.name, l.scale_up ? "scale-up" : "scale-out",
-                     format_bandwidth(l.bandwidth), format_duration(l.latency), l.efficiency, l.display);
+                     format_bandwidth(l.bandwidth), format_duration(l.latency), l.efficiency,
+                     l.per_peer.v > 0 ? l.display + "; " + format_bandwidth(l.per_peer) + " per peer" : l.display);
   return o;
 }
 
