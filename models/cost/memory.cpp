@@ -131,7 +131,7 @@ StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt, bool autoca
 
 MemoryBreakdown device_memory(const DeviceMemoryInput& in) {
   const double d = std::max(1, in.dp);
-  const double de = std::max(1.0, d / std::max(1, in.ep));  // the experts' data-parallel ranks
+  const double de = std::max(1.0, d * std::max(1, in.expert_fold) / std::max(1, in.ep));  // the experts' data-parallel ranks
   const double dense = in.params - in.expert_params;
   auto state = [&](double bytes, bool sharded) {
     return Bytes{dense * bytes / (sharded ? d : 1.0) + in.expert_params * bytes / (sharded ? de : 1.0)};

@@ -65,6 +65,9 @@ struct DeviceMemoryInput {
   /// their ZeRO shards span the dp/ep ranks of their expert-data-parallel group.
   double expert_params = 0;
   int ep = 1;                 ///< expert-parallel degree
+  /// tp / expert_tp (plan::Plan::expert_tp): folded TP ranks are expert-data-parallel ranks too,
+  /// so the experts' ZeRO shards span dp·expert_fold/ep ranks.
+  int expert_fold = 1;
   StateBytes state;
   int zero = 0;               ///< ZeRO stage 0–3
   int dp = 1;                 ///< data-parallel ranks that share the ZeRO shards

@@ -284,24 +284,31 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     // GEMM of experts/ep GEMMs of ep× the rows; the all-to-alls are priced by stage_cost).
     // Routing imbalance: the most loaded rank's rows set the layer's time (moe_rank_load, =
     // capacity_factor when uniform), priced as experts/ep GEMMs of its mean rows per expert.
+    // Expert tensor parallelism et (plan::Plan::expert_tp, a divisor of t): the experts split
+    // over et ranks, each such group holding the tokens of et/t of the TP group (MoE parallel
+    // folding: with et < t the other TP ranks are expert-parallel ranks); et = t is the split
+    // of the dense MLP. Rows per expert t/et fewer, columns f/et: the same work per rank.
     Op router = gemm("router", tokens, m.experts, h, e);
     ops.push_back(router);
     const int ep = std::max(1, s.ep);
+    const double et = s.expert_tp > 0 ? s.expert_tp : t;
+    const double fold = et / t;  // the share of the TP group's tokens an expert group sees
     const int local_experts = m.experts / ep;
     const double rank_load = moe_rank_load(m, ep);
-    const double per_expert = tokens * m.top_k * rank_load * ep / m.experts;
-    ops.push_back(streaming("moe_permute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 2, 1}, 0));
-    Op up = linear("expert_up", per_expert, up_cols, h, ge, local_experts);
+    const double per_expert = tokens * fold * m.top_k * rank_load * ep / m.experts;
+    const double expert_up_cols = (swiglu ? 2 : 1) * f / et;
+    ops.push_back(streaming("moe_permute", OpKind::Elementwise, tokens * fold * m.top_k * h, e, Stream{2, 1, 2, 1}, 0));
+    Op up = linear("expert_up", per_expert, expert_up_cols, h, ge, local_experts);
     Op actop = streaming(swiglu ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
-                         per_expert * local_experts * f / t, e, act, swiglu ? 6 : 8);
-    Op down = linear("expert_down", per_expert, h, f / t, ge, local_experts);
+                         per_expert * local_experts * f / et, e, act, swiglu ? 6 : 8);
+    Op down = linear("expert_down", per_expert, h, f / et, ge, local_experts);
     const double unpadded = 1.0 / rank_load;
     up.model_flops = up.fwd_flops * unpadded;
     down.model_flops = down.fwd_flops * unpadded;
     ops.push_back(up);
     ops.push_back(actop);
     ops.push_back(down);
-    ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
+    ops.push_back(streaming("moe_unpermute", OpKind::Elementwise, tokens * fold * m.top_k * h, e, Stream{2, 1, 3, 1}, 1));
     if (m.shared_experts > 0) {
       // Shared experts: a dense MLP of their total width that every token goes through, split
       // over the TP ranks like the dense MLP; its output joins the routed experts' sum.

@@ -79,6 +79,8 @@ struct MicroBatchShape {
   /// Expert parallelism (plan::Plan::ep): each rank holds experts/ep of a MoE layer's routed
   /// experts and runs the tokens of its ep peers that chose them.
   int ep = 1;
+  /// The routed experts' tensor parallelism (plan::Plan::expert_tp); 0: tp.
+  int expert_tp = 0;
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

@@ -59,6 +59,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.seq_len = s.training.seq_len;
   shape.tp = st.tp;
   shape.ep = s.model.moe() ? p.ep : 1;
+  shape.expert_tp = s.model.moe() ? p.expert_tp_of(st.tp) : 0;
   shape.sequence_parallel = p.sequence_parallel && st.tp > 1;
   shape.dtype = s.training.precision;
   shape.flash_attention = s.training.flash_attention;
@@ -127,7 +128,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
   // Expert parallelism: a rank holds 1/ep of each MoE layer's routed experts.
   const int ep = m.moe() ? std::max(1, p.ep) : 1;
-  const double moe_params_tp1 = pc.per_layer - pc.per_layer_experts + pc.per_layer_experts / ep;  // before TP
+  // A MoE layer's parameters on one device of a stage of `tp`: the dense part split over tp,
+  // the routed experts 1/ep of them split over expert_tp (docs/cost-models.md#expert-tensor-parallelism).
+  auto moe_layer_params = [&](int tp) {
+    return (pc.per_layer - pc.per_layer_experts) / tp + pc.per_layer_experts / ep / p.expert_tp_of(tp);
+  };
   // A MoE model's dense layers (first_dense_layers, moe_layer_freq) are priced as the dense
   // model they are; a stage holding both kinds gets the mean of its layers' costs per layer.
   const workload::ModelSpec dense_m = m.moe() ? workload::dense_layer_model(m) : m;
@@ -148,7 +153,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     LayerCost& lc = it->second;
     if (!fresh) return lc;
     const workload::ModelSpec& lm = moe_kind ? m : dense_m;
-    const double layer_params_tp1 = moe_kind || !m.moe() ? moe_params_tp1 : pc.per_dense_layer;
+    const double layer_params = moe_kind || !m.moe() ? moe_layer_params(tp) : pc.per_dense_layer / tp;
     const hw::PoolSpec& pool = cl.pools[pool_index];
     const hw::DeviceSpec& dev = pool.device;
     const auto layer = workload::layer_ops(lm, shape);
@@ -170,7 +175,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // weights read and written, on the compute stream (docs/cost-models.md#data-parallel-sync).
       // FSDP1's flat parameters are views into the gathered buffer (zero3_copy_out = false);
       // TPUs run JAX/XLA, whose sharded all-gather writes the weights where they are read.
-      const Duration copy_out = Bytes{2 * layer_params_tp1 / tp * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
+      const Duration copy_out = Bytes{2 * layer_params * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
                                 dev.efficiency.launch_overhead;
       lc.fwd += copy_out;
       lc.bwd += copy_out;
@@ -185,7 +190,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // rank moving as much (docs/cost-models.md#routing-imbalance).
       CommGroup g;
       g.ranks = ep;
-      g.ranks_per_node = ep_ranks_per_node(pool.devices_per_node, tp, ep);
+      g.ranks_per_node = ep_ranks_per_node(pool.devices_per_node, p.expert_tp_of(tp), ep);
       g.intra = fabric_cost(pool);
       g.inter = nic_cost(pool, cl.network);
       const double load = workload::moe_rank_load(m, ep);
@@ -241,21 +246,37 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const double slow = dev.efficiency.overlap_slowdown;
       const char* blocks[2][2] = {{"qkv", "attn_out"},
                                   {lm.moe() ? "expert_up" : "mlp_up", lm.moe() ? "expert_down" : "mlp_down"}};
+      // The MoE block's collectives run over the expert tensor-parallel group, on its share of
+      // the tokens (expert_tp < tp: the folded TP ranks dispatch their own sequence shards; 1:
+      // none), unless shared experts, split over all tp ranks like a dense MLP, need the whole
+      // group's gather (docs/cost-models.md#expert-tensor-parallelism).
+      const int et = lm.moe() && m.shared_experts == 0 ? p.expert_tp_of(tp) : tp;
+      Duration mag = lc.ag, mrs = lc.rs, mar = lc.ar;
+      if (et != tp) {
+        CommGroup eg = g;
+        eg.ranks = eg.ranks_per_node = et;
+        const Bytes part{sbh * e * et / tp};
+        mag = cost::collective_time(Collective::AllGather, part, eg).time.total();
+        mrs = cost::collective_time(Collective::ReduceScatter, part, eg).time.total();
+        mar = cost::collective_time(Collective::AllReduce, part, eg).time.total();
+      }
       for (const auto& b : blocks) {
+        const bool moe_block = &b == &blocks[1];
+        const Duration bag = moe_block ? mag : lc.ag, brs = moe_block ? mrs : lc.rs, bar = moe_block ? mar : lc.ar;
         const Duration col_f = op_named(layer, tf, b[0]), row_f = op_named(layer, tf, b[1]);
         // A GEMM's backward is its data- and weight-gradient kernels, about half each.
         const Duration col_b = op_named(layer, tb, b[0]) / 2, row_b = op_named(layer, tb, b[1]) / 2;
         // Per-op selective checkpointing re-runs the block's collectives that the policy does
         // not keep: the all-gathers (reduce-scatter outputs are kept), or the all-reduce.
         if (p.recompute == cost::Recompute::SelectiveOp)
-          lc.tp_recompute += sp ? tp_exposed(lc.ag, col_f, ov, slow) : tp_exposed(lc.ar, row_f, ov, slow);
+          lc.tp_recompute += sp ? tp_exposed(bag, col_f, ov, slow) : tp_exposed(bar, row_f, ov, slow);
         if (sp) {
-          lc.tp_fwd += tp_exposed(lc.ag, col_f, ov, slow) + tp_exposed(lc.rs, row_f, ov, slow);
-          lc.tp_bwd += tp_exposed(lc.ag, row_b, ov, slow) + tp_exposed(lc.ag, col_b, ov_bwd, slow) +
-                       tp_exposed(lc.rs, col_b, ov_bwd, slow);
+          lc.tp_fwd += tp_exposed(bag, col_f, ov, slow) + tp_exposed(brs, row_f, ov, slow);
+          lc.tp_bwd += tp_exposed(bag, row_b, ov, slow) + tp_exposed(bag, col_b, ov_bwd, slow) +
+                       tp_exposed(brs, col_b, ov_bwd, slow);
         } else {
-          lc.tp_fwd += tp_exposed(lc.ar, row_f, ov, slow);
-          lc.tp_bwd += tp_exposed(lc.ar, col_b, ov_bwd, slow);
+          lc.tp_fwd += tp_exposed(bar, row_f, ov, slow);
+          lc.tp_bwd += tp_exposed(bar, col_b, ov_bwd, slow);
         }
       }
       if (p.recompute == cost::Recompute::Full) lc.tp_recompute = lc.tp_fwd;
@@ -349,8 +370,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
 
       // Parameters on one device of this stage. With tied embeddings and pp > 1 the last stage
       // keeps its own copy of the token embedding (not the position table).
-      c.params_layer = (mixed ? moe_params_tp1 * moe_share + pc.per_dense_layer * (1 - moe_share) : moe_params_tp1) / st.tp;
-      c.expert_params = pc.per_layer_experts / ep / st.tp * n_moe;
+      c.params_layer = mixed ? moe_layer_params(st.tp) * moe_share + pc.per_dense_layer / st.tp * (1 - moe_share)
+                             : moe_layer_params(st.tp);
+      c.expert_params = pc.per_layer_experts / ep / p.expert_tp_of(st.tp) * n_moe;
+      c.expert_fold = st.tp / p.expert_tp_of(st.tp);
       if (first) c.params_emb = pc.embedding / st.tp;
       const double token_embedding = static_cast<double>(m.vocab) * m.hidden;
       if (last)
@@ -437,9 +460,12 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           sync(c.params, g, true);
         } else {
           sync(c.params - c.expert_params, g, true);
+          // The expert-data-parallel ranks: a stage's tp·shard devices over the ep·expert_tp of
+          // an expert group (shard/ep when expert_tp = tp), expert_fold·ep... apart in the rank order.
           CommGroup eg = g;
-          eg.ranks = shard / ep;
-          eg.ranks_per_node = std::max(1, g.ranks_per_node / ep);
+          eg.ranks = std::max(1, shard * c.expert_fold / ep);
+          eg.ranks_per_node = std::max(1, std::min(eg.ranks, pool.devices_per_node / (ep * p.expert_tp_of(st.tp))));
+          while (eg.ranks % eg.ranks_per_node != 0) --eg.ranks_per_node;
           sync(c.expert_params, eg, c.params - c.expert_params <= 0);
         }
       }
@@ -505,6 +531,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.memory.params = c.params;
       c.memory.expert_params = c.expert_params;
       c.memory.ep = ep;
+      c.memory.expert_fold = c.expert_fold;
       c.memory.state = sb;
       c.memory.state.grads = s.memory.gradient_bytes;  // what the framework keeps (memory only)
       c.memory.zero = p.zero;
@@ -551,7 +578,7 @@ int ep_ranks_per_node(int devices_per_node, int tp, int ep) {
 }
 
 double sharded_params(const StageCost& c, int shard, int ep) {
-  return (c.params - c.expert_params) / shard + c.expert_params / std::max(1, shard / std::max(1, ep));
+  return (c.params - c.expert_params) / shard + c.expert_params / std::max(1, shard * c.expert_fold / std::max(1, ep));
 }
 
 }  // namespace hetsim::analytic

@@ -37,6 +37,7 @@ struct StageCost {
   double params = 0;    ///< parameters on one device, after TP, before ZeRO
   double params_layer = 0;  ///< of which each transformer layer holds this many
   double expert_params = 0; ///< of params, routed-expert parameters (1/ep of the stage's experts)
+  int expert_fold = 1;      ///< tp / expert_tp: how many times more expert-data-parallel ranks than shard/ep
   double params_emb = 0;    ///< the embedding (first stage)
   double params_head = 0;   ///< output layer or tied copy, final norm (last stage)
   Bytes act_per_layer;  ///< activations kept per layer per micro-batch
@@ -83,7 +84,7 @@ struct StageCost {
 [[nodiscard]] int ep_ranks_per_node(int devices_per_node, int tp, int ep);
 
 /// A device's parameters whose ZeRO state shards over `shard` replicas: the dense part over all
-/// of them, the routed experts' over the shard/ep that hold the same experts.
+/// of them, the routed experts' over the shard·expert_fold/ep ranks that hold the same experts.
 [[nodiscard]] double sharded_params(const StageCost& c, int shard, int ep);
 
 /// Megatron-LM's default gradient bucket: 40 M parameters.

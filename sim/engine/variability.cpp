@@ -143,7 +143,9 @@ void FactorSampler::make_runs(const std::vector<double>& real) {
   std::size_t total = 0;
   for (const auto& [gid, devs] : groups_) {
     const auto& d0 = g_.devices[devs.front().device];
-    const int unit = std::max(1, d0.ep);
+    // The replicas an EP group spans (ep · expert_tp devices; within one replica when folded
+    // into fewer than tp).
+    const int unit = std::max(1, d0.ep * std::max(1, d0.expert_tp) / std::max(1, d0.tp));
     const int units = std::max(1, d0.replicas / unit);
     std::vector<std::vector<double>> vecs(static_cast<std::size_t>(units), std::vector<double>(devs.size(), 0.0));
     for (std::size_t s = 0; s < devs.size(); ++s) {

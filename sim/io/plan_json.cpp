@@ -118,6 +118,7 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   j["recompute"] = kRecompute.name(p.recompute);
   j["zero"] = p.zero;
   if (p.ep > 1) j["ep"] = p.ep;  // absent: 1 (plans written before expert parallelism)
+  if (p.expert_tp > 0) j["expert_tp"] = p.expert_tp;  // absent: each stage's tp
   j["sequence_parallel"] = p.sequence_parallel;
   j["grad_sync"] = kAlgorithms.name(p.grad_sync);
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
@@ -148,7 +149,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",
-                       "zero", "ep", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "groups"});
+                       "zero", "ep", "expert_tp", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "groups"});
   if (!j.contains("format") || j["format"] != "hetsim-plan")
     r.error("/format", "not a hetsim plan (\"format\": \"hetsim-plan\" missing)");
   if (auto v = r.integer(j, "", "version", 1, 1000, true); v && *v != kPlanFormatVersion)
@@ -162,6 +163,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   p.recompute = r.choice(j, "", "recompute", kRecompute).value_or(p.recompute);
   p.zero = static_cast<int>(r.integer(j, "", "zero", 0, 3, false).value_or(p.zero));
   p.ep = static_cast<int>(r.integer(j, "", "ep", 1, 1 << 20, false).value_or(p.ep));
+  p.expert_tp = static_cast<int>(r.integer(j, "", "expert_tp", 1, 1024, false).value_or(p.expert_tp));
   p.sequence_parallel = r.boolean(j, "", "sequence_parallel").value_or(p.sequence_parallel);
   p.grad_sync = r.choice(j, "", "grad_sync", kAlgorithms).value_or(p.grad_sync);
   p.overlap_grad_reduce = r.boolean(j, "", "overlap_grad_reduce").value_or(p.overlap_grad_reduce);

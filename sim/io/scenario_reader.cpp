@@ -596,7 +596,7 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 
 // ------------------------------------------------------------------------------- [parallel]
 const std::vector<std::string> kParallelKeys = {
-    "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "sequence_parallel",
+    "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "expert_tp", "sequence_parallel",
     "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "replicas"};
 
 // Per-op selective checkpointing is modelled for dense models only (memory.cpp): said where
@@ -671,15 +671,38 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
   else if (p.ep > 1 && s.model.experts % p.ep != 0)
     r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(p.ep) + " does not divide the model's " +
             std::to_string(s.model.experts) + " experts", "choose ep among the divisors of experts");
-  // Expert-parallel ranks are drawn from each stage's data-parallel replicas.
+  p.expert_tp = as_int(r.integer(*t, "expert_tp", 1, 1024), p.expert_tp);
+  if (p.expert_tp > 0 && !s.model.moe())
+    r.error(r.loc(r.node(*t, "expert_tp")), t->path + ".expert_tp",
+            "expert_tp splits the routed experts over tensor-parallel ranks, and this model has no experts (experts = " +
+                std::to_string(s.model.experts) + ")",
+            "remove expert_tp, or set [model] experts (> 1) and top_k");
+  // Expert-parallel ranks are drawn from each stage's data-parallel replicas (expert_tp = tp),
+  // or from its tp × replicas devices (folded: docs/cost-models.md#expert-tensor-parallelism).
   auto check_ep = [&](const plan::Plan& plan) {
     for (const auto& g : plan.groups)
-      if (plan.ep > 1 && g.replicas % plan.ep != 0) {
-        r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(plan.ep) +
-                " does not divide the " + std::to_string(g.replicas) +
-                " data-parallel replicas of a replica group (expert-parallel ranks are drawn from them)",
-                "choose ep dividing dp (every [[parallel.replicas]] count)");
-        return;
+      for (const auto& st : g.stages) {
+        const int et = plan.expert_tp_of(st.tp);
+        if (st.tp % et != 0) {
+          r.error(r.loc(r.node(*t, "expert_tp")), t->path + ".expert_tp",
+                  "expert_tp = " + std::to_string(et) + " does not divide a stage's tp = " + std::to_string(st.tp),
+                  "choose expert_tp among the divisors of every stage's tp (1 folds all of it into expert parallelism)");
+          return;
+        }
+        if (plan.ep > 1 && (st.tp * g.replicas) % (plan.ep * et) != 0) {
+          if (et == st.tp)
+            r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(plan.ep) +
+                    " does not divide the " + std::to_string(g.replicas) +
+                    " data-parallel replicas of a replica group (expert-parallel ranks are drawn from them)",
+                    "choose ep dividing dp (every [[parallel.replicas]] count), or fold tensor parallelism into it "
+                    "with expert_tp < tp");
+          else
+            r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep · expert_tp = " + std::to_string(plan.ep) + " · " +
+                    std::to_string(et) + " does not divide a stage's tp · replicas = " + std::to_string(st.tp) + " · " +
+                    std::to_string(g.replicas) + " devices (expert groups are drawn from them)",
+                    "choose ep and expert_tp whose product divides tp · dp");
+          return;
+        }
       }
   };
   read_framework(r, *t, s, p);
@@ -1052,12 +1075,37 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     else if (m.experts % p.ep != 0)
       err("parallel.ep", "ep = " + std::to_string(p.ep) + " does not divide the model's " + std::to_string(m.experts) +
           " experts", "choose ep among the divisors of experts");
-    for (std::size_t gi = 0; gi < p.groups.size(); ++gi)
-      if (p.groups[gi].replicas % p.ep != 0)
-        err("parallel.replicas[" + std::to_string(gi) + "].count",
-            "ep = " + std::to_string(p.ep) + " does not divide this group's " + std::to_string(p.groups[gi].replicas) +
-            " replicas (expert-parallel ranks are drawn from a stage's data-parallel replicas)",
-            "choose ep among the divisors of every group's replica count (dp)");
+    for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
+      const auto& g = p.groups[gi];
+      bool told = false;
+      for (const auto& st : g.stages) {
+        const int et = p.expert_tp_of(st.tp);
+        if (told || st.tp % et != 0 || (st.tp * g.replicas) % (p.ep * et) == 0) continue;
+        told = true;
+        if (et == st.tp)
+          err("parallel.replicas[" + std::to_string(gi) + "].count",
+              "ep = " + std::to_string(p.ep) + " does not divide this group's " + std::to_string(g.replicas) +
+              " replicas (expert-parallel ranks are drawn from a stage's data-parallel replicas)",
+              "choose ep among the divisors of every group's replica count (dp), or fold tensor parallelism into it "
+              "with expert_tp < tp");
+        else
+          err("parallel.ep", "ep · expert_tp = " + std::to_string(p.ep) + " · " + std::to_string(et) +
+              " does not divide a stage's tp · replicas = " + std::to_string(st.tp) + " · " + std::to_string(g.replicas),
+              "choose ep and expert_tp whose product divides tp · dp");
+      }
+    }
+  }
+  if (p.expert_tp > 0) {
+    if (!m.moe())
+      err("parallel.expert_tp", "expert_tp splits the routed experts over tensor-parallel ranks, and this model has no experts (experts = " +
+          std::to_string(m.experts) + ")", "remove expert_tp, or set [model] experts (> 1) and top_k");
+    int bad_tp = 0;
+    for (const auto& g : p.groups)
+      for (const auto& st : g.stages)
+        if (bad_tp == 0 && st.tp % p.expert_tp != 0) bad_tp = st.tp;
+    if (bad_tp > 0)
+      err("parallel.expert_tp", "expert_tp = " + std::to_string(p.expert_tp) + " does not divide a stage's tp = " +
+          std::to_string(bad_tp), "choose expert_tp among the divisors of every stage's tp");
   }
   return d;
 }

@@ -40,6 +40,14 @@ struct Plan {
   /// over `ep` data-parallel replicas of a stage (Megatron-Core: EP ranks drawn from the DP
   /// ranks), tokens reach their experts by all-to-all; 1 = every replica holds every expert.
   int ep = 1;
+  /// MoE: the routed experts' tensor parallelism (Megatron-Core's --expert-tensor-parallel-size):
+  /// 0 = each stage's tp (the experts split like the dense MLP, EP ranks drawn from the DP
+  /// replicas, tp apart); a divisor of every stage's tp folds the rest of the TP ranks into
+  /// expert parallelism (MoE parallel folding: a stage's t·r devices form expert groups of
+  /// expert_tp × ep × (t·r)/(expert_tp·ep) in Megatron-Core's rank order).
+  /// docs/cost-models.md#expert-tensor-parallelism.
+  int expert_tp = 0;
+  [[nodiscard]] int expert_tp_of(int stage_tp) const { return expert_tp > 0 ? expert_tp : stage_tp; }
   bool sequence_parallel = true;
   cost::Algorithm grad_sync = cost::Algorithm::Auto;
   bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlapped with backward

@@ -65,7 +65,8 @@ std::string plan_summary(const Scenario& s, const plan::Plan& p) {
   if (p.schedule == cost::Schedule::Interleaved) out += fmt::format(" v{}", p.virtual_stages);
   out += fmt::format(", recompute {}, ZeRO {}", cost::recompute_name(p.recompute), p.zero);
   if (p.ep > 1)
-    out += fmt::format(", EP {}{}{}{}", p.ep, p.overlap_ep_comm ? " overlapped" : "",
+    out += fmt::format(", EP {}{}{}{}{}", p.ep, p.expert_tp > 0 ? fmt::format(" ETP {}", p.expert_tp) : std::string(),
+                       p.overlap_ep_comm ? " overlapped" : "",
                        p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical ? " hierarchical" : "",
                        p.fp8_dispatch ? " fp8 dispatch" : "");
   return out;

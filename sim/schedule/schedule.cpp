@@ -167,6 +167,7 @@ class Builder {
       d.replicas = grp.replicas;
       d.count = st.tp * grp.replicas;
       d.ep = s_.model.moe() ? std::max(1, p_.ep) : 1;
+      d.expert_tp = p_.expert_tp_of(st.tp);
       cost::DeviceMemoryInput mi = c.memory;
       mi.transient = Bytes{0};
       mi.fragmentation = 0;

@@ -72,6 +72,10 @@ struct DeviceRep {
   /// experts between them, and each tp rank exchanges tokens with its counterparts there
   /// (all-to-all).
   int ep = 1;
+  /// The experts' tensor parallelism (plan::Plan::expert_tp; tp unless folded): the stage's
+  /// count devices, in Megatron-Core's expert rank order, are blocks of expert_tp × ep, whose
+  /// expert_tp-apart members form the EP groups.
+  int expert_tp = 1;
   std::int64_t baseline_bytes = 0;  ///< weights, gradients, optimizer state, comm buffers
   std::int64_t reserve_bytes = 0;   ///< runtime reserve (added after fragmentation)
   double fragmentation = 0;

@@ -301,14 +301,16 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         break;
       }
       case TaskKind::EpAllToAll: {
-        // Expert parallelism draws its ranks from the data-parallel ones (Megatron-Core): replicas
-        // e·ep … e·ep + ep − 1 form an EP group, and tp rank k of each exchanges tokens with rank
-        // k of the others (tp apart in the rank order). Every group at once.
-        const int ep = std::max(1, dev.ep);
-        for (int e = 0; e + ep <= dev.replicas; e += ep)
-          for (int k = 0; k < dev.tp; ++k) {
+        // Expert parallelism (Megatron-Core's expert rank order: expert_tp fastest, then ep):
+        // the stage's devices in blocks of expert_tp · ep, and in each block the ranks
+        // expert_tp apart exchange tokens. With expert_tp = tp these are tp rank k of replicas
+        // e·ep … e·ep + ep − 1 (EP ranks drawn from the data-parallel ones); folded (expert_tp <
+        // tp), the TP ranks join the groups. Every group at once.
+        const int ep = std::max(1, dev.ep), et = std::max(1, dev.expert_tp);
+        for (int b = 0; b + ep * et <= dev.count; b += ep * et)
+          for (int x = 0; x < et; ++x) {
             std::vector<int> members;
-            for (int r = e; r < e + ep; ++r) members.push_back(host(t.device, r * dev.tp + k));
+            for (int j = 0; j < ep; ++j) members.push_back(host(t.device, b + j * et + x));
             all_to_all(w, members, t.duration);
           }
         break;

@@ -1249,6 +1249,22 @@ TEST(Replay, HierarchicalDispatchRunsItsNetworkAndFabricSteps) {
   EXPECT_GT(hier.at(2), 0);
 }
 
+// Folded expert parallelism (expert_tp below tp) is refused with a message that names it, before
+// anything runs; expert_tp equal to tp replays as the default does.
+TEST(Replay, FoldedExpertParallelismIsRefusedClearly) {
+  auto s = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 4\nexpert_tp = 1\nmicro_batch = 1\n"));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto backend = exec::make_cpu_backend(4);
+  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(test::all_errors(r.errors()).find("expert_tp below tp (MoE parallel folding) is not replayed"), std::string::npos)
+      << test::all_errors(r.errors());
+  auto same = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\nmicro_batch = 1\n"));
+  ASSERT_TRUE(same.ok()) << test::all_errors(same.errors());
+  auto backend2 = exec::make_cpu_backend(4);
+  EXPECT_TRUE(exec::replay(*same, *same->plan, *backend2, {1, 0}).ok());
+}
+
 // fp8_dispatch in the replay: the dispatch-way round of each pair (a forward's dispatch, a
 // backward's combine gradient) moves h bytes and a 4-byte scale per 128 values a row, the other
 // round h values of the training format (fp32 here): per row 128/4 + 1 = 33 words against 128,

@@ -56,6 +56,26 @@ TEST(PlanJson, ExpertParallelismRoundTripsAndIsValidated) {
       << test::all_errors(refused.errors());
 }
 
+// expert_tp: written only when set, read back; a value not dividing a stage's tp is refused.
+TEST(PlanJson, ExpertTensorParallelismRoundTripsAndIsValidated) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  EXPECT_EQ(io::plan_to_json(*s, *s->plan).find("expert_tp"), std::string::npos);
+  s->plan->expert_tp = 1;
+  s->plan->ep = 8;
+  const std::string text = io::plan_to_json(*s, *s->plan);
+  EXPECT_NE(text.find("\"expert_tp\": 1"), std::string::npos) << text;
+  auto back = io::parse_plan_json(text, "plan.json", *s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_EQ(back->expert_tp, 1);
+  std::string bad = text;
+  bad.replace(bad.find("\"expert_tp\": 1"), 14, "\"expert_tp\": 3");
+  auto refused = io::parse_plan_json(bad, "plan.json", *s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(test::all_errors(refused.errors()).find("expert_tp = 3 does not divide"), std::string::npos)
+      << test::all_errors(refused.errors());
+}
+
 // fp8_dispatch: the same, written only when set, read back, refused for a dense model.
 TEST(PlanJson, Fp8DispatchRoundTripsAndIsValidated) {
   auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());

@@ -293,6 +293,30 @@ TEST(Platform, OnAFullMeshEachPairHasItsOwnLinkAndCollectivesSpreadOverThem) {
   EXPECT_TRUE(seen.count(schedule::TaskKind::GradReduce));
 }
 
+// Folded expert parallelism (expert_tp 1, tp 2, dp 8 on 2 nodes of 8, ep 8): Megatron-Core's
+// expert rank order puts the EP ranks next to each other, so each EP group is one node's 8
+// consecutive hosts (both TP ranks of 4 replicas), not tp rank k of 8 replicas across both nodes.
+TEST(Platform, FoldedExpertGroupsAreConsecutiveDevices) {
+  auto s = test::parse(
+      "[model]\npreset = \"mixtral-8x7b\"\nlayers = 2\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+      "[parallel]\ntp = 2\npp = 1\ndp = 8\nep = 8\nexpert_tp = 1\nmicro_batch = 1\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  int tasks = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    if (g.tasks[i].kind != schedule::TaskKind::EpAllToAll) continue;
+    ++tasks;
+    const auto& flows = d->work[i].flows;
+    EXPECT_EQ(flows.size(), 2u * 8 * 7);  // two groups, 8 · 7 ordered pairs each
+    for (const auto& f : flows) EXPECT_EQ(f.src / 8, f.dst / 8) << f.src << " -> " << f.dst;  // inside a node
+  }
+  EXPECT_GT(tasks, 0);
+}
+
 // An expert all-to-all (issue 15): Mixtral cut to 2 layers on 2 nodes of 8 devices with a
 // 1000 GB/s fabric and a 50 GB/s NIC each, no latencies; tp 2 · dp 8 · ep 4. Each EP task is, for
 // every EP group (replicas e·ep … e·ep + ep − 1) and every tp rank k, a flow between each ordered

@@ -85,7 +85,8 @@ TEST(Property, RandomClustersEstimateAndSimulateAgreeOnFitting) {
 
 // Mixture-of-experts plans: random expert counts, top-k and group-limited routing, expert
 // parallelism over nodes of any size (so EP groups that fill nodes unevenly, or span them), both
-// dispatchers, fp8 dispatch and the overlap, on switched and full-mesh fabrics (a random inline
+// dispatchers, fp8 dispatch and the overlap, folded expert tensor parallelism, on switched and
+// full-mesh fabrics (a random inline
 // link with per_peer). The same properties: a value or a user's diagnostic, never an internal
 // error; estimate and simulate agree on fitting; the times are finite.
 std::string random_moe_scenario(std::mt19937_64& rng) {
@@ -115,11 +116,15 @@ std::string random_moe_scenario(std::mt19937_64& rng) {
        "peak = { bf16 = \"1000TFLOPS\", fp8 = \"2000TFLOPS\" }\nmemory = \"" + std::to_string(n(16, 512)) + "GiB\"\n"
        "memory_bandwidth = \"4TB/s\"\nnode = { devices = " + std::to_string(per_node) +
        ", fabric = \"fab\", nics = " + std::to_string(n(1, per_node)) + ", nic = \"ib-ndr-400\" }\n";
-  // ep among the divisors of the experts (whether it divides the replicas is the reader's to say).
+  // ep among the divisors of the experts (whether it divides the replicas is the reader's to
+  // say), and sometimes a folded expert_tp (1 or 2: not always a divisor of tp, also the reader's).
+  std::string t_expert_tp;
   std::vector<int> eps;
   for (int e = 1; e <= experts; ++e)
     if (experts % e == 0) eps.push_back(e);
-  t += "[parallel]\ntp = " + std::to_string(pick(std::vector<int>{1, 2}, rng)) + "\npp = " + std::to_string(pp) +
+  const int tp = pick(std::vector<int>{1, 2, 4}, rng);
+  if (n(0, 1) == 1) t_expert_tp = "expert_tp = " + std::to_string(pick(std::vector<int>{1, 2}, rng)) + "\n";
+  t += "[parallel]\ntp = " + std::to_string(tp) + "\n" + t_expert_tp + "pp = " + std::to_string(pp) +
        "\nep = " + std::to_string(pick(eps, rng)) + "\nmicro_batch = 1\nzero = " + std::to_string(n(0, 3)) +
        "\nrecompute = \"" + pick(std::vector<std::string>{"none", "selective", "full"}, rng) + "\"\n" +
        "ep_dispatch = \"" + pick(std::vector<std::string>{"all-to-all", "hierarchical"}, rng) + "\"\n" +
