@@ -86,9 +86,9 @@ TEST(Property, RandomClustersEstimateAndSimulateAgreeOnFitting) {
 // Mixture-of-experts plans: random expert counts, top-k and group-limited routing, expert
 // parallelism over nodes of any size (so EP groups that fill nodes unevenly, or span them), both
 // dispatchers, fp8 dispatch and the overlap, folded expert tensor parallelism, on switched and
-// full-mesh fabrics (a random inline
-// link with per_peer). The same properties: a value or a user's diagnostic, never an internal
-// error; estimate and simulate agree on fitting; the times are finite.
+// full-mesh fabrics (a random inline link with per_peer). The same properties: a value or a
+// user's diagnostic, never an internal error; estimate and simulate agree on fitting; the times
+// are finite.
 std::string random_moe_scenario(std::mt19937_64& rng) {
   auto n = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int experts = pick(std::vector<int>{2, 4, 6, 8, 16, 32, 64}, rng);
