@@ -58,7 +58,10 @@ void ParallelForm::lay_out() {
   add_line(f, tr("Micro-batch"), kParallel, "micro_batch", "1", tr("sequences per micro-batch"));
   add_line(f, tr("EP"), kParallel, "ep", "1",
            tr("expert parallelism (MoE models): each MoE layer's experts over this many data-parallel replicas; "
-              "divides the experts and every group's replicas"));
+              "divides the experts and every group's replicas (or, folded, ep × expert tp divides tp × replicas)"));
+  add_line(f, tr("Expert TP"), kParallel, "expert_tp", {},
+           tr("the routed experts' tensor parallelism (MoE models); empty: tp; below tp folds the other TP ranks "
+              "into expert parallelism"));
   add_choice(f, tr("Schedule"), kParallel, "schedule", {"gpipe", "1f1b", "interleaved"}, tr("empty: 1f1b"), "1f1b");
   add_line(f, tr("Virtual stages"), kParallel, "virtual_stages", {},
            tr("model chunks per stage with \"interleaved\" (2 when empty), else 1"));

@@ -421,7 +421,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
             g.inter = slower(g.inter, nic_cost(cl.pools[os.pool], cl.network));
           }
       };
-      if (shard > 1) {
+      // Expert-data-parallel ranks (docs/cost-models.md#expert-tensor-parallelism): folded TP
+      // ranks hold the same experts too, so they sync even without data-parallel replicas.
+      const int edp = std::max(1, shard * c.expert_fold / ep);
+      if (shard > 1 || (c.expert_params > 0 && edp > 1)) {
         CommGroup g;
         g.ranks = shard;
         int k = std::max(1, std::min(shard, pool.devices_per_node / st.tp));
@@ -456,17 +459,17 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
             }
           }
         };
-        if (ep == 1) {
+        if (ep == 1 && c.expert_fold == 1) {
           sync(c.params, g, true);
         } else {
           sync(c.params - c.expert_params, g, true);
           // The expert-data-parallel ranks: a stage's tp·shard devices over the ep·expert_tp of
           // an expert group (shard/ep when expert_tp = tp), expert_fold·ep... apart in the rank order.
           CommGroup eg = g;
-          eg.ranks = std::max(1, shard * c.expert_fold / ep);
+          eg.ranks = edp;
           eg.ranks_per_node = std::max(1, std::min(eg.ranks, pool.devices_per_node / (ep * p.expert_tp_of(st.tp))));
           while (eg.ranks % eg.ranks_per_node != 0) --eg.ranks_per_node;
-          sync(c.expert_params, eg, c.params - c.expert_params <= 0);
+          sync(c.expert_params, eg, shard <= 1 || c.params - c.expert_params <= 0);
         }
       }
       // (Expert parameters shard over their shard/ep expert-data-parallel ranks.)

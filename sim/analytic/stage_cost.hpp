@@ -78,9 +78,11 @@ struct StageCost {
 /// costs[group][stage] for every stage of the plan. Requires: p validated against s.
 [[nodiscard]] std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p);
 
-/// EP ranks of one expert-parallel group on a node: the group's ranks sit tp apart (Megatron's
-/// rank order), so a node of `devices_per_node` holds devices_per_node / tp of them, at most ep,
-/// lowered to a divisor of ep (nodes of unequal shares are priced as the smaller share).
+/// EP ranks of one expert-parallel group on a node: the group's ranks sit `tp` apart, the
+/// experts' tensor parallelism (Megatron-Core's expert rank order: the stage's tp at expert_tp =
+/// tp, expert_tp when folded), so a node of `devices_per_node` holds devices_per_node / tp of
+/// them, at most ep, lowered to a divisor of ep (nodes of unequal shares are priced as the
+/// smaller share).
 [[nodiscard]] int ep_ranks_per_node(int devices_per_node, int tp, int ep);
 
 /// A device's parameters whose ZeRO state shards over `shard` replicas: the dense part over all

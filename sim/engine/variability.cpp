@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numbers>
+#include <numeric>
 
 #include "models/base/assert.hpp"
 #include "models/base/splitmix.hpp"
@@ -143,9 +144,15 @@ void FactorSampler::make_runs(const std::vector<double>& real) {
   std::size_t total = 0;
   for (const auto& [gid, devs] : groups_) {
     const auto& d0 = g_.devices[devs.front().device];
-    // The replicas an EP group spans (ep · expert_tp devices; within one replica when folded
-    // into fewer than tp).
-    const int unit = std::max(1, d0.ep * std::max(1, d0.expert_tp) / std::max(1, d0.tp));
+    // The replicas an EP group couples: at every stage, the EP groups (blocks of ep · expert_tp
+    // devices) and the replicas (tp devices) tile the stage in runs of lcm(ep · expert_tp, tp)
+    // devices; the largest run over the stages, in replicas.
+    int unit = 1;
+    for (const auto& sd : devs) {
+      const auto& d = g_.devices[sd.device];
+      const int tp = std::max(1, d.tp), block = std::max(1, d.ep) * d.expert_tp_or_tp();
+      unit = std::max(unit, std::lcm(block, tp) / tp);
+    }
     const int units = std::max(1, d0.replicas / unit);
     std::vector<std::vector<double>> vecs(static_cast<std::size_t>(units), std::vector<double>(devs.size(), 0.0));
     for (std::size_t s = 0; s < devs.size(); ++s) {

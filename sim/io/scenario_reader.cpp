@@ -440,6 +440,24 @@ std::optional<hw::PoolSpec> read_pool(TomlReader& r, const TableRef& pt, hw::Cat
   else if (defs.net_nic) pool.nic = *defs.net_nic;
   else if (const hw::LinkSpec* l = cat.find_link(pool.device.node.nic)) pool.nic = *l;
   if (fabric) pool.fabric = *fabric;
+  // A full mesh (a fabric with per_peer) links every pair of a node's devices: at most 64 of
+  // them, and a device's links to its node-mates within its bandwidth, as the SimGrid engine's
+  // pair links assume (docs/cost-models.md#full-mesh-fabrics).
+  if (pool.fabric.per_peer.v > 0 && pool.devices_per_node > 1) {
+    const toml::node* at = r.node(pt, "devices_per_node") ? r.node(pt, "devices_per_node") : pt.table;
+    const double links = pool.devices_per_node - 1.0;
+    if (pool.devices_per_node > 64)
+      r.error(r.loc(at), pt.path + ".devices_per_node",
+              "the full-mesh fabric '" + pool.fabric.name + "' cannot join " + std::to_string(pool.devices_per_node) +
+                  " devices per node (at most 64 are modelled)",
+              "fewer devices_per_node, or a switched fabric (a link without per_peer)");
+    else if (links * pool.fabric.per_peer.v > pool.fabric.bandwidth.v * (1 + 1e-9))
+      r.error(r.loc(at), pt.path + ".devices_per_node",
+              std::to_string(pool.devices_per_node) + " devices per node on the full-mesh fabric '" + pool.fabric.name +
+                  "' give each " + std::to_string(pool.devices_per_node - 1) + " links of " +
+                  format_bandwidth(pool.fabric.per_peer) + ", more than its " + format_bandwidth(pool.fabric.bandwidth),
+              "at most bandwidth / per_peer + 1 devices per node, or a lower per_peer");
+  }
   const bool nic_given = r.node(pt, "nic") || defs.custom_nic || defs.net_nic;
   pool.nics_per_node = as_int(r.integer(pt, "nics_per_node", 0, 4096),
                               defs.net_nics.value_or(nic_given && pool.device.node.nics == 0
@@ -687,6 +705,13 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
           r.error(r.loc(r.node(*t, "expert_tp")), t->path + ".expert_tp",
                   "expert_tp = " + std::to_string(et) + " does not divide a stage's tp = " + std::to_string(st.tp),
                   "choose expert_tp among the divisors of every stage's tp (1 folds all of it into expert parallelism)");
+          return;
+        }
+        if (et < st.tp && !plan.sequence_parallel) {
+          r.error(r.loc(r.node(*t, "expert_tp")), t->path + ".expert_tp",
+                  "expert_tp below tp folds the TP ranks into expert parallelism, which needs sequence parallelism "
+                  "(each TP rank dispatches its own sequence shard)",
+                  "set sequence_parallel = true, or expert_tp = tp");
           return;
         }
         if (plan.ep > 1 && (st.tp * g.replicas) % (plan.ep * et) != 0) {
@@ -1106,6 +1131,12 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     if (bad_tp > 0)
       err("parallel.expert_tp", "expert_tp = " + std::to_string(p.expert_tp) + " does not divide a stage's tp = " +
           std::to_string(bad_tp), "choose expert_tp among the divisors of every stage's tp");
+    bool folded = false;
+    for (const auto& g : p.groups)
+      for (const auto& st : g.stages) folded = folded || p.expert_tp < st.tp;
+    if (folded && !p.sequence_parallel)
+      err("parallel.expert_tp", "expert_tp below tp folds the TP ranks into expert parallelism, which needs sequence "
+          "parallelism (each TP rank dispatches its own sequence shard)", "set sequence_parallel = true, or expert_tp = tp");
   }
   return d;
 }

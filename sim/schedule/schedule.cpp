@@ -197,7 +197,10 @@ class Builder {
     }
     HETSIM_ASSERT(layer == s_.model.layers, "chunks must cover the model");
 
-    const bool dp = p_.replicas() > 1;
+    // (Folded expert parallelism syncs the experts among a replica's own TP ranks: a DP task
+    // without replicas, StageCost::dp_reduce > 0.)
+    const bool dp = p_.replicas() > 1 ||
+                    std::any_of(costs.begin(), costs.end(), [](const analytic::StageCost& c) { return c.dp_reduce.v > 0; });
     // ZeRO ≤ 1: one reduction per step, per layer as the last backward produces it. ZeRO 2:
     // a reduce-scatter after every backward unit. ZeRO 3: also a gather before every forward
     // and backward unit. Parameter gathers once per step for ZeRO 1 and 2. Hybrid sharding

@@ -4,6 +4,7 @@
 // and the executor share); run by engine/. Times are integral nanoseconds so that event order
 // never depends on floating-point rounding.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -72,10 +73,11 @@ struct DeviceRep {
   /// experts between them, and each tp rank exchanges tokens with its counterparts there
   /// (all-to-all).
   int ep = 1;
-  /// The experts' tensor parallelism (plan::Plan::expert_tp; tp unless folded): the stage's
-  /// count devices, in Megatron-Core's expert rank order, are blocks of expert_tp × ep, whose
-  /// expert_tp-apart members form the EP groups.
-  int expert_tp = 1;
+  /// The experts' tensor parallelism (plan::Plan::expert_tp; 0 = tp, unless folded): the
+  /// stage's count devices, in Megatron-Core's expert rank order, are blocks of expert_tp × ep,
+  /// whose expert_tp-apart members form the EP groups.
+  int expert_tp = 0;
+  [[nodiscard]] int expert_tp_or_tp() const { return expert_tp > 0 ? expert_tp : std::max(1, tp); }
   std::int64_t baseline_bytes = 0;  ///< weights, gradients, optimizer state, comm buffers
   std::int64_t reserve_bytes = 0;   ///< runtime reserve (added after fragmentation)
   double fragmentation = 0;

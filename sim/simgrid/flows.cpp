@@ -306,7 +306,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         // expert_tp apart exchange tokens. With expert_tp = tp these are tp rank k of replicas
         // e·ep … e·ep + ep − 1 (EP ranks drawn from the data-parallel ones); folded (expert_tp <
         // tp), the TP ranks join the groups. Every group at once.
-        const int ep = std::max(1, dev.ep), et = std::max(1, dev.expert_tp);
+        const int ep = std::max(1, dev.ep), et = dev.expert_tp_or_tp();
         for (int b = 0; b + ep * et <= dev.count; b += ep * et)
           for (int x = 0; x < et; ++x) {
             std::vector<int> members;

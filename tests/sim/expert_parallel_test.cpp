@@ -424,8 +424,11 @@ TEST(ExpertTensorParallel, FoldingTheTpRanksIntoExpertParallelism) {
   EXPECT_EQ(analytic::stage_costs(folded_tp2, *folded_tp2.plan)[0][0].layer_tp_fwd, cp.layer_tp_fwd);
   EXPECT_GT(cf.layer_tp_fwd.v, 0);
   EXPECT_LT(cf.layer_tp_fwd.v, cp.layer_tp_fwd.v * 0.75);
-  // The experts' ZeRO-1 state shards over tp·dp/(ep·expert_tp) = 1 rank (4/4 = 1 before).
-  EXPECT_DOUBLE_EQ(analytic::sharded_params(cf, 4, 8), (cf.params - cf.expert_params) / 4 + cf.expert_params);
+  // The experts' ZeRO state shards over tp·dp/(ep·expert_tp) ranks: 2·4/(4·1) = 2 at ep 4 folded
+  // (the replicas alone would give 4/4 = 1).
+  const Scenario folded4 = scenario("ep = 4\nexpert_tp = 1\n");
+  const auto c4 = analytic::stage_costs(folded4, *folded4.plan)[0][0];
+  EXPECT_DOUBLE_EQ(analytic::sharded_params(c4, 4, 4), (c4.params - c4.expert_params) / 4 + c4.expert_params / 2);
   // With a shared expert the MoE block still gathers over all tp ranks.
   const Scenario shared = scenario("ep = 8\nexpert_tp = 1\n", "shared_experts = 1\n");
   const Scenario shared_plain = scenario("ep = 4\n", "shared_experts = 1\n");
@@ -439,6 +442,23 @@ TEST(ExpertTensorParallel, FoldingTheTpRanksIntoExpertParallelism) {
   auto run = engine::run_native(g);
   ASSERT_TRUE(run.ok());
   EXPECT_NEAR(static_cast<double>(run->makespan) * 1e-9 / analytic::estimate(folded_ep, *folded_ep.plan).step_time.v, 1.0, 0.03);
+}
+
+// One replica (dp 1) with the TP ranks folded: tp 4, ep 2, expert_tp 1 leaves 4/2 = 2 ranks
+// holding the same experts, which reduce their gradients between them even with no data-parallel
+// replica: the cost model prices it, the schedule runs it, and the two agree.
+TEST(ExpertTensorParallel, FoldedRanksSyncTheirExpertsWithoutReplicas) {
+  const Scenario s = load("[model]\npreset = \"mixtral-8x7b\"\nlayers = 2\n[training]\nglobal_batch = 16\nseq_len = 2048\n"
+                          "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\ndevices_per_node = 4\n"
+                          "[parallel]\ntp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\nmicro_batch = 1\n");
+  const auto c = analytic::stage_costs(s, *s.plan)[0][0];
+  EXPECT_EQ(c.expert_fold, 4);
+  EXPECT_GT(c.dp_reduce.v, 0);
+  const auto g = schedule::build_schedule(s, *s.plan);
+  EXPECT_TRUE(std::any_of(g.tasks.begin(), g.tasks.end(), [](const auto& t) { return t.kind == TaskKind::GradReduce; }));
+  auto run = engine::run_native(g);
+  ASSERT_TRUE(run.ok());
+  EXPECT_NEAR(static_cast<double>(run->makespan) * 1e-9 / analytic::estimate(s, *s.plan).step_time.v, 1.0, 0.03);
 }
 
 }  // namespace
