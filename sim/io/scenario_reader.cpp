@@ -623,6 +623,26 @@ constexpr const char* kSelectiveOpDenseOnly =
     "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only";
 constexpr const char* kSelectiveOpHint = "use \"selective\" or \"full\" for a mixture-of-experts model";
 
+// What each expert-only key of [parallel] does, for the error a dense model gets (said where
+// [parallel] reads the key and where a plan file is validated).
+std::string_view expert_key_purpose(std::string_view key) {
+  if (key == "overlap_ep_comm") return "overlaps expert-parallel all-to-alls";
+  if (key == "ep_dispatch") return "says how tokens reach their experts";
+  if (key == "fp8_dispatch") return "sends the tokens to their experts in fp8";
+  return "splits the routed experts over tensor-parallel ranks";  // expert_tp
+}
+std::string dense_model_message(std::string_view key, int experts) {
+  return std::string(key) + " " + std::string(expert_key_purpose(key)) +
+         ", and this model has no experts (experts = " + std::to_string(experts) + ")";
+}
+std::string dense_model_hint(std::string_view key) {
+  return "remove " + std::string(key) + ", or set [model] experts (> 1) and top_k";
+}
+// The reader's error for an expert-only key set on a dense model.
+void refuse_on_dense(TomlReader& r, const TableRef& t, const Scenario& s, const char* key) {
+  r.error(r.loc(r.node(t, key)), t.path + "." + key, dense_model_message(key, s.model.experts), dense_model_hint(key));
+}
+
 // The framework keys of [parallel] into `p` (how the framework runs, not the layout): read for
 // every command, `hetsim plan` and `hetsim buy` included (Scenario::framework).
 void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::Plan& p) {
@@ -636,26 +656,14 @@ void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::P
   p.overlap_tp_comm = r.boolean(t, "overlap_tp_comm").value_or(p.overlap_tp_comm);
   p.overlap_tp_backward = r.boolean(t, "overlap_tp_backward").value_or(p.overlap_tp_backward);
   p.overlap_ep_comm = r.boolean(t, "overlap_ep_comm").value_or(p.overlap_ep_comm);
-  if (p.overlap_ep_comm && !s.model.moe())
-    r.error(r.loc(r.node(t, "overlap_ep_comm")), t.path + ".overlap_ep_comm",
-            "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts (experts = " +
-                std::to_string(s.model.experts) + ")",
-            "remove overlap_ep_comm, or set [model] experts (> 1) and top_k");
+  if (p.overlap_ep_comm && !s.model.moe()) refuse_on_dense(r, t, s, "overlap_ep_comm");
   if (auto d = pick<plan::Plan::EpDispatch>(r, t, "ep_dispatch", {{"all-to-all", plan::Plan::EpDispatch::AllToAll},
                                                                     {"hierarchical", plan::Plan::EpDispatch::Hierarchical}})) {
     p.ep_dispatch = *d;
-    if (!s.model.moe())
-      r.error(r.loc(r.node(t, "ep_dispatch")), t.path + ".ep_dispatch",
-              "ep_dispatch says how tokens reach their experts, and this model has no experts (experts = " +
-                  std::to_string(s.model.experts) + ")",
-              "remove ep_dispatch, or set [model] experts (> 1) and top_k");
+    if (!s.model.moe()) refuse_on_dense(r, t, s, "ep_dispatch");
   }
   p.fp8_dispatch = r.boolean(t, "fp8_dispatch").value_or(p.fp8_dispatch);
-  if (p.fp8_dispatch && !s.model.moe())
-    r.error(r.loc(r.node(t, "fp8_dispatch")), t.path + ".fp8_dispatch",
-            "fp8_dispatch sends the tokens to their experts in fp8, and this model has no experts (experts = " +
-                std::to_string(s.model.experts) + ")",
-            "remove fp8_dispatch, or set [model] experts (> 1) and top_k");
+  if (p.fp8_dispatch && !s.model.moe()) refuse_on_dense(r, t, s, "fp8_dispatch");
 }
 
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
@@ -690,11 +698,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
     r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(p.ep) + " does not divide the model's " +
             std::to_string(s.model.experts) + " experts", "choose ep among the divisors of experts");
   p.expert_tp = as_int(r.integer(*t, "expert_tp", 1, 1024), p.expert_tp);
-  if (p.expert_tp > 0 && !s.model.moe())
-    r.error(r.loc(r.node(*t, "expert_tp")), t->path + ".expert_tp",
-            "expert_tp splits the routed experts over tensor-parallel ranks, and this model has no experts (experts = " +
-                std::to_string(s.model.experts) + ")",
-            "remove expert_tp, or set [model] experts (> 1) and top_k");
+  if (p.expert_tp > 0 && !s.model.moe()) refuse_on_dense(r, *t, s, "expert_tp");
   // Expert-parallel ranks are drawn from each stage's data-parallel replicas (expert_tp = tp),
   // or from its tp × replicas devices (folded: docs/cost-models.md#expert-tensor-parallelism).
   auto check_ep = [&](const plan::Plan& plan) {
@@ -1083,15 +1087,11 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     err("parallel.virtual_stages", "the interleaved schedule needs virtual_stages ≥ 2");
   if (p.recompute == cost::Recompute::SelectiveOp && m.moe())
     err("parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
-  if (p.overlap_ep_comm && !m.moe())
-    err("parallel.overlap_ep_comm", "overlap_ep_comm overlaps expert-parallel all-to-alls, and this model has no experts (experts = " +
-        std::to_string(m.experts) + ")", "remove overlap_ep_comm, or set [model] experts (> 1) and top_k");
-  if (p.ep_dispatch != plan::Plan::EpDispatch::AllToAll && !m.moe())
-    err("parallel.ep_dispatch", "ep_dispatch says how tokens reach their experts, and this model has no experts (experts = " +
-        std::to_string(m.experts) + ")", "remove ep_dispatch, or set [model] experts (> 1) and top_k");
-  if (p.fp8_dispatch && !m.moe())
-    err("parallel.fp8_dispatch", "fp8_dispatch sends the tokens to their experts in fp8, and this model has no experts (experts = " +
-        std::to_string(m.experts) + ")", "remove fp8_dispatch, or set [model] experts (> 1) and top_k");
+  if (!m.moe())
+    for (const auto& [key, set] : {std::pair{"overlap_ep_comm", p.overlap_ep_comm},
+                                   std::pair{"ep_dispatch", p.ep_dispatch != plan::Plan::EpDispatch::AllToAll},
+                                   std::pair{"fp8_dispatch", p.fp8_dispatch}, std::pair{"expert_tp", p.expert_tp > 0}})
+      if (set) err(std::string("parallel.") + key, dense_model_message(key, m.experts), dense_model_hint(key));
   if (p.ep > 1) {
     // Expert parallelism: the EP ranks of a stage are ep of its data-parallel replicas.
     if (!m.moe())
@@ -1121,9 +1121,6 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     }
   }
   if (p.expert_tp > 0) {
-    if (!m.moe())
-      err("parallel.expert_tp", "expert_tp splits the routed experts over tensor-parallel ranks, and this model has no experts (experts = " +
-          std::to_string(m.experts) + ")", "remove expert_tp, or set [model] experts (> 1) and top_k");
     int bad_tp = 0;
     for (const auto& g : p.groups)
       for (const auto& st : g.stages)
