@@ -1050,9 +1050,10 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
                                                                : "traffic leaves its node (another pool or replica group)"),
               "give the pool NICs (nics_per_node, nic) or keep the stage's traffic inside one node");
       }
-      if (p.schedule == cost::Schedule::Interleaved && st.layers % p.virtual_stages != 0)
+      if (p.schedule == cost::Schedule::Interleaved && st.layers < p.virtual_stages)
         err(spath + ".layers", "stage of " + std::to_string(st.layers) +
-            " layers cannot be cut into virtual_stages = " + std::to_string(p.virtual_stages) + " chunks");
+            " layers cannot be cut into virtual_stages = " + std::to_string(p.virtual_stages) + " chunks of a layer or more",
+            "fewer virtual_stages, or more layers on this stage");
       if (!pool.device.peak_for(s.training.precision))
         err("training.precision", "device '" + pool.device.name + "' (pool '" + pool.name +
             "') has no " + std::string(hw::dtype_name(s.training.precision)) + " support",

@@ -183,13 +183,16 @@ class Builder {
       state_.emplace_back();
     }
 
-    // Chunks in model order: chunk k lives on stage k mod P and holds 1/v of its layers.
+    // Chunks in model order: chunk k lives on stage k mod P and holds 1/v of its layers; a stage
+    // whose layers v does not divide gives its first chunks one layer more (as a custom
+    // pipeline layout of Megatron-Core would: docs/cost-models.md#pipeline-time).
     std::vector<Chunk> chunks(K);
     int layer = 0;
     for (int k = 0; k < K; ++k) {
       Chunk& ch = chunks[k];
       ch.stage = k % P;
-      ch.layers = grp.stages[ch.stage].layers / v;
+      const int stage_layers = grp.stages[ch.stage].layers;
+      ch.layers = stage_layers / v + (k / P < stage_layers % v ? 1 : 0);
       ch.first_layer = layer;
       ch.has_emb = k == 0;
       ch.has_head = k == K - 1;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "sim/analytic/estimate.hpp"
@@ -146,6 +147,31 @@ TEST(Schedule, InterleavedShrinksTheBubbleByV) {
   EXPECT_EQ(r.t.makespan, (m * v + p - 1) * (tfc + tbc) + m * delta +
                               duration_of(r.g, TaskKind::Optimizer, p - 1));
   check_invariants(r);
+}
+
+// Interleaving a stage whose layers v does not divide (Megatron-Core's custom layouts, e.g.
+// DeepSeek-V3's 61 layers): 10 layers on 2 stages of 5, v = 3, give chunks of 2, 2, 1 layers per
+// stage, the larger first, in model order; the schedule runs them all, and its step lies between
+// the bottleneck's work and the closed form's, within a layer per chunk of fill and drain.
+TEST(Schedule, InterleavedStagesOfUnevenChunks) {
+  const int p = 2, m = 8;
+  const SimRun r = simulate(ideal(p, m, "schedule = \"interleaved\"\nvirtual_stages = 3\n", 10));
+  ASSERT_FALSE(r.g.tasks.empty());
+  std::map<int, std::pair<int, int>> chunk_layers;  // chunk → (first layer, layers)
+  for (const auto& t : r.g.tasks)
+    if (t.kind == TaskKind::Forward) chunk_layers[t.chunk] = {t.first_layer, t.layers};
+  const std::vector<std::pair<int, int>> expected = {{0, 2}, {2, 2}, {4, 2}, {6, 2}, {8, 1}, {9, 1}};
+  ASSERT_EQ(chunk_layers.size(), expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_EQ(chunk_layers[static_cast<int>(k)], expected[k]) << k;
+  const double est = analytic::estimate(r.s, *r.s.plan).step_time.v;
+  EXPECT_NEAR(static_cast<double>(r.t.makespan) * 1e-9 / est, 1.0, 0.1);
+  check_invariants(r);
+  // Fewer layers than chunks is refused.
+  auto bad = test::parse(ideal(p, m, "schedule = \"interleaved\"\nvirtual_stages = 3\n", 4));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(test::all_errors(bad.errors()).find("cannot be cut into virtual_stages = 3 chunks of a layer or more"),
+            std::string::npos)
+      << test::all_errors(bad.errors());
 }
 
 TEST(Schedule, OneFOneBPeakActivationsAreStageDepthMicroBatches) {
