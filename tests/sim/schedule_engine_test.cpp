@@ -165,6 +165,7 @@ TEST(Schedule, InterleavedStagesOfUnevenChunks) {
   for (std::size_t k = 0; k < expected.size(); ++k) EXPECT_EQ(chunk_layers[static_cast<int>(k)], expected[k]) << k;
   const double est = analytic::estimate(r.s, *r.s.plan).step_time.v;
   EXPECT_NEAR(static_cast<double>(r.t.makespan) * 1e-9 / est, 1.0, 0.1);
+  EXPECT_GE(schedule::estimated_tasks(r.s, *r.s.plan), static_cast<double>(r.g.size()));  // the size bound holds
   check_invariants(r);
   // Fewer layers than chunks is refused.
   auto bad = test::parse(ideal(p, m, "schedule = \"interleaved\"\nvirtual_stages = 3\n", 4));
