@@ -271,19 +271,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   std::vector<int> ep_nodes(g.devices.size(), 1);
   if (moe_ep && p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical)
     for (std::size_t d = 0; d < g.devices.size(); ++d) {
-      ep_nodes[d] = p.ep / analytic::ep_ranks_per_node(
+      ep_nodes[d] = p.ep / analytic::group_ranks_per_node(
                                 s.cluster.pools[static_cast<std::size_t>(g.devices[d].pool)].devices_per_node,
                                 g.devices[d].tp, p.ep);
     }
-  if (s.model.moe() && p.expert_tp > 0) {
-    bool folded = false;
-    for (const auto& grp : p.groups)
-      for (const auto& st : grp.stages) folded = folded || p.expert_tp != st.tp;
-    if (folded)
-      return Diagnostic{{}, "plan", "expert_tp below tp (MoE parallel folding) is not replayed yet: the executor draws "
-                        "expert-parallel ranks from the data-parallel replicas only",
-                        "replay the plan with expert_tp = tp (or without expert_tp) (docs/executor.md, Limits)"};
-  }
+  if (s.model.moe() && p.folds_experts())
+    return Diagnostic{{}, "plan", "expert_tp below tp (MoE parallel folding) is not replayed yet: the executor draws "
+                      "expert-parallel ranks from the data-parallel replicas only",
+                      "replay the plan with expert_tp = tp (or without expert_tp) (docs/executor.md, Limits)"};
   if (moe_ep && p.overlap_ep_comm)
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",

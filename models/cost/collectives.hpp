@@ -34,6 +34,11 @@ struct LinkCost {
   }
 };
 
+/// A fabric link as collectives see it: bandwidth and per_peer × the link's efficiency.
+[[nodiscard]] inline LinkCost fabric_link(const hw::LinkSpec& l) {
+  return {l.effective(), l.latency, l.call_latency, l.per_peer * l.efficiency};
+}
+
 /// The communicating group: `ranks` ranks, `ranks_per_node` of them on each node they span.
 /// For a mixed group, intra and inter are the slowest members' (the slowest link bounds a ring).
 struct CommGroup {

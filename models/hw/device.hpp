@@ -2,7 +2,6 @@
 // What the hardware is: devices, links, nodes and clusters, as plain value types.
 // Figures come from the catalogue (models/catalog/*.toml, loaded by sim/io) or a scenario.
 
-#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
@@ -38,12 +37,6 @@ struct LinkSpec {
 
   /// Bandwidth a collective actually sees: bandwidth × efficiency.
   [[nodiscard]] BytesPerSec effective() const { return bandwidth * efficiency; }
-  /// The same, for a device that exchanges with `peers` others of its node at once
-  /// (docs/cost-models.md#full-mesh-fabrics): on a full mesh, min(bandwidth, peers · per_peer).
-  [[nodiscard]] BytesPerSec effective(int peers) const {
-    if (per_peer.v <= 0 || peers <= 0) return effective();
-    return BytesPerSec{std::min(bandwidth.v, peers * per_peer.v) * efficiency};
-  }
 };
 
 /// Cost-model efficiency parameters of a device, per op class (docs/cost-models.md#compute).

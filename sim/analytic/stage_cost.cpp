@@ -17,9 +17,7 @@ using cost::CommGroup;
 using cost::LinkCost;
 using cost::Pass;
 
-LinkCost fabric_cost(const hw::PoolSpec& p) {
-  return {p.fabric.effective(), p.fabric.latency, p.fabric.call_latency, p.fabric.per_peer * p.fabric.efficiency};
-}
+LinkCost fabric_cost(const hw::PoolSpec& p) { return cost::fabric_link(p.fabric); }
 
 LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
   const double eff = p.nic.efficiency / std::max(1.0, net.oversubscription);
@@ -27,10 +25,9 @@ LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
 }
 
 LinkCost slower(LinkCost a, LinkCost b) {
-  // A full mesh's per-peer rate bounds a mixed group's (switched fabrics have none).
-  const BytesPerSec peer = a.per_peer.v <= 0 ? b.per_peer : b.per_peer.v <= 0 ? a.per_peer
-                           : a.per_peer < b.per_peer                          ? a.per_peer
-                                                                              : b.per_peer;
+  // A full mesh's per-peer rate bounds a mixed group's (switched fabrics have none: 0).
+  BytesPerSec peer = a.per_peer.v > 0 ? a.per_peer : b.per_peer;
+  if (b.per_peer.v > 0 && b.per_peer < peer) peer = b.per_peer;
   return {a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, max(a.latency, b.latency), max(a.call, b.call), peer};
 }
 
@@ -190,7 +187,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // rank moving as much (docs/cost-models.md#routing-imbalance).
       CommGroup g;
       g.ranks = ep;
-      g.ranks_per_node = ep_ranks_per_node(pool.devices_per_node, p.expert_tp_of(tp), ep);
+      g.ranks_per_node = group_ranks_per_node(pool.devices_per_node, p.expert_tp_of(tp), ep);
       g.intra = fabric_cost(pool);
       g.inter = nic_cost(pool, cl.network);
       const double load = workload::moe_rank_load(m, ep);
@@ -427,8 +424,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       if (shard > 1 || (c.expert_params > 0 && edp > 1)) {
         CommGroup g;
         g.ranks = shard;
-        int k = std::max(1, std::min(shard, pool.devices_per_node / st.tp));
-        while (shard % k) --k;
+        const int k = group_ranks_per_node(pool.devices_per_node, st.tp, shard);
         // Several groups: as many members per node as their placement gives the ring (the
         // SimGrid engine's channels), 1 when the nodes hold unequal numbers of them.
         g.ranks_per_node = p.groups.size() == 1 || hybrid ? k : dp_members_per_node(cl, p, starts, st, replicas);
@@ -467,8 +463,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           // an expert group (shard/ep when expert_tp = tp), expert_fold·ep... apart in the rank order.
           CommGroup eg = g;
           eg.ranks = edp;
-          eg.ranks_per_node = std::max(1, std::min(eg.ranks, pool.devices_per_node / (ep * p.expert_tp_of(st.tp))));
-          while (eg.ranks % eg.ranks_per_node != 0) --eg.ranks_per_node;
+          eg.ranks_per_node = group_ranks_per_node(pool.devices_per_node, ep * p.expert_tp_of(st.tp), edp);
           sync(c.expert_params, eg, shard <= 1 || c.params - c.expert_params <= 0);
         }
       }
@@ -574,9 +569,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   return out;
 }
 
-int ep_ranks_per_node(int devices_per_node, int tp, int ep) {
-  int k = std::max(1, std::min(ep, devices_per_node / std::max(1, tp)));
-  while (ep % k != 0) --k;
+int group_ranks_per_node(int devices_per_node, int stride, int ranks) {
+  int k = std::max(1, std::min(ranks, devices_per_node / std::max(1, stride)));
+  while (ranks % k != 0) --k;
   return k;
 }
 

@@ -78,12 +78,12 @@ struct StageCost {
 /// costs[group][stage] for every stage of the plan. Requires: p validated against s.
 [[nodiscard]] std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p);
 
-/// EP ranks of one expert-parallel group on a node: the group's ranks sit `tp` apart, the
-/// experts' tensor parallelism (Megatron-Core's expert rank order: the stage's tp at expert_tp =
-/// tp, expert_tp when folded), so a node of `devices_per_node` holds devices_per_node / tp of
-/// them, at most ep, lowered to a divisor of ep (nodes of unequal shares are priced as the
-/// smaller share).
-[[nodiscard]] int ep_ranks_per_node(int devices_per_node, int tp, int ep);
+/// The ranks of a group of `ranks` that share a node, the group's ranks sitting `stride`
+/// devices apart in the rank order: devices_per_node / stride of them, at most `ranks`, lowered
+/// to a divisor of `ranks` (nodes of unequal shares are priced as the smaller share). An EP
+/// group's ranks sit expert_tp apart (Megatron-Core's expert rank order: the stage's tp unless
+/// folded), a DP group's tp apart, an expert-DP group's ep · expert_tp apart.
+[[nodiscard]] int group_ranks_per_node(int devices_per_node, int stride, int ranks);
 
 /// A device's parameters whose ZeRO state shards over `shard` replicas: the dense part over all
 /// of them, the routed experts' over the shard·expert_fold/ep ranks that hold the same experts.

@@ -1129,10 +1129,7 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     if (bad_tp > 0)
       err("parallel.expert_tp", "expert_tp = " + std::to_string(p.expert_tp) + " does not divide a stage's tp = " +
           std::to_string(bad_tp), "choose expert_tp among the divisors of every stage's tp");
-    bool folded = false;
-    for (const auto& g : p.groups)
-      for (const auto& st : g.stages) folded = folded || p.expert_tp < st.tp;
-    if (folded && !p.sequence_parallel)
+    if (p.folds_experts() && !p.sequence_parallel)
       err("parallel.expert_tp", "expert_tp below tp folds the TP ranks into expert parallelism, which needs sequence "
           "parallelism (each TP rank dispatches its own sequence shard)", "set sequence_parallel = true, or expert_tp = tp");
   }

@@ -21,6 +21,13 @@ int Plan::devices() const {
   return n;
 }
 
+bool Plan::folds_experts() const {
+  for (const auto& g : groups)
+    for (const auto& s : g.stages)
+      if (expert_tp_of(s.tp) < s.tp) return true;
+  return false;
+}
+
 void copy_framework(const Plan& from, Plan& to) {
   to.sequence_parallel = from.sequence_parallel;
   to.grad_sync = from.grad_sync;

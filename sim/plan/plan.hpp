@@ -48,6 +48,8 @@ struct Plan {
   /// docs/cost-models.md#expert-tensor-parallelism.
   int expert_tp = 0;
   [[nodiscard]] int expert_tp_of(int stage_tp) const { return expert_tp > 0 ? expert_tp : stage_tp; }
+  /// expert_tp below some stage's tp: the TP ranks fold into expert parallelism there.
+  [[nodiscard]] bool folds_experts() const;
   bool sequence_parallel = true;
   cost::Algorithm grad_sync = cost::Algorithm::Auto;
   bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlapped with backward

@@ -12,14 +12,14 @@ using schedule::TaskKind;
 
 // The bandwidth the cost model priced a route with (sim/analytic/stage_cost.cpp): the fabric
 // within a node (on a full mesh, what a device exchanging with `peers` node-mates at once
-// reaches: hw::LinkSpec::effective(peers)); between nodes the NIC share per device, divided by
+// reaches: cost::LinkCost::reach); between nodes the NIC share per device, divided by
 // the oversubscription (the slower end's).
 double priced_bandwidth(const hw::ClusterSpec& c, const Platform& p, int a, int b, int peers) {
   const Host& x = p.hosts[static_cast<std::size_t>(a)];
   const Host& y = p.hosts[static_cast<std::size_t>(b)];
   const auto& px = c.pools[static_cast<std::size_t>(x.pool)];
   const auto& py = c.pools[static_cast<std::size_t>(y.pool)];
-  if (x.pool == y.pool && x.node == y.node) return px.fabric.effective(peers).v;
+  if (x.pool == y.pool && x.node == y.node) return cost::fabric_link(px.fabric).reach(peers).v;
   auto nic = [&](const hw::PoolSpec& q) {
     return q.nic_bandwidth_per_device().v * q.nic.efficiency / std::max(1.0, c.network.oversubscription);
   };

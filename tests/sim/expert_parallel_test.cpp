@@ -323,10 +323,10 @@ TEST(ExpertDispatch, APresetsGroupLimitGoesWithItsExperts) {
 // An EP group whose ranks do not fill the nodes evenly (8 devices a node at tp 2 hold 4 of an
 // ep 6 group) is priced as nodes of the largest divisor of ep that fits (3), not an assertion.
 TEST(ExpertDispatch, EpGroupsThatDoNotFillNodesEvenlyArePriced) {
-  EXPECT_EQ(analytic::ep_ranks_per_node(8, 2, 6), 3);
-  EXPECT_EQ(analytic::ep_ranks_per_node(8, 1, 16), 8);
-  EXPECT_EQ(analytic::ep_ranks_per_node(10, 1, 16), 8);
-  EXPECT_EQ(analytic::ep_ranks_per_node(8, 8, 4), 1);
+  EXPECT_EQ(analytic::group_ranks_per_node(8, 2, 6), 3);
+  EXPECT_EQ(analytic::group_ranks_per_node(8, 1, 16), 8);
+  EXPECT_EQ(analytic::group_ranks_per_node(10, 1, 16), 8);
+  EXPECT_EQ(analytic::group_ranks_per_node(8, 8, 4), 1);
   for (const std::string dispatch : {"all-to-all", "hierarchical"}) {
     const Scenario s = load("[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\nexperts = 12\n"
                             "[training]\nglobal_batch = 24\nseq_len = 2048\n"
