@@ -525,7 +525,8 @@ class Search {
 
   static bool same(const plan::Plan& a, const plan::Plan& b) {
     if (a.micro_batch != b.micro_batch || a.schedule != b.schedule || a.recompute != b.recompute ||
-        a.virtual_stages != b.virtual_stages || a.ep != b.ep || a.groups.size() != b.groups.size())
+        a.virtual_stages != b.virtual_stages || a.ep != b.ep || a.expert_tp != b.expert_tp ||
+        a.groups.size() != b.groups.size())
       return false;
     for (std::size_t g = 0; g < a.groups.size(); ++g) {
       const auto &x = a.groups[g], &y = b.groups[g];
@@ -552,7 +553,8 @@ class Search {
   plan::Plan base(const Settings& st) const {
     plan::Plan p;
     // How the framework runs, as the scenario's [parallel] says (Scenario::framework): the
-    // search chooses the layout, micro-batch, schedule, recompute, ZeRO and ep, not these.
+    // search chooses the layout, micro-batch, schedule, recompute, ZeRO, ep and expert_tp, not
+    // these.
     plan::copy_framework(s_.framework, p);
     p.micro_batch = st.micro_batch;
     p.schedule = st.schedule;
@@ -565,19 +567,39 @@ class Search {
   // Mixture-of-experts models: every plan found so far again with each expert-parallel degree
   // that divides the experts and every group's replicas (fewer expert weights per device, the
   // experts' DP sync over fewer ranks, all-to-alls added; docs/cost-models.md#expert-parallelism).
+  //
+  // With sequence parallelism, also every folded layout (MoE parallel folding,
+  // docs/cost-models.md#expert-tensor-parallelism): each power-of-two expert_tp below the
+  // largest stage tp that divides every stage's tp, with each power-of-two ep whose product with
+  // it divides every stage's tp × replicas (the devices its expert groups are cut from).
   void expert_parallel(std::vector<Candidate>& all) {
     if (!s_.model.moe()) return;
     const std::vector<Candidate> found = all;  // evaluate may compact `all`
-    for (const auto& c : found)
-      for (int ep = 2; ep <= s_.model.experts; ep *= 2) {
-        if (s_.model.experts % ep != 0) continue;
-        bool divides = true;
-        for (const auto& g : c.plan.groups) divides = divides && g.replicas % ep == 0;
-        if (!divides) break;  // a larger power of two does not divide either
-        plan::Plan p = c.plan;
-        p.ep = ep;
-        evaluate(std::move(p), c.family, all);
+    for (const auto& c : found) {
+      int common_tp = 0, max_tp = 1;  // gcd and maximum of the stages' tp
+      for (const auto& g : c.plan.groups)
+        for (const auto& st : g.stages) {
+          common_tp = std::gcd(common_tp, st.tp);
+          max_tp = std::max(max_tp, st.tp);
+        }
+      // expert_tp 0: the experts split like each stage's dense layers (no folding).
+      const int widest = c.plan.sequence_parallel ? max_tp : 1;
+      for (int et = 0; et == 0 || et < widest; et = et == 0 ? 1 : 2 * et) {
+        if (et > 0 && common_tp % et != 0) break;  // a larger power of two does not divide either
+        for (int ep = 2; ep <= s_.model.experts; ep *= 2) {
+          if (s_.model.experts % ep != 0) continue;
+          bool divides = true;
+          for (const auto& g : c.plan.groups)
+            for (const auto& st : g.stages)
+              divides = divides && (st.tp * g.replicas) % (ep * (et > 0 ? et : st.tp)) == 0;
+          if (!divides) break;
+          plan::Plan p = c.plan;
+          p.ep = ep;
+          p.expert_tp = et;
+          evaluate(std::move(p), c.family, all);
+        }
       }
+    }
   }
 
   // Estimates a complete plan; keeps it when it fits.

@@ -192,6 +192,39 @@ TEST(Planner, SearchesExpertParallelismThatDividesExpertsAndReplicas) {
   EXPECT_TRUE(some_ep) << "no plan with ep > 1 among the best " << r.top.size();
 }
 
+// MoE parallel folding: the search also tries expert_tp below a stage's tp (the rest of its TP
+// ranks fold into expert parallelism), each a divisor of every stage's tp, with ep · expert_tp
+// dividing every stage's tp × replicas; and never without sequence parallelism, which folding
+// needs (each TP rank dispatches its own sequence shard).
+TEST(Planner, SearchesFoldedExpertParallelismOnlyWhereItDivides) {
+  const std::string path = std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml";
+  for (const bool sp : {true, false}) {
+    auto s = io::read_scenario(path, test::catalog());
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    s->framework.sequence_parallel = sp;
+    planner::Options o;
+    o.top = 40;
+    const auto r = planner::search(*s, o);
+    ASSERT_FALSE(r.top.empty());
+    int folded = 0;
+    for (const auto& c : r.top) {
+      const plan::Plan& p = c.plan;
+      if (p.expert_tp == 0) continue;
+      ++folded;
+      EXPECT_GT(p.ep, 1);
+      EXPECT_TRUE(p.folds_experts()) << "expert_tp " << p.expert_tp << " folds nothing";
+      for (const auto& g : p.groups)
+        for (const auto& st : g.stages) {
+          EXPECT_EQ(st.tp % p.expert_tp, 0);
+          EXPECT_EQ((st.tp * g.replicas) % (p.ep * p.expert_tp), 0);
+        }
+      EXPECT_TRUE(io::validate_plan(*s, p, {}).empty());
+    }
+    if (sp) EXPECT_GT(folded, 0) << "no folded plan among the best " << r.top.size();
+    else EXPECT_EQ(folded, 0) << "folded plans without sequence parallelism";
+  }
+}
+
 // The framework keys of [parallel] reach every plan, also as `hetsim plan` reads the scenario
 // (without its layout): a scenario that says overlap_tp_comm = true gets plans that overlap, and
 // their estimates are what they would be with the option set by hand; a layout written for
