@@ -140,6 +140,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     Duration ag, rs, ar;  // one TP collective of the micro-batch's activation
     Duration a2a;         // one expert-parallel all-to-all of the micro-batch's routed tokens
     Duration dispatch;    // the same for a dispatch: a2a, or in fp8 (fp8_dispatch)
+    // The attention block's part of fwd, bwd and recompute (the ops before mlp_norm; the MLP or
+    // MoE block is the rest): where overlap_ep_comm's all-to-alls can hide.
+    Duration fwd_attn, bwd_attn, recompute_attn;
     cost::Algorithm ar_algorithm = cost::Algorithm::Ring;
   };
   std::map<std::tuple<int, int, bool, bool>, LayerCost> memo;
@@ -157,15 +160,25 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     // Each op priced once per pass (the planner calls this a great deal); a pass takes at least
     // its kernels × the host's time per kernel (cost::pass_time).
     std::vector<Duration> tf(layer.size()), tb(layer.size());
-    Duration sf{0}, sb_{0};
+    Duration sf{0}, sb_{0}, af{0}, ab{0};
+    // The attention block: the ops before mlp_norm.
+    const std::size_t mlp_start = static_cast<std::size_t>(
+        std::find_if(layer.begin(), layer.end(), [](const workload::Op& o) { return o.name == "mlp_norm"; }) - layer.begin());
     for (std::size_t i = 0; i < layer.size(); ++i) {
       tf[i] = cost::op_time(dev, dt, layer[i], Pass::Forward);
       tb[i] = cost::op_time(dev, dt, layer[i], Pass::Backward);
       sf += tf[i];
       sb_ += tb[i];
+      if (i < mlp_start) {
+        af += tf[i];
+        ab += tb[i];
+      }
     }
     lc.fwd = max(sf, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Forward));
     lc.bwd = max(sb_, dev.efficiency.host_overhead * cost::kernels(layer, Pass::Backward));
+    // A host-bound pass stretches both blocks alike.
+    lc.fwd_attn = sf.v > 0 ? lc.fwd * (af / sf) : Duration{0};
+    lc.bwd_attn = sb_.v > 0 ? lc.bwd * (ab / sb_) : Duration{0};
     if (p.zero >= 3 && sharded && tr.zero3_copy_out && dev.vendor != "google") {
       // FSDP2 gathers a layer's weights into one flat buffer and copies them out into the
       // parameters' own tensors before its forward and again before its backward: the layer's
@@ -210,8 +223,13 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     }
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;
+      lc.recompute_attn = lc.fwd_attn;
     } else {
-      for (std::size_t i = 0; i < layer.size(); ++i) lc.recompute += tf[i] * cost::recompute_share(layer[i], p.recompute);
+      for (std::size_t i = 0; i < layer.size(); ++i) {
+        const Duration r = tf[i] * cost::recompute_share(layer[i], p.recompute);
+        lc.recompute += r;
+        if (i < mlp_start) lc.recompute_attn += r;
+      }
     }
     // Tensor-parallel collectives of each block (attention: column-parallel qkv, row-parallel
     // attn_out; MLP: mlp_up, mlp_down), as Megatron-LM issues them; the buffer is the
@@ -322,16 +340,33 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.layer_ep_fwd = lc.dispatch + lc.a2a;
       c.layer_ep_bwd = lc.dispatch + lc.a2a;
       c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.dispatch + lc.a2a : Duration{0};
-      if (p.overlap_ep_comm && grp.micro_batches >= 2 && lc.a2a.v > 0) {
-        // overlap_ep_comm (Megatron-Core's EP all-to-all overlap, DeepSeek's DualPipe): a
-        // micro-batch's all-to-alls run beside another micro-batch's compute of the same layer
-        // (1F1B pairs one's forward with the other's backward). Per layer they hide behind its
-        // forward, backward and recompute; what exceeds that is exposed, and the compute they
-        // run beside loses overlap_slowdown while they do (docs/cost-models.md#expert-parallelism).
-        const Duration a2a = c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute;
-        const Duration hide = lc.fwd + lc.bwd + lc.recompute;
-        const Duration exposed = max(a2a - hide, Duration{0}) + min(a2a, hide) * dev.efficiency.overlap_slowdown;
-        const double keep = exposed / a2a;  // each pass keeps its share
+      if (p.overlap_ep_comm && p.schedule != cost::Schedule::GPipe && grp.micro_batches >= 2 && lc.a2a.v > 0) {
+        // overlap_ep_comm (Megatron-Core's combined 1F1B with EP all-to-all overlap, DeepSeek-V3's
+        // DualPipe): in the steady state one micro-batch's forward of a layer runs merged with
+        // another's backward of it, in four slots whose exchange hides behind the other pass's
+        // compute (DeepSeek-V3 §3.2.1, Fig. 4): the forward's attention beside the backward's
+        // combine gradient; the backward's MLP beside the forward's dispatch; the forward's MLP
+        // beside the backward's dispatch gradient; the backward's attention beside the forward's
+        // combine. What a slot's exchange exceeds its compute by is exposed, and the compute loses
+        // overlap_slowdown of its speed while the exchange runs beside it. Full recompute's
+        // exchanges go with the backward's first slot, its compute with the backward's blocks.
+        // The warm-up forwards (and as many cool-down backwards) have no partner: their
+        // exchanges are exposed (docs/cost-models.md#expert-parallelism).
+        const double slow = dev.efficiency.overlap_slowdown;
+        const Duration f_attn = lc.fwd_attn, f_mlp = lc.fwd - lc.fwd_attn;
+        const Duration b_attn = lc.bwd_attn + lc.recompute_attn, b_mlp = lc.bwd - lc.bwd_attn + lc.recompute - lc.recompute_attn;
+        const std::pair<Duration, Duration> slots[4] = {{f_attn, lc.dispatch + c.layer_ep_recompute},
+                                                        {b_mlp, lc.dispatch},
+                                                        {f_mlp, lc.a2a},
+                                                        {b_attn, lc.a2a}};
+        Duration a2a{0}, exposed{0};
+        for (const auto& [compute, exchange] : slots) {
+          a2a += exchange;
+          exposed += max(exchange - compute, Duration{0}) + min(exchange, compute) * slow;
+        }
+        const double unpaired =
+            cost::in_flight_micro_batches(p.schedule, si, pp, grp.micro_batches, p.virtual_stages) / grp.micro_batches;
+        const double keep = unpaired + (1 - unpaired) * (exposed / a2a);  // each pass keeps its share
         c.layer_ep_fwd = c.layer_ep_fwd * keep;
         c.layer_ep_bwd = c.layer_ep_bwd * keep;
         c.layer_ep_recompute = c.layer_ep_recompute * keep;

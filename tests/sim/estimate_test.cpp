@@ -521,14 +521,17 @@ TEST(Estimate, RoutingImbalanceMovesTheStepAsTheMostLoadedRankPredicts) {
   }
 }
 
-// overlap_ep_comm (issue 15): a layer's all-to-alls (2 forward, 2 backward) run beside another
-// micro-batch's forward and backward of the layer; exposed is what exceeds that compute plus
-// overlap_slowdown of the overlapped time, each pass keeping its share. A long sequence makes
-// the exchange outgrow the compute on a slow fabric, a fast one lets it hide; one micro-batch
-// per replica has nothing to overlap with.
+// overlap_ep_comm (issue 15): one micro-batch's forward of a layer merged with another's
+// backward, in four slots (DeepSeek-V3 Fig. 4): forward attention ‖ backward combine gradient,
+// backward MLP ‖ forward dispatch, forward MLP ‖ backward dispatch gradient, backward attention
+// ‖ forward combine. A slot exposes what its exchange exceeds its compute by, plus
+// overlap_slowdown of the overlapped time; the warm-up forward and cool-down backward of 1F1B
+// (1 of 4 micro-batches at pp 1) have no partner and stay exposed; each pass keeps its share. A
+// slow fabric makes every exchange outgrow its compute, a fast one lets them hide; one
+// micro-batch per replica has nothing to overlap with.
 TEST(Estimate, OverlappedAllToAllsCostWhatTheComputeDoesNotHide) {
-  auto run = [](const std::string& fabric, const std::string& parallel) {
-    const Scenario s = load(
+  auto scenario = [](const std::string& fabric, const std::string& parallel) {
+    Scenario s = load(
         "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
         "[[cluster.link]]\nname = \"fab\"\nkind = \"scale-up\"\nbandwidth = \"" + fabric +
         "\"\nlatency = \"0us\"\nefficiency = 1.0\n"
@@ -537,28 +540,61 @@ TEST(Estimate, OverlappedAllToAllsCostWhatTheComputeDoesNotHide) {
         "node = { devices = 8, fabric = \"fab\", nics = 8, nic = \"fab\" }\n"
         "[parallel]\ntp = 2\npp = 1\ndp = 4\nep = 4\n" + parallel);
     EXPECT_TRUE(s.plan);
+    return s;
+  };
+  auto run = [&](const std::string& fabric, const std::string& parallel) {
+    const Scenario s = scenario(fabric, parallel);
     return std::make_pair(analytic::stage_costs(s, *s.plan).at(0).at(0), analytic::estimate(s, *s.plan));
   };
   for (const char* fabric : {"5GB/s", "400GB/s"}) {
     const auto [c0, e0] = run(fabric, "micro_batch = 1\n");
     const auto [c1, e1] = run(fabric, "micro_batch = 1\noverlap_ep_comm = true\n");
-    const double a2a = (c0.layer_ep_fwd + c0.layer_ep_bwd).v, hide = (c0.layer_fwd + c0.layer_bwd).v;
-    ASSERT_GT(a2a, 0);
-    const double exposed = std::max(0.0, a2a - hide) + 0.2 * std::min(a2a, hide);
-    EXPECT_NEAR((c1.layer_ep_fwd + c1.layer_ep_bwd).v, exposed, 1e-12 * a2a) << fabric;
+    // The attention block's share of each pass: the ops before mlp_norm (op_breakdown's times).
+    const Scenario s0 = scenario(fabric, "micro_batch = 1\n");
+    const auto parts = analytic::op_breakdown(s0, *s0.plan).at(0).parts;
+    const auto layer = std::find_if(parts.begin(), parts.end(), [](const auto& p) { return p.part == "layer"; });
+    ASSERT_NE(layer, parts.end());
+    double af = 0, ab = 0, sf = 0, sb = 0;
+    bool attention = true;
+    for (const auto& o : layer->ops) {
+      attention = attention && o.op.name != "mlp_norm";
+      sf += o.fwd.total.v;
+      sb += o.bwd.total.v;
+      if (attention) {
+        af += o.fwd.total.v;
+        ab += o.bwd.total.v;
+      }
+    }
+    ASSERT_GT(af, 0);
+    ASSERT_LT(af, sf);
+    const double f_attn = c0.layer_fwd.v * af / sf, f_mlp = c0.layer_fwd.v - f_attn;
+    const double b_attn = c0.layer_bwd.v * ab / sb, b_mlp = c0.layer_bwd.v - b_attn;
+    const double x = c0.layer_ep_fwd.v / 2;  // one all-to-all (bf16 both ways)
+    ASSERT_GT(x, 0);
+    double exposed = 0;
+    for (const double compute : {f_attn, b_mlp, f_mlp, b_attn}) exposed += std::max(0.0, x - compute) + 0.2 * std::min(x, compute);
+    const double a2a = 4 * x, unpaired = 1.0 / 4;  // 16 sequences over dp 4: 4 micro-batches
+    const double kept = unpaired * a2a + (1 - unpaired) * exposed;
+    EXPECT_NEAR((c1.layer_ep_fwd + c1.layer_ep_bwd).v, kept, 1e-12 * a2a) << fabric;
     EXPECT_NEAR(c1.layer_ep_fwd.v, c1.layer_ep_bwd.v, 1e-15) << fabric;  // two all-to-alls each way
     EXPECT_EQ(c1.layer_fwd.v, c0.layer_fwd.v) << fabric;
     EXPECT_LT(e1.step_time.v, e0.step_time.v) << fabric;
     // The estimate's step moves by the micro-batches × layers × the change of one layer.
-    EXPECT_NEAR(e0.step_time.v - e1.step_time.v, 4 * 4 * (a2a - exposed), 1e-9) << fabric;
-    if (std::string(fabric) == "5GB/s") EXPECT_GT(a2a, hide);  // both branches of the max are tested
-    else EXPECT_LT(a2a, hide);
+    EXPECT_NEAR(e0.step_time.v - e1.step_time.v, 4 * 4 * (a2a - kept), 1e-9) << fabric;
+    // Both branches of every slot's max are tested.
+    if (std::string(fabric) == "5GB/s") EXPECT_GT(x, std::max({f_attn, b_mlp, f_mlp, b_attn}));
+    else EXPECT_LT(x, std::min({f_attn, b_mlp, f_mlp, b_attn}));
     // One micro-batch per replica (global batch 4 over dp 4): nothing to overlap with.
     const auto [c2, e2] = run(fabric, "micro_batch = 4\noverlap_ep_comm = true\n");
     const auto [c3, e3] = run(fabric, "micro_batch = 4\n");
     EXPECT_EQ(c2.layer_ep_fwd.v, c3.layer_ep_fwd.v) << fabric;
     EXPECT_EQ(e2.step_time.v, e3.step_time.v) << fabric;
   }
+  // GPipe runs every forward before any backward: no pairs, nothing hidden.
+  const auto [g0, ge0] = run("400GB/s", "micro_batch = 1\nschedule = \"gpipe\"\n");
+  const auto [g1, ge1] = run("400GB/s", "micro_batch = 1\nschedule = \"gpipe\"\noverlap_ep_comm = true\n");
+  EXPECT_EQ(g0.layer_ep_fwd.v, g1.layer_ep_fwd.v);
+  EXPECT_EQ(ge0.step_time.v, ge1.step_time.v);
 }
 
 // Dense layers before the first MoE layer (DeepSeek-V3's first 3): a stage prices each of its
