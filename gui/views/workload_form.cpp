@@ -160,6 +160,14 @@ void WorkloadForm::lay_out() {
   add_choice(tf, tr("Attention kernel"), t, "attention_kernel", {"auto", "vendor", "fa2"},
              tr("the device's fastest published fused attention, or FlashAttention-2's; empty: auto"), "auto");
   add_choice(tf, tr("Norm kernel"), t, "norm_kernel", {"auto", "fused", "native", "eager"}, tr("empty: auto"), "auto");
+  add_choice(tf, tr("FP8 gathers"), t, "fp8_gather", {"true", "false"},
+             tr("fp8 training with sequence parallelism: the tensor-parallel all-gathers move fp8 values "
+                "(Transformer Engine); empty: true, except on Intel Gaudi"),
+             "auto", false);
+  add_choice(tf, tr("Expert kernel"), t, "expert_kernel", {"auto", "grouped", "loop"},
+             tr("mixture-of-experts models: the local experts' GEMMs as one grouped GEMM, or one after another; "
+                "empty: auto (grouped with fused kernels)"),
+             "auto");
   v->addWidget(training);
 
   auto cat = api::catalog();

@@ -27,8 +27,9 @@ Op gemm(std::string name, double m, double n, double k, double elem_bytes, int c
 }
 
 // A weight GEMM: its weight gradient accumulates into an fp32 main gradient (read + write).
-Op linear(std::string name, double m, double n, double k, double elem_bytes, int count = 1) {
-  Op op = gemm(std::move(name), m, n, k, elem_bytes, count);
+Op linear(std::string name, double m, double n, double k, double elem_bytes, int count = 1,
+          bool batched = false) {
+  Op op = gemm(std::move(name), m, n, k, elem_bytes, count, batched);
   op.wgrad_out_bytes = 8;
   op.bwd_bytes = Bytes{((2 * m * n + n * k + 2 * m * k) * elem_bytes + k * n * 8) * count};
   return op;
@@ -298,10 +299,12 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     const double per_expert = tokens * fold * m.top_k * rank_load * ep / m.experts;
     const double expert_up_cols = (swiglu ? 2 : 1) * f / et;
     ops.push_back(streaming("moe_permute", OpKind::Elementwise, tokens * fold * m.top_k * h, e, Stream{2, 1, 2, 1}, 0));
-    Op up = linear("expert_up", per_expert, expert_up_cols, h, ge, local_experts);
+    // Grouped (s.grouped_experts): the local experts' GEMMs as one kernel whose tiles share the
+    // device's waves; else one GEMM after another, each with its own waves and launch.
+    Op up = linear("expert_up", per_expert, expert_up_cols, h, ge, local_experts, s.grouped_experts);
     Op actop = streaming(swiglu ? "expert_swiglu" : "expert_gelu", OpKind::Elementwise,
                          per_expert * local_experts * f / et, e, act, swiglu ? 6 : 8);
-    Op down = linear("expert_down", per_expert, h, f / et, ge, local_experts);
+    Op down = linear("expert_down", per_expert, h, f / et, ge, local_experts, s.grouped_experts);
     const double unpadded = 1.0 / rank_load;
     up.model_flops = up.fwd_flops * unpadded;
     down.model_flops = down.fwd_flops * unpadded;

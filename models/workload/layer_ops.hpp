@@ -68,6 +68,9 @@ struct MicroBatchShape {
   /// and the model's norm).
   NormKernel norm_kernel = NormKernel::Auto;
   LossKernel loss_kernel = LossKernel::Fp32;  ///< TrainingSpec::loss_kernel
+  /// The local experts' GEMMs run as one grouped GEMM (TrainingSpec::grouped_experts): their
+  /// tiles share the device's waves, one launch; false: one GEMM per expert, one after another.
+  bool grouped_experts = true;
   /// fp8 tensors scaled from their own amax (TrainingSpec::fp8_scaling): every fp8 cast of a
   /// GEMM input or output gradient is preceded by an amax reduction over its 16-bit source.
   bool fp8_current_scaling = false;

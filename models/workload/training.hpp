@@ -1,6 +1,8 @@
 #pragma once
 // How a model is trained: batch, sequence, number format, optimizer, how many tokens.
 
+#include <optional>
+
 #include "models/hw/device.hpp"
 
 namespace hetsim::workload {
@@ -27,6 +29,12 @@ enum class LossKernel { Fp32, Fused };
 /// from the tensor itself (TE's Float8CurrentScaling, torchao's dynamic tensorwise Float8: an amax
 /// reduction reads the tensor before the cast can start).
 enum class Fp8Scaling { Delayed, Current };
+/// How a MoE layer's local experts run their GEMMs: as one grouped GEMM whose tiles share the
+/// device's waves (Transformer Engine's GroupedLinear, CUTLASS grouped GEMMs, DeepGEMM,
+/// torch._grouped_mm), or one GEMM after another (a loop: Megatron-Core's SequentialMLP, the
+/// grouped_gemm package's cuBLAS path, Hugging Face's per-expert modules). Auto: grouped with
+/// fused_kernels, else loop.
+enum class ExpertKernel { Auto, Grouped, Loop };
 
 struct TrainingSpec {
   int global_batch = 0;  ///< sequences per optimizer step
@@ -43,6 +51,12 @@ struct TrainingSpec {
   NormKernel norm_kernel = NormKernel::Auto;
   LossKernel loss_kernel = LossKernel::Fp32;
   Fp8Scaling fp8_scaling = Fp8Scaling::Delayed;  ///< precision "fp8" only
+  ExpertKernel expert_kernel = ExpertKernel::Auto;  ///< MoE models only
+  /// fp8 training with sequence parallelism: the tensor-parallel all-gathers of the dense blocks
+  /// move fp8 values (Transformer Engine's modules gather their inputs and output gradients
+  /// after the fp8 cast), or 16-bit ones (the framework gathers before TE's local GEMM: Intel
+  /// Gaudi's Megatron-DeepSpeed). Unset: fp8 except on Intel devices.
+  std::optional<bool> fp8_gather;
   /// ZeRO-3 copies each gathered layer out of the all-gather buffer into the parameters' own
   /// tensors (FSDP2's copy-out); false where the parameters are views into the gathered buffer
   /// (FSDP1's flat parameters). Ignored on TPUs (XLA gathers in place).
@@ -65,6 +79,10 @@ struct TrainingSpec {
   /// Whether fused attention runs FlashAttention-2's kernels (attention_kernel resolved).
   [[nodiscard]] bool fa2_attention() const {
     return attention_kernel == AttentionKernel::Fa2 || (attention_kernel == AttentionKernel::Auto && !fused_kernels);
+  }
+  /// Whether the local experts run as one grouped GEMM (expert_kernel resolved).
+  [[nodiscard]] bool grouped_experts() const {
+    return expert_kernel == ExpertKernel::Grouped || (expert_kernel == ExpertKernel::Auto && fused_kernels);
   }
   [[nodiscard]] double tokens_per_step() const {
     return static_cast<double>(global_batch) * seq_len;

@@ -117,7 +117,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       se.dp_comm = c.dp_reduce * reduces + c.dp_gather * gathers + c.dp_cross;
       if (p.overlap_grad_reduce) {
         // Buckets are reduced as a backward produces them; the last bucket cannot hide.
-        const double bucket = std::min(1.0, kBucketParams / std::max(1.0, c.params));
+        const double bucket = std::min(1.0, c.bucket / std::max(1.0, c.params));
         const Duration bwd = c.bwd(st.layers) + c.recompute(st.layers);
         const Duration fwd = c.fwd(st.layers);
         // While a bucket's collective runs beside the compute it hides behind, the compute

@@ -65,6 +65,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.autocast = s.training.autocast;
   shape.norm_kernel = s.training.norm_kernel;
   shape.loss_kernel = s.training.loss_kernel;
+  shape.grouped_experts = s.training.grouped_experts();
   shape.fp8_current_scaling = s.training.fp8_scaling == workload::Fp8Scaling::Current;
   shape.fa2_attention = s.training.fa2_attention();
   return shape;
@@ -266,7 +267,18 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // none), unless shared experts, split over all tp ranks like a dense MLP, need the whole
       // group's gather (docs/cost-models.md#expert-tensor-parallelism).
       const int et = lm.moe() && m.shared_experts == 0 ? p.expert_tp_of(tp) : tp;
-      Duration mag = lc.ag, mrs = lc.rs, mar = lc.ar;
+      // fp8 training with sequence parallelism: Transformer Engine's modules (LayerNormLinear,
+      // LayerNormMLP, Linear) all-gather their inputs and output gradients after the fp8 cast,
+      // one byte per element; the reduce-scatters stay in the activation's dtype (TE 1.x
+      // module/*.py; docs/cost-models.md#tensor-parallel-communication). The MoE block's gathers
+      // are the token dispatcher's, in the activation's dtype.
+      // Intel Gaudi's Megatron-DeepSpeed gathers in bf16 before TE's local GEMM
+      // (megatron/core/tensor_parallel/layers.py, ColumnParallelLinear.forward on HPU):
+      // TrainingSpec::fp8_gather.
+      const bool fp8_gather = sp && dt == hw::Dtype::Fp8 && tr.fp8_gather.value_or(dev.vendor != "intel");
+      const Duration dag =
+          fp8_gather ? cost::collective_time(Collective::AllGather, Bytes{sbh}, g).time.total() : lc.ag;
+      Duration mag = lm.moe() ? lc.ag : dag, mrs = lc.rs, mar = lc.ar;
       if (et != tp) {
         CommGroup eg = g;
         eg.ranks = eg.ranks_per_node = et;
@@ -277,7 +289,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       }
       for (const auto& b : blocks) {
         const bool moe_block = &b == &blocks[1];
-        const Duration bag = moe_block ? mag : lc.ag, brs = moe_block ? mrs : lc.rs, bar = moe_block ? mar : lc.ar;
+        const Duration bag = moe_block ? mag : dag, brs = moe_block ? mrs : lc.rs, bar = moe_block ? mar : lc.ar;
         const Duration col_f = op_named(layer, tf, b[0]), row_f = op_named(layer, tf, b[1]);
         // A GEMM's backward is its data- and weight-gradient kernels, about half each.
         const Duration col_b = op_named(layer, tb, b[0]) / 2, row_b = op_named(layer, tb, b[1]) / 2;
@@ -320,6 +332,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
 
       StageCost& c = costs[si];
       c.shard_replicas = shard;
+      // Megatron-LM's DDP and distributed optimizer (ZeRO ≤ 1) size their buckets by the DP
+      // group; ZeRO 2/3 keep the 40 M of before (FSDP and DeepSpeed bucket otherwise).
+      c.bucket = p.zero <= 1 ? bucket_params(shard) : kBucketParams;
       // Per-layer costs depend on the pool and tp only: computed once per pair (a deep
       // pipeline repeats them, and the planner calls this a great deal).
       // A MoE model's stage may hold dense layers too: n_moe of its layers are MoE layers.
@@ -466,13 +481,13 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         g.intra = fabric_cost(pool);
         g.inter = nic_cost(pool, cl.network);
         if (!hybrid) other_links(g);
-        // Megatron-LM reduces (and gathers) bucket by bucket, kBucketParams each: every bucket
+        // Megatron-LM reduces (and gathers) bucket by bucket, c.bucket each: every bucket
         // pays the collective's latency, and runs at the bandwidth its size reaches. Under
         // expert parallelism the routed experts' parameters sync apart, over the replicas/ep
         // ranks that hold the same experts (ep·tp apart in Megatron's rank order).
         auto sync = [&](double params, const CommGroup& sg, bool first_part) {
           if (params <= 0 || sg.ranks <= 1) return;
-          const double buckets = std::max(1.0, std::ceil(params / kBucketParams));
+          const double buckets = std::max(1.0, std::ceil(params / c.bucket));
           const Bytes grads{params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
           const Bytes weights{params * sb.weights / buckets};
           if (p.zero == 0) {
@@ -517,7 +532,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         x.inter = nic_cost(pool, cl.network);
         other_links(x);
         const double params = sharded(true);
-        const double buckets = std::max(1.0, std::ceil(params / kBucketParams));
+        const double buckets = std::max(1.0, std::ceil(params / c.bucket));
         const auto r = cost::collective_time(Collective::AllReduce, Bytes{params * tr.grad_reduce_bytes / buckets}, x,
                                              p.grad_sync);
         c.dp_cross = r.time.total() * buckets;

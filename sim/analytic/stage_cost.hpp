@@ -3,6 +3,7 @@
 // the closed-form estimate and the schedule (which cuts stages into chunks and micro-batches)
 // use the very same numbers. Formulas: docs/cost-models.md.
 
+#include <algorithm>
 #include <vector>
 
 #include "models/cost/collectives.hpp"
@@ -11,6 +12,12 @@
 #include "sim/scenario/scenario.hpp"
 
 namespace hetsim::analytic {
+
+/// Megatron-LM's default gradient bucket: 40 M parameters, or 1 M per data-parallel rank when
+/// that is more (`max(40000000, 1000000 * dp)`, megatron/training/training.py, core_r0.7–0.9;
+/// docs/research-overlap.md).
+inline constexpr double kBucketParams = 40e6;
+[[nodiscard]] inline double bucket_params(int dp_ranks) { return std::max(kBucketParams, 1e6 * dp_ranks); }
 
 /// Costs of one stage of one replica group on one of its devices.
 struct StageCost {
@@ -35,6 +42,7 @@ struct StageCost {
   Duration regather;
   int regathers_fwd = 0, regathers_bwd = 0;
   double params = 0;    ///< parameters on one device, after TP, before ZeRO
+  double bucket = kBucketParams;  ///< parameters per gradient bucket (bucket_params of the DP group)
   double params_layer = 0;  ///< of which each transformer layer holds this many
   double expert_params = 0; ///< of params, routed-expert parameters (1/ep of the stage's experts)
   int expert_fold = 1;      ///< tp / expert_tp: how many times more expert-data-parallel ranks than shard/ep
@@ -89,7 +97,5 @@ struct StageCost {
 /// of them, the routed experts' over the shard·expert_fold/ep ranks that hold the same experts.
 [[nodiscard]] double sharded_params(const StageCost& c, int shard, int ep);
 
-/// Megatron-LM's default gradient bucket: 40 M parameters.
-inline constexpr double kBucketParams = 40e6;
 
 }  // namespace hetsim::analytic

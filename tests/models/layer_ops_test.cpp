@@ -1,4 +1,5 @@
 #include "models/workload/layer_ops.hpp"
+#include "models/workload/training.hpp"
 
 #include <algorithm>
 
@@ -393,6 +394,45 @@ TEST(LayerOps, ExpertParallelismRunsFewerTallerExpertGemms) {
   }
   EXPECT_DOUBLE_EQ(find(four, "qkv").fwd_flops.v, find(one, "qkv").fwd_flops.v);
   EXPECT_DOUBLE_EQ(find(four, "expert_gelu").fwd_bytes.v, find(one, "expert_gelu").fwd_bytes.v);
+}
+
+// expert_kernel: grouped (the default with fused kernels) runs a layer's local experts as one
+// kernel each way whose tiles share the waves (a batched op); a loop runs one GEMM per expert,
+// each its own launch. The FLOPs and bytes are the same.
+TEST(LayerOps, GroupedExpertsRunAsOneKernelAndALoopAsOnePerExpert) {
+  ModelSpec moe = gpt(2, 512, 8, 1000);
+  moe.experts = 8;
+  moe.top_k = 2;
+  MicroBatchShape s{1, 1024, 1, true, hw::Dtype::Bf16, true, true};
+  EXPECT_TRUE(s.grouped_experts);  // the default
+  const auto grouped = layer_ops(moe, s);
+  s.grouped_experts = false;
+  const auto loop = layer_ops(moe, s);
+  for (const char* name : {"expert_up", "expert_down"}) {
+    const Op& g = find(grouped, name);
+    const Op& l = find(loop, name);
+    EXPECT_TRUE(g.batched);
+    EXPECT_FALSE(l.batched);
+    EXPECT_EQ(g.count, 8);
+    EXPECT_EQ(l.count, 8);
+    EXPECT_EQ(g.fwd_kernels, 1);
+    EXPECT_EQ(g.bwd_kernels, 2);
+    EXPECT_EQ(l.fwd_kernels, 8);
+    EXPECT_EQ(l.bwd_kernels, 16);
+    EXPECT_DOUBLE_EQ(g.fwd_flops.v, l.fwd_flops.v);
+    EXPECT_DOUBLE_EQ(g.bwd_bytes.v, l.bwd_bytes.v);
+    EXPECT_DOUBLE_EQ(g.wgrad_out_bytes, l.wgrad_out_bytes);
+  }
+  // The resolution of TrainingSpec::expert_kernel: auto follows fused_kernels.
+  TrainingSpec t;
+  EXPECT_TRUE(t.grouped_experts());
+  t.fused_kernels = false;
+  EXPECT_FALSE(t.grouped_experts());
+  t.expert_kernel = ExpertKernel::Grouped;
+  EXPECT_TRUE(t.grouped_experts());
+  t.fused_kernels = true;
+  t.expert_kernel = ExpertKernel::Loop;
+  EXPECT_FALSE(t.grouped_experts());
 }
 
 TEST(ModelFlops, MoeCountsTopKExpertsWithoutPadding) {

@@ -597,6 +597,33 @@ TEST(Estimate, OverlappedAllToAllsCostWhatTheComputeDoesNotHide) {
   EXPECT_EQ(ge0.step_time.v, ge1.step_time.v);
 }
 
+// fp8 training with sequence parallelism: Transformer Engine all-gathers the dense blocks'
+// inputs and output gradients after the fp8 cast, one byte per element, so their TP gathers
+// cost what a 1-byte activation's do; the reduce-scatters keep the 16-bit activation. Intel
+// Gaudi's Megatron-DeepSpeed gathers before TE's local GEMM, in bf16: there the default is 16-bit
+// gathers. fp8_gather overrides either default.
+TEST(Estimate, Fp8TrainingGathersItsSequenceParallelInputsInFp8WhereTransformerEngineGathers) {
+  auto tp_fwd = [](const std::string& device, const std::string& training) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n"
+                            "precision = \"fp8\"\n" + training + "[[cluster.pool]]\ndevice = \"" + device +
+                            "\"\nnodes = 1\n[parallel]\ntp = 4\npp = 1\ndp = 2\nmicro_batch = 1\n"
+                            "sequence_parallel = true\noverlap_tp_comm = false\noverlap_tp_backward = false\n");
+    EXPECT_TRUE(s.plan);
+    return analytic::stage_costs(s, *s.plan).at(0).at(0);
+  };
+  for (const char* device : {"h100-sxm5", "gaudi2"}) {
+    const auto fp8 = tp_fwd(device, "fp8_gather = true\n");
+    const auto bf16 = tp_fwd(device, "fp8_gather = false\n");
+    const auto dflt = tp_fwd(device, "");
+    // Forward: per block an all-gather and a reduce-scatter; the gathers halve their bytes.
+    EXPECT_LT(fp8.layer_tp_fwd.v, bf16.layer_tp_fwd.v) << device;
+    EXPECT_LT(fp8.layer_tp_bwd.v, bf16.layer_tp_bwd.v) << device;
+    EXPECT_GT(fp8.layer_tp_fwd.v, bf16.layer_tp_fwd.v / 2) << device;  // the reduce-scatters stay
+    EXPECT_EQ(dflt.layer_tp_fwd.v, (std::string(device) == "gaudi2" ? bf16 : fp8).layer_tp_fwd.v) << device;
+    EXPECT_EQ(fp8.layer_fwd.v, bf16.layer_fwd.v) << device;  // compute is untouched
+  }
+}
+
 // Dense layers before the first MoE layer (DeepSeek-V3's first 3): a stage prices each of its
 // layers as its kind. 4 layers, the first dense, pp 2: stage 1 holds 2 MoE layers and costs what
 // an all-MoE model's stage does; stage 0 (1 dense + 1 MoE) costs per layer the mean of a dense
