@@ -116,27 +116,33 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       // (StageCost::dp_cross; 0 otherwise).
       se.dp_comm = c.dp_reduce * reduces + c.dp_gather * gathers + c.dp_cross;
       if (p.overlap_grad_reduce) {
-        // Buckets are reduced as a backward produces them; the last bucket cannot hide.
+        // Buckets are reduced as a backward produces them: the last bucket starts after the
+        // stage's own backward and can hide only behind the drain of the stages before it (all
+        // of it when the stage has one bucket, as Megatron's later pipeline stages do); the
+        // first bucket's gather must be in before the stage's first forward, behind the fill.
         const double bucket = std::min(1.0, c.bucket / std::max(1.0, c.params));
         const Duration bwd = c.bwd(st.layers) + c.recompute(st.layers);
         const Duration fwd = c.fwd(st.layers);
         // While a bucket's collective runs beside the compute it hides behind, the compute
         // loses overlap_slowdown of its speed (the collective's kernels hold SMs).
         const double slow = cl.pools[st.pool].device.efficiency.overlap_slowdown;
-        auto exposed = [&](Duration comm, Duration hide) {
-          return max(comm - hide, comm * bucket) + min(comm, hide) * slow;
+        // `own`: the stage's compute the collectives run beside; `other`: the other stages' drain
+        // or fill, which the last (first) bucket can still hide behind.
+        auto exposed = [&](Duration comm, Duration own, Duration other) {
+          const Duration hide = own + other;
+          return max(max(comm - hide, comm * bucket - other), Duration{0}) + min(comm, hide) * slow;
         };
         if (p.zero <= 1) {
-          se.dp_exposed = exposed(c.dp_reduce, bwd + drain) + exposed(c.dp_gather, fwd + fill);
+          se.dp_exposed = exposed(c.dp_reduce, bwd, drain) + exposed(c.dp_gather, fwd, fill);
         } else {
           // One DP stream carries each micro-batch's collectives while the stage computes the
           // micro-batches around them: what exceeds a micro-batch's compute is exposed.
           const Duration load = c.dp_reduce + (p.zero >= 3 ? c.dp_gather * 2 : Duration{0});
-          se.dp_exposed = exposed(load, fwd + bwd) * mb_count;
-          if (p.zero == 2) se.dp_exposed += exposed(c.dp_gather, fwd + fill);
+          se.dp_exposed = exposed(load, fwd + bwd, Duration{0}) * mb_count;
+          if (p.zero == 2) se.dp_exposed += exposed(c.dp_gather, fwd, fill);
           // The shards' all-reduce follows each layer's last reduce-scatter on the same
           // stream: it hides behind what of the last backward that reduce leaves, and the drain.
-          if (c.dp_cross.v > 0) se.dp_exposed += exposed(c.dp_cross, max(bwd - c.dp_reduce, Duration{0}) + drain);
+          if (c.dp_cross.v > 0) se.dp_exposed += exposed(c.dp_cross, max(bwd - c.dp_reduce, Duration{0}), drain);
         }
       } else {
         se.dp_exposed = se.dp_comm;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -333,8 +334,13 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       StageCost& c = costs[si];
       c.shard_replicas = shard;
       // Megatron-LM's DDP and distributed optimizer (ZeRO ≤ 1) size their buckets by the DP
-      // group; ZeRO 2/3 keep the 40 M of before (FSDP and DeepSpeed bucket otherwise).
-      c.bucket = p.zero <= 1 ? bucket_params(shard) : kBucketParams;
+      // group, and use one bucket without overlap_grad_reduce and on pipeline stages after the
+      // first ("not on the critical path"; distributed_data_parallel.py of core_r0.7–0.9); the
+      // interleaved schedule's later chunks of the first stage are bucketed like its first here.
+      // ZeRO 2/3 keep the 40 M of before (FSDP and DeepSpeed bucket otherwise).
+      c.bucket = p.zero >= 2                          ? kBucketParams
+                 : !p.overlap_grad_reduce || si > 0 ? std::numeric_limits<double>::infinity()
+                                                    : bucket_params(shard);
       // Per-layer costs depend on the pool and tp only: computed once per pair (a deep
       // pipeline repeats them, and the planner calls this a great deal).
       // A MoE model's stage may hold dense layers too: n_moe of its layers are MoE layers.
@@ -488,6 +494,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         auto sync = [&](double params, const CommGroup& sg, bool first_part) {
           if (params <= 0 || sg.ranks <= 1) return;
           const double buckets = std::max(1.0, std::ceil(params / c.bucket));
+          c.dp_buckets += buckets;
           const Bytes grads{params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
           const Bytes weights{params * sb.weights / buckets};
           if (p.zero == 0) {

@@ -14,9 +14,10 @@
 namespace hetsim::analytic {
 
 /// Megatron-LM's default gradient bucket: 40 M parameters, or 1 M per data-parallel rank when
-/// that is more (`max(40000000, 1000000 * dp)`, megatron/training/training.py, core_r0.7–0.9;
-/// docs/research-overlap.md).
+/// that is more (`max(40000000, 1000000 * dp)`, megatron/core/distributed/
+/// distributed_data_parallel.py, core_r0.7–0.9; docs/research-overlap.md).
 inline constexpr double kBucketParams = 40e6;
+/// Megatron-Core's default bucket for a data-parallel group of `dp_ranks` ranks.
 [[nodiscard]] inline double bucket_params(int dp_ranks) { return std::max(kBucketParams, 1e6 * dp_ranks); }
 
 /// Costs of one stage of one replica group on one of its devices.
@@ -42,7 +43,9 @@ struct StageCost {
   Duration regather;
   int regathers_fwd = 0, regathers_bwd = 0;
   double params = 0;    ///< parameters on one device, after TP, before ZeRO
-  double bucket = kBucketParams;  ///< parameters per gradient bucket (bucket_params of the DP group)
+  /// Parameters per gradient bucket (bucket_params of the DP group; infinity: one bucket).
+  double bucket = kBucketParams;
+  double dp_buckets = 0;  ///< collectives each DP sync of the stage is cut into (dense + experts)
   double params_layer = 0;  ///< of which each transformer layer holds this many
   double expert_params = 0; ///< of params, routed-expert parameters (1/ep of the stage's experts)
   int expert_fold = 1;      ///< tp / expert_tp: how many times more expert-data-parallel ranks than shard/ep

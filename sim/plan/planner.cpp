@@ -582,10 +582,12 @@ class Search {
           common_tp = std::gcd(common_tp, st.tp);
           max_tp = std::max(max_tp, st.tp);
         }
-      // expert_tp 0: the experts split like each stage's dense layers (no folding).
-      const int widest = c.plan.sequence_parallel ? max_tp : 1;
-      for (int et = 0; et == 0 || et < widest; et = et == 0 ? 1 : 2 * et) {
-        if (et > 0 && common_tp % et != 0) break;  // a larger power of two does not divide either
+      // expert_tp 0 (the experts split like each stage's dense layers: no folding), then each
+      // power of two below the widest stage's tp that divides every stage's tp.
+      std::vector<int> expert_tps{0};
+      if (c.plan.sequence_parallel)
+        for (int et = 1; et < max_tp && common_tp % et == 0; et *= 2) expert_tps.push_back(et);
+      for (const int et : expert_tps) {
         for (int ep = 2; ep <= s_.model.experts; ep *= 2) {
           if (s_.model.experts % ep != 0) continue;
           bool divides = true;

@@ -112,6 +112,23 @@ TEST(OpTime, GroupedExpertGemmsShareTheWavesALoopDoesNot) {
     EXPECT_NEAR(grouped, c.grouped_tflops, 1.0) << c.g;
     EXPECT_NEAR(loop, c.loop_tflops, 1.0) << c.g;
   }
+  // By hand, (8, 4096, 768, 2048): an SM's main loop runs 989e12 · 0.745 / 132 FLOP/s, a
+  // 128×256 tile over k = 2048 takes 2·128·256·2048 / that + 3 us. Grouped: 8 × 32 × 3 = 768
+  // tiles, 6 waves (split-K does not pay: the tiles fill the SMs), plus one launch. A loop:
+  // each GEMM's 96 tiles are one wave (split-K in 2 costs two waves and the fp32 partials), plus
+  // its launch, 8 times. Memory never binds here.
+  const double rate_sm = 989e12 * 0.745 / 132;
+  const double tile = 2.0 * 128 * 256 * 2048 / rate_sm + 3e-6;
+  workload::Op op;
+  op.kind = workload::OpKind::Gemm;
+  op.m = 4096;
+  op.n = 768;
+  op.k = 2048;
+  op.count = 8;
+  op.batched = true;
+  EXPECT_NEAR(op_time(h, hw::Dtype::Bf16, op, Pass::Forward).v, 6 * tile + 2.5e-6, 1e-12);
+  op.batched = false;
+  EXPECT_NEAR(op_time(h, hw::Dtype::Bf16, op, Pass::Forward).v, 8 * (tile + 2.5e-6), 1e-12);
 }
 
 TEST(OpTime, BackwardGemmPricesDataAndWeightGradientsByTheirOwnShapes) {

@@ -598,30 +598,117 @@ TEST(Estimate, OverlappedAllToAllsCostWhatTheComputeDoesNotHide) {
 }
 
 // fp8 training with sequence parallelism: Transformer Engine all-gathers the dense blocks'
-// inputs and output gradients after the fp8 cast, one byte per element, so their TP gathers
-// cost what a 1-byte activation's do; the reduce-scatters keep the 16-bit activation. Intel
-// Gaudi's Megatron-DeepSpeed gathers before TE's local GEMM, in bf16: there the default is 16-bit
-// gathers. fp8_gather overrides either default.
+// inputs and output gradients after the fp8 cast, one byte per element; the reduce-scatters keep
+// the 16-bit activation, and a MoE block's gathers (the token dispatcher's) stay 16-bit too.
+// Intel Gaudi's Megatron-DeepSpeed gathers before TE's local GEMM, in bf16: there the default is
+// 16-bit gathers. fp8_gather overrides either default; without sequence parallelism the
+// all-reduces do not change. Overlaps off, so every collective is exposed whole: per layer the
+// forward runs an all-gather and a reduce-scatter per block, the backward two all-gathers and a
+// reduce-scatter per block.
 TEST(Estimate, Fp8TrainingGathersItsSequenceParallelInputsInFp8WhereTransformerEngineGathers) {
-  auto tp_fwd = [](const std::string& device, const std::string& training) {
-    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n"
-                            "precision = \"fp8\"\n" + training + "[[cluster.pool]]\ndevice = \"" + device +
-                            "\"\nnodes = 1\n[parallel]\ntp = 4\npp = 1\ndp = 2\nmicro_batch = 1\n"
-                            "sequence_parallel = true\noverlap_tp_comm = false\noverlap_tp_backward = false\n");
+  auto scenario = [](const std::string& model, const std::string& device, const std::string& training,
+                     bool sp) {
+    Scenario s = load("[model]\n" + model + "layers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n"
+                      "precision = \"fp8\"\n" + training + "[[cluster.pool]]\ndevice = \"" + device +
+                      "\"\nnodes = 1\n[parallel]\ntp = 4\npp = 1\ndp = 2\nmicro_batch = 1\n"
+                      "overlap_tp_comm = false\noverlap_tp_backward = false\nsequence_parallel = " +
+                      (sp ? "true" : "false") + "\n");
     EXPECT_TRUE(s.plan);
-    return analytic::stage_costs(s, *s.plan).at(0).at(0);
+    return s;
   };
+  auto costs = [](const Scenario& s) { return analytic::stage_costs(s, *s.plan).at(0).at(0); };
   for (const char* device : {"h100-sxm5", "gaudi2"}) {
-    const auto fp8 = tp_fwd(device, "fp8_gather = true\n");
-    const auto bf16 = tp_fwd(device, "fp8_gather = false\n");
-    const auto dflt = tp_fwd(device, "");
-    // Forward: per block an all-gather and a reduce-scatter; the gathers halve their bytes.
-    EXPECT_LT(fp8.layer_tp_fwd.v, bf16.layer_tp_fwd.v) << device;
-    EXPECT_LT(fp8.layer_tp_bwd.v, bf16.layer_tp_bwd.v) << device;
-    EXPECT_GT(fp8.layer_tp_fwd.v, bf16.layer_tp_fwd.v / 2) << device;  // the reduce-scatters stay
+    const std::string dense = "preset = \"llama3-8b\"\n";
+    const Scenario s = scenario(dense, device, "fp8_gather = true\n", true);
+    cost::CommGroup g;
+    g.ranks = g.ranks_per_node = 4;
+    g.intra = cost::fabric_link(s.cluster.pools[0].fabric);
+    const double sbh = 4096.0 * s.model.hidden;
+    auto t = [&](cost::Collective c, double bytes) { return cost::collective_time(c, Bytes{bytes}, g).time.total().v; };
+    const double ag8 = t(cost::Collective::AllGather, sbh), ag16 = t(cost::Collective::AllGather, 2 * sbh);
+    const double rs16 = t(cost::Collective::ReduceScatter, 2 * sbh);
+    const auto fp8 = costs(s);
+    const auto bf16 = costs(scenario(dense, device, "fp8_gather = false\n", true));
+    const auto dflt = costs(scenario(dense, device, "", true));
+    EXPECT_NEAR(fp8.layer_tp_fwd.v, 2 * (ag8 + rs16), 1e-12) << device;
+    EXPECT_NEAR(fp8.layer_tp_bwd.v, 2 * (2 * ag8 + rs16), 1e-12) << device;
+    EXPECT_NEAR(bf16.layer_tp_fwd.v, 2 * (ag16 + rs16), 1e-12) << device;
+    EXPECT_NEAR(bf16.layer_tp_bwd.v, 2 * (2 * ag16 + rs16), 1e-12) << device;
     EXPECT_EQ(dflt.layer_tp_fwd.v, (std::string(device) == "gaudi2" ? bf16 : fp8).layer_tp_fwd.v) << device;
     EXPECT_EQ(fp8.layer_fwd.v, bf16.layer_fwd.v) << device;  // compute is untouched
+    // Without sequence parallelism: all-reduces of the 16-bit activation, whatever fp8_gather says.
+    const auto ar_fp8 = costs(scenario(dense, device, "fp8_gather = true\n", false));
+    const auto ar_bf16 = costs(scenario(dense, device, "fp8_gather = false\n", false));
+    EXPECT_NEAR(ar_fp8.layer_tp_fwd.v, 2 * t(cost::Collective::AllReduce, 2 * sbh), 1e-12) << device;
+    EXPECT_EQ(ar_fp8.layer_tp_fwd.v, ar_bf16.layer_tp_fwd.v) << device;
   }
+  // A MoE layer: the attention block gathers in fp8, the MoE block in 16 bits.
+  const Scenario moe = scenario("preset = \"mixtral-8x7b\"\n", "h100-sxm5", "fp8_gather = true\n", true);
+  cost::CommGroup g;
+  g.ranks = g.ranks_per_node = 4;
+  g.intra = cost::fabric_link(moe.cluster.pools[0].fabric);
+  const double sbh = 4096.0 * moe.model.hidden;
+  auto t = [&](cost::Collective c, double bytes) { return cost::collective_time(c, Bytes{bytes}, g).time.total().v; };
+  EXPECT_NEAR(costs(moe).layer_tp_fwd.v,
+              t(cost::Collective::AllGather, sbh) + t(cost::Collective::AllGather, 2 * sbh) + 2 * t(cost::Collective::ReduceScatter, 2 * sbh),
+              1e-12);
+}
+
+// Megatron-Core's gradient buckets (docs/cost-models.md#data-parallel-sync): ZeRO ≤ 1 with
+// overlap_grad_reduce cuts each stage-0 sync into buckets of max(40 M, 1 M · dp) parameters; one
+// bucket without the overlap and on later pipeline stages; ZeRO 2 keeps buckets of 40 M.
+TEST(Estimate, GradientBucketsFollowMegatronCore) {
+  auto costs = [](const std::string& parallel) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 128\nseq_len = 1024\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 16\n[parallel]\n" + parallel);
+    EXPECT_TRUE(s.plan);
+    return analytic::stage_costs(s, *s.plan).at(0);
+  };
+  const auto dp64 = costs("tp = 2\npp = 1\ndp = 64\nzero = 1\noverlap_grad_reduce = true\n");
+  EXPECT_DOUBLE_EQ(dp64[0].bucket, 64e6);
+  EXPECT_DOUBLE_EQ(dp64[0].dp_buckets, std::ceil(dp64[0].params / 64e6));
+  const auto dp16 = costs("tp = 2\npp = 4\ndp = 16\nzero = 1\noverlap_grad_reduce = true\n");
+  EXPECT_DOUBLE_EQ(dp16[0].bucket, 40e6);  // 1 M × 16 is less than 40 M
+  EXPECT_DOUBLE_EQ(dp16[0].dp_buckets, std::ceil(dp16[0].params / 40e6));
+  for (std::size_t si = 1; si < dp16.size(); ++si) EXPECT_DOUBLE_EQ(dp16[si].dp_buckets, 1.0) << si;
+  const auto off = costs("tp = 2\npp = 1\ndp = 64\nzero = 1\noverlap_grad_reduce = false\n");
+  EXPECT_DOUBLE_EQ(off[0].dp_buckets, 1.0);
+  EXPECT_LT(off[0].dp_reduce.v, dp64[0].dp_reduce.v);  // one call's latency instead of many
+  const auto z2 = costs("tp = 2\npp = 1\ndp = 64\nzero = 2\noverlap_grad_reduce = true\n");
+  EXPECT_DOUBLE_EQ(z2[0].dp_buckets, std::ceil(z2[0].params / 40e6));
+  ASSERT_GT(dp64[0].dp_buckets, 1.0);
+}
+
+// overlap_ep_comm's unpaired passes: a stage keeps u + (1 − u)·k of its all-to-alls, k the
+// merged pair's share (the same per layer on every stage of one pool and tp) and u its warm-up
+// forwards' share of the micro-batches: interleaved over 2 stages of 2 chunks, 4 micro-batches,
+// Megatron's warm-up holds (p − i − 1)·2 + (v − 1)·p + 1 chunks: 5 on stage 0 (u = 5/2/4),
+// 3 on stage 1 (u = 3/2/4).
+TEST(Estimate, OverlappedAllToAllsLeaveTheWarmUpExposed) {
+  auto keep = [](const std::string& extra) {
+    auto text = [&](bool overlap) {
+      return "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+             "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n[parallel]\ntp = 2\npp = 2\ndp = 4\nep = 4\n"
+             "micro_batch = 1\n" + extra + (overlap ? "overlap_ep_comm = true\n" : "");
+    };
+    const Scenario a = load(text(false)), b = load(text(true));
+    EXPECT_TRUE(a.plan && b.plan);
+    const auto ca = analytic::stage_costs(a, *a.plan).at(0), cb = analytic::stage_costs(b, *b.plan).at(0);
+    std::vector<double> k;
+    for (std::size_t si = 0; si < ca.size(); ++si) k.push_back(cb[si].layer_ep_fwd / ca[si].layer_ep_fwd);
+    return k;
+  };
+  const auto k = keep("schedule = \"interleaved\"\nvirtual_stages = 2\n");
+  ASSERT_EQ(k.size(), 2u);
+  const double u0 = 5.0 / 2 / 4, u1 = 3.0 / 2 / 4;
+  const double pair0 = (k[0] - u0) / (1 - u0), pair1 = (k[1] - u1) / (1 - u1);
+  EXPECT_NEAR(pair0, pair1, 1e-12);
+  EXPECT_GT(pair0, 0.0);
+  EXPECT_LT(pair0, 1.0);
+  // 1F1B: p − i warm-up micro-batches in flight, 2 on stage 0 and 1 on stage 1.
+  const auto f = keep("schedule = \"1f1b\"\n");
+  EXPECT_NEAR((f[0] - 2.0 / 4) / (1 - 2.0 / 4), (f[1] - 1.0 / 4) / (1 - 1.0 / 4), 1e-12);
+  EXPECT_NEAR((f[0] - 2.0 / 4) / (1 - 2.0 / 4), pair0, 1e-12);  // the same pair, whatever the schedule
 }
 
 // Dense layers before the first MoE layer (DeepSeek-V3's first 3): a stage prices each of its

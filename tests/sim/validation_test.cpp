@@ -45,8 +45,9 @@ TEST(Validation, EveryPublishedRunIsEstimatedWithinTheRecordedBand) {
   EXPECT_GE(n, 10);
 }
 
-// The runs kept out of the band (memory-gap/, moe-candidates/, heterogeneous/: docs/validation.md
-// says why each is apart) are scenarios too: each reads, with its [reference], and is estimated.
+// The runs kept out of the band (memory-gap/, moe-candidates/, mi300x-candidates/, ci-candidates/,
+// heterogeneous/: docs/validation.md says why each is apart) are scenarios too: each reads, with
+// its [reference], and is estimated.
 TEST(Validation, EveryRunKeptApartStillReadsAndEstimates) {
   int n = 0;
   for (const auto& e :
