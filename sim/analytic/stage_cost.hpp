@@ -15,7 +15,7 @@ namespace hetsim::analytic {
 
 /// Megatron-LM's default gradient bucket: 40 M parameters, or 1 M per data-parallel rank when
 /// that is more (`max(40000000, 1000000 * dp)`, megatron/core/distributed/
-/// distributed_data_parallel.py, core_r0.7–0.9; docs/research-overlap.md).
+/// distributed_data_parallel.py, core_r0.7–0.9; docs/research-missing-time.md, part 2).
 inline constexpr double kBucketParams = 40e6;
 /// Megatron-Core's default bucket for a data-parallel group of `dp_ranks` ranks.
 [[nodiscard]] inline double bucket_params(int dp_ranks) { return std::max(kBucketParams, 1e6 * dp_ranks); }
