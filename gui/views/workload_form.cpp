@@ -160,10 +160,11 @@ void WorkloadForm::lay_out() {
   add_choice(tf, tr("Attention kernel"), t, "attention_kernel", {"auto", "vendor", "fa2"},
              tr("the device's fastest published fused attention, or FlashAttention-2's; empty: auto"), "auto");
   add_choice(tf, tr("Norm kernel"), t, "norm_kernel", {"auto", "fused", "native", "eager"}, tr("empty: auto"), "auto");
-  add_choice(tf, tr("FP8 gathers"), t, "fp8_gather", {"true", "false"},
-             tr("fp8 training with sequence parallelism: the tensor-parallel all-gathers move fp8 values "
-                "(Transformer Engine); empty: true, except on Intel Gaudi"),
-             "auto", false);
+  add_choice(tf, tr("SP gathers"), t, "sp_gather", {"module", "framework"},
+             tr("sequence parallelism: the tensor-parallel layers gather their inputs (Transformer Engine: in fp8 "
+                "when training in fp8, again in the backward) or the framework does, in 16 bits, and keeps them; "
+                "empty: framework for fp8 on Intel Gaudi, else module"),
+             "auto");
   add_choice(tf, tr("Expert kernel"), t, "expert_kernel", {"auto", "grouped", "loop"},
              tr("mixture-of-experts models: the local experts' GEMMs as one grouped GEMM, or one after another; "
                 "empty: auto (grouped with fused kernels)"),

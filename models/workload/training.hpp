@@ -52,11 +52,16 @@ struct TrainingSpec {
   LossKernel loss_kernel = LossKernel::Fp32;
   Fp8Scaling fp8_scaling = Fp8Scaling::Delayed;  ///< precision "fp8" only
   ExpertKernel expert_kernel = ExpertKernel::Auto;  ///< MoE models only
-  /// fp8 training with sequence parallelism: the tensor-parallel all-gathers of the dense blocks
-  /// move fp8 values (Transformer Engine's modules gather their inputs and output gradients
-  /// after the fp8 cast), or 16-bit ones (the framework gathers before TE's local GEMM: Intel
-  /// Gaudi's Megatron-DeepSpeed). Unset: fp8 except on Intel devices.
-  std::optional<bool> fp8_gather;
+  /// Sequence parallelism: who all-gathers a tensor-parallel GEMM's input. Module: the layer
+  /// itself (Transformer Engine's LayerNormLinear / LayerNormMLP / Linear, Megatron's own
+  /// layers), after the fp8 cast in fp8 training (its input gathers and output-gradient gathers
+  /// move one byte per element); it saves its local shard and gathers it again for the weight
+  /// gradient. Framework: the framework gathers the 16-bit input and hands a local GEMM module
+  /// the whole of it, which keeps it for the weight gradient (no second gather; more saved
+  /// activation): Intel Gaudi's Megatron-DeepSpeed with TE. Unset: framework for fp8 training
+  /// on Intel devices, else module.
+  enum class SpGather { Module, Framework };
+  std::optional<SpGather> sp_gather;
   /// ZeRO-3 copies each gathered layer out of the all-gather buffer into the parameters' own
   /// tensors (FSDP2's copy-out); false where the parameters are views into the gathered buffer
   /// (FSDP1's flat parameters). Ignored on TPUs (XLA gathers in place).

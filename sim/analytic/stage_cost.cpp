@@ -20,6 +20,14 @@ using cost::Pass;
 
 LinkCost fabric_cost(const hw::PoolSpec& p) { return cost::fabric_link(p.fabric); }
 
+// Whether a sequence-parallel stage's TP inputs are gathered by the framework before a local GEMM
+// module (which keeps them), not by the layers themselves: TrainingSpec::sp_gather, by default
+// fp8 training on Intel Gaudi (HabanaAI/Megatron-DeepSpeed runs TE's Linear on the gathered input).
+bool sp_gathered_by_framework(const workload::TrainingSpec& tr, const hw::DeviceSpec& dev) {
+  if (tr.sp_gather) return *tr.sp_gather == workload::TrainingSpec::SpGather::Framework;
+  return tr.precision == hw::Dtype::Fp8 && dev.vendor == "intel";
+}
+
 LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
   const double eff = p.nic.efficiency / std::max(1.0, net.oversubscription);
   return {p.nic_bandwidth_per_device() * eff, p.nic.latency, p.nic.call_latency};
@@ -273,10 +281,12 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // one byte per element; the reduce-scatters stay in the activation's dtype (TE 1.x
       // module/*.py; docs/cost-models.md#tensor-parallel-communication). The MoE block's gathers
       // are the token dispatcher's, in the activation's dtype.
-      // Intel Gaudi's Megatron-DeepSpeed gathers in bf16 before TE's local GEMM
-      // (megatron/core/tensor_parallel/layers.py, ColumnParallelLinear.forward on HPU):
-      // TrainingSpec::fp8_gather.
-      const bool fp8_gather = sp && dt == hw::Dtype::Fp8 && tr.fp8_gather.value_or(dev.vendor != "intel");
+      // Intel Gaudi's Megatron-DeepSpeed gathers in bf16 before TE's local GEMM and keeps the
+      // gathered input for the weight gradient (megatron/core/tensor_parallel/layers.py,
+      // ColumnParallelLinear.forward on HPU): no second gather in the backward
+      // (TrainingSpec::sp_gather, sp_gathered_by_framework).
+      const bool by_framework = sp_gathered_by_framework(tr, dev);
+      const bool fp8_gather = sp && dt == hw::Dtype::Fp8 && !by_framework;
       const Duration dag =
           fp8_gather ? cost::collective_time(Collective::AllGather, Bytes{sbh}, g).time.total() : lc.ag;
       Duration mag = lm.moe() ? lc.ag : dag, mrs = lc.rs, mar = lc.ar;
@@ -300,7 +310,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           lc.tp_recompute += sp ? tp_exposed(bag, col_f, ov, slow) : tp_exposed(bar, row_f, ov, slow);
         if (sp) {
           lc.tp_fwd += tp_exposed(bag, col_f, ov, slow) + tp_exposed(brs, row_f, ov, slow);
-          lc.tp_bwd += tp_exposed(bag, row_b, ov, slow) + tp_exposed(bag, col_b, ov_bwd, slow) +
+          // The column GEMM's input gathered again for its weight gradient, unless the framework
+          // gathered it and the GEMM kept it (a MoE block's experts gather in the dispatcher).
+          const bool regather = !by_framework || (moe_block && lm.moe());
+          lc.tp_bwd += tp_exposed(bag, row_b, ov, slow) +
+                       (regather ? tp_exposed(bag, col_b, ov_bwd, slow) : Duration{0}) +
                        tp_exposed(brs, col_b, ov_bwd, slow);
         } else {
           lc.tp_fwd += tp_exposed(bar, row_f, ov, slow);

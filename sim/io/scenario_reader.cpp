@@ -299,7 +299,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
                     "flash_attention", "causal", "fused_kernels", "attention_kernel", "norm_kernel",
                     "loss_kernel", "zero3_copy_out", "pipeline_scatter_gather", "grad_reduce_dtype",
-                    "autocast", "fp8_scaling", "expert_kernel", "fp8_gather"});
+                    "autocast", "fp8_scaling", "expert_kernel", "sp_gather"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -335,14 +335,10 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
                                           {{"fp32", workload::LossKernel::Fp32},
                                            {"fused", workload::LossKernel::Fused}}))
     tr.loss_kernel = *k;
-  if (auto b = r.boolean(*t, "fp8_gather")) {
-    tr.fp8_gather = *b;
-    if (tr.precision != hw::Dtype::Fp8)
-      r.error(r.loc(r.node(*t, "fp8_gather")), r.key_path(*t, "fp8_gather"),
-              "fp8_gather says whether fp8 training's sequence-parallel all-gathers move fp8 values: it needs "
-              "precision \"fp8\"",
-              "set precision = \"fp8\", or remove fp8_gather");
-  }
+  if (auto g = pick<workload::TrainingSpec::SpGather>(r, *t, "sp_gather",
+                                                      {{"module", workload::TrainingSpec::SpGather::Module},
+                                                       {"framework", workload::TrainingSpec::SpGather::Framework}}))
+    tr.sp_gather = *g;
   if (auto k = pick<workload::ExpertKernel>(r, *t, "expert_kernel",
                                             {{"auto", workload::ExpertKernel::Auto},
                                              {"grouped", workload::ExpertKernel::Grouped},

@@ -119,11 +119,8 @@ std::vector<BadCase> cases() {
        "bad.toml:7:12", "autocast casts fp32 parameters to 16 bits", "precision = \"bf16\""},
       {"fp8_scaling_without_fp8", base_with(kModel, kTraining + "fp8_scaling = \"current\"\n", kCluster, kParallel),
        "bad.toml:6:15", "fp8_scaling says how fp8 tensors are scaled: it needs precision \"fp8\"", "precision = \"fp8\""},
-      {"fp8_gather_without_fp8", base_with(kModel, kTraining + "fp8_gather = false\n", kCluster, kParallel),
-       "bad.toml:6:14", "fp8_gather says whether fp8 training's sequence-parallel all-gathers move fp8 values: it needs "
-       "precision \"fp8\"", "precision = \"fp8\""},
-      {"fp8_gather_not_a_boolean", base_with(kModel, kTraining + "precision = \"fp8\"\nfp8_gather = \"yes\"\n", kCluster, kParallel),
-       "bad.toml:7:14", "fp8_gather", ""},
+      {"unknown_sp_gather", base_with(kModel, kTraining + "sp_gather = \"te\"\n", kCluster, kParallel),
+       "bad.toml:6:13", "sp_gather", "framework"},
       {"expert_kernel_on_a_dense_model", base_with(kModel, kTraining + "expert_kernel = \"grouped\"\n", kCluster, kParallel),
        "bad.toml:6:17", "expert_kernel says how a mixture-of-experts model's experts run their GEMMs, and this model has no experts",
        "set [model] experts"},

@@ -597,14 +597,15 @@ TEST(Estimate, OverlappedAllToAllsCostWhatTheComputeDoesNotHide) {
   EXPECT_EQ(ge0.step_time.v, ge1.step_time.v);
 }
 
-// fp8 training with sequence parallelism: Transformer Engine all-gathers the dense blocks'
-// inputs and output gradients after the fp8 cast, one byte per element; the reduce-scatters keep
-// the 16-bit activation, and a MoE block's gathers (the token dispatcher's) stay 16-bit too.
-// Intel Gaudi's Megatron-DeepSpeed gathers before TE's local GEMM, in bf16: there the default is
-// 16-bit gathers. fp8_gather overrides either default; without sequence parallelism the
-// all-reduces do not change. Overlaps off, so every collective is exposed whole: per layer the
-// forward runs an all-gather and a reduce-scatter per block, the backward two all-gathers and a
-// reduce-scatter per block.
+// fp8 training with sequence parallelism, sp_gather = "module": Transformer Engine all-gathers
+// the dense blocks' inputs and output gradients after the fp8 cast, one byte per element, and
+// gathers the column GEMMs' inputs again for their weight gradients; the reduce-scatters keep the
+// 16-bit activation, and a MoE block's gathers (the token dispatcher's) stay 16-bit too.
+// "framework" (Intel Gaudi's Megatron-DeepSpeed, its default there): the framework gathers the
+// 16-bit input and the GEMM keeps it, so the backward has one gather per block fewer. Without
+// sequence parallelism the all-reduces do not change.
+// Overlaps off, so every collective is exposed whole: per layer and block, forward an all-gather
+// and a reduce-scatter; backward two all-gathers (module) or one (framework) and a reduce-scatter.
 TEST(Estimate, Fp8TrainingGathersItsSequenceParallelInputsInFp8WhereTransformerEngineGathers) {
   auto scenario = [](const std::string& model, const std::string& device, const std::string& training,
                      bool sp) {
@@ -619,7 +620,7 @@ TEST(Estimate, Fp8TrainingGathersItsSequenceParallelInputsInFp8WhereTransformerE
   auto costs = [](const Scenario& s) { return analytic::stage_costs(s, *s.plan).at(0).at(0); };
   for (const char* device : {"h100-sxm5", "gaudi2"}) {
     const std::string dense = "preset = \"llama3-8b\"\n";
-    const Scenario s = scenario(dense, device, "fp8_gather = true\n", true);
+    const Scenario s = scenario(dense, device, "sp_gather = \"module\"\n", true);
     cost::CommGroup g;
     g.ranks = g.ranks_per_node = 4;
     g.intra = cost::fabric_link(s.cluster.pools[0].fabric);
@@ -628,22 +629,22 @@ TEST(Estimate, Fp8TrainingGathersItsSequenceParallelInputsInFp8WhereTransformerE
     const double ag8 = t(cost::Collective::AllGather, sbh), ag16 = t(cost::Collective::AllGather, 2 * sbh);
     const double rs16 = t(cost::Collective::ReduceScatter, 2 * sbh);
     const auto fp8 = costs(s);
-    const auto bf16 = costs(scenario(dense, device, "fp8_gather = false\n", true));
+    const auto bf16 = costs(scenario(dense, device, "sp_gather = \"framework\"\n", true));
     const auto dflt = costs(scenario(dense, device, "", true));
     EXPECT_NEAR(fp8.layer_tp_fwd.v, 2 * (ag8 + rs16), 1e-12) << device;
     EXPECT_NEAR(fp8.layer_tp_bwd.v, 2 * (2 * ag8 + rs16), 1e-12) << device;
     EXPECT_NEAR(bf16.layer_tp_fwd.v, 2 * (ag16 + rs16), 1e-12) << device;
-    EXPECT_NEAR(bf16.layer_tp_bwd.v, 2 * (2 * ag16 + rs16), 1e-12) << device;
+    EXPECT_NEAR(bf16.layer_tp_bwd.v, 2 * (ag16 + rs16), 1e-12) << device;  // kept, not gathered again
     EXPECT_EQ(dflt.layer_tp_fwd.v, (std::string(device) == "gaudi2" ? bf16 : fp8).layer_tp_fwd.v) << device;
     EXPECT_EQ(fp8.layer_fwd.v, bf16.layer_fwd.v) << device;  // compute is untouched
-    // Without sequence parallelism: all-reduces of the 16-bit activation, whatever fp8_gather says.
-    const auto ar_fp8 = costs(scenario(dense, device, "fp8_gather = true\n", false));
-    const auto ar_bf16 = costs(scenario(dense, device, "fp8_gather = false\n", false));
+    // Without sequence parallelism: all-reduces of the 16-bit activation, whoever would gather.
+    const auto ar_fp8 = costs(scenario(dense, device, "sp_gather = \"module\"\n", false));
+    const auto ar_bf16 = costs(scenario(dense, device, "sp_gather = \"framework\"\n", false));
     EXPECT_NEAR(ar_fp8.layer_tp_fwd.v, 2 * t(cost::Collective::AllReduce, 2 * sbh), 1e-12) << device;
     EXPECT_EQ(ar_fp8.layer_tp_fwd.v, ar_bf16.layer_tp_fwd.v) << device;
   }
   // A MoE layer: the attention block gathers in fp8, the MoE block in 16 bits.
-  const Scenario moe = scenario("preset = \"mixtral-8x7b\"\n", "h100-sxm5", "fp8_gather = true\n", true);
+  const Scenario moe = scenario("preset = \"mixtral-8x7b\"\n", "h100-sxm5", "sp_gather = \"module\"\n", true);
   cost::CommGroup g;
   g.ranks = g.ranks_per_node = 4;
   g.intra = cost::fabric_link(moe.cluster.pools[0].fabric);
