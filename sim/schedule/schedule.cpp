@@ -23,6 +23,14 @@ std::int64_t to_bytes(Bytes b) {
   return b.v >= kMax ? (1LL << 56) : static_cast<std::int64_t>(std::llround(b.v));
 }
 
+// Appends `from`'s calls to `to`, each made `times` times as often.
+void append(std::vector<CommCall>& to, const std::vector<CommCall>& from, double times) {
+  for (CommCall c : from) {
+    c.count *= times;
+    to.push_back(c);
+  }
+}
+
 // The order in which one stage runs its forward (F) and backward (B) units: pairs of
 // (is_backward, unit index). Units are numbered per schedule (see unit_of below).
 std::vector<std::pair<bool, int>> stage_order(cost::Schedule sch, int stage, int stages, int mb, int v) {
@@ -79,6 +87,20 @@ class Builder {
     std::uint32_t first = kNone, done = kNone, send = kNone;
   };
 
+  // Gives task `t` its collective calls (those that move something), shared with the tasks
+  // that make the same calls.
+  void set_calls(Task& t, std::vector<CommCall> calls) {
+    std::erase_if(calls, [](const CommCall& c) { return !(c.count > 0 && c.bytes > 0); });
+    t.calls_count = static_cast<std::uint32_t>(calls.size());
+    if (calls.empty()) {
+      t.calls_begin = 0;
+      return;
+    }
+    auto [it, fresh] = call_sets_.try_emplace(calls, static_cast<std::uint32_t>(g_.calls.size()));
+    if (fresh) g_.calls.insert(g_.calls.end(), calls.begin(), calls.end());
+    t.calls_begin = it->second;
+  }
+
   std::uint32_t add(Task t) {
     g_.tasks.push_back(t);
     return static_cast<std::uint32_t>(g_.tasks.size() - 1);
@@ -107,9 +129,10 @@ class Builder {
     return id;
   }
   // A blocking communication task of a compute unit (same layers and micro-batch).
-  std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d,
+  std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d, std::vector<CommCall> calls,
                               cost::Algorithm algorithm = cost::Algorithm::Ring, bool regather = false) {
     Task t = unit;
+    set_calls(t, std::move(calls));
     t.stream = stream;
     t.kind = kind;
     t.duration = to_ns(d);
@@ -126,7 +149,7 @@ class Builder {
   // split its rounded time, so that the unit takes what one task of both would, to the
   // nanosecond. The unit's done task becomes the last of them.
   void push_unit_comm(const Task& unit, UnitIds& ids, Duration tp, Duration both, cost::Algorithm algorithm,
-                      bool regather) {
+                      bool regather, std::vector<CommCall> tp_calls, std::vector<CommCall> ep_calls) {
     const SimTime total = to_ns(both);
     const SimTime tp_ns = std::min(total, to_ns(tp));
     if (tp_ns > 0) {
@@ -136,6 +159,7 @@ class Builder {
       t.duration = tp_ns;
       t.algorithm = algorithm;
       t.regather = regather;
+      set_calls(t, std::move(tp_calls));
       ids.done = push_blocking(t);
     }
     if (total - tp_ns > 0) {
@@ -143,6 +167,7 @@ class Builder {
       t.stream = Stream::EpComm;
       t.kind = TaskKind::EpAllToAll;
       t.duration = total - tp_ns;
+      set_calls(t, std::move(ep_calls));
       ids.done = push_blocking(t);
     }
   }
@@ -304,10 +329,12 @@ class Builder {
           const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
           const Duration rg = regather ? c.regather : Duration{0};
           push_unit_comm(base_task, ids, c.layer_tp_fwd * ch.layers + emb + head + rg,
-                         (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + emb + head + rg, c.tp_algorithm, regather);
+                         (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + emb + head + rg, c.tp_algorithm, regather,
+                         unit_tp_calls(c, ch, {&c.layer_tp_fwd_calls}, regather),
+                         unit_calls({&c.layer_ep_fwd_calls}, ch.layers));
           if (k + 1 < K && chunks[k + 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendActivation,
-                                     send_cost(costs, si, chunks[k + 1].stage));
+                                     send_cost(costs, si, chunks[k + 1].stage), {c.send_call});
             edge(ids.done, ids.send);
           }
         } else {
@@ -347,10 +374,12 @@ class Builder {
           push_unit_comm(base_task, ids, (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers + emb + head + rg,
                          (c.layer_tp_bwd + c.layer_tp_recompute + c.layer_ep_bwd + c.layer_ep_recompute) * ch.layers + emb +
                              head + rg,
-                         c.tp_algorithm, regather);
+                         c.tp_algorithm, regather,
+                         unit_tp_calls(c, ch, {&c.layer_tp_bwd_calls, &c.layer_tp_recompute_calls}, regather),
+                         unit_calls({&c.layer_ep_bwd_calls, &c.layer_ep_recompute_calls}, ch.layers));
           if (k > 0 && chunks[k - 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendGradient,
-                                     send_cost(costs, si, chunks[k - 1].stage));
+                                     send_cost(costs, si, chunks[k - 1].stage), {c.send_call});
             edge(ids.done, ids.send);
           }
         }
@@ -409,6 +438,25 @@ class Builder {
         if (!layers.empty()) edge(gt, layers[idx]);
       }
     }
+  }
+
+  // The calls of `per_layer`'s lists, each made `layers` times.
+  static std::vector<CommCall> unit_calls(std::initializer_list<const std::vector<CommCall>*> per_layer, int layers) {
+    std::vector<CommCall> calls;
+    for (const auto* l : per_layer) append(calls, *l, layers);
+    return calls;
+  }
+  // A unit's TP calls: its layers', half the embedding's and the head's collectives (the other
+  // half goes with the other pass, as their time does), and the regather of a split message.
+  static std::vector<CommCall> unit_tp_calls(const analytic::StageCost& c, const Chunk& ch,
+                                             std::initializer_list<const std::vector<CommCall>*> per_layer,
+                                             bool regather) {
+    std::vector<CommCall> calls;
+    if (regather) calls.push_back(c.regather_call);  // first: the unit reads what it gathers
+    append(calls, unit_calls(per_layer, ch.layers), 1);
+    if (ch.has_emb) append(calls, c.emb_tp_calls, 0.5);
+    if (ch.has_head) append(calls, c.head_tp_calls, 0.5);
+    return calls;
   }
 
   // Emits a compute unit: one task, or one per layer when split (backward in reverse layer
@@ -499,6 +547,10 @@ class Builder {
     t.algorithm = cross ? c.dp_cross_algorithm
                         : kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
     t.across_groups = cross;
+    // The layer's share of the stage's buffers.
+    std::vector<CommCall> calls = cross ? c.dp_cross_calls : kind == TaskKind::GradReduce ? c.dp_reduce_calls : c.dp_gather_calls;
+    for (auto& call : calls) call.bytes *= share;
+    set_calls(t, std::move(calls));
     if (mb >= 0) t.micro_batch = mb;
     const std::uint32_t id = push(t);
     if (mb < 0 && (cross || !p_.hybrid_sharding())) dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
@@ -545,6 +597,7 @@ class Builder {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   std::vector<std::uint32_t> gathers_;
   std::map<std::pair<int, int>, std::vector<std::uint32_t>> dp_members_;
+  std::map<std::vector<CommCall>, std::uint32_t> call_sets_;
 };
 
 }  // namespace

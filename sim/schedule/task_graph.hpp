@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,9 @@ enum class TaskKind : std::uint8_t {
 
 inline constexpr std::uint32_t kNoCollective = 0xffffffffu;
 
+/// One collective call of a communication task, as the cost model priced it (cost::CommCall).
+using CommCall = cost::CommCall;
+
 struct Task {
   std::uint32_t device = 0;  ///< index into TaskGraph::devices
   Stream stream = Stream::Compute;
@@ -62,6 +66,10 @@ struct Task {
   /// sequence parallelism, or pipeline_scatter_gather; each rank sends its slice
   /// (pipeline_feeders, pipeline_share).
   bool split = false;
+  /// The collective calls a communication task makes: TaskGraph::calls[calls_begin ..
+  /// calls_begin + calls_count) (none for compute tasks).
+  std::uint32_t calls_begin = 0;
+  std::uint32_t calls_count = 0;
 };
 
 /// One simulated device standing for `count` identical real devices: the tp ranks of a stage
@@ -97,6 +105,15 @@ struct TaskGraph {
   std::vector<std::uint32_t> pred_count;
   /// Members of each collective (task ids).
   std::vector<std::vector<std::uint32_t>> collectives;
+  /// The calls of the communication tasks (Task::calls_begin); tasks with the same calls share them.
+  std::vector<CommCall> calls;
+
+  /// The calls of task `t` (empty for a compute task).
+  [[nodiscard]] std::span<const CommCall> calls_of(std::uint32_t t) const {
+    return {calls.data() + tasks[t].calls_begin, tasks[t].calls_count};
+  }
+  /// The payload of task `t`: the bytes of its calls, each call's buffer times its count.
+  [[nodiscard]] double payload_bytes(std::uint32_t t) const;
 
   [[nodiscard]] std::size_t size() const { return tasks.size(); }
   /// Real tasks the folded graph stands for (each task times its device's count).
@@ -109,6 +126,14 @@ struct TaskGraph {
   /// k·C/t … (k+1)·C/t − 1; dp_chunk_holder says which rank holds a chunk.
   [[nodiscard]] long long dp_chunks(std::uint32_t t) const;
 };
+
+/// The buffer of one of the `chunks` chunks (TaskGraph::dp_chunks; across groups, of the
+/// layer's pieces) of a data-parallel collective for task `t`'s call `call`: each member's calls
+/// of that kind (dense, or the routed experts' alike) cover its 1/tp share of the layer,
+/// chunks/tp chunks (across groups its shard, chunks/dp_pieces chunks); the largest over the
+/// collective's members (norms are whole on every tp rank). The SimGrid flows and the executor
+/// size a DP collective's chunks by this.
+[[nodiscard]] double dp_chunk_bytes(const TaskGraph& g, std::uint32_t t, const CommCall& call, long long chunks);
 
 /// The tensor-parallel rank of a device of degree `tp` that holds chunk `chunk` of `chunks`.
 [[nodiscard]] inline int dp_chunk_holder(long long chunk, int tp, long long chunks) {
@@ -146,6 +171,10 @@ struct TaskGraph {
 /// The share of the whole activation that sender rank `from` sends receiver rank `to` (0 when
 /// it sends it nothing).
 [[nodiscard]] double pipeline_share(int from_tp, int to_tp, int from, int to, bool split);
+/// The bytes pipeline message task `t` (send activation / gradient) carries from sender rank
+/// `from` (of degree from_tp) to receiver rank `to` (of degree to_tp): pipeline_share of its
+/// call's activation. The SimGrid flows and the replay size each message by this.
+[[nodiscard]] double pipeline_message_bytes(const TaskGraph& g, std::uint32_t t, int from_tp, int to_tp, int from, int to);
 
 /// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);
