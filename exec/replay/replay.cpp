@@ -317,26 +317,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   std::vector<double> moe_share(g.devices.size(), 1.0);
   std::vector<OpContext> ctx(g.devices.size());
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    workload::MicroBatchShape sh;
-    sh.micro_batch = p.micro_batch;
-    sh.seq_len = s.training.seq_len;
-    sh.tp = g.devices[d].tp;
-    sh.sequence_parallel = p.sequence_parallel && sh.tp > 1;
-    sh.dtype = s.training.precision;
-    sh.flash_attention = s.training.flash_attention;
-    sh.causal = s.training.causal;
-    sh.fused_kernels = s.training.fused_kernels;
-      sh.autocast = s.training.autocast;
-    sh.norm_kernel = s.training.norm_kernel;
-    sh.loss_kernel = s.training.loss_kernel;
-    sh.fp8_current_scaling = s.training.fp8_scaling == workload::Fp8Scaling::Current;
-    sh.ep = moe_ep ? p.ep : 1;
+    // The shape the cost model prices this stage's work at (stage_costs), not one of its own.
+    const plan::Stage& stage = p.groups[static_cast<std::size_t>(g.devices[d].group)]
+                                   .stages[static_cast<std::size_t>(g.devices[d].stage)];
+    const workload::MicroBatchShape sh = analytic::micro_batch_shape(s, p, stage);
     layer[d] = workload::layer_ops(s.model, sh);
     if (mixed_layers) {
       dense_layer[d] = workload::layer_ops(workload::dense_layer_model(s.model), sh);
-      const plan::Stage& st = p.groups[static_cast<std::size_t>(g.devices[d].group)]
-                                  .stages[static_cast<std::size_t>(g.devices[d].stage)];
-      moe_share[d] = st.layers > 0 ? static_cast<double>(s.model.moe_layers(st.first_layer, st.layers)) / st.layers : 1.0;
+      moe_share[d] = stage.layers > 0 ? static_cast<double>(s.model.moe_layers(stage.first_layer, stage.layers)) / stage.layers : 1.0;
     }
     emb[d] = workload::embedding_ops(s.model, sh);
     head[d] = workload::head_ops(s.model, sh);
