@@ -308,26 +308,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   int max_count = 1;
   for (const auto& d : g.devices) max_count = std::max(max_count, d.count);
 
-  // The work of each compute task, from the same op lists the cost model prices. A MoE model's
-  // dense layers (first_dense_layers, moe_layer_freq) run the dense layer's ops; the cost model
-  // prices a stage's every layer at the mean over its MoE and dense layers (moe_share).
-  const bool mixed_layers = s.model.moe() && s.model.moe_layers(0, s.model.layers) < s.model.layers;
-  std::vector<std::vector<workload::Op>> layer(g.devices.size()), dense_layer(g.devices.size()),
-      emb(g.devices.size()), head(g.devices.size());
-  std::vector<double> moe_share(g.devices.size(), 1.0);
+  // The work of each compute task is the op lists it carries (TaskGraph::ops_of: the lists the
+  // cost model priced it by). Here, how each device runs them.
   std::vector<OpContext> ctx(g.devices.size());
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
     // The shape the cost model prices this stage's work at (stage_costs), not one of its own.
     const plan::Stage& stage = p.groups[static_cast<std::size_t>(g.devices[d].group)]
                                    .stages[static_cast<std::size_t>(g.devices[d].stage)];
     const workload::MicroBatchShape sh = analytic::micro_batch_shape(s, p, stage);
-    layer[d] = workload::layer_ops(s.model, sh);
-    if (mixed_layers) {
-      dense_layer[d] = workload::layer_ops(workload::dense_layer_model(s.model), sh);
-      moe_share[d] = stage.layers > 0 ? static_cast<double>(s.model.moe_layers(stage.first_layer, stage.layers)) / stage.layers : 1.0;
-    }
-    emb[d] = workload::embedding_ops(s.model, sh);
-    head[d] = workload::head_ops(s.model, sh);
     auto& c = ctx[d];
     c.format = format_for(s.training.precision);
     c.norm_format = s.training.autocast ? Format::Fp32 : c.format;  // the residual stream stays fp32
@@ -357,17 +345,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           sum[static_cast<std::size_t>(op_class(op))] += cost::op_time(dev, s.training.precision, op, pass).v * times * share;
       }
     };
-    if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward) {
-      const auto pass = t.kind == TaskKind::Forward ? cost::Pass::Forward : cost::Pass::Backward;
-      const double share = moe_share[t.device];
-      add(layer[t.device], pass, t.layers * share, false);
-      if (share < 1) add(dense_layer[t.device], pass, t.layers * (1 - share), false);
-      if (t.first_layer == 0) add(emb[t.device], pass, 1, false);
-      if (t.first_layer + t.layers == s.model.layers) add(head[t.device], pass, 1, false);
-    } else if (t.kind == TaskKind::Recompute) {
-      const double share = moe_share[t.device];
-      add(layer[t.device], cost::Pass::Forward, t.layers * share, true);
-      if (share < 1) add(dense_layer[t.device], cost::Pass::Forward, t.layers * (1 - share), true);
+    if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute) {
+      const auto pass = t.kind == TaskKind::Backward ? cost::Pass::Backward : cost::Pass::Forward;
+      for (const schedule::OpUse& use : g.ops_of(i))
+        add(g.op_lists[use.list], pass, use.times, t.kind == TaskKind::Recompute);
     } else if (t.kind == TaskKind::Optimizer) {
       sum[kOptimizerClass] = static_cast<double>(out.predicted.end[i] - out.predicted.start[i]) * 1e-9;
     } else if (t.kind == TaskKind::EpAllToAll) {
@@ -405,7 +386,6 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                          (p.zero >= 2 ? analytic::sharded_params(c, sharded_over, ep) : local) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
   }
-  const int model_layers = s.model.layers;
   // Expert parallelism: every EP group's routing of each MoE layer and micro-batch, drawn once
   // (seeded: each member and every step routes alike), keyed (folded device, EP group,
   // micro-batch, layer). A micro-batch's tokens (micro_batch · seq_len) on each EP rank.
@@ -809,18 +789,30 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             auto routing_of = [&](const schedule::Task& task, int l) -> const LayerRouting& {
               return routing.at({static_cast<std::uint32_t>(rep), replica / p.ep, task.micro_batch, task.first_layer + l});
             };
+            // The task's op lists (TaskGraph::ops_of): each of its layers runs the list of its kind
+            // (a MoE model's dense layers the dense list, where the stage has both), then the
+            // embedding's and the head's.
+            const std::vector<workload::Op>* layer_list = nullptr;
+            const std::vector<workload::Op>* dense_list = nullptr;
+            std::vector<const std::vector<workload::Op>*> edges;  // embedding, head
+            for (const schedule::OpUse& use : g.ops_of(id)) {
+              const auto* list = &g.op_lists[use.list];
+              if (use.role == schedule::OpRole::Layer) layer_list = list;
+              else if (use.role == schedule::OpRole::DenseLayer) dense_list = list;
+              else edges.push_back(list);
+            }
             auto layer_of = [&](const schedule::Task& task, int l) -> const std::vector<workload::Op>& {
-              if (mixed_layers && !s.model.moe_layer(task.first_layer + l)) return dense_layer[rep];
-              if (!moe_ep) return layer[rep];
-              routed = routed_ops(layer[rep], routing_of(task, l), replica % p.ep, local_experts);
+              const bool moe_layer = s.model.moe() && s.model.moe_layer(task.first_layer + l);
+              if (!moe_layer) return dense_list != nullptr ? *dense_list : *layer_list;
+              if (!moe_ep) return *layer_list;
+              routed = routed_ops(*layer_list, routing_of(task, l), replica % p.ep, local_experts);
               return routed;
             };
             switch (t.kind) {
               case TaskKind::Forward:
               case TaskKind::Backward:
                 for (int l = 0; l < t.layers; ++l) run_ops(layer_of(t, l), bwd, false);
-                if (t.first_layer == 0) run_ops(emb[rep], bwd, false);
-                if (t.first_layer + t.layers == model_layers) run_ops(head[rep], bwd, false);
+                for (const auto* list : edges) run_ops(*list, bwd, false);
                 break;
               case TaskKind::Recompute:
                 for (int l = 0; l < t.layers; ++l) run_ops(layer_of(t, l), false, true);

@@ -144,6 +144,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     // The calls behind those times (StageCost's *_calls).
     std::vector<cost::CommCall> tp_fwd_calls, tp_bwd_calls, tp_recompute_calls;
     cost::CommCall ag_call, rs_call, ar_call, a2a_call, dispatch_call;
+    std::shared_ptr<const std::vector<workload::Op>> ops;  // the layer's (StageCost::layer_ops)
   };
   std::map<std::tuple<int, int, bool, bool>, LayerCost> memo;
   // `sharded`: the stage's parameters are sharded over more than one replica (ZeRO 3 gathers).
@@ -156,7 +157,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     const double layer_params = moe_kind || !m.moe() ? moe_layer_params(tp) : pc.per_dense_layer / tp;
     const hw::PoolSpec& pool = cl.pools[pool_index];
     const hw::DeviceSpec& dev = pool.device;
-    const auto layer = workload::layer_ops(lm, shape);
+    lc.ops = std::make_shared<const std::vector<workload::Op>>(workload::layer_ops(lm, shape));
+    const auto& layer = *lc.ops;
     // Each op priced once per pass (the planner calls this a great deal); a pass takes at least
     // its kernels × the host's time per kernel (cost::pass_time).
     std::vector<Duration> tf(layer.size()), tb(layer.size());
@@ -342,6 +344,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const LayerCost& lc = layer_cost(st.pool, st.tp, shape, m.moe() && n_moe > 0, shard > 1);
       c.layer_fwd = lc.fwd;
       c.layer_bwd = lc.bwd;
+      c.layer_ops = lc.ops;
       c.layer_recompute = lc.recompute;
       c.layer_tp_fwd = lc.tp_fwd;
       // With sequence parallelism the TP collectives are all-gathers and reduce-scatters: rings.
@@ -383,6 +386,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const double moe_share = st.layers > 0 ? static_cast<double>(n_moe) / st.layers : 0;
       if (mixed) {
         const LayerCost& dc = layer_cost(st.pool, st.tp, shape, false, shard > 1);
+        c.dense_layer_ops = dc.ops;
+        c.moe_share = moe_share;
         auto mean = [&](Duration a, Duration d) { return a * moe_share + d * (1 - moe_share); };
         c.layer_fwd = mean(c.layer_fwd, dc.fwd);
         c.layer_bwd = mean(c.layer_bwd, dc.bwd);
@@ -408,7 +413,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           for (auto& call : *calls) call.count *= moe_share;
       }
       if (first) {
-        const auto emb = workload::embedding_ops(m, shape);
+        c.emb_ops = std::make_shared<const std::vector<workload::Op>>(workload::embedding_ops(m, shape));
+        const auto& emb = *c.emb_ops;
         c.emb_fwd = cost::pass_time(dev, dt, emb, Pass::Forward);
         c.emb_bwd = cost::pass_time(dev, dt, emb, Pass::Backward);
         if (st.tp > 1) {
@@ -417,7 +423,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         }
       }
       if (last) {
-        const auto head = workload::head_ops(m, shape);
+        c.head_ops = std::make_shared<const std::vector<workload::Op>>(workload::head_ops(m, shape));
+        const auto& head = *c.head_ops;
         c.head_fwd = cost::pass_time(dev, dt, head, Pass::Forward);
         c.head_bwd = cost::pass_time(dev, dt, head, Pass::Backward);
         if (st.tp > 1) {

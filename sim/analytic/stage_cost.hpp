@@ -3,6 +3,7 @@
 // the closed-form estimate and the schedule (which cuts stages into chunks and micro-batches)
 // use the very same numbers. Formulas: docs/cost-models.md.
 
+#include <memory>
 #include <vector>
 
 #include "models/cost/collectives.hpp"
@@ -75,6 +76,13 @@ struct StageCost {
   /// The whole stage's data-parallel calls (dp_reduce, dp_gather, dp_cross): the dense part, and
   /// under expert parallelism the routed experts' part (CommCall::experts).
   std::vector<cost::CommCall> dp_reduce_calls, dp_gather_calls, dp_cross_calls;
+  /// The ops the compute times above price, per micro-batch on one device (workload::layer_ops
+  /// and friends at micro_batch_shape; shared between stages of one shape): a layer of the
+  /// stage's kind (a MoE layer where the stage has any, else a dense one), a MoE model's dense
+  /// layer where the stage mixes both (`moe_share` of its layers are MoE), the embedding (first
+  /// stage) and the head (last stage); null where the stage has none.
+  std::shared_ptr<const std::vector<workload::Op>> layer_ops, dense_layer_ops, emb_ops, head_ops;
+  double moe_share = 1;
   cost::DeviceMemoryInput memory;  ///< state and reserves; activations and in_flight unset
 
   [[nodiscard]] Duration fwd(int layers) const { return layer_fwd * layers + emb_fwd + head_fwd; }

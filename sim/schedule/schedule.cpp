@@ -101,6 +101,29 @@ class Builder {
     t.calls_begin = it->second;
   }
 
+  // The index in TaskGraph::op_lists of a stage's op list.
+  std::uint32_t list_of(const std::shared_ptr<const std::vector<workload::Op>>& ops) {
+    auto [it, fresh] = list_index_.try_emplace(ops.get(), static_cast<std::uint32_t>(g_.op_lists.size()));
+    if (fresh) g_.op_lists.push_back(*ops);
+    return it->second;
+  }
+  // Gives compute task `t` the op lists it runs, as the cost model priced them: `layers` layers
+  // of stage `c` (its mean over MoE and dense layers), and the embedding and the head where
+  // `emb` and `head`.
+  void set_ops(Task& t, const analytic::StageCost& c, int layers, bool emb, bool head) {
+    std::vector<OpUse> uses;
+    const double share = c.dense_layer_ops ? c.moe_share : 1.0;
+    if (layers > 0 && c.layer_ops) uses.push_back({list_of(c.layer_ops), layers * share, OpRole::Layer});
+    if (layers > 0 && c.dense_layer_ops) uses.push_back({list_of(c.dense_layer_ops), layers * (1 - share), OpRole::DenseLayer});
+    if (emb && c.emb_ops) uses.push_back({list_of(c.emb_ops), 1, OpRole::Embedding});
+    if (head && c.head_ops) uses.push_back({list_of(c.head_ops), 1, OpRole::Head});
+    t.ops_count = static_cast<std::uint32_t>(uses.size());
+    if (uses.empty()) return;
+    auto [it, fresh] = use_sets_.try_emplace(uses, static_cast<std::uint32_t>(g_.op_uses.size()));
+    if (fresh) g_.op_uses.insert(g_.op_uses.end(), uses.begin(), uses.end());
+    t.ops_begin = it->second;
+  }
+
   std::uint32_t add(Task t) {
     g_.tasks.push_back(t);
     return static_cast<std::uint32_t>(g_.tasks.size() - 1);
@@ -313,7 +336,7 @@ class Builder {
           std::vector<std::uint32_t> layers;
           ids.first = emit_compute(base_task, TaskKind::Forward, c.layer_fwd, ch.has_emb ? c.emb_fwd : Duration{0},
                                    ch.has_head ? c.head_fwd : Duration{0}, per_unit_reduce || gathered, false,
-                                   to_bytes(act) + transient, transient, gathered ? fwd_layer_task[k] : layers);
+                                   to_bytes(act) + transient, transient, gathered ? fwd_layer_task[k] : layers, c, ch);
           if (per_unit_reduce) {
             const auto& tasks = gathered ? fwd_layer_task[k] : layers;
             for (int l = 0; l < ch.layers; ++l) {
@@ -358,13 +381,14 @@ class Builder {
               Task t = base_task;
               t.kind = TaskKind::Recompute;
               t.duration = to_ns(c.layer_recompute * ch.layers);
+              set_ops(t, c, ch.layers, false, false);
               ids.first = push(t);
             }
             const bool split = split_bwd && mb == last_bwd_mb[lc];
             const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd,
                                                   ch.has_emb ? c.emb_bwd : Duration{0},
                                                   ch.has_head ? c.head_bwd : Duration{0}, split, true,
-                                                  transient, to_bytes(act) + transient, bwd_layer_task[k]);
+                                                  transient, to_bytes(act) + transient, bwd_layer_task[k], c, ch);
             if (ids.first == kNone) ids.first = b0;
           }
           ids.done = state_[dev].last[0];
@@ -464,12 +488,14 @@ class Builder {
   // Returns the first task id; per-layer ids go to `layer_tasks` (in execution order).
   // `emb` and `head` (zero where the unit lacks them) ride on the tasks of the unit's first and
   // last layer: where the executor runs them too.
+  // The ops ride along alike (set_ops; `c` and `ch` the unit's stage and chunk).
   std::uint32_t emit_compute(const Task& base, TaskKind kind, Duration per_layer, Duration emb, Duration head,
                              bool split, bool reverse, std::int64_t alloc, std::int64_t free,
-                             std::vector<std::uint32_t>& layer_tasks) {
+                             std::vector<std::uint32_t>& layer_tasks, const analytic::StageCost& c, const Chunk& ch) {
     Task t = base;
     t.kind = kind;
     if (!split) {
+      set_ops(t, c, base.layers, ch.has_emb, ch.has_head);
       t.duration = to_ns(per_layer * base.layers + emb + head);
       t.alloc_bytes = alloc;
       t.free_bytes = free;
@@ -484,6 +510,7 @@ class Builder {
       lt.first_layer = base.first_layer + l;
       lt.layers = 1;
       lt.duration = to_ns(per_layer + (l == 0 ? emb : Duration{0}) + (l == base.layers - 1 ? head : Duration{0}));
+      set_ops(lt, c, 1, l == 0 && ch.has_emb, l == base.layers - 1 && ch.has_head);
       lt.alloc_bytes = i == 0 ? alloc : 0;
       lt.free_bytes = i == base.layers - 1 ? free : 0;
       const std::uint32_t id = push(lt);
@@ -508,6 +535,7 @@ class Builder {
       if (to_ns(c.layer_recompute) > 0) {
         lt.kind = TaskKind::Recompute;
         lt.duration = to_ns(c.layer_recompute);
+        set_ops(lt, c, 1, false, false);
         last = push(lt);
         ran.push_back(last);
         if (first == kNone) first = last;
@@ -515,6 +543,7 @@ class Builder {
       lt.kind = TaskKind::Backward;
       lt.duration = to_ns(c.layer_bwd + (l == 0 && ch.has_emb ? c.emb_bwd : Duration{0}) +
                           (l == ch.layers - 1 && ch.has_head ? c.head_bwd : Duration{0}));
+      set_ops(lt, c, 1, l == 0 && ch.has_emb, l == ch.layers - 1 && ch.has_head);
       last = push(lt);
       ran.push_back(last);
       if (first == kNone) first = last;
@@ -598,6 +627,8 @@ class Builder {
   std::vector<std::uint32_t> gathers_;
   std::map<std::pair<int, int>, std::vector<std::uint32_t>> dp_members_;
   std::map<std::vector<CommCall>, std::uint32_t> call_sets_;
+  std::map<const std::vector<workload::Op>*, std::uint32_t> list_index_;
+  std::map<std::vector<OpUse>, std::uint32_t> use_sets_;
 };
 
 }  // namespace

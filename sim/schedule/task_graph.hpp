@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/cost/collectives.hpp"
+#include "models/workload/layer_ops.hpp"
 
 namespace hetsim::schedule {
 
@@ -39,6 +40,25 @@ inline constexpr std::uint32_t kNoCollective = 0xffffffffu;
 
 /// One collective call of a communication task, as the cost model priced it (cost::CommCall).
 using CommCall = cost::CommCall;
+
+/// What a list of ops a compute task runs stands for.
+enum class OpRole : std::uint8_t {
+  Layer,       ///< a transformer layer of the stage's kind (MoE where the stage has MoE layers)
+  DenseLayer,  ///< a MoE model's dense layer, in a stage that mixes both kinds
+  Embedding,
+  Head,
+};
+
+/// One op list a compute task runs, as the cost model priced it: the list (TaskGraph::op_lists,
+/// the ops of one micro-batch on one device) and how many times; a layer list is priced at the
+/// stage's mean over its MoE and dense layers (times = layers × their share). A recompute task
+/// runs each op's recompute share of its forward (cost::recompute_share).
+struct OpUse {
+  std::uint32_t list = 0;
+  double times = 1;
+  OpRole role = OpRole::Layer;
+  auto operator<=>(const OpUse&) const = default;
+};
 
 struct Task {
   std::uint32_t device = 0;  ///< index into TaskGraph::devices
@@ -70,6 +90,10 @@ struct Task {
   /// calls_begin + calls_count) (none for compute tasks).
   std::uint32_t calls_begin = 0;
   std::uint32_t calls_count = 0;
+  /// The op lists a compute task runs: TaskGraph::op_uses[ops_begin .. ops_begin + ops_count)
+  /// (none for communication tasks).
+  std::uint32_t ops_begin = 0;
+  std::uint32_t ops_count = 0;
 };
 
 /// One simulated device standing for `count` identical real devices: the tp ranks of a stage
@@ -107,6 +131,14 @@ struct TaskGraph {
   std::vector<std::vector<std::uint32_t>> collectives;
   /// The calls of the communication tasks (Task::calls_begin); tasks with the same calls share them.
   std::vector<CommCall> calls;
+  /// The distinct op lists the compute tasks run (OpUse::list), and their uses (Task::ops_begin).
+  std::vector<std::vector<workload::Op>> op_lists;
+  std::vector<OpUse> op_uses;
+
+  /// The op lists compute task `t` runs (empty for a communication task).
+  [[nodiscard]] std::span<const OpUse> ops_of(std::uint32_t t) const {
+    return {op_uses.data() + tasks[t].ops_begin, tasks[t].ops_count};
+  }
 
   /// The calls of task `t` (empty for a compute task).
   [[nodiscard]] std::span<const CommCall> calls_of(std::uint32_t t) const {

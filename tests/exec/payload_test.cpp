@@ -16,6 +16,7 @@
 #include "exec/replay/dp_groups.hpp"
 #include "exec/replay/payload.hpp"
 #include "exec/replay/replay.hpp"
+#include "models/cost/compute.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/simgrid/flows.hpp"
 #include "sim/simgrid/platform.hpp"
@@ -314,6 +315,61 @@ TEST(Payload, ARealReplayMovesWhatItsSizingFunctionsSay) {
     for (const auto& [size, values] : counting.reduced_by_size()) counted += static_cast<double>(values);
     EXPECT_NEAR(counted, m.counted, 0.5);
     EXPECT_NEAR(static_cast<double>(counting.copied_bytes()), m.copied, 0.5);
+  }
+}
+
+// Compute tasks carry their ops (TaskGraph::ops_of): the op lists the cost model priced them by,
+// so that on a device without a per-kernel host floor a task's duration is its ops' time, each
+// list as many times as the task says (a recompute task each op's recompute share of its
+// forward): the executor's replay runs these lists and predicts its per-class parts from them.
+TEST(Payload, EveryComputeTaskCarriesTheOpsItsTimeIsMadeOf) {
+  auto all = families();
+  all.push_back({"MoE with a dense first layer, full recompute",
+                 scenario("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\nrecompute = \"full\"\n", 1, 4,
+                          "experts = 4\ntop_k = 2\nfirst_dense_layers = 1\ndense_ffn_hidden = 512\n"),
+                 true});
+  all.push_back({"selective recompute, ZeRO 3 without copy-out",
+                 scenario("tp = 2\npp = 1\ndp = 2\nzero = 3\nmicro_batch = 1\nrecompute = \"selective\"\n", 1, 4)});
+  for (const auto& f : all) {
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    s->training.zero3_copy_out = false;  // (its weight copies are priced beside the ops)
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    std::set<schedule::OpRole> roles;
+    int compute = 0;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      const bool computes = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute;
+      if (!computes) {
+        EXPECT_TRUE(g.ops_of(i).empty()) << schedule::task_name(t);
+        continue;
+      }
+      ++compute;
+      const auto& dev = s->cluster.pools[static_cast<std::size_t>(g.devices[t.device].pool)].device;
+      ASSERT_EQ(dev.efficiency.host_overhead.v, 0);
+      const auto pass = t.kind == TaskKind::Backward ? cost::Pass::Backward : cost::Pass::Forward;
+      double seconds = 0, layers = 0;
+      for (const auto& use : g.ops_of(i)) {
+        roles.insert(use.role);
+        if (use.role == schedule::OpRole::Layer || use.role == schedule::OpRole::DenseLayer) layers += use.times;
+        for (const auto& op : g.op_lists[use.list]) {
+          const double share = t.kind == TaskKind::Recompute && s->plan->recompute != cost::Recompute::Full
+                                   ? cost::recompute_share(op, s->plan->recompute)
+                                   : 1.0;
+          seconds += cost::op_time(dev, s->training.precision, op, pass).v * use.times * share;
+        }
+      }
+      EXPECT_NEAR(layers, t.layers, 1e-9) << schedule::task_name(t);
+      // (Each task's time rounds to the nanosecond.)
+      EXPECT_NEAR(seconds * 1e9, static_cast<double>(t.duration), 1.0) << schedule::task_name(t);
+    }
+    EXPECT_GT(compute, 0);
+    EXPECT_TRUE(roles.count(schedule::OpRole::Layer) && roles.count(schedule::OpRole::Embedding) &&
+                roles.count(schedule::OpRole::Head));
+    if (std::string(f.name).find("dense first layer") != std::string::npos) {
+      EXPECT_TRUE(roles.count(schedule::OpRole::DenseLayer));
+    }
   }
 }
 
