@@ -2,6 +2,7 @@
 
 #include "exec/replay/clock_sync.hpp"
 #include "exec/replay/dp_groups.hpp"
+#include "exec/replay/payload.hpp"
 #include "exec/replay/routing.hpp"
 
 #include <algorithm>
@@ -307,38 +308,14 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   int max_count = 1;
   for (const auto& d : g.devices) max_count = std::max(max_count, d.count);
 
-  // The work of each compute task, from the same op lists the cost model prices. A MoE model's
-  // dense layers (first_dense_layers, moe_layer_freq) run the dense layer's ops; the cost model
-  // prices a stage's every layer at the mean over its MoE and dense layers (moe_share).
-  const bool mixed_layers = s.model.moe() && s.model.moe_layers(0, s.model.layers) < s.model.layers;
-  std::vector<std::vector<workload::Op>> layer(g.devices.size()), dense_layer(g.devices.size()),
-      emb(g.devices.size()), head(g.devices.size());
-  std::vector<double> moe_share(g.devices.size(), 1.0);
+  // The work of each compute task is the op lists it carries (TaskGraph::ops_of: the lists the
+  // cost model priced it by). Here, how each device runs them.
   std::vector<OpContext> ctx(g.devices.size());
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    workload::MicroBatchShape sh;
-    sh.micro_batch = p.micro_batch;
-    sh.seq_len = s.training.seq_len;
-    sh.tp = g.devices[d].tp;
-    sh.sequence_parallel = p.sequence_parallel && sh.tp > 1;
-    sh.dtype = s.training.precision;
-    sh.flash_attention = s.training.flash_attention;
-    sh.causal = s.training.causal;
-    sh.fused_kernels = s.training.fused_kernels;
-      sh.autocast = s.training.autocast;
-    sh.norm_kernel = s.training.norm_kernel;
-    sh.loss_kernel = s.training.loss_kernel;
-    sh.fp8_current_scaling = s.training.fp8_scaling == workload::Fp8Scaling::Current;
-    sh.ep = moe_ep ? p.ep : 1;
-    layer[d] = workload::layer_ops(s.model, sh);
-    if (mixed_layers) {
-      dense_layer[d] = workload::layer_ops(workload::dense_layer_model(s.model), sh);
-      const plan::Stage& st = p.groups[static_cast<std::size_t>(g.devices[d].group)]
-                                  .stages[static_cast<std::size_t>(g.devices[d].stage)];
-      moe_share[d] = st.layers > 0 ? static_cast<double>(s.model.moe_layers(st.first_layer, st.layers)) / st.layers : 1.0;
-    }
-    emb[d] = workload::embedding_ops(s.model, sh);
-    head[d] = workload::head_ops(s.model, sh);
+    // The shape the cost model prices this stage's work at (stage_costs), not one of its own.
+    const plan::Stage& stage = p.groups[static_cast<std::size_t>(g.devices[d].group)]
+                                   .stages[static_cast<std::size_t>(g.devices[d].stage)];
+    const workload::MicroBatchShape sh = analytic::micro_batch_shape(s, p, stage);
     auto& c = ctx[d];
     c.format = format_for(s.training.precision);
     c.norm_format = s.training.autocast ? Format::Fp32 : c.format;  // the residual stream stays fp32
@@ -368,17 +345,10 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           sum[static_cast<std::size_t>(op_class(op))] += cost::op_time(dev, s.training.precision, op, pass).v * times * share;
       }
     };
-    if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward) {
-      const auto pass = t.kind == TaskKind::Forward ? cost::Pass::Forward : cost::Pass::Backward;
-      const double share = moe_share[t.device];
-      add(layer[t.device], pass, t.layers * share, false);
-      if (share < 1) add(dense_layer[t.device], pass, t.layers * (1 - share), false);
-      if (t.first_layer == 0) add(emb[t.device], pass, 1, false);
-      if (t.first_layer + t.layers == s.model.layers) add(head[t.device], pass, 1, false);
-    } else if (t.kind == TaskKind::Recompute) {
-      const double share = moe_share[t.device];
-      add(layer[t.device], cost::Pass::Forward, t.layers * share, true);
-      if (share < 1) add(dense_layer[t.device], cost::Pass::Forward, t.layers * (1 - share), true);
+    if (t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute) {
+      const auto pass = t.kind == TaskKind::Backward ? cost::Pass::Backward : cost::Pass::Forward;
+      for (const schedule::OpUse& use : g.ops_of(i))
+        add(g.op_lists[use.list], pass, use.times, t.kind == TaskKind::Recompute);
     } else if (t.kind == TaskKind::Optimizer) {
       sum[kOptimizerClass] = static_cast<double>(out.predicted.end[i] - out.predicted.start[i]) * 1e-9;
     } else if (t.kind == TaskKind::EpAllToAll) {
@@ -416,48 +386,6 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                          (p.zero >= 2 ? analytic::sharded_params(c, sharded_over, ep) : local) * sb.grads;
     adam_params.push_back(as_size(bytes / 28.0));
   }
-  // Per data-parallel task, the parameters of one chunk of its layers (dp_layout): the layers'
-  // parameters on a device of degree t, × t, over the chunks; the largest over the collective's
-  // members (norms are whole on every tp rank), so that every member moves the same count.
-  // Under expert parallelism (not across groups: hybrid sharding's all-reduce moves the whole
-  // shard) the routed experts' part of a chunk, expert_params[id], syncs apart, over the members
-  // that hold the same experts (stage_costs: `eg`); a layer's parameters are then counted layer
-  // by layer (MoE or dense), not as the stage's mean.
-  const workload::ParamCount pc = workload::count_params(s.model);
-  std::vector<std::size_t> chunk_params(g.size(), 0), expert_params(g.size(), 0);
-  for (std::uint32_t id = 0; id < g.size(); ++id) {
-    if (layout->chunks[id] == 0) continue;
-    const bool split = moe_ep && !g.tasks[id].across_groups;
-    double params = 0, experts = 0;
-    for (std::uint32_t m : g.members_of(id)) {
-      const auto& t = g.tasks[m];
-      const auto& dev = g.devices[t.device];
-      const auto& c = costs[dev.group][dev.stage];
-      double own = c.params_layer * t.layers, own_experts = 0;
-      if (split) {
-        own = 0;
-        for (int l = t.first_layer; l < t.first_layer + t.layers; ++l) {
-          const bool moe = s.model.moe_layer(l);
-          own += (moe ? pc.per_layer - pc.per_layer_experts + pc.per_layer_experts / p.ep : pc.per_dense_layer) / dev.tp;
-          if (moe) own_experts += pc.per_layer_experts / p.ep / dev.tp;
-        }
-      }
-      if (t.first_layer == 0) own += c.params_emb;
-      if (t.first_layer + t.layers == s.model.layers) own += c.params_head;
-      params = std::max(params, own * dev.tp / layout->chunks[id]);
-      experts = std::max(experts, own_experts * dev.tp / layout->chunks[id]);
-    }
-    chunk_params[id] = static_cast<std::size_t>(params);
-    expert_params[id] = static_cast<std::size_t>(experts);
-  }
-  auto round_up = [](std::size_t n, std::size_t r) { return std::max<std::size_t>(r, (n + r - 1) / r * r); };
-  // A multiple of the collective's members: the chunk's parameters (`experts`: its routed
-  // experts' part; else the rest).
-  auto dp_floats = [&](std::uint32_t id, std::size_t r, bool experts = false) {
-    return round_up(experts ? expert_params[id] : chunk_params[id] - expert_params[id], r);
-  };
-
-  const int model_layers = s.model.layers;
   // Expert parallelism: every EP group's routing of each MoE layer and micro-batch, drawn once
   // (seeded: each member and every step routes alike), keyed (folded device, EP group,
   // micro-batch, layer). A micro-batch's tokens (micro_batch · seq_len) on each EP rank.
@@ -690,12 +618,6 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // training format (2 bytes in mixed precision, so half as many fp32 values), fp32 gradients.
   const bool wide = s.training.precision == hw::Dtype::Fp32;
   const std::size_t wire_act = wide ? act_elems : act_elems / 2;
-  // The fp32 values of the pipeline message `send` from sender rank `from` (of degree ptp) to
-  // receiver rank `to` (of degree tp): its share of the activation (schedule::pipeline_share).
-  auto message_floats = [&](const schedule::Task& send, int ptp, int tp, int from, int to) {
-    const double share = schedule::pipeline_share(ptp, tp, from, to, send.split);
-    return static_cast<std::size_t>(std::llround(static_cast<double>(wire_act) * share));
-  };
   // The receivers of pipeline message `id` sent by `member`, with each one's share in floats.
   auto message_targets = [&](std::uint32_t id, int member) {
     std::vector<std::pair<int, std::size_t>> targets;
@@ -705,7 +627,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
         const auto sdev = g.tasks[g.succ[k]].device;
         const int m = to - first_real[sdev];
         if (m < 0 || m >= g.devices[sdev].count) continue;
-        targets.emplace_back(to, message_floats(g.tasks[id], pinfo.tp, g.devices[sdev].tp, member % pinfo.tp,
+        targets.emplace_back(to, message_floats(g, id, pinfo.tp, g.devices[sdev].tp, member % pinfo.tp,
                                                 m % g.devices[sdev].tp));
         break;
       }
@@ -763,6 +685,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
           // at its start; at its end the block joins what that micro-batch holds, less what it
           // frees.
           std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held;
+          TpOwed tp_owed;  // this device's TP calls' fractions, carried from task to task
           void* base_ptr = nullptr;
           std::set<std::pair<std::uint32_t, int>> received;  // (task, process) already heard of
           auto fail = [&](const std::string& why, const std::string& hint = "") {
@@ -808,7 +731,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const auto kind = g.tasks[pr].kind;
                 Result<std::int64_t> r = std::int64_t{0};
                 if (kind == TaskKind::SendActivation || kind == TaskKind::SendGradient) {
-                  const std::size_t floats = message_floats(g.tasks[pr], g.devices[pdev].tp, tp, pm % g.devices[pdev].tp, rank);
+                  const std::size_t floats = message_floats(g, pr, g.devices[pdev].tp, tp, pm % g.devices[pdev].tp, rank);
                   sc.fit(4 * floats, 1, 4 * floats);
                   if (sc.failed) { fail(dev.name() + ": no memory to receive an activation"); return; }
                   r = payloads->recv(sc.fc(), floats, from, static_cast<int>(2 * pr + 1));
@@ -866,51 +789,53 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
             auto routing_of = [&](const schedule::Task& task, int l) -> const LayerRouting& {
               return routing.at({static_cast<std::uint32_t>(rep), replica / p.ep, task.micro_batch, task.first_layer + l});
             };
+            // The task's op lists (TaskGraph::ops_of): each of its layers runs the list of its kind
+            // (a MoE model's dense layers the dense list, where the stage has both), then the
+            // embedding's and the head's.
+            const std::vector<workload::Op>* layer_list = nullptr;
+            const std::vector<workload::Op>* dense_list = nullptr;
+            std::vector<const std::vector<workload::Op>*> edges;  // embedding, head
+            for (const schedule::OpUse& use : g.ops_of(id)) {
+              const auto* list = &g.op_lists[use.list];
+              if (use.role == schedule::OpRole::Layer) layer_list = list;
+              else if (use.role == schedule::OpRole::DenseLayer) dense_list = list;
+              else edges.push_back(list);
+            }
             auto layer_of = [&](const schedule::Task& task, int l) -> const std::vector<workload::Op>& {
-              if (mixed_layers && !s.model.moe_layer(task.first_layer + l)) return dense_layer[rep];
-              if (!moe_ep) return layer[rep];
-              routed = routed_ops(layer[rep], routing_of(task, l), replica % p.ep, local_experts);
+              const bool moe_layer = s.model.moe() && s.model.moe_layer(task.first_layer + l);
+              if (!moe_layer) return dense_list != nullptr ? *dense_list : *layer_list;
+              if (!moe_ep) return *layer_list;
+              routed = routed_ops(*layer_list, routing_of(task, l), replica % p.ep, local_experts);
               return routed;
             };
             switch (t.kind) {
               case TaskKind::Forward:
               case TaskKind::Backward:
                 for (int l = 0; l < t.layers; ++l) run_ops(layer_of(t, l), bwd, false);
-                if (t.first_layer == 0) run_ops(emb[rep], bwd, false);
-                if (t.first_layer + t.layers == model_layers) run_ops(head[rep], bwd, false);
+                for (const auto* list : edges) run_ops(*list, bwd, false);
                 break;
               case TaskKind::Recompute:
                 for (int l = 0; l < t.layers; ++l) run_ops(layer_of(t, l), false, true);
                 break;
               case TaskKind::TpCollective: {
-                // Per layer: all-gather before and reduce-scatter after the attention and MLP
-                // blocks (sequence parallel), or an all-reduce after each (not).
-                const bool sp = p.sequence_parallel;
-                const std::size_t shard = wire_act / static_cast<std::size_t>(tp);
-                // Results go to c only (its second part holds the reduce-scatter's shard): a and b
-                // are the compute's 16-bit inputs, and fp32 sums there would read as NaN or Inf.
-                sc.fit(wire_act * 4, wire_act * 4, (wire_act + shard) * 4);
-                if (sc.failed) break;
-                // The collectives after a backward also cover the recomputed forward: both
-                // blocks' under full recompute, one round more per layer under per-op selective
-                // checkpointing (it re-runs the all-gathers or all-reduces, not the rest).
-                bool after_backward = false;
-                for (std::uint32_t pr : preds[id]) after_backward = after_backward || g.tasks[pr].kind == TaskKind::Backward;
-                const int per_layer = !after_backward ? 2
-                                      : p.recompute == cost::Recompute::Full ? 4
-                                      : p.recompute == cost::Recompute::SelectiveOp ? 3 : 2;
-                int rounds = t.layers * per_layer;
-                // The embedding's and the head's collective, half of it in each direction.
-                if (t.first_layer == 0 || t.first_layer + t.layers == model_layers) rounds += 1;
-                // The pipeline message received as 1/tp shards (pipeline_scatter_gather), gathered
-                // first, as the cost model prices it (StageCost::regather).
-                if (t.regather && tp > 1) note(tpc.all_gather(sc.fa(), sc.fc(), shard), true);
-                for (int k = 0; k < rounds && comm_error.empty(); ++k) {
-                  if (sp) {
-                    note(tpc.all_gather(sc.fa(), sc.fc(), shard), k == 0);
-                    if (comm_error.empty()) note(tpc.reduce_scatter(sc.fc(), sc.fc() + wire_act, shard), false);
-                  } else {
-                    note(tpc.all_reduce(sc.fc(), wire_act), k == 0);
+                // The task's calls (schedule::CommCall), as often as it makes them, the fractions
+                // carried over to this device's next TP task (tp_runs): the pipeline message it
+                // received as 1/tp shards gathered first (pipeline_scatter_gather), its layers'
+                // all-gathers and reduce-scatters (sequence parallel) or all-reduces, its share
+                // of the embedding's and the head's.
+                bool first_call = true;
+                for (const TpRun& run : tp_runs(g, id, tp, tp_owed)) {
+                  const std::size_t n = run.floats, shard = n / static_cast<std::size_t>(tp);
+                  // Results go to c only (its second part holds the reduce-scatter's shard): a and
+                  // b are the compute's 16-bit inputs, and fp32 sums there would read as NaN or Inf.
+                  sc.fit(n * 4, n * 4, (n + shard) * 4);
+                  if (sc.failed) break;
+                  for (int k = 0; k < run.times && comm_error.empty(); ++k) {
+                    if (run.kind == cost::Collective::AllGather) note(tpc.all_gather(sc.fa(), sc.fc(), shard), first_call);
+                    else if (run.kind == cost::Collective::ReduceScatter)
+                      note(tpc.reduce_scatter(sc.fc(), sc.fc() + n, shard), first_call);
+                    else note(tpc.all_reduce(sc.fc(), n), first_call);
+                    first_call = false;
                   }
                 }
                 break;
@@ -925,27 +850,35 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
                 const bool across = t.across_groups;
                 const auto& joins = across ? layout->pieces_of[id][static_cast<std::size_t>(member)]
                                            : layout->member_of[id][static_cast<std::size_t>(rank)];
-                // Under expert parallelism the routed experts' part of each goes on the
-                // member's expert data-parallel communicator (edp_of), after the rest.
-                auto collective = [&](Communicator& c, bool experts) {
+                // Each of the task's calls (schedule::CommCall) on one chunk's buffer
+                // (dp_call_floats): the routed experts' part (CommCall::experts, expert
+                // parallelism) on the member's expert data-parallel communicator (edp_of), the
+                // rest on the layer's.
+                const long long chunks = layout->chunks[id];
+                auto collective = [&](Communicator& c, const schedule::CommCall& call, bool first) {
                   const auto r = static_cast<std::size_t>(c.size());
-                  std::size_t n = dp_floats(id, r, experts);
-                  if (t.kind == TaskKind::ParamGather && !wide) n = round_up(n / 2, r);  // 16-bit weights
-                  if (t.kind == TaskKind::GradReduce && s.training.grad_reduce_bytes < 4)  // a bf16 gradient reduce
-                    n = round_up(n / 2, r);
+                  const std::size_t n = dp_call_floats(g, id, call, chunks, c.size());
                   const std::size_t per = n / r;
                   sc.fit(n * 4, n * 4, n * 4);
                   if (sc.failed || !comm_error.empty()) return;
-                  if (t.kind == TaskKind::ParamGather) note(c.all_gather(sc.fa(), sc.fc(), per), !experts);
-                  else if (p.zero == 0 || across) note(c.all_reduce(sc.fc(), n), !experts);
-                  else note(c.reduce_scatter(sc.fa(), sc.fc(), per), !experts);  // results in c only
+                  if (call.kind == cost::Collective::AllGather) note(c.all_gather(sc.fa(), sc.fc(), per), first);
+                  else if (call.kind == cost::Collective::AllReduce) note(c.all_reduce(sc.fc(), n), first);
+                  else note(c.reduce_scatter(sc.fa(), sc.fc(), per), first);  // results in c only
                 };
                 for (const int gi : joins) {
-                  collective(*dpcs.at(gi), false);
+                  bool first = true;
+                  for (const auto& call : g.calls_of(id)) {
+                    if (!call.experts) {
+                      collective(*dpcs.at(gi), call, first);
+                    } else if (const auto e = edp_of[real].find(gi); e != edp_of[real].end()) {
+                      collective(*e->second, call, first);
+                    } else {
+                      continue;  // alone with its experts: nothing to sync
+                    }
+                    first = false;
+                    if (sc.failed || !comm_error.empty()) break;
+                  }
                   if (sc.failed || !comm_error.empty()) break;
-                  if (expert_params[id] == 0) continue;
-                  const auto e = edp_of[real].find(gi);
-                  if (e != edp_of[real].end()) collective(*e->second, true);
                 }
                 break;
               }

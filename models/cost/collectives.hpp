@@ -3,6 +3,7 @@
 // over the links a group actually spans. Formulas and sources: docs/cost-models.md#collectives.
 
 #include <algorithm>
+#include <compare>
 #include <cstdint>
 #include <string_view>
 
@@ -15,6 +16,35 @@ enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast
 enum class Algorithm : std::uint8_t { Auto, Ring, Tree, Hierarchical };
 [[nodiscard]] std::string_view collective_name(Collective c);
 [[nodiscard]] std::string_view algorithm_name(Algorithm a);
+
+/// One collective call of a communication task, as the cost model priced it (sim/analytic/
+/// stage_cost.cpp prices the call and records it; the schedule hands it to its tasks; the SimGrid
+/// flows and the executor's replay run it, deriving no size of their own; docs/simulation.md).
+struct CommCall {
+  Collective kind = Collective::AllReduce;
+  /// The buffer, per member rank, as cost::collective_time counts it (the reduced vector of an
+  /// all-reduce, the gathered output of an all-gather, the input of a reduce-scatter, the send
+  /// buffer of an all-to-all). A pipeline message (SendRecv): the micro-batch's whole activation
+  /// (or gradient), of which each sender rank sends each receiver rank its share.
+  double bytes = 0;
+  /// How many times the task makes the call: fractional where the cost model prices a mean (a
+  /// stage's MoE and dense layers, moe_share; the embedding's and head's collective, half of it
+  /// with the forward and half with the backward).
+  double count = 1;
+  /// The ranks it runs over: 0, the task's whole group (a TP collective's tp ranks, a DP
+  /// collective's replicas, an EP group); else a TP collective over blocks of this many
+  /// consecutive ranks (the MoE block's expert_tp group, when it is below tp).
+  int ranks = 0;
+  /// A data-parallel call of the routed experts' parameters, among the members of the DP group
+  /// that hold the same experts (replica mod ep alike).
+  bool experts = false;
+  /// The share of the call's time the task's duration holds: 1 for a blocking call; below 1 for
+  /// a TP collective pipelined with its GEMM or an EP all-to-all hidden behind another
+  /// micro-batch (its exposed time over its whole time). The SimGrid flows put this share of the
+  /// bytes on the wire (the rest runs hidden behind compute, which that engine does not model).
+  double exposed = 1;
+  auto operator<=>(const CommCall&) const = default;
+};
 
 /// One side of a group's links: bandwidth actually achieved per rank, one direction, and the
 /// per-step latency.

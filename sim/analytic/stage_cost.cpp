@@ -154,6 +154,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     // MoE block is the rest): where overlap_ep_comm's all-to-alls can hide.
     Duration fwd_attn, bwd_attn, recompute_attn;
     cost::Algorithm ar_algorithm = cost::Algorithm::Ring;
+    // The calls behind those times (StageCost's *_calls).
+    std::vector<cost::CommCall> tp_fwd_calls, tp_bwd_calls, tp_recompute_calls;
+    cost::CommCall ag_call, rs_call, ar_call, a2a_call, dispatch_call;
+    std::shared_ptr<const std::vector<workload::Op>> ops;  // the layer's (StageCost::layer_ops)
   };
   std::map<std::tuple<int, int, bool, bool>, LayerCost> memo;
   // `sharded`: the stage's parameters are sharded over more than one replica (ZeRO 3 gathers).
@@ -166,7 +170,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     const double layer_params = moe_kind || !m.moe() ? moe_layer_params(tp) : pc.per_dense_layer / tp;
     const hw::PoolSpec& pool = cl.pools[pool_index];
     const hw::DeviceSpec& dev = pool.device;
-    const auto layer = workload::layer_ops(lm, shape);
+    lc.ops = std::make_shared<const std::vector<workload::Op>>(workload::layer_ops(lm, shape));
+    const auto& layer = *lc.ops;
     // Each op priced once per pass (the planner calls this a great deal); a pass takes at least
     // its kernels × the host's time per kernel (cost::pass_time).
     std::vector<Duration> tf(layer.size()), tb(layer.size());
@@ -227,9 +232,16 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         }
         return cost::collective_time(Collective::AllToAll, Bytes{sbh / tp * m.top_k * load * width}, g).time.total();
       };
+      // The send buffer of one exchange: the rank's routed rows, `width` bytes per value (the
+      // hierarchical dispatch moves these bytes too, by node).
+      auto exchange_call = [&](double width) {
+        return cost::CommCall{Collective::AllToAll, sbh / tp * m.top_k * load * width};
+      };
       lc.a2a = exchange(e);
+      lc.a2a_call = exchange_call(e);
       // fp8_dispatch: one byte per value and a 4-byte scale per 128 (docs/cost-models.md#fp8-dispatch).
       lc.dispatch = p.fp8_dispatch ? exchange(1 + 4.0 / 128) : lc.a2a;
+      lc.dispatch_call = p.fp8_dispatch ? exchange_call(1 + 4.0 / 128) : lc.a2a_call;
     }
     if (p.recompute == cost::Recompute::Full) {
       lc.recompute = lc.fwd;
@@ -261,6 +273,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       g.ranks_per_node = tp;
       g.intra = fabric_cost(pool);
       const Bytes act{sbh * e};
+      lc.ag_call = {Collective::AllGather, act.v};
+      lc.rs_call = {Collective::ReduceScatter, act.v};
+      lc.ar_call = {Collective::AllReduce, act.v};
       lc.ag = cost::collective_time(Collective::AllGather, act, g).time.total();
       lc.rs = cost::collective_time(Collective::ReduceScatter, act, g).time.total();
       const auto ar = cost::collective_time(Collective::AllReduce, act, g);
@@ -290,10 +305,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const Duration dag =
           fp8_gather ? cost::collective_time(Collective::AllGather, Bytes{sbh}, g).time.total() : lc.ag;
       Duration mag = lm.moe() ? lc.ag : dag, mrs = lc.rs, mar = lc.ar;
+      Bytes part = act;
       if (et != tp) {
         CommGroup eg = g;
         eg.ranks = eg.ranks_per_node = et;
-        const Bytes part{sbh * e * et / tp};
+        part = Bytes{sbh * e * et / tp};
         mag = cost::collective_time(Collective::AllGather, part, eg).time.total();
         mrs = cost::collective_time(Collective::ReduceScatter, part, eg).time.total();
         mar = cost::collective_time(Collective::AllReduce, part, eg).time.total();
@@ -301,27 +317,48 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       for (const auto& b : blocks) {
         const bool moe_block = &b == &blocks[1];
         const Duration bag = moe_block ? mag : dag, brs = moe_block ? mrs : lc.rs, bar = moe_block ? mar : lc.ar;
+        // The experts' gathers (the dispatcher's) stay 16-bit; a dense block's gather carries
+        // fp8 values under fp8_gather.
+        const bool experts = moe_block && lm.moe();
+        // One collective of the block, recorded in `calls`: its exposed time.
+        auto call = [&, moe_block, experts](std::vector<cost::CommCall>& calls, Collective kind, Duration comm,
+                                            Duration gemm, bool overlap) {
+          const Duration x = tp_exposed(comm, gemm, overlap, slow);
+          const double buffer = kind == Collective::AllGather && fp8_gather && !experts ? sbh : (moe_block ? part : act).v;
+          cost::CommCall c{kind, buffer};
+          c.ranks = moe_block && et != tp ? et : 0;
+          c.exposed = comm.v > 0 ? x / comm : 1.0;
+          calls.push_back(c);
+          return x;
+        };
         const Duration col_f = op_named(layer, tf, b[0]), row_f = op_named(layer, tf, b[1]);
         // A GEMM's backward is its data- and weight-gradient kernels, about half each.
         const Duration col_b = op_named(layer, tb, b[0]) / 2, row_b = op_named(layer, tb, b[1]) / 2;
         // Per-op selective checkpointing re-runs the block's collectives that the policy does
         // not keep: the all-gathers (reduce-scatter outputs are kept), or the all-reduce.
         if (p.recompute == cost::Recompute::SelectiveOp)
-          lc.tp_recompute += sp ? tp_exposed(bag, col_f, ov, slow) : tp_exposed(bar, row_f, ov, slow);
+          lc.tp_recompute += sp ? call(lc.tp_recompute_calls, Collective::AllGather, bag, col_f, ov)
+                                : call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
         if (sp) {
-          lc.tp_fwd += tp_exposed(bag, col_f, ov, slow) + tp_exposed(brs, row_f, ov, slow);
+          const Duration f0 = call(lc.tp_fwd_calls, Collective::AllGather, bag, col_f, ov);
+          const Duration f1 = call(lc.tp_fwd_calls, Collective::ReduceScatter, brs, row_f, ov);
+          lc.tp_fwd += f0 + f1;
           // The column GEMM's input gathered again for its weight gradient, unless the framework
           // gathered it and the GEMM kept it (a MoE block's experts gather in the dispatcher).
-          const bool regather = !by_framework || (moe_block && lm.moe());
-          lc.tp_bwd += tp_exposed(bag, row_b, ov, slow) +
-                       (regather ? tp_exposed(bag, col_b, ov_bwd, slow) : Duration{0}) +
-                       tp_exposed(brs, col_b, ov_bwd, slow);
+          const bool regather = !by_framework || experts;
+          const Duration b0 = call(lc.tp_bwd_calls, Collective::AllGather, bag, row_b, ov);
+          const Duration b1 = regather ? call(lc.tp_bwd_calls, Collective::AllGather, bag, col_b, ov_bwd) : Duration{0};
+          const Duration b2 = call(lc.tp_bwd_calls, Collective::ReduceScatter, brs, col_b, ov_bwd);
+          lc.tp_bwd += b0 + b1 + b2;
         } else {
-          lc.tp_fwd += tp_exposed(bar, row_f, ov, slow);
-          lc.tp_bwd += tp_exposed(bar, col_b, ov_bwd, slow);
+          lc.tp_fwd += call(lc.tp_fwd_calls, Collective::AllReduce, bar, row_f, ov);
+          lc.tp_bwd += call(lc.tp_bwd_calls, Collective::AllReduce, bar, col_b, ov_bwd);
         }
       }
-      if (p.recompute == cost::Recompute::Full) lc.tp_recompute = lc.tp_fwd;
+      if (p.recompute == cost::Recompute::Full) {
+        lc.tp_recompute = lc.tp_fwd;
+        lc.tp_recompute_calls = lc.tp_fwd_calls;
+      }
     }
     return lc;
   };
@@ -363,12 +400,21 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       const LayerCost& lc = layer_cost(st.pool, st.tp, shape, m.moe() && n_moe > 0, shard > 1);
       c.layer_fwd = lc.fwd;
       c.layer_bwd = lc.bwd;
+      c.layer_ops = lc.ops;
       c.layer_recompute = lc.recompute;
       c.layer_tp_fwd = lc.tp_fwd;
       // With sequence parallelism the TP collectives are all-gathers and reduce-scatters: rings.
       c.tp_algorithm = sp ? cost::Algorithm::Ring : lc.ar_algorithm;
       c.layer_tp_bwd = lc.tp_bwd;
       c.layer_tp_recompute = lc.tp_recompute;
+      c.layer_tp_fwd_calls = lc.tp_fwd_calls;
+      c.layer_tp_bwd_calls = lc.tp_bwd_calls;
+      c.layer_tp_recompute_calls = lc.tp_recompute_calls;
+      if (lc.a2a.v > 0) {
+        c.layer_ep_fwd_calls = {lc.dispatch_call, lc.a2a_call};
+        c.layer_ep_bwd_calls = {lc.dispatch_call, lc.a2a_call};
+        if (p.recompute == cost::Recompute::Full) c.layer_ep_recompute_calls = {lc.dispatch_call, lc.a2a_call};
+      }
       // Forward: dispatch and combine; backward: their gradients the same way back (the
       // combine's gradient travels as a dispatch does, fp8 under fp8_dispatch; the dispatch's as
       // a combine); full recompute re-runs the forward's pair.
@@ -405,12 +451,16 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         c.layer_ep_fwd = c.layer_ep_fwd * keep;
         c.layer_ep_bwd = c.layer_ep_bwd * keep;
         c.layer_ep_recompute = c.layer_ep_recompute * keep;
+        for (auto* calls : {&c.layer_ep_fwd_calls, &c.layer_ep_bwd_calls, &c.layer_ep_recompute_calls})
+          for (auto& call : *calls) call.exposed = keep;
       }
       // The mean per layer over the stage's MoE and dense layers (the schedule and the estimate
       // multiply it by the stage's layers; a chunk of an interleaved stage gets the mean too).
       const double moe_share = st.layers > 0 ? static_cast<double>(n_moe) / st.layers : 0;
       if (mixed) {
         const LayerCost& dc = layer_cost(st.pool, st.tp, shape, false, shard > 1);
+        c.dense_layer_ops = dc.ops;
+        c.moe_share = moe_share;
         auto mean = [&](Duration a, Duration d) { return a * moe_share + d * (1 - moe_share); };
         c.layer_fwd = mean(c.layer_fwd, dc.fwd);
         c.layer_bwd = mean(c.layer_bwd, dc.bwd);
@@ -421,18 +471,39 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         c.layer_ep_fwd = c.layer_ep_fwd * moe_share;
         c.layer_ep_bwd = c.layer_ep_bwd * moe_share;
         c.layer_ep_recompute = c.layer_ep_recompute * moe_share;
+        // Each kind's calls, counted by its share of the stage's layers.
+        auto mix = [&](std::vector<cost::CommCall>& calls, const std::vector<cost::CommCall>& dense) {
+          for (auto& call : calls) call.count *= moe_share;
+          for (cost::CommCall call : dense) {
+            call.count *= 1 - moe_share;
+            calls.push_back(call);
+          }
+        };
+        mix(c.layer_tp_fwd_calls, dc.tp_fwd_calls);
+        mix(c.layer_tp_bwd_calls, dc.tp_bwd_calls);
+        mix(c.layer_tp_recompute_calls, dc.tp_recompute_calls);
+        for (auto* calls : {&c.layer_ep_fwd_calls, &c.layer_ep_bwd_calls, &c.layer_ep_recompute_calls})
+          for (auto& call : *calls) call.count *= moe_share;
       }
       if (first) {
-        const auto emb = workload::embedding_ops(m, shape);
+        c.emb_ops = std::make_shared<const std::vector<workload::Op>>(workload::embedding_ops(m, shape));
+        const auto& emb = *c.emb_ops;
         c.emb_fwd = cost::pass_time(dev, dt, emb, Pass::Forward);
         c.emb_bwd = cost::pass_time(dev, dt, emb, Pass::Backward);
-        if (st.tp > 1) c.emb_tp = sp ? lc.rs + lc.ag : lc.ar;  // vocabulary-parallel output reduced
+        if (st.tp > 1) {
+          c.emb_tp = sp ? lc.rs + lc.ag : lc.ar;  // vocabulary-parallel output reduced
+          c.emb_tp_calls = sp ? std::vector<cost::CommCall>{lc.rs_call, lc.ag_call} : std::vector<cost::CommCall>{lc.ar_call};
+        }
       }
       if (last) {
-        const auto head = workload::head_ops(m, shape);
+        c.head_ops = std::make_shared<const std::vector<workload::Op>>(workload::head_ops(m, shape));
+        const auto& head = *c.head_ops;
         c.head_fwd = cost::pass_time(dev, dt, head, Pass::Forward);
         c.head_bwd = cost::pass_time(dev, dt, head, Pass::Backward);
-        if (st.tp > 1) c.head_tp = sp ? lc.ag + lc.rs : lc.ar;  // the head's input gathered
+        if (st.tp > 1) {
+          c.head_tp = sp ? lc.ag + lc.rs : lc.ar;  // the head's input gathered
+          c.head_tp_calls = sp ? std::vector<cost::CommCall>{lc.ag_call, lc.rs_call} : std::vector<cost::CommCall>{lc.ar_call};
+        }
       }
 
       // Parameters on one device of this stage. With tied embeddings and pp > 1 the last stage
@@ -457,9 +528,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       if (pp > 1 && !p.sequence_parallel && tr.pipeline_scatter_gather) {
         const int v = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
         c.regather = lc.ag;  // 0 at tp 1: nothing to gather
+        if (st.tp > 1) c.regather_call = lc.ag_call;
         c.regathers_fwd = v - (first ? 1 : 0);
         c.regathers_bwd = v - (last ? 1 : 0);
       }
+      if (pp > 1) c.send_call = {Collective::SendRecv, sbh * e};
       if (!last) {
         const plan::Stage& nx = grp.stages[si + 1];
         const hw::PoolSpec& pb = cl.pools[nx.pool];
@@ -505,8 +578,17 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         // pays the collective's latency, and runs at the bandwidth its size reaches. Under
         // expert parallelism the routed experts' parameters sync apart, over the replicas/ep
         // ranks that hold the same experts (ep·tp apart in Megatron's rank order).
-        auto sync = [&](double params, const CommGroup& sg, bool first_part) {
+        auto sync = [&](double params, const CommGroup& sg, bool first_part, bool experts = false) {
           if (params <= 0 || sg.ranks <= 1) return;
+          cost::CommCall call{p.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter,
+                              params * tr.grad_reduce_bytes};
+          call.experts = experts;
+          c.dp_reduce_calls.push_back(call);
+          if (p.zero > 0) {
+            call.kind = Collective::AllGather;
+            call.bytes = params * sb.weights;
+            c.dp_gather_calls.push_back(call);
+          }
           const double buckets = std::max(1.0, std::ceil(params / c.bucket));
           c.dp_buckets += buckets;
           const Bytes grads{params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
@@ -535,7 +617,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           CommGroup eg = g;
           eg.ranks = edp;
           eg.ranks_per_node = group_ranks_per_node(pool.devices_per_node, ep * p.expert_tp_of(st.tp), edp);
-          sync(c.expert_params, eg, shard <= 1 || c.params - c.expert_params <= 0);
+          sync(c.expert_params, eg, shard <= 1 || c.params - c.expert_params <= 0, true);
         }
       }
       // (Expert parameters shard over their shard/ep expert-data-parallel ranks.)
@@ -558,6 +640,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
                                              p.grad_sync);
         c.dp_cross = r.time.total() * buckets;
         c.dp_cross_algorithm = r.algorithm;
+        c.dp_cross_calls = {{Collective::AllReduce, params * tr.grad_reduce_bytes}};
       }
       // The step after the gradients are in: the gradient norm for clipping (read the shard's
       // gradients), Adam over the shard (read the gradient, read and write the fp32 state,

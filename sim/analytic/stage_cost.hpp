@@ -4,6 +4,7 @@
 // use the very same numbers. Formulas: docs/cost-models.md.
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "models/cost/collectives.hpp"
@@ -70,6 +71,29 @@ struct StageCost {
   cost::Algorithm dp_cross_algorithm = cost::Algorithm::Ring;
   cost::Algorithm tp_algorithm = cost::Algorithm::Ring;
   Duration optimizer;
+  /// The collective calls the communication times above price (cost::CommCall): the schedule
+  /// hands them to its tasks, so that the engines and the executor move the bytes the estimate
+  /// priced. Per micro-batch and layer (a stage of MoE and dense layers: each kind's calls, the
+  /// count scaled by its share of the layers), the TP collectives' and the EP all-to-alls':
+  std::vector<cost::CommCall> layer_tp_fwd_calls, layer_tp_bwd_calls, layer_tp_recompute_calls;
+  std::vector<cost::CommCall> layer_ep_fwd_calls, layer_ep_bwd_calls, layer_ep_recompute_calls;
+  /// Per micro-batch, once: the embedding's and the head's TP collectives (emb_tp, head_tp).
+  std::vector<cost::CommCall> emb_tp_calls, head_tp_calls;
+  /// `regather`'s all-gather (count 0 where there is none).
+  cost::CommCall regather_call{cost::Collective::AllGather, 0, 0};
+  /// One pipeline message: the micro-batch's whole activation (each sender rank sends each
+  /// receiver rank schedule::pipeline_share of it; send_next prices the largest such piece).
+  cost::CommCall send_call{cost::Collective::SendRecv, 0, 0};
+  /// The whole stage's data-parallel calls (dp_reduce, dp_gather, dp_cross): the dense part, and
+  /// under expert parallelism the routed experts' part (CommCall::experts).
+  std::vector<cost::CommCall> dp_reduce_calls, dp_gather_calls, dp_cross_calls;
+  /// The ops the compute times above price, per micro-batch on one device (workload::layer_ops
+  /// and friends at micro_batch_shape; shared between stages of one shape): a layer of the
+  /// stage's kind (a MoE layer where the stage has any, else a dense one), a MoE model's dense
+  /// layer where the stage mixes both (`moe_share` of its layers are MoE), the embedding (first
+  /// stage) and the head (last stage); null where the stage has none.
+  std::shared_ptr<const std::vector<workload::Op>> layer_ops, dense_layer_ops, emb_ops, head_ops;
+  double moe_share = 1;
   cost::DeviceMemoryInput memory;  ///< state and reserves; activations and in_flight unset
 
   [[nodiscard]] Duration fwd(int layers) const { return layer_fwd * layers + emb_fwd + head_fwd; }

@@ -23,6 +23,14 @@ std::int64_t to_bytes(Bytes b) {
   return b.v >= kMax ? (1LL << 56) : static_cast<std::int64_t>(std::llround(b.v));
 }
 
+// Appends `from`'s calls to `to`, each made `times` times as often.
+void append(std::vector<CommCall>& to, const std::vector<CommCall>& from, double times) {
+  for (CommCall c : from) {
+    c.count *= times;
+    to.push_back(c);
+  }
+}
+
 // The order in which one stage runs its forward (F) and backward (B) units: pairs of
 // (is_backward, unit index). Units are numbered per schedule (see unit_of below).
 std::vector<std::pair<bool, int>> stage_order(cost::Schedule sch, int stage, int stages, int mb, int v) {
@@ -79,6 +87,43 @@ class Builder {
     std::uint32_t first = kNone, done = kNone, send = kNone;
   };
 
+  // Gives task `t` its collective calls (those that move something), shared with the tasks
+  // that make the same calls.
+  void set_calls(Task& t, std::vector<CommCall> calls) {
+    std::erase_if(calls, [](const CommCall& c) { return !(c.count > 0 && c.bytes > 0); });
+    t.calls_count = static_cast<std::uint32_t>(calls.size());
+    if (calls.empty()) {
+      t.calls_begin = 0;
+      return;
+    }
+    auto [it, fresh] = call_sets_.try_emplace(calls, static_cast<std::uint32_t>(g_.calls.size()));
+    if (fresh) g_.calls.insert(g_.calls.end(), calls.begin(), calls.end());
+    t.calls_begin = it->second;
+  }
+
+  // The index in TaskGraph::op_lists of a stage's op list.
+  std::uint32_t list_of(const std::shared_ptr<const std::vector<workload::Op>>& ops) {
+    auto [it, fresh] = list_index_.try_emplace(ops.get(), static_cast<std::uint32_t>(g_.op_lists.size()));
+    if (fresh) g_.op_lists.push_back(*ops);
+    return it->second;
+  }
+  // Gives compute task `t` the op lists it runs, as the cost model priced them: `layers` layers
+  // of stage `c` (its mean over MoE and dense layers), and the embedding and the head where
+  // `emb` and `head`.
+  void set_ops(Task& t, const analytic::StageCost& c, int layers, bool emb, bool head) {
+    std::vector<OpUse> uses;
+    const double share = c.dense_layer_ops ? c.moe_share : 1.0;
+    if (layers > 0 && c.layer_ops) uses.push_back({list_of(c.layer_ops), layers * share, OpRole::Layer});
+    if (layers > 0 && c.dense_layer_ops) uses.push_back({list_of(c.dense_layer_ops), layers * (1 - share), OpRole::DenseLayer});
+    if (emb && c.emb_ops) uses.push_back({list_of(c.emb_ops), 1, OpRole::Embedding});
+    if (head && c.head_ops) uses.push_back({list_of(c.head_ops), 1, OpRole::Head});
+    t.ops_count = static_cast<std::uint32_t>(uses.size());
+    if (uses.empty()) return;
+    auto [it, fresh] = use_sets_.try_emplace(uses, static_cast<std::uint32_t>(g_.op_uses.size()));
+    if (fresh) g_.op_uses.insert(g_.op_uses.end(), uses.begin(), uses.end());
+    t.ops_begin = it->second;
+  }
+
   std::uint32_t add(Task t) {
     g_.tasks.push_back(t);
     return static_cast<std::uint32_t>(g_.tasks.size() - 1);
@@ -107,9 +152,10 @@ class Builder {
     return id;
   }
   // A blocking communication task of a compute unit (same layers and micro-batch).
-  std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d,
+  std::uint32_t push_blocking(const Task& unit, Stream stream, TaskKind kind, Duration d, std::vector<CommCall> calls,
                               cost::Algorithm algorithm = cost::Algorithm::Ring, bool regather = false) {
     Task t = unit;
+    set_calls(t, std::move(calls));
     t.stream = stream;
     t.kind = kind;
     t.duration = to_ns(d);
@@ -126,7 +172,7 @@ class Builder {
   // split its rounded time, so that the unit takes what one task of both would, to the
   // nanosecond. The unit's done task becomes the last of them.
   void push_unit_comm(const Task& unit, UnitIds& ids, Duration tp, Duration both, cost::Algorithm algorithm,
-                      bool regather) {
+                      bool regather, std::vector<CommCall> tp_calls, std::vector<CommCall> ep_calls) {
     const SimTime total = to_ns(both);
     const SimTime tp_ns = std::min(total, to_ns(tp));
     if (tp_ns > 0) {
@@ -136,6 +182,7 @@ class Builder {
       t.duration = tp_ns;
       t.algorithm = algorithm;
       t.regather = regather;
+      set_calls(t, std::move(tp_calls));
       ids.done = push_blocking(t);
     }
     if (total - tp_ns > 0) {
@@ -143,6 +190,7 @@ class Builder {
       t.stream = Stream::EpComm;
       t.kind = TaskKind::EpAllToAll;
       t.duration = total - tp_ns;
+      set_calls(t, std::move(ep_calls));
       ids.done = push_blocking(t);
     }
   }
@@ -288,7 +336,7 @@ class Builder {
           std::vector<std::uint32_t> layers;
           ids.first = emit_compute(base_task, TaskKind::Forward, c.layer_fwd, ch.has_emb ? c.emb_fwd : Duration{0},
                                    ch.has_head ? c.head_fwd : Duration{0}, per_unit_reduce || gathered, false,
-                                   to_bytes(act) + transient, transient, gathered ? fwd_layer_task[k] : layers);
+                                   to_bytes(act) + transient, transient, gathered ? fwd_layer_task[k] : layers, c, ch);
           if (per_unit_reduce) {
             const auto& tasks = gathered ? fwd_layer_task[k] : layers;
             for (int l = 0; l < ch.layers; ++l) {
@@ -304,10 +352,12 @@ class Builder {
           const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
           const Duration rg = regather ? c.regather : Duration{0};
           push_unit_comm(base_task, ids, c.layer_tp_fwd * ch.layers + emb + head + rg,
-                         (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + emb + head + rg, c.tp_algorithm, regather);
+                         (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + emb + head + rg, c.tp_algorithm, regather,
+                         unit_tp_calls(c, ch, {&c.layer_tp_fwd_calls}, regather),
+                         unit_calls({&c.layer_ep_fwd_calls}, ch.layers));
           if (k + 1 < K && chunks[k + 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendActivation,
-                                     send_cost(costs, si, chunks[k + 1].stage));
+                                     send_cost(costs, si, chunks[k + 1].stage), {c.send_call});
             edge(ids.done, ids.send);
           }
         } else {
@@ -331,13 +381,14 @@ class Builder {
               Task t = base_task;
               t.kind = TaskKind::Recompute;
               t.duration = to_ns(c.layer_recompute * ch.layers);
+              set_ops(t, c, ch.layers, false, false);
               ids.first = push(t);
             }
             const bool split = split_bwd && mb == last_bwd_mb[lc];
             const std::uint32_t b0 = emit_compute(base_task, TaskKind::Backward, c.layer_bwd,
                                                   ch.has_emb ? c.emb_bwd : Duration{0},
                                                   ch.has_head ? c.head_bwd : Duration{0}, split, true,
-                                                  transient, to_bytes(act) + transient, bwd_layer_task[k]);
+                                                  transient, to_bytes(act) + transient, bwd_layer_task[k], c, ch);
             if (ids.first == kNone) ids.first = b0;
           }
           ids.done = state_[dev].last[0];
@@ -347,10 +398,12 @@ class Builder {
           push_unit_comm(base_task, ids, (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers + emb + head + rg,
                          (c.layer_tp_bwd + c.layer_tp_recompute + c.layer_ep_bwd + c.layer_ep_recompute) * ch.layers + emb +
                              head + rg,
-                         c.tp_algorithm, regather);
+                         c.tp_algorithm, regather,
+                         unit_tp_calls(c, ch, {&c.layer_tp_bwd_calls, &c.layer_tp_recompute_calls}, regather),
+                         unit_calls({&c.layer_ep_bwd_calls, &c.layer_ep_recompute_calls}, ch.layers));
           if (k > 0 && chunks[k - 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendGradient,
-                                     send_cost(costs, si, chunks[k - 1].stage));
+                                     send_cost(costs, si, chunks[k - 1].stage), {c.send_call});
             edge(ids.done, ids.send);
           }
         }
@@ -411,17 +464,38 @@ class Builder {
     }
   }
 
+  // The calls of `per_layer`'s lists, each made `layers` times.
+  static std::vector<CommCall> unit_calls(std::initializer_list<const std::vector<CommCall>*> per_layer, int layers) {
+    std::vector<CommCall> calls;
+    for (const auto* l : per_layer) append(calls, *l, layers);
+    return calls;
+  }
+  // A unit's TP calls: its layers', half the embedding's and the head's collectives (the other
+  // half goes with the other pass, as their time does), and the regather of a split message.
+  static std::vector<CommCall> unit_tp_calls(const analytic::StageCost& c, const Chunk& ch,
+                                             std::initializer_list<const std::vector<CommCall>*> per_layer,
+                                             bool regather) {
+    std::vector<CommCall> calls;
+    if (regather) calls.push_back(c.regather_call);  // first: the unit reads what it gathers
+    append(calls, unit_calls(per_layer, ch.layers), 1);
+    if (ch.has_emb) append(calls, c.emb_tp_calls, 0.5);
+    if (ch.has_head) append(calls, c.head_tp_calls, 0.5);
+    return calls;
+  }
+
   // Emits a compute unit: one task, or one per layer when split (backward in reverse layer
   // order). Memory: `alloc` at the start of the first task, `free` at the end of the last.
   // Returns the first task id; per-layer ids go to `layer_tasks` (in execution order).
   // `emb` and `head` (zero where the unit lacks them) ride on the tasks of the unit's first and
   // last layer: where the executor runs them too.
+  // The ops ride along alike (set_ops; `c` and `ch` the unit's stage and chunk).
   std::uint32_t emit_compute(const Task& base, TaskKind kind, Duration per_layer, Duration emb, Duration head,
                              bool split, bool reverse, std::int64_t alloc, std::int64_t free,
-                             std::vector<std::uint32_t>& layer_tasks) {
+                             std::vector<std::uint32_t>& layer_tasks, const analytic::StageCost& c, const Chunk& ch) {
     Task t = base;
     t.kind = kind;
     if (!split) {
+      set_ops(t, c, base.layers, ch.has_emb, ch.has_head);
       t.duration = to_ns(per_layer * base.layers + emb + head);
       t.alloc_bytes = alloc;
       t.free_bytes = free;
@@ -436,6 +510,7 @@ class Builder {
       lt.first_layer = base.first_layer + l;
       lt.layers = 1;
       lt.duration = to_ns(per_layer + (l == 0 ? emb : Duration{0}) + (l == base.layers - 1 ? head : Duration{0}));
+      set_ops(lt, c, 1, l == 0 && ch.has_emb, l == base.layers - 1 && ch.has_head);
       lt.alloc_bytes = i == 0 ? alloc : 0;
       lt.free_bytes = i == base.layers - 1 ? free : 0;
       const std::uint32_t id = push(lt);
@@ -460,6 +535,7 @@ class Builder {
       if (to_ns(c.layer_recompute) > 0) {
         lt.kind = TaskKind::Recompute;
         lt.duration = to_ns(c.layer_recompute);
+        set_ops(lt, c, 1, false, false);
         last = push(lt);
         ran.push_back(last);
         if (first == kNone) first = last;
@@ -467,6 +543,7 @@ class Builder {
       lt.kind = TaskKind::Backward;
       lt.duration = to_ns(c.layer_bwd + (l == 0 && ch.has_emb ? c.emb_bwd : Duration{0}) +
                           (l == ch.layers - 1 && ch.has_head ? c.head_bwd : Duration{0}));
+      set_ops(lt, c, 1, l == 0 && ch.has_emb, l == ch.layers - 1 && ch.has_head);
       last = push(lt);
       ran.push_back(last);
       if (first == kNone) first = last;
@@ -499,6 +576,10 @@ class Builder {
     t.algorithm = cross ? c.dp_cross_algorithm
                         : kind == TaskKind::GradReduce ? c.dp_reduce_algorithm : c.dp_gather_algorithm;
     t.across_groups = cross;
+    // The layer's share of the stage's buffers.
+    std::vector<CommCall> calls = cross ? c.dp_cross_calls : kind == TaskKind::GradReduce ? c.dp_reduce_calls : c.dp_gather_calls;
+    for (auto& call : calls) call.bytes *= share;
+    set_calls(t, std::move(calls));
     if (mb >= 0) t.micro_batch = mb;
     const std::uint32_t id = push(t);
     if (mb < 0 && (cross || !p_.hybrid_sharding())) dp_members_[{static_cast<int>(kind), t.first_layer}].push_back(id);
@@ -545,6 +626,9 @@ class Builder {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   std::vector<std::uint32_t> gathers_;
   std::map<std::pair<int, int>, std::vector<std::uint32_t>> dp_members_;
+  std::map<std::vector<CommCall>, std::uint32_t> call_sets_;
+  std::map<const std::vector<workload::Op>*, std::uint32_t> list_index_;
+  std::map<std::vector<OpUse>, std::uint32_t> use_sets_;
 };
 
 }  // namespace

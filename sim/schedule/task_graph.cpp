@@ -55,6 +55,31 @@ double pipeline_share(int from_tp, int to_tp, int from, int to, bool split) {
   return static_cast<double>(overlap) / static_cast<double>(l);
 }
 
+double pipeline_message_bytes(const TaskGraph& g, std::uint32_t t, int from_tp, int to_tp, int from, int to) {
+  double whole = 0;
+  for (const auto& c : g.calls_of(t)) whole += c.bytes * c.count;
+  return whole * pipeline_share(from_tp, to_tp, from, to, g.tasks[t].split);
+}
+
+double dp_chunk_bytes(const TaskGraph& g, std::uint32_t t, const CommCall& call, long long chunks) {
+  double most = 0;
+  for (std::uint32_t m : g.members_of(t)) {
+    double own = 0;
+    for (const auto& c : g.calls_of(m))
+      if (c.kind == call.kind && c.experts == call.experts) own += c.bytes * c.count;
+    const DeviceRep& d = g.devices[g.tasks[m].device];
+    const double units = g.tasks[m].across_groups ? static_cast<double>(dp_pieces(d)) : d.tp;
+    most = std::max(most, own * units / static_cast<double>(chunks));
+  }
+  return most;
+}
+
+double TaskGraph::payload_bytes(std::uint32_t t) const {
+  double b = 0;
+  for (const auto& c : calls_of(t)) b += c.bytes * c.count;
+  return b;
+}
+
 std::vector<int> pipeline_feeders(int from_tp, int to_tp, int rank, bool split) {
   std::vector<int> out;
   for (int j = 0; j < from_tp; ++j)

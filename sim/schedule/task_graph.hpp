@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "models/cost/collectives.hpp"
+#include "models/workload/layer_ops.hpp"
 
 namespace hetsim::schedule {
 
@@ -35,6 +37,28 @@ enum class TaskKind : std::uint8_t {
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);
 
 inline constexpr std::uint32_t kNoCollective = 0xffffffffu;
+
+/// One collective call of a communication task, as the cost model priced it (cost::CommCall).
+using CommCall = cost::CommCall;
+
+/// What a list of ops a compute task runs stands for.
+enum class OpRole : std::uint8_t {
+  Layer,       ///< a transformer layer of the stage's kind (MoE where the stage has MoE layers)
+  DenseLayer,  ///< a MoE model's dense layer, in a stage that mixes both kinds
+  Embedding,
+  Head,
+};
+
+/// One op list a compute task runs, as the cost model priced it: the list (TaskGraph::op_lists,
+/// the ops of one micro-batch on one device) and how many times; a layer list is priced at the
+/// stage's mean over its MoE and dense layers (times = layers × their share). A recompute task
+/// runs each op's recompute share of its forward (cost::recompute_share).
+struct OpUse {
+  std::uint32_t list = 0;
+  double times = 1;
+  OpRole role = OpRole::Layer;
+  auto operator<=>(const OpUse&) const = default;
+};
 
 struct Task {
   std::uint32_t device = 0;  ///< index into TaskGraph::devices
@@ -62,6 +86,14 @@ struct Task {
   /// sequence parallelism, or pipeline_scatter_gather; each rank sends its slice
   /// (pipeline_feeders, pipeline_share).
   bool split = false;
+  /// The collective calls a communication task makes: TaskGraph::calls[calls_begin ..
+  /// calls_begin + calls_count) (none for compute tasks).
+  std::uint32_t calls_begin = 0;
+  std::uint32_t calls_count = 0;
+  /// The op lists a compute task runs: TaskGraph::op_uses[ops_begin .. ops_begin + ops_count)
+  /// (none for communication tasks).
+  std::uint32_t ops_begin = 0;
+  std::uint32_t ops_count = 0;
 };
 
 /// One simulated device standing for `count` identical real devices: the tp ranks of a stage
@@ -97,6 +129,23 @@ struct TaskGraph {
   std::vector<std::uint32_t> pred_count;
   /// Members of each collective (task ids).
   std::vector<std::vector<std::uint32_t>> collectives;
+  /// The calls of the communication tasks (Task::calls_begin); tasks with the same calls share them.
+  std::vector<CommCall> calls;
+  /// The distinct op lists the compute tasks run (OpUse::list), and their uses (Task::ops_begin).
+  std::vector<std::vector<workload::Op>> op_lists;
+  std::vector<OpUse> op_uses;
+
+  /// The op lists compute task `t` runs (empty for a communication task).
+  [[nodiscard]] std::span<const OpUse> ops_of(std::uint32_t t) const {
+    return {op_uses.data() + tasks[t].ops_begin, tasks[t].ops_count};
+  }
+
+  /// The calls of task `t` (empty for a compute task).
+  [[nodiscard]] std::span<const CommCall> calls_of(std::uint32_t t) const {
+    return {calls.data() + tasks[t].calls_begin, tasks[t].calls_count};
+  }
+  /// The payload of task `t`: the bytes of its calls, each call's buffer times its count.
+  [[nodiscard]] double payload_bytes(std::uint32_t t) const;
 
   [[nodiscard]] std::size_t size() const { return tasks.size(); }
   /// Real tasks the folded graph stands for (each task times its device's count).
@@ -109,6 +158,14 @@ struct TaskGraph {
   /// k·C/t … (k+1)·C/t − 1; dp_chunk_holder says which rank holds a chunk.
   [[nodiscard]] long long dp_chunks(std::uint32_t t) const;
 };
+
+/// The buffer of one of the `chunks` chunks (TaskGraph::dp_chunks; across groups, of the
+/// layer's pieces) of a data-parallel collective for task `t`'s call `call`: each member's calls
+/// of that kind (dense, or the routed experts' alike) cover its 1/tp share of the layer,
+/// chunks/tp chunks (across groups its shard, chunks/dp_pieces chunks); the largest over the
+/// collective's members (norms are whole on every tp rank). The SimGrid flows and the executor
+/// size a DP collective's chunks by this.
+[[nodiscard]] double dp_chunk_bytes(const TaskGraph& g, std::uint32_t t, const CommCall& call, long long chunks);
 
 /// The tensor-parallel rank of a device of degree `tp` that holds chunk `chunk` of `chunks`.
 [[nodiscard]] inline int dp_chunk_holder(long long chunk, int tp, long long chunks) {
@@ -146,6 +203,10 @@ struct TaskGraph {
 /// The share of the whole activation that sender rank `from` sends receiver rank `to` (0 when
 /// it sends it nothing).
 [[nodiscard]] double pipeline_share(int from_tp, int to_tp, int from, int to, bool split);
+/// The bytes pipeline message task `t` (send activation / gradient) carries from sender rank
+/// `from` (of degree from_tp) to receiver rank `to` (of degree to_tp): pipeline_share of its
+/// call's activation. The SimGrid flows and the replay size each message by this.
+[[nodiscard]] double pipeline_message_bytes(const TaskGraph& g, std::uint32_t t, int from_tp, int to_tp, int from, int to);
 
 /// Builds the CSR arrays from an edge list (from, to); duplicates are kept, self-edges are a bug.
 void finalize(TaskGraph& g, std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
+#include <span>
 
 namespace hetsim::platform {
 namespace {
@@ -26,6 +26,9 @@ double priced_bandwidth(const hw::ClusterSpec& c, const Platform& p, int a, int 
   return std::min(nic(px), nic(py));
 }
 
+// How many times a ring passes a collective's buffer round (models/cost/collectives.cpp).
+double ring_rounds(cost::Collective c) { return c == cost::Collective::AllReduce ? 2.0 : 1.0; }
+
 }  // namespace
 
 Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterSpec& c, const Platform& p) {
@@ -47,10 +50,9 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
   for (std::uint32_t i = 0; i < g.size(); ++i) d.owner[i] = i;
   const auto host = [&](std::uint32_t dev, int member) { return d.first_host[dev] + member; };
   const auto seconds = [](schedule::SimTime ns) { return static_cast<double>(ns) * 1e-9; };
-  // One flow at `rate` for the task's time less its route latency.
-  auto flow_at = [&](TaskWork& w, int a, int b, schedule::SimTime duration, double rate) {
-    const double t = std::max(0.0, seconds(duration) - p.latency(p.route(a, b)));
-    w.flows.push_back({a, b, std::max(1.0, t * rate), rate});
+  // One flow of `bytes` at `rate`.
+  auto flow_at = [&](TaskWork& w, int a, int b, double bytes, double rate) {
+    if (bytes > 0) w.flows.push_back({a, b, bytes, rate});
   };
   auto priced = [&](int a, int b, int peers) { return priced_bandwidth(c, p, a, b, peers); };
   auto node_of = [&](int h) {
@@ -74,7 +76,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
   // several nodes with k members each, k channels run side by side (NCCL's rings, one per NIC):
   // channel j enters each node at its member j, so each channel crosses nodes from a different
   // device, and carries 1/k of the data.
-  auto ring = [&](TaskWork& w, const std::vector<int>& members, schedule::SimTime duration) {
+  auto ring = [&](TaskWork& w, const std::vector<int>& members, double edge_bytes) {
     if (members.size() < 2) return;
     std::vector<std::vector<int>> nodes;  // members grouped by node, in ring order
     for (int m : members) {
@@ -101,19 +103,27 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         rate = std::min(rate, priced(a, b, ring_peers(on, a)) * (node_of(a) == node_of(b) ? 1.0 : static_cast<double>(nch)));
       }
       rate /= static_cast<double>(nch);
-      for (std::size_t e = 0; e < order.size(); ++e) flow_at(w, order[e], order[(e + 1) % order.size()], duration, rate);
+      for (std::size_t e = 0; e < order.size(); ++e)
+        flow_at(w, order[e], order[(e + 1) % order.size()], edge_bytes / static_cast<double>(nch), rate);
     }
   };
-  // Each flow at its route's priced rate, shared with the task's other flows leaving the same
-  // device or entering the same device (what a tree or hierarchical pattern puts on a port).
-  auto by_degree = [&](TaskWork& w, const std::vector<std::pair<int, int>>& edges, const PerNode& on,
-                       schedule::SimTime duration) {
-    std::map<int, int> out, in;
+  // Each flow at its route's priced rate, shared with the task's other flows of its kind (to a
+  // node-mate, over the fabric; to another node, over the NIC) leaving the same device or
+  // entering the same device (what a tree or hierarchical pattern puts on a port or a NIC).
+  // Edge k carries bytes[k].
+  auto by_degree = [&](TaskWork& w, const std::vector<std::pair<int, int>>& edges, const std::vector<double>& bytes,
+                       const PerNode& on) {
+    std::map<std::pair<int, bool>, int> out, in;
     for (const auto& [a, b] : edges) {
-      ++out[a];
-      ++in[b];
+      const bool near = node_of(a) == node_of(b);
+      ++out[{a, near}];
+      ++in[{b, near}];
     }
-    for (const auto& [a, b] : edges) flow_at(w, a, b, duration, priced(a, b, peers(on, a)) / std::max(out[a], in[b]));
+    for (std::size_t k = 0; k < edges.size(); ++k) {
+      const auto [a, b] = edges[k];
+      const bool near = node_of(a) == node_of(b);
+      flow_at(w, a, b, bytes[k], priced(a, b, peers(on, a)) / std::max(out[{a, near}], in[{b, near}]));
+    }
   };
   // On a full mesh a collective's ranks in a node use every link between them at once (RCCL's and
   // HCCL's channels, one per peer link; docs/cost-models.md#full-mesh-fabrics): the flows it put
@@ -146,13 +156,16 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
     }
     w.flows = std::move(kept);
   };
-  // The flows of one collective over `members` by the algorithm the cost model chose
-  // (models/cost/collectives.cpp): a ring; NCCL's two complementary binary trees (the second over
-  // the members in reverse, so that inner nodes of one are leaves of the other), each child
-  // reducing up to its parent and getting the result back down; hierarchical (a ring inside each
-  // node, and one ring across nodes per local position, each over its own NIC).
-  auto flows_of = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg,
-                      schedule::SimTime duration) {
+  // The flows of collective calls over `members` by the algorithm the cost model chose
+  // (models/cost/collectives.cpp), `load` their buffers (as cost::collective_time counts them)
+  // times their rounds (ring_rounds), summed: a ring, each edge carrying load·(n − 1)/n; NCCL's
+  // two complementary binary trees (the second over the members in reverse, so that inner nodes
+  // of one are leaves of the other), each child reducing its half of the buffer up to its parent
+  // and getting it back down (all-reduce only: load/4 each way); hierarchical (a ring inside each
+  // node over the buffer, and one ring across nodes per local position over its 1/k shard, each
+  // over its own NIC). Whatever the algorithm, the flows carry load·(n − 1) in all.
+  auto flows_of = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg, double load) {
+    const auto n = static_cast<double>(members.size());
     if (alg == cost::Algorithm::Tree) {
       std::vector<std::pair<int, int>> edges;
       for (int tree = 0; tree < 2; ++tree)
@@ -161,11 +174,11 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           edges.emplace_back(at(k), at((k - 1) / 2));
           edges.emplace_back(at((k - 1) / 2), at(k));
         }
-      by_degree(w, edges, per_node(members), duration);
+      by_degree(w, edges, std::vector<double>(edges.size(), load / 4), per_node(members));
       return;
     }
     if (alg != cost::Algorithm::Hierarchical) {
-      ring(w, members, duration);
+      ring(w, members, load * (n - 1) / n);
       return;
     }
     std::vector<std::pair<std::pair<int, int>, std::vector<int>>> nodes;  // (pool, node) → members
@@ -175,55 +188,69 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
       it->second.push_back(m);
     }
     std::vector<std::pair<int, int>> edges;
+    std::vector<double> bytes;
     std::size_t most = 0;
     for (const auto& [key, local] : nodes) {
+      const auto k = static_cast<double>(local.size());
       if (local.size() > 1)
-        for (std::size_t k = 0; k < local.size(); ++k) edges.emplace_back(local[k], local[(k + 1) % local.size()]);
+        for (std::size_t j = 0; j < local.size(); ++j) {
+          edges.emplace_back(local[j], local[(j + 1) % local.size()]);
+          bytes.push_back(load * (k - 1) / k);
+        }
       most = std::max(most, local.size());
     }
     for (std::size_t j = 0; j < most; ++j) {
       std::vector<int> across;
       for (const auto& [key, local] : nodes)
         if (j < local.size()) across.push_back(local[j]);
+      const auto a = static_cast<double>(across.size());
       if (across.size() > 1)
-        for (std::size_t k = 0; k < across.size(); ++k) edges.emplace_back(across[k], across[(k + 1) % across.size()]);
+        for (std::size_t k = 0; k < across.size(); ++k) {
+          edges.emplace_back(across[k], across[(k + 1) % across.size()]);
+          bytes.push_back(load / static_cast<double>(most) * (a - 1) / a);
+        }
     }
-    by_degree(w, edges, per_node(members), duration);
+    by_degree(w, edges, bytes, per_node(members));
   };
   // The same, on full meshes spread over the links between node-mates.
-  auto collective = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg,
-                        schedule::SimTime duration) {
-    if (members.size() < 2) return;
+  auto collective = [&](TaskWork& w, const std::vector<int>& members, cost::Algorithm alg, double load) {
+    if (members.size() < 2 || !(load > 0)) return;
     const std::size_t from = w.flows.size();
-    flows_of(w, members, alg, duration);
+    flows_of(w, members, alg, load);
     spread_on_mesh(w, from);
   };
 
-  // A pairwise all-to-all over `members` (models/cost/collectives.cpp; the cost model prices the
-  // busiest rank's routed bytes and every rank moving as much): each member sends the same bytes
-  // to every other. A member's flows to node-mates share its fabric port, those to other nodes its
-  // NIC share (and, arriving, the receiver's); every flow carries the bytes that let the slowest
-  // of them, alone on the fabric, end at the task's time less its route latency.
-  auto all_to_all = [&](TaskWork& w, const std::vector<int>& members, schedule::SimTime duration) {
-    if (members.size() < 2) return;
+  // A pairwise all-to-all over `members` of a `size`-byte send buffer (models/cost/collectives.cpp;
+  // the cost model prices the busiest rank's routed bytes and every rank moving as much): each
+  // member sends size/n to every other. A member's flows to node-mates share its fabric port,
+  // those to other nodes its NIC share (and, arriving, the receiver's).
+  auto all_to_all = [&](TaskWork& w, const std::vector<int>& members, double size) {
+    if (members.size() < 2 || !(size > 0)) return;
     std::map<int, int> local, remote;  // a member's peers on its node, on other nodes
     for (int a : members)
       for (int b : members)
         if (a != b) ++(node_of(a) == node_of(b) ? local : remote)[a];
-    std::vector<Flow> flows;
-    double bytes = 1e300;
     for (int a : members)
       for (int b : members) {
         if (a == b) continue;
         const bool near = node_of(a) == node_of(b);
         const double rate = priced(a, b, local[a]) / std::max(near ? local[a] : remote[a], near ? local[b] : remote[b]);
-        bytes = std::min(bytes, std::max(0.0, seconds(duration) - p.latency(p.route(a, b))) * rate);
-        flows.push_back({a, b, 0, rate});
+        flow_at(w, a, b, size / static_cast<double>(members.size()), rate);
       }
-    for (auto& f : flows) {
-      f.bytes = std::max(1.0, bytes);
-      w.flows.push_back(f);
-    }
+  };
+  // A call's bytes as the wire sees them: its buffer, as often as the task makes it, in the share
+  // its time is exposed (CommCall::exposed: the rest runs hidden behind compute).
+  auto wire = [](const cost::CommCall& call) { return call.bytes * call.count * call.exposed; };
+  // The algorithm of call `c` of a task priced with `alg`: the tree is an all-reduce's only.
+  auto algorithm_of = [](cost::Algorithm alg, const cost::CommCall& call) {
+    return alg == cost::Algorithm::Tree && call.kind != cost::Collective::AllReduce ? cost::Algorithm::Ring : alg;
+  };
+  // The load (CommCall bytes × rounds) of `calls` per algorithm: calls of one algorithm over the
+  // same members run as one pattern carrying their sum.
+  auto loads = [&](std::span<const cost::CommCall> calls, cost::Algorithm alg, auto&& size_of) {
+    std::map<cost::Algorithm, double> out;
+    for (const auto& call : calls) out[algorithm_of(alg, call)] += ring_rounds(call.kind) * size_of(call);
+    return out;
   };
 
   for (std::uint32_t i = 0; i < g.size(); ++i) {
@@ -232,10 +259,18 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
     TaskWork& w = d.work[i];
     switch (t.kind) {
       case TaskKind::TpCollective:
-        for (int r = 0; r < dev.replicas; ++r) {
-          std::vector<int> members;
-          for (int k = 0; k < dev.tp; ++k) members.push_back(host(t.device, r * dev.tp + k));
-          collective(w, members, t.algorithm, t.duration);
+        // Each call over the tp ranks of every replica (or over blocks of CommCall::ranks of them:
+        // the MoE block's expert_tp groups).
+        {
+          std::map<int, std::vector<cost::CommCall>> by_ranks;  // calls per group size
+          for (const auto& call : g.calls_of(i)) by_ranks[call.ranks > 0 ? call.ranks : dev.tp].push_back(call);
+          for (const auto& [n, calls] : by_ranks)
+            for (const auto& [alg, load] : loads(calls, t.algorithm, wire))
+              for (int b = 0; b + n <= dev.count; b += n) {
+                std::vector<int> members;
+                for (int k = 0; k < n; ++k) members.push_back(host(t.device, b + k));
+                collective(w, members, alg, load);
+              }
         }
         break;
       case TaskKind::GradReduce:
@@ -259,18 +294,16 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           // n_min/N of the task's time (priced for that device's whole shard), so that device's
           // rings, sharing its links, end in about that time. Consecutive rings over the same
           // devices are one ring carrying their sum.
-          long long most = 1, fewest = std::numeric_limits<long long>::max();
-          for (std::uint32_t m : tasks) {
-            const long long n = schedule::dp_pieces(g.devices[g.tasks[m].device]);
-            most = std::max(most, n);
-            fewest = std::min(fewest, n);
-          }
+          long long most = 1;
+          for (std::uint32_t m : tasks) most = std::max(most, schedule::dp_pieces(g.devices[g.tasks[m].device]));
+          // A piece: a member's shard (its task's payload) is N/n of them, for its n.
+          double piece = 0;
+          for (const auto& call : g.calls_of(i)) piece += schedule::dp_chunk_bytes(g, i, call, most) * call.exposed;
           std::vector<int> run;
           long long count = 0;
           auto flush = [&] {
             if (count == 0) return;
-            const double part = static_cast<double>(fewest) * static_cast<double>(count) / static_cast<double>(most);
-            collective(w, run, t.algorithm, static_cast<schedule::SimTime>(std::llround(static_cast<double>(t.duration) * part)));
+            collective(w, run, t.algorithm, ring_rounds(cost::Collective::AllReduce) * piece * static_cast<double>(count));
           };
           for (long long j = 0; j < most; ++j) {
             std::vector<int> members;
@@ -287,16 +320,24 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           break;
         }
         const long long chunks = g.dp_chunks(i);
-        const auto share = static_cast<schedule::SimTime>(
-            std::llround(static_cast<double>(t.duration) * dev.tp / static_cast<double>(chunks)));
-        for (long long chunk = 0; chunk < chunks; ++chunk) {
-          std::vector<int> members;
-          for (std::uint32_t m : tasks) {
-            const auto& md = g.devices[g.tasks[m].device];
-            const int holder = schedule::dp_chunk_holder(chunk, md.tp, chunks);
-            for (int r = 0; r < md.replicas; ++r) members.push_back(host(g.tasks[m].device, r * md.tp + holder));
-          }
-          collective(w, members, t.algorithm, share);
+        for (const auto& call : g.calls_of(i)) {
+          // A chunk's buffer: a member's call (the same kind, dense or experts) of its 1/tp share
+          // of the layer is C/tp chunks; the largest over the members (norms are whole on every
+          // tp rank), as the executor sizes it (schedule::dp_chunk_bytes).
+          const double size = schedule::dp_chunk_bytes(g, i, call, chunks) * call.exposed;
+          const int ep = call.experts ? std::max(1, dev.ep) : 1;
+          for (long long chunk = 0; chunk < chunks; ++chunk)
+            for (int q = 0; q < ep; ++q) {
+              // The routed experts' part: among the replicas that hold the same experts.
+              std::vector<int> members;
+              for (std::uint32_t m : tasks) {
+                const auto& md = g.devices[g.tasks[m].device];
+                const int holder = schedule::dp_chunk_holder(chunk, md.tp, chunks);
+                for (int r = 0; r < md.replicas; ++r)
+                  if (r % ep == q) members.push_back(host(g.tasks[m].device, r * md.tp + holder));
+              }
+              collective(w, members, algorithm_of(t.algorithm, call), ring_rounds(call.kind) * size);
+            }
         }
         break;
       }
@@ -311,7 +352,9 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           for (int x = 0; x < et; ++x) {
             std::vector<int> members;
             for (int j = 0; j < ep; ++j) members.push_back(host(t.device, b + j * et + x));
-            all_to_all(w, members, t.duration);
+            double size = 0;  // the task's all-to-alls, one after the other, as one exchange
+            for (const auto& call : g.calls_of(i)) size += wire(call);
+            all_to_all(w, members, size);
           }
         break;
       }
@@ -328,9 +371,10 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         for (int m = 0; m < dev.count; ++m) {
           const int r = m / dev.tp, j = m % dev.tp;
           for (int k = 0; k < rd.tp; ++k) {
-            if (schedule::pipeline_share(dev.tp, rd.tp, j, k, t.split) <= 0) continue;
+            const double bytes = schedule::pipeline_message_bytes(g, i, dev.tp, rd.tp, j, k);
+            if (bytes <= 0) continue;
             const int a = host(t.device, m), b = host(to, std::min(r, rd.replicas - 1) * rd.tp + k);
-            flow_at(w, a, b, t.duration, priced(a, b, 1));
+            flow_at(w, a, b, bytes, priced(a, b, 1));
           }
         }
         break;
@@ -338,6 +382,12 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
       default:
         break;
     }
+    // What the cost model charges beyond moving the bytes (its per-step latencies and call
+    // costs, over the routes' own latency): a wait before the flows, so that alone on the
+    // platform the task takes its priced time, and contention stretches only its transfers.
+    double alone = 0;
+    for (const Flow& f : w.flows) alone = std::max(alone, p.latency(p.route(f.src, f.dst)) + f.bytes / f.rate);
+    if (!w.flows.empty()) w.delay = std::max(0.0, seconds(t.duration) - alone);
     if (w.flows.empty() && d.owner[i] == i) w.exec_host = host(t.device, 0);
     d.flows += w.flows.size();
     d.execs += w.exec_host >= 0 ? 1 : 0;

@@ -4,15 +4,16 @@
 // communication task is the point-to-point flows of the algorithm the cost model chose (ring,
 // tree, hierarchical, pairwise all-to-all) between the real devices, one flow per rank for
 // pipeline sends.
-// Sizing: every flow runs, for the task's duration less its route latency, at a rate the cost
-// model's bandwidth for its route allows (the fabric's, or the NIC share per device divided by
-// the oversubscription), shared among the task's own flows on the same link. A ring's edges all
-// carry the same bytes at the ring's bottleneck rate (a ring spanning nodes runs as one channel
-// per device of a node, as NCCL does); a tree is NCCL's two complementary trees; an expert
-// all-to-all is a flow between every ordered pair of each EP group, all of the same bytes (the
-// slowest class of them, to node-mates or to other nodes, paces it). Alone on the fabric a task
-// therefore takes exactly its modelled time; flows of concurrent tasks that share a link slow
-// down. No SimGrid headers here.
+// Sizing: the flows carry the bytes of the task's calls (schedule::CommCall: the buffers the cost
+// model priced, their counts and exposed shares) as each algorithm moves them, at a rate the cost
+// model's bandwidth for their route allows (the fabric's, or the NIC share per device divided by
+// the oversubscription), shared among the task's own flows of their kind on a device. A ring's
+// edges all carry the same bytes at the ring's bottleneck rate (a ring spanning nodes runs as one
+// channel per device of a node, as NCCL does); a tree is NCCL's two complementary trees; an
+// expert all-to-all is a flow between every ordered pair of each EP group. What the cost model
+// charges beyond moving the bytes (per-step latencies, call costs) is a wait before the flows
+// (TaskWork::delay). Alone on the fabric a task therefore takes its modelled time; flows of
+// concurrent tasks that share a link slow down. No SimGrid headers here.
 
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,9 @@ struct Flow {
 struct TaskWork {
   int exec_host = -1;       ///< ≥ 0: one execution of the task's duration on this host
   std::vector<Flow> flows;  ///< else these flows (all of a cross-device collective on its first member)
+  /// Seconds the flows wait before they start: the part of the task's time that moves no bytes
+  /// (the cost model's per-step latencies and call costs beyond the routes' own latency).
+  double delay = 0;
 };
 
 struct Decomposition {

@@ -21,6 +21,8 @@ namespace {
 
 constexpr std::uint32_t kNone = 0xffffffffu;
 constexpr double kSpeed = 1e9;  // flop/s of every host: an execution of d ns is d flops
+constexpr int kDelay = -2;      // Tag::flow of a task's wait before its flows (TaskWork::delay)
+constexpr int kTimerCores = 1 << 20;  // more than waits ever run at once
 
 schedule::SimTime to_ns(double s) { return static_cast<schedule::SimTime>(std::llround(s * 1e9)); }
 
@@ -86,6 +88,7 @@ class Run {
     // Per simulated device, one core for its compute stream, which its DP collectives share:
     // while one runs, an execution of weight σ beside the compute leaves it 1/(1 + σ) of the
     // core (SimGrid shares a core by the executions' priorities).
+    timer_ = zone->create_host("timer", kSpeed)->set_core_count(kTimerCores)->seal();
     for (std::size_t d = 0; d < g_.devices.size(); ++d)
       sm_.push_back({zone->create_host("compute-" + std::to_string(d), kSpeed)->seal(), nullptr, 0});
     for (const auto& l : p_.links)
@@ -146,6 +149,25 @@ class Run {
       ++out_.activities;
       return;
     }
+    if (w.delay > 0) {
+      // The task's time beyond its transfers first: a wait on the timer host (one core per
+      // wait, so that waits never share), then the flows.
+      sg4::ExecPtr x = sg4::Exec::init();
+      x->set_flops_amount(w.delay * kSpeed)->set_host(timer_);
+      Tag* tg = tag(t, kDelay);
+      x->set_data(tg);
+      outstanding_[t] = 1;
+      x->start();
+      tg->activity = x;
+      ++out_.activities;
+      return;
+    }
+    start_flows(t);
+  }
+
+  // Starts task t's flows.
+  void start_flows(std::uint32_t t) {
+    const auto& w = d_.work[t];
     outstanding_[t] = static_cast<std::uint32_t>(w.flows.size());
     for (std::size_t k = 0; k < w.flows.size(); ++k) {
       const auto& f = w.flows[k];
@@ -201,6 +223,10 @@ class Run {
     if (tg == nullptr) return;
     // Released once SimGrid has moved on (never inside its own callback).
     released_.push_back(std::move(tg->activity));
+    if (tg->flow == kDelay) {
+      start_flows(tg->task);
+      return;
+    }
     if (tg->flow >= 0) {
       const auto& f = d_.work[tg->task].flows[static_cast<std::size_t>(tg->flow)];
       flows_.push_back({tg->task, f.src, f.dst, f.bytes, f.rate, a.get_start_time(), a.get_finish_time()});
@@ -318,6 +344,7 @@ class Run {
   const platform::Decomposition& d_;
   std::unique_ptr<sg4::Engine> engine_;
   std::vector<sg4::Host*> hosts_;
+  sg4::Host* timer_ = nullptr;  ///< where tasks wait out their delay (TaskWork::delay)
   std::vector<sg4::Link*> links_;
   struct Compute {
     sg4::Host* host;

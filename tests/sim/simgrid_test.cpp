@@ -121,17 +121,22 @@ TEST(Simgrid, HybridShardingRunsTheShardsAllReduceAsFlows) {
   EXPECT_NEAR(static_cast<double>(b.simgrid.trace.makespan) / static_cast<double>(b.native.makespan), 1.0, 0.1);
 }
 
-// What the platform has beyond the cost model's worst case: on a 2:1 oversubscribed fat-tree the
-// native engine charges every NIC transfer the full oversubscription; SimGrid charges what the
-// step's traffic actually does, which here is less.
-TEST(Simgrid, AnUnsaturatedOversubscribedFabricCostsLessThanTheWorstCase) {
+// A 2:1 oversubscribed fat-tree: the cost model prices every transfer between nodes at the NIC
+// share over the oversubscription, which is what the uplinks give when all of a node's devices
+// send at once. The flows carry the tasks' bytes at those rates, so the hierarchical reductions
+// and the pipeline sends that cross the nodes together fill the uplinks as priced, and the
+// SimGrid step stays within 0.5 % of the native one (contention between them, which the native
+// engine does not see, slows it slightly). (When flows were sized as duration × rate, the
+// hierarchical patterns' flows were priced at half their NIC share yet ran at the whole of it,
+// which made this step 1.6 % faster than the native one: an artifact, not spare bandwidth.)
+TEST(Simgrid, AnOversubscribedFabricFilledAsPricedAgreesWithTheNativeEngine) {
   auto s = test::parse(
       "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nseq_len = 4096\n"
       "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 4\n[cluster.network]\nnic = \"ib-ndr-400\"\n"
       "oversubscription = 2\n[parallel]\ntp = 4\npp = 2\ndp = 4\nmicro_batch = 1\n");
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   const auto b = run_both(*s);
-  EXPECT_LT(static_cast<double>(b.simgrid.trace.makespan), static_cast<double>(b.native.makespan));
+  EXPECT_NEAR(static_cast<double>(b.simgrid.trace.makespan) / static_cast<double>(b.native.makespan), 1.0, 0.005);
 }
 
 // One node of 8 H100, TP 2 · DP 4 with ZeRO 3: the parameter gathers' rings and the TP rings run

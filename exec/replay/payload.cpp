@@ -1,0 +1,41 @@
+#include "exec/replay/payload.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hetsim::exec {
+namespace {
+
+std::size_t round_up(std::size_t n, std::size_t r) { return std::max<std::size_t>(r, (n + r - 1) / r * r); }
+
+}  // namespace
+
+std::size_t payload_floats(double bytes) {
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(std::max(0.0, bytes) / 4.0)));
+}
+
+std::size_t message_floats(const schedule::TaskGraph& g, std::uint32_t send, int from_tp, int to_tp, int from, int to) {
+  const double bytes = schedule::pipeline_message_bytes(g, send, from_tp, to_tp, from, to);
+  return bytes > 0 ? payload_floats(bytes) : 0;
+}
+
+std::size_t dp_call_floats(const schedule::TaskGraph& g, std::uint32_t t, const schedule::CommCall& call,
+                           long long chunks, int ranks) {
+  return round_up(payload_floats(schedule::dp_chunk_bytes(g, t, call, chunks)), static_cast<std::size_t>(std::max(1, ranks)));
+}
+
+std::vector<TpRun> tp_runs(const schedule::TaskGraph& g, std::uint32_t t, int tp, TpOwed& owed) {
+  std::vector<TpRun> runs;
+  for (const auto& call : g.calls_of(t)) {
+    double& left = owed[{call.kind, call.bytes}];
+    left += call.count;
+    // (A count summed from fractions may fall a hair short of a whole one.)
+    const int times = static_cast<int>(std::floor(left + 1e-9));
+    left -= times;
+    if (times > 0)
+      runs.push_back({call.kind, round_up(payload_floats(call.bytes), static_cast<std::size_t>(std::max(1, tp))), times});
+  }
+  return runs;
+}
+
+}  // namespace hetsim::exec

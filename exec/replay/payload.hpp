@@ -1,0 +1,49 @@
+#pragma once
+// What the replay moves for each communication task, read from the task (schedule::CommCall):
+// the buffers of its collectives and pipeline messages, in fp32 values (the replay carries every
+// payload as fp32 values: 16-bit data as half as many). The replay sizes its calls by these
+// functions and derives no size of its own, so it moves the bytes the cost model priced and the
+// SimGrid flows move (tests/exec/payload_test.cpp compares them).
+
+#include <cstddef>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "sim/schedule/task_graph.hpp"
+
+namespace hetsim::exec {
+
+/// fp32 values that hold `bytes` bytes (rounded to the nearest; at least 1).
+[[nodiscard]] std::size_t payload_floats(double bytes);
+
+/// The values pipeline message task `send` carries from sender rank `from` (of degree from_tp)
+/// to receiver rank `to` (of degree to_tp): schedule::pipeline_message_bytes; 0 when it sends
+/// it nothing.
+[[nodiscard]] std::size_t message_floats(const schedule::TaskGraph& g, std::uint32_t send, int from_tp, int to_tp,
+                                         int from, int to);
+
+/// The values of one chunk's collective for data-parallel task `t`'s call `call`, the layer cut
+/// into `chunks` (schedule::dp_chunk_bytes), over a communicator of `ranks` members: rounded up
+/// to a multiple of `ranks` (each member's shard whole).
+[[nodiscard]] std::size_t dp_call_floats(const schedule::TaskGraph& g, std::uint32_t t, const schedule::CommCall& call,
+                                         long long chunks, int ranks);
+
+/// One collective a TP task runs: `times` calls of `kind` over a buffer of `floats` values.
+struct TpRun {
+  cost::Collective kind = cost::Collective::AllReduce;
+  std::size_t floats = 0;
+  int times = 0;
+};
+
+/// Fractional call counts a device's TP tasks carry over to its next TP task (CommCall::count:
+/// half the embedding's collective with each pass, a stage's mean over MoE and dense layers), so
+/// that a step runs each call as often as the cost model priced it, rounded down. One per device
+/// and step, used in the device's task order.
+using TpOwed = std::map<std::pair<cost::Collective, double>, double>;
+
+/// The collectives TP task `t` runs, its calls in order, over groups of `tp` ranks (each buffer a
+/// multiple of tp values); `owed` carries the fractions.
+[[nodiscard]] std::vector<TpRun> tp_runs(const schedule::TaskGraph& g, std::uint32_t t, int tp, TpOwed& owed);
+
+}  // namespace hetsim::exec

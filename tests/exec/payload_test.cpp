@@ -1,0 +1,377 @@
+// The SimGrid flows and the replay read the same bytes from the graph (issue 14): for every
+// communication task of several plan families, the bytes the task's flows carry and the buffers
+// the replay moves for it agree with the task's calls (schedule::CommCall), and a real replay
+// moves exactly what the replay's sizing functions (exec/replay/payload.hpp) say.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/cpu/cpu_backend.hpp"
+#include "exec/replay/dp_groups.hpp"
+#include "exec/replay/payload.hpp"
+#include "exec/replay/replay.hpp"
+#include "models/cost/compute.hpp"
+#include "sim/schedule/schedule.hpp"
+#include "sim/simgrid/flows.hpp"
+#include "sim/simgrid/platform.hpp"
+#include "tests/support/flaky_backend.hpp"
+#include "tests/support/scenario_support.hpp"
+
+namespace hetsim {
+namespace {
+
+using schedule::TaskKind;
+
+const std::string kModel =
+    "[model]\npreset = \"tiny\"\nlayers = 4\nhidden = 128\nheads = 4\nkv_heads = 4\nffn_hidden = 512\nvocab = 512\n";
+
+std::string pools(int count, int devices) {
+  std::string out;
+  for (int k = 0; k < count; ++k)
+    out += "[[cluster.pool]]\nname = \"p" + std::to_string(k) + "\"\nnodes = 1\n[cluster.pool.device]\nname = \"core-" +
+           std::to_string(k) + "\"\npeak = { fp32 = \"20GFLOPS\" }\nmemory = \"1GiB\"\nmemory_bandwidth = \"10GB/s\"\n"
+           "node = { devices = " + std::to_string(devices) + ", fabric = \"shm\", nics = 1, nic = \"shm\" }\n";
+  return out;
+}
+
+// A tiny model on cpu-like devices: `npools` pools of `devices` each, the plan `parallel`.
+std::string scenario(const std::string& parallel, int npools = 1, int devices = 8, const std::string& model_extra = "") {
+  std::string model = kModel;
+  model.replace(model.find("kv_heads = 4\n"), 13, "kv_heads = 4\n" + model_extra);
+  return model + "[training]\nglobal_batch = 8\nseq_len = 64\nprecision = \"fp32\"\n"
+                 "[[cluster.link]]\nname = \"shm\"\nkind = \"scale-up\"\nbandwidth = \"10GB/s\"\nlatency = \"1us\"\n" +
+         pools(npools, devices) +
+         "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n[parallel]\n" + parallel;
+}
+
+struct Family {
+  const char* name;
+  std::string text;
+  bool moe = false;
+};
+
+std::vector<Family> families() {
+  const std::string two_groups = "micro_batch = 1\n[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\n"
+                                 "stages = [{pool = \"p0\", tp = 2, layers = 4}]\n[[parallel.replicas]]\ncount = 1\n"
+                                 "micro_batches = 4\nstages = [{pool = \"p1\", tp = 1, layers = 1}, {pool = \"p1\", tp = 1, layers = 3}]\n";
+  return {
+      {"single pool, sequence parallel", scenario("tp = 2\npp = 2\ndp = 2\nzero = 0\nmicro_batch = 1\nsequence_parallel = true\n")},
+      {"single pool, scatter-gather", scenario("tp = 2\npp = 2\ndp = 2\nzero = 1\nmicro_batch = 1\nsequence_parallel = false\n")},
+      {"two replica groups of tp 2 and 1, ZeRO 0", scenario("zero = 0\n" + two_groups, 2, 4)},
+      {"two replica groups of tp 2 and 1, ZeRO 1", scenario("zero = 1\n" + two_groups, 2, 4)},
+      {"hybrid sharding (two groups, ZeRO 2)", scenario("zero = 2\n" + two_groups, 2, 4)},
+      {"mixed TP pipeline", scenario("micro_batch = 1\nsequence_parallel = true\n[[parallel.replicas]]\ncount = 2\n"
+                                     "micro_batches = 4\nstages = [{pool = \"p0\", tp = 2, layers = 2}, "
+                                     "{pool = \"p0\", tp = 1, layers = 2}]\n")},
+      {"ZeRO 2", scenario("tp = 1\npp = 2\ndp = 2\nzero = 2\nmicro_batch = 1\n", 1, 4)},
+      {"ZeRO 3", scenario("tp = 2\npp = 1\ndp = 2\nzero = 3\nmicro_batch = 1\n", 1, 4)},
+      {"interleaved", scenario("tp = 2\npp = 2\ndp = 1\nmicro_batch = 1\nschedule = \"interleaved\"\nvirtual_stages = 2\n", 1, 4)},
+      {"MoE, ep 2", scenario("tp = 2\npp = 1\ndp = 2\nep = 2\nzero = 1\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n"),
+       true},
+  };
+}
+
+double rounds(cost::Collective k) { return k == cost::Collective::AllReduce ? 2.0 : 1.0; }
+double wire(const schedule::CommCall& c) { return c.bytes * c.count * c.exposed; }
+
+// The bytes a task's flows should carry, from its calls alone: a collective call over n ranks
+// puts rounds·B·(n − 1) on the wire whatever its algorithm (a ring's n edges rounds·B·(n − 1)/n
+// each; a tree's 4(n − 1) edges B/2; a hierarchical pattern's node and cross-node rings), an
+// all-to-all B·(n − 1) (n ranks, B/n to each of n − 1 peers), a pipeline message the activation
+// once per replica when split over the ranks, once per receiving rank when not.
+double expected_flow_bytes(const schedule::TaskGraph& g, std::uint32_t i) {
+  const auto& t = g.tasks[i];
+  const auto& dev = g.devices[t.device];
+  const auto calls = g.calls_of(i);
+  double sum = 0;
+  switch (t.kind) {
+    case TaskKind::TpCollective:
+      for (const auto& c : calls) {
+        const int n = c.ranks > 0 ? c.ranks : dev.tp;
+        sum += (dev.count / n) * rounds(c.kind) * wire(c) * (n - 1);
+      }
+      return sum;
+    case TaskKind::EpAllToAll: {
+      const int groups = dev.count / dev.ep;
+      for (const auto& c : calls) sum += groups * wire(c) * (dev.ep - 1);
+      return sum;
+    }
+    case TaskKind::SendActivation:
+    case TaskKind::SendGradient: {
+      std::uint32_t to = t.device;
+      for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1] && to == t.device; ++k) to = g.tasks[g.succ[k]].device;
+      const double whole = g.payload_bytes(i);
+      return dev.replicas * whole * (t.split ? 1 : g.devices[to].tp);
+    }
+    case TaskKind::GradReduce:
+    case TaskKind::ParamGather: {
+      const auto members = g.members_of(i);
+      if (members.front() != i) return 0;  // carried by the collective's first member
+      if (t.across_groups) {
+        long long most = 1;
+        for (auto m : members) most = std::max(most, schedule::dp_pieces(g.devices[g.tasks[m].device]));
+        for (const auto& c : calls)
+          sum += rounds(c.kind) * schedule::dp_chunk_bytes(g, i, c, most) * static_cast<double>(most) *
+                 static_cast<double>(members.size() - 1);
+        return sum;
+      }
+      const long long chunks = g.dp_chunks(i);
+      int n = 0;  // every replica of every member holds each chunk once
+      for (auto m : members) n += g.devices[g.tasks[m].device].replicas;
+      for (const auto& c : calls) {
+        const int parts = c.experts ? dev.ep : 1;  // the routed experts' part: among replicas alike mod ep
+        sum += rounds(c.kind) * schedule::dp_chunk_bytes(g, i, c, chunks) * c.exposed * static_cast<double>(chunks) * (n - parts);
+      }
+      return sum;
+    }
+    default:
+      return 0;
+  }
+}
+
+bool communicates(TaskKind k) {
+  return k == TaskKind::TpCollective || k == TaskKind::EpAllToAll || k == TaskKind::SendActivation ||
+         k == TaskKind::SendGradient || k == TaskKind::GradReduce || k == TaskKind::ParamGather;
+}
+
+TEST(Payload, TheFlowsCarryEveryCommunicationTasksCalls) {
+  for (const auto& f : families()) {
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    const auto p = platform::build(s->cluster);
+    auto d = platform::decompose(g, s->cluster, p);
+    ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+    std::set<TaskKind> seen;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      if (!communicates(t.kind)) {
+        EXPECT_TRUE(g.calls_of(i).empty()) << schedule::task_name(t);
+        continue;
+      }
+      ASSERT_FALSE(g.calls_of(i).empty()) << schedule::task_name(t);
+      seen.insert(t.kind);
+      double carried = 0;
+      for (const auto& fl : d->work[i].flows) carried += fl.bytes;
+      const double expected = expected_flow_bytes(g, i);
+      EXPECT_NEAR(carried, expected, expected * 1e-9 + 1e-6) << schedule::task_name(t);
+    }
+    EXPECT_TRUE(seen.count(TaskKind::TpCollective) || seen.count(TaskKind::GradReduce));
+    if (f.moe) {
+      EXPECT_TRUE(seen.count(TaskKind::EpAllToAll));
+    }
+  }
+}
+
+// The buffers the replay moves for each task, per the functions it sizes them by, summed over
+// the task's real members: for a TP task, each member's runs (tp_runs); for a DP task, each
+// member's collectives (one per chunk it joins, dp_layout); for a pipeline message, each sender
+// rank's message to each rank it feeds. In bytes (4 per fp32 value).
+struct Moved {
+  std::map<std::uint32_t, double> per_task;
+  std::map<std::uint32_t, double> tp_per_device;  // a device's TP tasks together (fractions carry)
+  double counted = 0;  // what the counting backend sees: values into all-reduces, reduce-scatters, all-gathers
+  double copied = 0;   // bytes copied as pipeline messages
+};
+
+Moved replay_moves(const schedule::TaskGraph& g, const exec::DpLayout& layout) {
+  Moved m;
+  std::map<std::uint32_t, exec::TpOwed> owed;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    const auto& dev = g.devices[t.device];
+    switch (t.kind) {
+      case TaskKind::TpCollective:
+        for (const auto& run : exec::tp_runs(g, i, dev.tp, owed[t.device])) {
+          const double bytes = 4.0 * static_cast<double>(run.floats) * run.times * dev.count;
+          m.per_task[i] += bytes;
+          m.tp_per_device[t.device] += bytes;
+          // The backend counts an all-gather's shard, the others' buffer.
+          m.counted += (run.kind == cost::Collective::AllGather ? static_cast<double>(run.floats) / dev.tp
+                                                                : static_cast<double>(run.floats)) *
+                       run.times * dev.count;
+        }
+        break;
+      case TaskKind::GradReduce:
+      case TaskKind::ParamGather:
+        for (int member = 0; member < dev.count; ++member) {
+          const auto& joins = t.across_groups ? layout.pieces_of[i][static_cast<std::size_t>(member)]
+                                              : layout.member_of[i][static_cast<std::size_t>(member % dev.tp)];
+          for (const int gi : joins)
+            for (const auto& c : g.calls_of(i)) {
+              // (No MoE family here runs several groups: its experts' part has ep-ranked peers.)
+              const int ranks = static_cast<int>(layout.groups[static_cast<std::size_t>(gi)].size()) / (c.experts ? dev.ep : 1);
+              if (ranks < 2) continue;
+              const auto floats = static_cast<double>(exec::dp_call_floats(g, i, c, layout.chunks[i], ranks));
+              m.per_task[i] += 4.0 * floats;
+              m.counted += c.kind == cost::Collective::AllGather ? floats / ranks : floats;
+            }
+        }
+        break;
+      case TaskKind::SendActivation:
+      case TaskKind::SendGradient: {
+        std::uint32_t to = t.device;
+        for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1] && to == t.device; ++k) to = g.tasks[g.succ[k]].device;
+        const int rtp = g.devices[to].tp;
+        for (int member = 0; member < dev.count; ++member)
+          for (int k = 0; k < rtp; ++k) {
+            const double bytes = 4.0 * static_cast<double>(exec::message_floats(g, i, dev.tp, rtp, member % dev.tp, k));
+            m.per_task[i] += bytes;
+            m.copied += bytes;
+          }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return m;
+}
+
+// What the task's calls ask the replay to move, summed over its real members: its own buffers
+// (`own`: a DP member its shard of the layer); a DP collective's chunks are the largest member's
+// (schedule::dp_chunk_bytes: norms are whole on every tp rank), of which a member of degree t
+// holds C/t (across groups, C/dp_pieces).
+double expected_replay_bytes(const schedule::TaskGraph& g, std::uint32_t i, bool own) {
+  const auto& t = g.tasks[i];
+  const auto& dev = g.devices[t.device];
+  if (t.kind == TaskKind::SendActivation || t.kind == TaskKind::SendGradient) return expected_flow_bytes(g, i);
+  double sum = 0;
+  for (const auto& c : g.calls_of(i)) {
+    if (own || (t.kind != TaskKind::GradReduce && t.kind != TaskKind::ParamGather)) {
+      sum += c.bytes * c.count;
+      continue;
+    }
+    long long chunks = g.dp_chunks(i), held = chunks / dev.tp;
+    if (t.across_groups) {
+      chunks = 1;
+      for (auto m : g.members_of(i)) chunks = std::lcm(chunks, schedule::dp_pieces(g.devices[g.tasks[m].device]));
+      held = chunks / schedule::dp_pieces(dev);
+    }
+    sum += schedule::dp_chunk_bytes(g, i, c, chunks) * static_cast<double>(held);
+  }
+  return sum * dev.count;
+}
+
+TEST(Payload, TheReplayMovesEveryCommunicationTasksCalls) {
+  for (const auto& f : families()) {
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    auto layout = exec::dp_layout(g);
+    ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+    const Moved m = replay_moves(g, *layout);
+    std::map<std::uint32_t, double> tp_expected;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      if (t.kind == TaskKind::EpAllToAll) continue;  // sized by the real routing (docs/executor.md)
+      if (!communicates(t.kind)) continue;
+      const double expected = expected_replay_bytes(g, i, false);
+      if (t.kind == TaskKind::TpCollective) {
+        tp_expected[t.device] += expected;
+        continue;
+      }
+      const double moved = m.per_task.count(i) ? m.per_task.at(i) : 0;
+      // fp32 values rounded to whole ones and up to a multiple of the group: a few bytes per call.
+      EXPECT_NEAR(moved, expected, expected * 1e-6 + 64.0 * static_cast<double>(g.devices[t.device].count))
+          << schedule::task_name(t);
+      // And that is the task's own payload, give or take the norms a larger member holds whole.
+      const double own = expected_replay_bytes(g, i, true);
+      EXPECT_GE(moved, own - 64.0 * static_cast<double>(g.devices[t.device].count)) << schedule::task_name(t);
+      EXPECT_LE(moved, own * 1.001) << schedule::task_name(t);
+    }
+    // A device's TP tasks carry the calls' fractions from one to the next: all of them together move
+    // the calls' bytes.
+    for (const auto& [dev, expected] : tp_expected)
+      EXPECT_NEAR(m.tp_per_device.at(dev), expected, expected * 1e-6 + 64.0 * g.devices[dev].count) << "device " << dev;
+  }
+}
+
+// A real replay (one step on cpu devices, a backend that counts what its communicators and copies
+// move) moves exactly what the sizing functions say: it derives no size of its own.
+TEST(Payload, ARealReplayMovesWhatItsSizingFunctionsSay) {
+  for (const auto& f : families()) {
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto probe = exec::replay(*s, *s->plan, *exec::make_cpu_backend(16), {1, 0});
+    ASSERT_TRUE(probe.ok()) << test::all_errors(probe.errors());
+    const auto& g = probe->graph;
+    auto layout = exec::dp_layout(g);
+    ASSERT_TRUE(layout.ok());
+    const Moved m = replay_moves(g, *layout);
+    test::FlakyBackend counting(exec::make_cpu_backend(layout->real_devices), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    double counted = 0;
+    for (const auto& [size, values] : counting.reduced_by_size()) counted += static_cast<double>(values);
+    EXPECT_NEAR(counted, m.counted, 0.5);
+    EXPECT_NEAR(static_cast<double>(counting.copied_bytes()), m.copied, 0.5);
+  }
+}
+
+// Compute tasks carry their ops (TaskGraph::ops_of): the op lists the cost model priced them by,
+// so that on a device without a per-kernel host floor a task's duration is its ops' time, each
+// list as many times as the task says (a recompute task each op's recompute share of its
+// forward): the executor's replay runs these lists and predicts its per-class parts from them.
+TEST(Payload, EveryComputeTaskCarriesTheOpsItsTimeIsMadeOf) {
+  auto all = families();
+  all.push_back({"MoE with a dense first layer, full recompute",
+                 scenario("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\nrecompute = \"full\"\n", 1, 4,
+                          "experts = 4\ntop_k = 2\nfirst_dense_layers = 1\ndense_ffn_hidden = 512\n"),
+                 true});
+  all.push_back({"selective recompute, ZeRO 3 without copy-out",
+                 scenario("tp = 2\npp = 1\ndp = 2\nzero = 3\nmicro_batch = 1\nrecompute = \"selective\"\n", 1, 4)});
+  for (const auto& f : all) {
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    s->training.zero3_copy_out = false;  // (its weight copies are priced beside the ops)
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    std::set<schedule::OpRole> roles;
+    int compute = 0;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      const bool computes = t.kind == TaskKind::Forward || t.kind == TaskKind::Backward || t.kind == TaskKind::Recompute;
+      if (!computes) {
+        EXPECT_TRUE(g.ops_of(i).empty()) << schedule::task_name(t);
+        continue;
+      }
+      ++compute;
+      const auto& dev = s->cluster.pools[static_cast<std::size_t>(g.devices[t.device].pool)].device;
+      ASSERT_EQ(dev.efficiency.host_overhead.v, 0);
+      const auto pass = t.kind == TaskKind::Backward ? cost::Pass::Backward : cost::Pass::Forward;
+      double seconds = 0, layers = 0;
+      for (const auto& use : g.ops_of(i)) {
+        roles.insert(use.role);
+        if (use.role == schedule::OpRole::Layer || use.role == schedule::OpRole::DenseLayer) layers += use.times;
+        for (const auto& op : g.op_lists[use.list]) {
+          const double share = t.kind == TaskKind::Recompute && s->plan->recompute != cost::Recompute::Full
+                                   ? cost::recompute_share(op, s->plan->recompute)
+                                   : 1.0;
+          seconds += cost::op_time(dev, s->training.precision, op, pass).v * use.times * share;
+        }
+      }
+      EXPECT_NEAR(layers, t.layers, 1e-9) << schedule::task_name(t);
+      // (Each task's time rounds to the nanosecond.)
+      EXPECT_NEAR(seconds * 1e9, static_cast<double>(t.duration), 1.0) << schedule::task_name(t);
+    }
+    EXPECT_GT(compute, 0);
+    EXPECT_TRUE(roles.count(schedule::OpRole::Layer) && roles.count(schedule::OpRole::Embedding) &&
+                roles.count(schedule::OpRole::Head));
+    if (std::string(f.name).find("dense first layer") != std::string::npos) {
+      EXPECT_TRUE(roles.count(schedule::OpRole::DenseLayer));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hetsim
