@@ -25,7 +25,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
   const auto& tr = s.training;
   const auto& cl = s.cluster;
   const hw::Dtype dt = tr.precision;
-  const auto costs = stage_costs(s, p);
+  const auto costs = stage_costs(s, p, /*with_calls=*/false);
 
   Estimate est;
   est.tokens_per_step = static_cast<double>(p.sequences_per_step()) * tr.seq_len;

@@ -122,7 +122,7 @@ int dp_members_per_node(const hw::ClusterSpec& cl, const plan::Plan& p, const st
 
 }  // namespace
 
-std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p) {
+std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p, bool with_calls) {
   const auto& m = s.model;
   const auto& tr = s.training;
   const auto& cl = s.cluster;
@@ -407,10 +407,12 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.tp_algorithm = sp ? cost::Algorithm::Ring : lc.ar_algorithm;
       c.layer_tp_bwd = lc.tp_bwd;
       c.layer_tp_recompute = lc.tp_recompute;
-      c.layer_tp_fwd_calls = lc.tp_fwd_calls;
-      c.layer_tp_bwd_calls = lc.tp_bwd_calls;
-      c.layer_tp_recompute_calls = lc.tp_recompute_calls;
-      if (lc.a2a.v > 0) {
+      if (with_calls) {
+        c.layer_tp_fwd_calls = lc.tp_fwd_calls;
+        c.layer_tp_bwd_calls = lc.tp_bwd_calls;
+        c.layer_tp_recompute_calls = lc.tp_recompute_calls;
+      }
+      if (with_calls && lc.a2a.v > 0) {
         c.layer_ep_fwd_calls = {lc.dispatch_call, lc.a2a_call};
         c.layer_ep_bwd_calls = {lc.dispatch_call, lc.a2a_call};
         if (p.recompute == cost::Recompute::Full) c.layer_ep_recompute_calls = {lc.dispatch_call, lc.a2a_call};
@@ -479,9 +481,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
             calls.push_back(call);
           }
         };
-        mix(c.layer_tp_fwd_calls, dc.tp_fwd_calls);
-        mix(c.layer_tp_bwd_calls, dc.tp_bwd_calls);
-        mix(c.layer_tp_recompute_calls, dc.tp_recompute_calls);
+        if (with_calls) {
+          mix(c.layer_tp_fwd_calls, dc.tp_fwd_calls);
+          mix(c.layer_tp_bwd_calls, dc.tp_bwd_calls);
+          mix(c.layer_tp_recompute_calls, dc.tp_recompute_calls);
+        }
         for (auto* calls : {&c.layer_ep_fwd_calls, &c.layer_ep_bwd_calls, &c.layer_ep_recompute_calls})
           for (auto& call : *calls) call.count *= moe_share;
       }
@@ -492,7 +496,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         c.emb_bwd = cost::pass_time(dev, dt, emb, Pass::Backward);
         if (st.tp > 1) {
           c.emb_tp = sp ? lc.rs + lc.ag : lc.ar;  // vocabulary-parallel output reduced
-          c.emb_tp_calls = sp ? std::vector<cost::CommCall>{lc.rs_call, lc.ag_call} : std::vector<cost::CommCall>{lc.ar_call};
+          if (with_calls)
+            c.emb_tp_calls = sp ? std::vector<cost::CommCall>{lc.rs_call, lc.ag_call} : std::vector<cost::CommCall>{lc.ar_call};
         }
       }
       if (last) {
@@ -502,7 +507,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         c.head_bwd = cost::pass_time(dev, dt, head, Pass::Backward);
         if (st.tp > 1) {
           c.head_tp = sp ? lc.ag + lc.rs : lc.ar;  // the head's input gathered
-          c.head_tp_calls = sp ? std::vector<cost::CommCall>{lc.ag_call, lc.rs_call} : std::vector<cost::CommCall>{lc.ar_call};
+          if (with_calls)
+            c.head_tp_calls = sp ? std::vector<cost::CommCall>{lc.ag_call, lc.rs_call} : std::vector<cost::CommCall>{lc.ar_call};
         }
       }
 
@@ -583,8 +589,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           cost::CommCall call{p.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter,
                               params * tr.grad_reduce_bytes};
           call.experts = experts;
-          c.dp_reduce_calls.push_back(call);
-          if (p.zero > 0) {
+          if (with_calls) c.dp_reduce_calls.push_back(call);
+          if (with_calls && p.zero > 0) {
             call.kind = Collective::AllGather;
             call.bytes = params * sb.weights;
             c.dp_gather_calls.push_back(call);
@@ -640,7 +646,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
                                              p.grad_sync);
         c.dp_cross = r.time.total() * buckets;
         c.dp_cross_algorithm = r.algorithm;
-        c.dp_cross_calls = {{Collective::AllReduce, params * tr.grad_reduce_bytes}};
+        if (with_calls) c.dp_cross_calls = {{Collective::AllReduce, params * tr.grad_reduce_bytes}};
       }
       // The step after the gradients are in: the gradient norm for clipping (read the shard's
       // gradients), Adam over the shard (read the gradient, read and write the fp32 state,

@@ -111,7 +111,10 @@ struct StageCost {
                                                           const plan::Stage& st);
 
 /// costs[group][stage] for every stage of the plan. Requires: p validated against s.
-[[nodiscard]] std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p);
+/// `with_calls` false leaves the per-stage *_calls empty (the closed-form estimate and the
+/// planner need the times alone; the schedule needs the calls).
+[[nodiscard]] std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::Plan& p,
+                                                              bool with_calls = true);
 
 /// The ranks of a group of `ranks` that share a node, the group's ranks sitting `stride`
 /// devices apart in the rank order: devices_per_node / stride of them, at most `ranks`, lowered

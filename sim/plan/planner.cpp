@@ -129,8 +129,8 @@ bool partition_mixed_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
   all_dense.model = workload::dense_layer_model(m);
   plan::Plan dense_plan = p;
   dense_plan.ep = 1;  // no experts to spread
-  const auto moe = stage_lines(s, p, g, analytic::stage_costs(all_moe, p)[g]);
-  const auto dense = stage_lines(s, dense_plan, g, analytic::stage_costs(all_dense, dense_plan)[g]);
+  const auto moe = stage_lines(s, p, g, analytic::stage_costs(all_moe, p, false)[g]);
+  const auto dense = stage_lines(s, dense_plan, g, analytic::stage_costs(all_dense, dense_plan, false)[g]);
   auto within = [&](int i, int first, int l, double T) {
     const auto& lm = moe[static_cast<std::size_t>(i)];
     const auto& ld = dense[static_cast<std::size_t>(i)];
@@ -218,7 +218,7 @@ bool partition_layers(const Scenario& s, plan::Plan& p, std::size_t g) {
   }
   if (L % v) return false;
   if (mixed_layers(s.model)) return partition_mixed_layers(s, p, g);
-  const auto lines = stage_lines(s, p, g, analytic::stage_costs(s, p)[g]);
+  const auto lines = stage_lines(s, p, g, analytic::stage_costs(s, p, false)[g]);
   // For stage i: time(L_i) = a_i + b_i·L_i per micro-batch; memory(L_i) = f_i + k_i·L_i.
   std::vector<double> a(S), b(S), cap_mem(S);
   for (int i = 0; i < S; ++i) {
@@ -325,7 +325,7 @@ bool split_batch(const Scenario& s, plan::Plan& p) {
     p.groups[0].micro_batches = static_cast<int>(M / p.groups[0].replicas);
     return p.groups[0].micro_batches >= 1;
   }
-  const auto costs = analytic::stage_costs(s, p);
+  const auto costs = analytic::stage_costs(s, p, false);
   std::vector<GroupTime> gt(G);
   for (std::size_t g = 0; g < G; ++g) gt[g] = group_time(p, g, costs[g]);
   // Continuous optimum: every group finishes at T*, Σ r_g·(T* − fill_g)/cmax_g = M.
@@ -953,7 +953,7 @@ class Search {
     }
     plan::Plan p = base({st.micro_batch, cost::Schedule::OneFOneB, st.recompute, 1});
     p.groups.push_back({1, 1, {{pool, tp, 0, s_.model.layers}}});
-    const auto costs = analytic::stage_costs(s_, p);
+    const auto costs = analytic::stage_costs(s_, p, false);
     const auto& c = costs[0][0];
     StageRates r;
     r.layer = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd + c.layer_tp_recompute +
