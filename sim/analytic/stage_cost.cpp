@@ -318,7 +318,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         const bool moe_block = &b == &blocks[1];
         const Duration bag = moe_block ? mag : dag, brs = moe_block ? mrs : lc.rs, bar = moe_block ? mar : lc.ar;
         // The experts' gathers (the dispatcher's) stay 16-bit; a dense block's gather carries
-        // fp8 values under fp8_gather.
+        // fp8 values when TE gathers in fp8 training (fp8_gather).
         const bool experts = moe_block && lm.moe();
         // One collective of the block, recorded in `calls`: its exposed time.
         auto call = [&, moe_block, experts](std::vector<cost::CommCall>& calls, Collective kind, Duration comm,

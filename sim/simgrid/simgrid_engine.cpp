@@ -141,12 +141,7 @@ class Run {
       x->set_flops_amount(static_cast<double>(task.duration) * (kSpeed * 1e-9));
       x->set_host(task.stream == schedule::Stream::Compute ? sm_[task.device].host
                                                            : hosts_[static_cast<std::size_t>(w.exec_host)]);
-      Tag* tg = tag(t, -1);
-      x->set_data(tg);
-      outstanding_[t] = 1;
-      x->start();
-      tg->activity = x;
-      ++out_.activities;
+      start_exec(t, x, -1);
       return;
     }
     if (w.delay > 0) {
@@ -154,15 +149,20 @@ class Run {
       // wait, so that waits never share), then the flows.
       sg4::ExecPtr x = sg4::Exec::init();
       x->set_flops_amount(w.delay * kSpeed)->set_host(timer_);
-      Tag* tg = tag(t, kDelay);
-      x->set_data(tg);
-      outstanding_[t] = 1;
-      x->start();
-      tg->activity = x;
-      ++out_.activities;
+      start_exec(t, x, kDelay);
       return;
     }
     start_flows(t);
+  }
+
+  // Starts exec `x` as task t's one outstanding activity, tagged `part`.
+  void start_exec(std::uint32_t t, const sg4::ExecPtr& x, int part) {
+    Tag* tg = tag(t, part);
+    x->set_data(tg);
+    outstanding_[t] = 1;
+    x->start();
+    tg->activity = x;
+    ++out_.activities;
   }
 
   // Starts task t's flows.
