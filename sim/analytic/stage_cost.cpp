@@ -131,7 +131,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   const workload::ParamCount pc = workload::count_params(m);
   const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer, tr.autocast);
   const int replicas = p.replicas();
-  const std::vector<std::vector<int>> starts = p.groups.size() > 1 ? block_starts(cl, p) : std::vector<std::vector<int>>{};
+  // Where each stage's block starts in its pool (as the SimGrid engine places it): the DP rings
+  // of several groups and whether a pipeline message stays in a node depend on it.
+  const std::vector<std::vector<int>> starts = block_starts(cl, p);
   const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
   // Expert parallelism: a rank holds 1/ep of each MoE layer's routed experts.
   const int ep = m.moe() ? std::max(1, p.ep) : 1;
@@ -529,8 +531,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // (pipeline_scatter_gather). Scattered without sequence parallelism, the receiving ranks
       // all-gather it with their TP group before they use it (the next stage in the forward,
       // this one in the backward): `regather`, with the stage's TP collectives. Neighbouring
-      // stages share a node only when both stages' tp × replicas block fits in one node of one
-      // pool (Megatron rank order tp, dp, pp); otherwise the message crosses the NICs.
+      // stages share a node only when both stages' tp × replicas blocks lie in one node of one
+      // pool (Megatron rank order tp, dp, pp; below); otherwise the message crosses the NICs.
       if (pp > 1 && !p.sequence_parallel && tr.pipeline_scatter_gather) {
         const int v = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
         c.regather = lc.ag;  // 0 at tp 1: nothing to gather
@@ -545,7 +547,14 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, nx.tp) : 1;
         CommGroup g;
         g.ranks = 2;
-        const bool same_node = st.pool == nx.pool && 2 * st.tp * grp.replicas <= pool.devices_per_node;
+        // The message stays in a node when this stage's block and the next one lie in the same
+        // node (Megatron's rank order tp, dp, pp puts a stage's tp·replicas devices together and
+        // the next stage's right after: on nodes of 8, blocks of 4 pair stages 0–1, not 1–2).
+        const int dpn = std::max(1, pool.devices_per_node);
+        const int gi = static_cast<int>(&grp - p.groups.data());
+        const int a = starts[gi][si], b = starts[gi][si + 1];
+        const bool same_node = st.pool == nx.pool && a / dpn == (b + nx.tp * grp.replicas - 1) / dpn &&
+                               (a + st.tp * grp.replicas - 1) / dpn == a / dpn;
         g.ranks_per_node = same_node ? 2 : 1;
         g.intra = fabric_cost(pool);
         g.inter = slower(nic_cost(pool, cl.network), nic_cost(pb, cl.network));

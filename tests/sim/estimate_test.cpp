@@ -712,6 +712,22 @@ TEST(Estimate, OverlappedAllToAllsLeaveTheWarmUpExposed) {
   EXPECT_NEAR((f[0] - 2.0 / 4) / (1 - 2.0 / 4), pair0, 1e-12);  // the same pair, whatever the schedule
 }
 
+// A pipeline message stays in a node only when both stages' blocks lie in it: in Megatron's rank
+// order (tp, dp, pp) blocks of 4 on nodes of 8 pair stages 0–1 and 2–3 over the fabric, while
+// 1–2 cross the NICs (before 2026-12-06 every pair whose two blocks could fit a node was priced
+// on the fabric).
+TEST(Estimate, PipelineMessagesCrossTheNetworkWhereTheStagesSitOnTwoNodes) {
+  const Scenario s = load("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\nseq_len = 2048\n"
+                          "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 4\n[parallel]\ntp = 4\npp = 8\ndp = 1\n"
+                          "micro_batch = 1\n");
+  ASSERT_TRUE(s.plan);
+  const auto c = analytic::stage_costs(s, *s.plan).at(0);
+  ASSERT_EQ(c.size(), 8u);
+  EXPECT_EQ(c[0].send_next.v, c[2].send_next.v);
+  EXPECT_EQ(c[1].send_next.v, c[3].send_next.v);
+  EXPECT_GT(c[1].send_next.v, 3 * c[0].send_next.v);  // 50 GB/s of NIC against 367 of NVLink
+}
+
 // Dense layers before the first MoE layer (DeepSeek-V3's first 3): a stage prices each of its
 // layers as its kind. 4 layers, the first dense, pp 2: stage 1 holds 2 MoE layers and costs what
 // an all-MoE model's stage does; stage 0 (1 dense + 1 MoE) costs per layer the mean of a dense
