@@ -580,14 +580,18 @@ class FormTest : public QObject {
     choose(qobject_cast<QComboBox*>(workload->field("training.optimizer")), "sgd");
     choose(qobject_cast<QComboBox*>(workload->field("training.fused_kernels")), "false");
     choose(qobject_cast<QComboBox*>(workload->field("training.loss_kernel")), "fused");
+    choose(qobject_cast<QComboBox*>(workload->field("training.sp_gather")), "framework");
     if (QTest::currentTestFailed()) return;
-    typed.replace("tokens = 1e12\n", "tokens = 1e12\noptimizer = \"sgd\"\nfused_kernels = false\nloss_kernel = \"fused\"\n");
+    typed.replace("tokens = 1e12\n", "tokens = 1e12\noptimizer = \"sgd\"\nfused_kernels = false\nloss_kernel = \"fused\"\n"
+                                      "sp_gather = \"framework\"\n");
     same_as_typed(w, typed);
     if (QTest::currentTestFailed()) return;
     const auto& t = w.document()->scenario()->training;
     QCOMPARE(t.optimizer, workload::Optimizer::Sgd);
     QVERIFY(!t.fused_kernels);
     QCOMPARE(t.loss_kernel, workload::LossKernel::Fused);
+    QVERIFY(t.sp_gather && *t.sp_gather == workload::TrainingSpec::SpGather::Framework);
+    QVERIFY(workload->field("training.expert_kernel"));  // a MoE key: offered, left unset here
 
     // Replica groups: the common keys only.
     QVERIFY(!plan->field("parallel.tp"));
