@@ -553,8 +553,8 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         const int dpn = std::max(1, pool.devices_per_node);
         const int gi = static_cast<int>(&grp - p.groups.data());
         const int a = starts[gi][si], b = starts[gi][si + 1];
-        const bool same_node = st.pool == nx.pool && a / dpn == (b + nx.tp * grp.replicas - 1) / dpn &&
-                               (a + st.tp * grp.replicas - 1) / dpn == a / dpn;
+        // (The blocks of a group are placed in stage order: b follows a.)
+        const bool same_node = st.pool == nx.pool && a / dpn == (b + nx.tp * grp.replicas - 1) / dpn;
         g.ranks_per_node = same_node ? 2 : 1;
         g.intra = fabric_cost(pool);
         g.inter = slower(nic_cost(pool, cl.network), nic_cost(pb, cl.network));

@@ -289,6 +289,27 @@ void read_model(TomlReader& r, const TableRef& root, Scenario& s) {
   if (!r.failed()) read_routing(r, *t, m);
 }
 
+// What each expert-only key does, for the error a dense model gets (said where [training] or
+// [parallel] reads the key and where a plan file is validated).
+std::string_view expert_key_purpose(std::string_view key) {
+  if (key == "overlap_ep_comm") return "overlaps expert-parallel all-to-alls";
+  if (key == "ep_dispatch") return "says how tokens reach their experts";
+  if (key == "fp8_dispatch") return "sends the tokens to their experts in fp8";
+  if (key == "expert_kernel") return "says how a mixture-of-experts model's experts run their GEMMs";
+  return "splits the routed experts over tensor-parallel ranks";  // expert_tp
+}
+std::string dense_model_message(std::string_view key, int experts) {
+  return std::string(key) + " " + std::string(expert_key_purpose(key)) +
+         ", and this model has no experts (experts = " + std::to_string(experts) + ")";
+}
+std::string dense_model_hint(std::string_view key) {
+  return "remove " + std::string(key) + ", or set [model] experts (> 1) and top_k";
+}
+// The reader's error for an expert-only key set on a dense model.
+void refuse_on_dense(TomlReader& r, const TableRef& t, const Scenario& s, const char* key) {
+  r.error(r.loc(r.node(t, key)), t.path + "." + key, dense_model_message(key, s.model.experts), dense_model_hint(key));
+}
+
 // ------------------------------------------------------------------------------- [training]
 void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   auto t = r.table(root, "training");
@@ -344,11 +365,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
                                              {"grouped", workload::ExpertKernel::Grouped},
                                              {"loop", workload::ExpertKernel::Loop}}))
     tr.expert_kernel = *k;
-  if (r.node(*t, "expert_kernel") && !s.model.moe())
-    r.error(r.loc(r.node(*t, "expert_kernel")), r.key_path(*t, "expert_kernel"),
-            "expert_kernel says how a mixture-of-experts model's experts run their GEMMs, and this model has no "
-            "experts (experts = " + std::to_string(s.model.experts) + ")",
-            "remove expert_kernel, or set [model] experts (> 1) and top_k");
+  if (r.node(*t, "expert_kernel") && !s.model.moe()) refuse_on_dense(r, *t, s, "expert_kernel");
   if (auto k = pick<workload::Fp8Scaling>(r, *t, "fp8_scaling",
                                           {{"delayed", workload::Fp8Scaling::Delayed},
                                            {"current", workload::Fp8Scaling::Current}})) {
@@ -637,25 +654,6 @@ constexpr const char* kSelectiveOpDenseOnly =
     "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only";
 constexpr const char* kSelectiveOpHint = "use \"selective\" or \"full\" for a mixture-of-experts model";
 
-// What each expert-only key of [parallel] does, for the error a dense model gets (said where
-// [parallel] reads the key and where a plan file is validated).
-std::string_view expert_key_purpose(std::string_view key) {
-  if (key == "overlap_ep_comm") return "overlaps expert-parallel all-to-alls";
-  if (key == "ep_dispatch") return "says how tokens reach their experts";
-  if (key == "fp8_dispatch") return "sends the tokens to their experts in fp8";
-  return "splits the routed experts over tensor-parallel ranks";  // expert_tp
-}
-std::string dense_model_message(std::string_view key, int experts) {
-  return std::string(key) + " " + std::string(expert_key_purpose(key)) +
-         ", and this model has no experts (experts = " + std::to_string(experts) + ")";
-}
-std::string dense_model_hint(std::string_view key) {
-  return "remove " + std::string(key) + ", or set [model] experts (> 1) and top_k";
-}
-// The reader's error for an expert-only key set on a dense model.
-void refuse_on_dense(TomlReader& r, const TableRef& t, const Scenario& s, const char* key) {
-  r.error(r.loc(r.node(t, key)), t.path + "." + key, dense_model_message(key, s.model.experts), dense_model_hint(key));
-}
 
 // The framework keys of [parallel] into `p` (how the framework runs, not the layout): read for
 // every command, `hetsim plan` and `hetsim buy` included (Scenario::framework).
