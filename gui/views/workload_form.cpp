@@ -157,8 +157,10 @@ void WorkloadForm::lay_out() {
              "true", false);
   add_choice(tf, tr("Loss kernel"), t, "loss_kernel", {"fp32", "fused"},
              tr("the cross-entropy on fp32 logits, or one fused kernel over the 16-bit logits; empty: fp32"), "fp32");
-  add_choice(tf, tr("Attention kernel"), t, "attention_kernel", {"auto", "vendor", "fa2"},
-             tr("the device's fastest published fused attention, or FlashAttention-2's; empty: auto"), "auto");
+  add_choice(tf, tr("Attention kernel"), t, "attention_kernel", {"auto", "vendor", "fa2", "triton"},
+             tr("the device's fastest published fused attention, FlashAttention-2's, or the Triton "
+                "FlashAttention of 2022; empty: auto"),
+             "auto");
   add_choice(tf, tr("Norm kernel"), t, "norm_kernel", {"auto", "fused", "native", "eager"}, tr("empty: auto"), "auto");
   add_choice(tf, tr("SP gathers"), t, "sp_gather", {"module", "framework"},
              tr("sequence parallelism: the tensor-parallel layers gather their inputs (Transformer Engine: in fp8 "

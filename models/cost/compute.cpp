@@ -122,6 +122,20 @@ double attention_pass_efficiency(const hw::DeviceSpec& dev, Pass pass, double se
   return pass == Pass::Forward ? fwd : rho * fwd;
 }
 
+double attention_kernel_share(const hw::DeviceSpec& dev, workload::AttentionKernel kernel, Pass pass) {
+  using workload::AttentionKernel;
+  switch (kernel) {
+    case AttentionKernel::Auto:  // resolved before pricing; the device's own kernels if not
+    case AttentionKernel::Vendor:
+      return 1.0;
+    case AttentionKernel::Fa2:
+      return dev.efficiency.attention_fa2;
+    case AttentionKernel::Triton:
+      return dev.efficiency.attention_fa2 / (pass == Pass::Forward ? kTritonFaForward : kTritonFaBackward);
+  }
+  return 1.0;
+}
+
 OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload::Op& op, Pass pass) {
   const bool fwd = pass == Pass::Forward;
   using workload::OpKind;
@@ -159,7 +173,7 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       const Bytes bytes = fwd ? op.fwd_bytes : op.bwd_bytes;
       const int kernels = fwd ? op.fwd_kernels : op.bwd_kernels;
       const double eta = attention_pass_efficiency(dev, pass, op.seq, op.head_dim, op.causal) *
-                         (op.fa2 ? dev.efficiency.attention_fa2 : 1.0);
+                         attention_kernel_share(dev, op.attention_kernel, pass);
       kernel(t, dev, flops / (peak * eta), bytes, stream_bandwidth(dev), kernels);
       return t;
     }

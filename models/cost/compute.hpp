@@ -54,6 +54,23 @@ enum class Pass { Forward, Backward };
 [[nodiscard]] double attention_pass_efficiency(const hw::DeviceSpec& dev, Pass pass, double seq,
                                                double head_dim = 0, bool causal = true);
 
+/// The Triton FlashAttention of 2022-23 against FlashAttention-2 on the same device:
+/// FlashAttention-2 "is around 1.3-1.5x faster than FlashAttention in Triton in the forward pass
+/// and around 2x faster in the backward pass" (Dao 2023, arXiv 2307.08691 §4.1, A100 80GB,
+/// sequences 512-16k, head dim 64 and 128, with and without the causal mask; its benchmark runs
+/// triton.ops.flash_attention): the middle of the forward range, and the backward figure. The
+/// Triton version LLM Foundry runs (flash_attn_triton.py, Dao's, from the same Triton tutorial)
+/// is by its own header "slightly slower" than the CUDA FlashAttention overall (forward faster,
+/// backward slower), which FlashAttention-2 runs about 2x as fast (§4.1): the same ~1.8-2x over
+/// a forward and backward.
+inline constexpr double kTritonFaForward = 1.4;
+inline constexpr double kTritonFaBackward = 2.0;
+
+/// The share of the device's fused-attention rate (attention_pass_efficiency) that `kernel`
+/// reaches in `pass`: 1 for the vendor's kernels, attention_fa2 for FlashAttention-2, and
+/// attention_fa2 / kTritonFa{Forward,Backward} for the Triton FlashAttention.
+[[nodiscard]] double attention_kernel_share(const hw::DeviceSpec& dev, workload::AttentionKernel kernel, Pass pass);
+
 /// Device time of one op (all its kernels) in one pass, in format `dtype`: per kernel
 /// max(compute, bytes / (memory_bandwidth · memory)) + launch_overhead. GEMMs: forward
 /// C = A·B; backward the data-gradient dA = dC·Bᵀ (m×k×n) and the weight-gradient

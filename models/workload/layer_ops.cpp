@@ -229,7 +229,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.seq = s.seq_len;
     attn.head_dim = hd;
     attn.causal = s.causal;
-    attn.fa2 = s.fa2_attention;
+    attn.attention_kernel = s.attention_kernel;
     const double exec = s.causal ? full / 2 : full;
     attn.fwd_flops = Flops{exec};
     attn.bwd_flops = Flops{2.5 * exec};

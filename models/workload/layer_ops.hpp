@@ -30,7 +30,8 @@ struct Op {
   double seq = 0;              ///< attention: sequence length (its efficiency depends on it)
   double head_dim = 0;         ///< attention: head dimension (0: priced as 128)
   bool causal = true;          ///< attention: causal mask (masked blocks skipped)
-  bool fa2 = false;            ///< attention: FlashAttention-2's kernels (hw::Efficiency::attention_fa2)
+  /// attention: which kernels (resolved: Vendor, Fa2 or Triton; cost::op_time prices them)
+  AttentionKernel attention_kernel = AttentionKernel::Vendor;
   Flops fwd_flops;             ///< executed in the forward pass (all kernels)
   Flops bwd_flops;             ///< executed in the backward pass
   Bytes fwd_bytes;             ///< read + written in the forward pass
@@ -62,8 +63,9 @@ struct MicroBatchShape {
   /// Fused memory-bound kernels as Megatron-LM / Transformer Engine launch them (bias+GeLU,
   /// bias+dropout+add, RoPE, softmax); false: one PyTorch eager kernel per elementary op.
   bool fused_kernels = true;
-  /// Fused attention runs FlashAttention-2's kernels (PyTorch SDPA), not the vendor's newest.
-  bool fa2_attention = false;
+  /// Which kernels run fused attention (TrainingSpec::resolved_attention_kernel: the vendor's
+  /// newest, FlashAttention-2's through PyTorch SDPA, or the Triton FlashAttention).
+  AttentionKernel attention_kernel = AttentionKernel::Vendor;
   /// Which kernels run the norms (TrainingSpec::norm_kernel; auto resolves by fused_kernels
   /// and the model's norm).
   NormKernel norm_kernel = NormKernel::Auto;

@@ -10,9 +10,10 @@ namespace hetsim::workload {
 enum class Optimizer { Adam, Sgd };
 /// Which fused attention kernels run: the device's fastest published ones (Transformer Engine's
 /// cuDNN attention, FlashAttention-3), FlashAttention-2's (PyTorch's scaled_dot_product_attention
-/// flash backend), or auto: FlashAttention-2 when the kernels are PyTorch eager ones
+/// flash backend), the Triton FlashAttention of 2022 (flash_attn_triton.py, what LLM Foundry's
+/// attn_impl "triton" runs), or auto: FlashAttention-2 when the kernels are PyTorch eager ones
 /// (fused_kernels = false), else the vendor's.
-enum class AttentionKernel { Auto, Vendor, Fa2 };
+enum class AttentionKernel { Auto, Vendor, Fa2, Triton };
 /// Which kernels run the norms: fused ones (Transformer Engine, Apex: one kernel each way, the
 /// weight gradient reduced in the same pass), PyTorch's native layer_norm / rms_norm kernels (a
 /// second backward kernel re-reads the input and its gradient for the weight gradient), or the
@@ -81,9 +82,10 @@ struct TrainingSpec {
   /// in fp32, and norm outputs are cast before their GEMMs (workload::MicroBatchShape::autocast).
   bool autocast = false;
 
-  /// Whether fused attention runs FlashAttention-2's kernels (attention_kernel resolved).
-  [[nodiscard]] bool fa2_attention() const {
-    return attention_kernel == AttentionKernel::Fa2 || (attention_kernel == AttentionKernel::Auto && !fused_kernels);
+  /// Which kernels run fused attention (attention_kernel with auto resolved; never Auto).
+  [[nodiscard]] AttentionKernel resolved_attention_kernel() const {
+    if (attention_kernel != AttentionKernel::Auto) return attention_kernel;
+    return fused_kernels ? AttentionKernel::Vendor : AttentionKernel::Fa2;
   }
   /// Whether the local experts run as one grouped GEMM (expert_kernel resolved).
   [[nodiscard]] bool grouped_experts() const {

@@ -344,7 +344,8 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   if (auto k = pick<workload::AttentionKernel>(r, *t, "attention_kernel",
                                                {{"auto", workload::AttentionKernel::Auto},
                                                 {"vendor", workload::AttentionKernel::Vendor},
-                                                {"fa2", workload::AttentionKernel::Fa2}}))
+                                                {"fa2", workload::AttentionKernel::Fa2},
+                                                {"triton", workload::AttentionKernel::Triton}}))
     tr.attention_kernel = *k;
   if (auto k = pick<workload::NormKernel>(r, *t, "norm_kernel",
                                           {{"auto", workload::NormKernel::Auto},

@@ -292,10 +292,28 @@ TEST(OpTime, FlashAttention2KernelsRunAtTheirShareOfTheVendorKernel) {
   op.fwd_bytes = Bytes{1e6};
   // 1e12 / (1e15·0.5) = 2 ms + 5 us; FlashAttention-2: 1e12 / (1e15·0.5·0.62) + 5 us.
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 2e-3 + 5e-6, 1e-12);
-  op.fa2 = true;
+  op.attention_kernel = workload::AttentionKernel::Fa2;
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 2e-3 / 0.62 + 5e-6, 1e-12);
   // A device whose figure is FlashAttention-2's own (the default 1) does not change.
   EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Forward).v, 2e-3 + 5e-6, 1e-12);
+}
+
+// The Triton FlashAttention: FlashAttention-2's rate over 1.4 in the forward and over 2 in the
+// backward (FA2 paper §4.1), on top of the device's FlashAttention-2 share.
+TEST(OpTime, TritonFlashAttentionRunsAtItsPublishedShareOfFlashAttention2) {
+  hw::DeviceSpec d = device();
+  d.efficiency.attention_fa2 = 0.62;
+  d.efficiency.attention_bwd = 0;  // the passes at the same rate: η = 0.5 each
+  workload::Op op;
+  op.kind = workload::OpKind::Attention;
+  op.fwd_flops = Flops{1e12};
+  op.bwd_flops = Flops{2.5e12};
+  op.attention_kernel = workload::AttentionKernel::Triton;
+  // forward 1e12 / (1e15·0.5·0.62/1.4) + 5 us; backward 2.5e12 / (1e15·0.5·0.62/2) + 5 us.
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 2e-3 * 1.4 / 0.62 + 5e-6, 1e-12);
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Backward).v, 5e-3 * 2.0 / 0.62 + 5e-6, 1e-12);
+  op.attention_kernel = workload::AttentionKernel::Vendor;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Backward).v, 5e-3 + 5e-6, 1e-12);
 }
 
 TEST(AttentionEfficiency, FallsAtSmallHeadDimensionsAndStopsAtTheReference) {
