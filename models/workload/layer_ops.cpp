@@ -88,6 +88,41 @@ std::vector<Op> autocast_casts(const std::vector<Op>& ops, double activations, b
   return {down, up};
 }
 
+// Weight-gradient accumulation outside the GEMM (MicroBatchShape::grad_accumulation, add or
+// cast_add): each weight GEMM's backward writes its gradient in 16 bits (`e` bytes per element,
+// not the fused path's fp32 read and write), and after the backward one kernel per weight adds it
+// into the fp32 main gradient in place: read e, read 4, write 4 (mixed formats: TensorIterator's
+// non-vectorized dynamic-casting path, Op::unvectorized). cast_add first casts it to fp32 (read
+// e, write 4; the non-vectorized dtype-converting copy) and then adds two fp32 tensors (read 4 + 4,
+// write 4; vectorized). Every micro-batch pays it. Fused: nothing to add.
+void accumulate_outside_gemms(std::vector<Op>& ops, const MicroBatchShape& s, double e) {
+  if (s.grad_accumulation == GradAccumulation::Fused) return;
+  double weights = 0;
+  int tensors = 0;
+  for (Op& op : ops)
+    if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0) {
+      const double w = op.k * op.n * op.count;
+      op.bwd_bytes -= Bytes{w * (op.wgrad_out_bytes - e)};
+      op.wgrad_out_bytes = e;
+      weights += w;
+      tensors += op.count;
+    }
+  if (tensors == 0) return;
+  if (s.grad_accumulation == GradAccumulation::Add) {
+    Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, e + 8, tensors}, 1);
+    add.fwd_flops = Flops{0};
+    add.unvectorized = true;
+    ops.push_back(add);
+    return;
+  }
+  Op cast = streaming("grad_cast", OpKind::Elementwise, weights, 1, Stream{0, 0, e + 4, tensors}, 0);
+  cast.unvectorized = true;
+  ops.push_back(cast);
+  Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, 12, tensors}, 1);
+  add.fwd_flops = Flops{0};
+  ops.push_back(add);
+}
+
 // Bytes per element of the residual stream, and so of the norms and residual adds: fp32 under
 // autocast, else the activations' format `e`.
 double residual_bytes(const MicroBatchShape& s, double e) { return s.autocast ? 4.0 : e; }
@@ -375,6 +410,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     cast.bwd_bytes = Bytes{out * per};
     ops.push_back(cast);
   }
+  accumulate_outside_gemms(ops, s, e);
   return ops;
 }
 
@@ -383,10 +419,11 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   // Vocabulary-parallel lookup: each rank gathers its rows (read and write tokens·h). The
   // backward builds the dense gradient of the rank's V/t × h table (zero-filled, rows added)
-  // and adds it into the fp32 main gradient: per table element e + (e + 4 + 4) bytes.
+  // and adds it into the fp32 main gradient: per table element e + (e + 4 + 4) bytes. Under
+  // cast_add the gradient is cast to fp32 first: e + (e + 4) + (4 + 4 + 4).
   Op op = streaming("embedding", OpKind::Embedding, tokens * m.hidden, e, Stream{2, 1, 2, 3}, 0);
   const double table = static_cast<double>(m.vocab) / s.tp * m.hidden;
-  op.bwd_bytes += Bytes{table * (2 * e + 8)};
+  op.bwd_bytes += Bytes{table * (2 * e + (s.grad_accumulation == GradAccumulation::CastAdd ? 16 : 8))};
   return {op};
 }
 
@@ -438,6 +475,7 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   }
   if (s.autocast)
     for (Op& c : autocast_casts(ops, seq_elems, s.fused_kernels, 0, 0)) ops.push_back(std::move(c));
+  accumulate_outside_gemms(ops, s, e);
   return ops;
 }
 

@@ -76,6 +76,10 @@ struct MicroBatchShape {
   /// fp8 tensors scaled from their own amax (TrainingSpec::fp8_scaling): every fp8 cast of a
   /// GEMM input or output gradient is preceded by an amax reduction over its 16-bit source.
   bool fp8_current_scaling = false;
+  /// Where the weight gradients accumulate (TrainingSpec::grad_accumulation): in the GEMM
+  /// (fused), or written in 16 bits and added into the fp32 main gradient by kernels of their
+  /// own after the backward (add, cast_add).
+  GradAccumulation grad_accumulation = GradAccumulation::Fused;
   /// torch.autocast over fp32 parameters (TrainingSpec::autocast): per micro-batch, each weight
   /// is cast to 16 bits in the forward and its gradient back to fp32 in the backward (6 bytes
   /// per parameter each way); norms and residual adds read and write fp32; the norm outputs

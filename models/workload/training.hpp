@@ -36,6 +36,14 @@ enum class Fp8Scaling { Delayed, Current };
 /// grouped_gemm package's cuBLAS path, Hugging Face's per-expert modules). Auto: grouped with
 /// fused_kernels, else loop.
 enum class ExpertKernel { Auto, Grouped, Loop };
+/// Where each micro-batch's weight gradients accumulate (16-bit training). Fused: the
+/// weight-gradient GEMM reads and writes the fp32 main gradient itself (Megatron's gradient-
+/// accumulation fusion, Transformer Engine's fuse_wgrad_accumulation). Add: the GEMM writes a
+/// 16-bit gradient and a hook adds it into the fp32 main gradient in place, one kernel per
+/// weight (Megatron's DDP without the fusion: `main_grad.add_(grad)`). CastAdd: the same after an
+/// explicit cast of the gradient to fp32 (DeepSpeed's BF16 optimizer: `hp_grad.add_(lp_grad.to(
+/// fp32))`, two kernels per weight).
+enum class GradAccumulation { Fused, Add, CastAdd };
 
 struct TrainingSpec {
   int global_batch = 0;  ///< sequences per optimizer step
@@ -53,6 +61,7 @@ struct TrainingSpec {
   LossKernel loss_kernel = LossKernel::Fp32;
   Fp8Scaling fp8_scaling = Fp8Scaling::Delayed;  ///< precision "fp8" only
   ExpertKernel expert_kernel = ExpertKernel::Auto;  ///< MoE models only
+  GradAccumulation grad_accumulation = GradAccumulation::Fused;
   /// Sequence parallelism: who all-gathers a tensor-parallel GEMM's input. Module: the layer
   /// itself (Transformer Engine's LayerNormLinear / LayerNormMLP / Linear, Megatron's own
   /// layers), after the fp8 cast in fp8 training (its input gathers and output-gradient gathers

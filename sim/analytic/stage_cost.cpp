@@ -76,6 +76,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.loss_kernel = s.training.loss_kernel;
   shape.grouped_experts = s.training.grouped_experts();
   shape.fp8_current_scaling = s.training.fp8_scaling == workload::Fp8Scaling::Current;
+  shape.grad_accumulation = s.training.grad_accumulation;
   shape.attention_kernel = s.training.resolved_attention_kernel();
   return shape;
 }

@@ -320,7 +320,7 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   r.check_keys(*t, {"global_batch", "seq_len", "precision", "optimizer", "tokens",
                     "flash_attention", "causal", "fused_kernels", "attention_kernel", "norm_kernel",
                     "loss_kernel", "zero3_copy_out", "pipeline_scatter_gather", "grad_reduce_dtype",
-                    "autocast", "fp8_scaling", "expert_kernel", "sp_gather"});
+                    "autocast", "fp8_scaling", "expert_kernel", "sp_gather", "grad_accumulation"});
   workload::TrainingSpec& tr = s.training;
   if (auto v = r.integer(*t, "global_batch", 1, 1 << 30)) tr.global_batch = static_cast<int>(*v);
   else if (!r.node(*t, "global_batch")) r.missing(*t, "global_batch", "<sequences per step>");
@@ -382,6 +382,21 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
       r.error(r.loc(r.node(*t, "autocast")), r.key_path(*t, "autocast"),
               "autocast casts fp32 parameters to 16 bits: it needs precision \"bf16\" or \"fp16\"",
               "set precision = \"bf16\", or remove autocast");
+  }
+  if (auto g = pick<workload::GradAccumulation>(r, *t, "grad_accumulation",
+                                                {{"fused", workload::GradAccumulation::Fused},
+                                                 {"add", workload::GradAccumulation::Add},
+                                                 {"cast_add", workload::GradAccumulation::CastAdd}})) {
+    tr.grad_accumulation = *g;
+    // Only 16-bit parameters have a 16-bit gradient to add into an fp32 accumulator: fp32
+    // training has none, and autocast's fp32 parameters take theirs through autocast's casts.
+    if (*g != workload::GradAccumulation::Fused && (tr.precision == hw::Dtype::Fp32 || tr.autocast))
+      r.error(r.loc(r.node(*t, "grad_accumulation")), r.key_path(*t, "grad_accumulation"),
+              tr.autocast ? "grad_accumulation adds 16-bit weight gradients into fp32 ones; under autocast the "
+                            "parameters and their gradients are fp32 already"
+                          : "grad_accumulation adds 16-bit weight gradients into fp32 ones; precision \"fp32\" has "
+                            "no 16-bit gradients",
+              "remove grad_accumulation (or set it to \"fused\")");
   }
 }
 

@@ -258,6 +258,51 @@ TEST(LayerOps, EagerBiasGradientsAreReductionsOfTheOutputGradients) {
   EXPECT_EQ(std::count_if(fu.begin(), fu.end(), [](const Op& o) { return o.name == "bias_grad"; }), 0);
 }
 
+// Gradient accumulation outside the GEMMs: each weight GEMM writes its gradient in 16 bits (2
+// bytes per weight element, not the fused path's fp32 read and write, 8), and after the backward
+// one kernel per weight adds it into the fp32 main gradient (2 + 4 + 4 bytes, non-vectorized:
+// mixed formats) or, DeepSpeed's way, casts it (2 + 4, non-vectorized) and adds (4 + 4 + 4).
+TEST(LayerOps, GradientsAccumulatedOutsideTheGemmsAreAddedByKernelsOfTheirOwn) {
+  const ModelSpec m = gpt(4, 1024, 16, 1000);
+  MicroBatchShape s{2, 512, 2, false, hw::Dtype::Bf16};
+  const auto fused = layer_ops(m, s);
+  EXPECT_EQ(std::count_if(fused.begin(), fused.end(), [](const Op& o) { return o.name.rfind("grad_", 0) == 0; }), 0);
+  // The weights of one TP rank: qkv 1024 × 3072/2, out 1024/2 × 1024, up 1024 × 4096/2, down 4096/2 × 1024.
+  const double w = 1024 * 1536.0 + 512 * 1024.0 + 1024 * 2048.0 + 2048 * 1024.0;
+  s.grad_accumulation = GradAccumulation::Add;
+  const auto add = layer_ops(m, s);
+  for (const char* g : {"qkv", "attn_out", "mlp_up", "mlp_down"}) {
+    const Op& f = find(fused, g);
+    const Op& a = find(add, g);
+    EXPECT_EQ(a.wgrad_out_bytes, 2) << g;
+    EXPECT_DOUBLE_EQ(f.bwd_bytes.v - a.bwd_bytes.v, a.k * a.n * 6) << g;  // 8 → 2 bytes per weight
+    EXPECT_DOUBLE_EQ(a.bwd_flops.v, f.bwd_flops.v) << g;
+  }
+  const Op& acc = find(add, "grad_accum");
+  EXPECT_DOUBLE_EQ(acc.bwd_bytes.v, w * 10);
+  EXPECT_DOUBLE_EQ(acc.fwd_bytes.v, 0);
+  EXPECT_EQ(acc.bwd_kernels, 4);
+  EXPECT_EQ(acc.fwd_kernels, 0);
+  EXPECT_TRUE(acc.unvectorized);
+  s.grad_accumulation = GradAccumulation::CastAdd;
+  const auto cast_add = layer_ops(m, s);
+  const Op& cast = find(cast_add, "grad_cast");
+  const Op& acc2 = find(cast_add, "grad_accum");
+  EXPECT_DOUBLE_EQ(cast.bwd_bytes.v, w * 6);
+  EXPECT_TRUE(cast.unvectorized);
+  EXPECT_DOUBLE_EQ(acc2.bwd_bytes.v, w * 12);
+  EXPECT_FALSE(acc2.unvectorized);
+  EXPECT_EQ(cast.bwd_kernels + acc2.bwd_kernels, 8);
+  // The output layer's weight accumulates the same way; the embedding's table gradient (never
+  // fused) is cast first under cast_add: 8 bytes more per table element.
+  const auto head = head_ops(m, s);
+  EXPECT_DOUBLE_EQ(find(head, "grad_accum").bwd_bytes.v, 1024 * 500.0 * 12);
+  s.grad_accumulation = GradAccumulation::Add;
+  const double emb_add = embedding_ops(m, s)[0].bwd_bytes.v;
+  s.grad_accumulation = GradAccumulation::CastAdd;
+  EXPECT_DOUBLE_EQ(embedding_ops(m, s)[0].bwd_bytes.v - emb_add, 500.0 * 1024 * 8);
+}
+
 // Eager grouped-query attention copies K and V out to every query head (repeat_kv) and sums
 // the gradients back; fused kernels and plain multi-head attention do not.
 TEST(LayerOps, EagerGqaRepeatsKeysAndValues) {
