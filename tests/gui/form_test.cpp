@@ -581,9 +581,10 @@ class FormTest : public QObject {
     choose(qobject_cast<QComboBox*>(workload->field("training.fused_kernels")), "false");
     choose(qobject_cast<QComboBox*>(workload->field("training.loss_kernel")), "fused");
     choose(qobject_cast<QComboBox*>(workload->field("training.sp_gather")), "framework");
+    choose(qobject_cast<QComboBox*>(workload->field("training.grad_accumulation")), "cast_add");
     if (QTest::currentTestFailed()) return;
     typed.replace("tokens = 1e12\n", "tokens = 1e12\noptimizer = \"sgd\"\nfused_kernels = false\nloss_kernel = \"fused\"\n"
-                                      "sp_gather = \"framework\"\n");
+                                      "sp_gather = \"framework\"\ngrad_accumulation = \"cast_add\"\n");
     same_as_typed(w, typed);
     if (QTest::currentTestFailed()) return;
     const auto& t = w.document()->scenario()->training;
@@ -591,6 +592,7 @@ class FormTest : public QObject {
     QVERIFY(!t.fused_kernels);
     QCOMPARE(t.loss_kernel, workload::LossKernel::Fused);
     QVERIFY(t.sp_gather && *t.sp_gather == workload::TrainingSpec::SpGather::Framework);
+    QCOMPARE(t.grad_accumulation, workload::GradAccumulation::CastAdd);
     QVERIFY(workload->field("training.expert_kernel"));  // a MoE key: offered, left unset here
 
     // Replica groups: the common keys only.
