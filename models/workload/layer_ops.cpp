@@ -395,14 +395,15 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     // backward the same for the output gradient. Weights are cast once per step (cached over
     // micro-batches) and not counted. With current scaling the scale comes from the tensor's own
     // amax, so an amax reduction reads the 16-bit tensor first (2 more bytes, one more kernel);
-    // delayed scaling takes last steps' amax and records this one inside the cast.
+    // delayed scaling takes last steps' amax and records this one inside the cast. Grouped
+    // experts cast all their inputs in one kernel (TE's fused_multi_cast_transpose).
     double in = 0, out = 0;
     int gemms = 0;
     for (const Op& op : ops)
       if (op.kind == OpKind::Gemm && op.wgrad_out_bytes > 0 && !op.keep_16bit) {
         in += op.m * op.k * op.count;
         out += op.m * op.n * op.count;
-        gemms += op.count;
+        gemms += op.batched ? 1 : op.count;
       }
     const double per = s.fp8_current_scaling ? 6 : 4;  // bytes per element
     const int kernels = s.fp8_current_scaling ? 2 * gemms : gemms;

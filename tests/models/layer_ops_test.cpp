@@ -468,6 +468,15 @@ TEST(LayerOps, GroupedExpertsRunAsOneKernelAndALoopAsOnePerExpert) {
     EXPECT_DOUBLE_EQ(g.bwd_bytes.v, l.bwd_bytes.v);
     EXPECT_DOUBLE_EQ(g.wgrad_out_bytes, l.wgrad_out_bytes);
   }
+  // In fp8 the grouped experts' inputs are cast in one kernel per grouped GEMM (Transformer
+  // Engine's fused multi-tensor cast-transpose), the loop's in one per expert: 2 × (8 − 1) more.
+  s.dtype = hw::Dtype::Fp8;
+  const Op loop_cast = find(layer_ops(moe, s), "fp8_cast");  // a copy: the list is a temporary
+  s.grouped_experts = true;
+  const Op grouped_cast = find(layer_ops(moe, s), "fp8_cast");
+  EXPECT_EQ(loop_cast.fwd_kernels - grouped_cast.fwd_kernels, 14);
+  EXPECT_EQ(loop_cast.bwd_kernels - grouped_cast.bwd_kernels, 14);
+  EXPECT_DOUBLE_EQ(loop_cast.fwd_bytes.v, grouped_cast.fwd_bytes.v);
   // The resolution of TrainingSpec::expert_kernel: auto follows fused_kernels.
   TrainingSpec t;
   EXPECT_TRUE(t.grouped_experts());
