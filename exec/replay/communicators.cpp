@@ -1,5 +1,7 @@
 #include "exec/replay/communicators.hpp"
 
+#include "sim/schedule/unfold.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <set>
@@ -39,35 +41,36 @@ class GroupMaker {
   ReplayComms& comms_;
 };
 
+// The real devices of `members` (schedule/unfold.hpp: the SimGrid flows group the same members).
+std::vector<int> reals_of(const DpLayout& layout, const std::vector<schedule::Member>& members) {
+  std::vector<int> out;
+  for (const auto& m : members) out.push_back(layout.first_real[m.device] + m.member);
+  return out;
+}
+
+// Each replica's tp ranks.
 Diagnostics make_tp_groups(const GroupMaker& make, const schedule::TaskGraph& g, const DpLayout& layout,
                            ReplayComms& out) {
   out.tp.resize(g.devices.size());
-  for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    const int tp = g.devices[d].tp, reps = g.devices[d].replicas;
-    for (int r = 0; r < reps; ++r) {
-      std::vector<int> reals;
-      for (int t = 0; t < tp; ++t) reals.push_back(layout.first_real[d] + r * tp + t);
-      auto c = make(reals, "tensor-parallel");
+  for (std::uint32_t d = 0; d < g.devices.size(); ++d)
+    for (const auto& block : schedule::blocks_of(g, d, g.devices[d].tp)) {
+      auto c = make(reals_of(layout, block), "tensor-parallel");
       if (!c) return c.errors();
       out.tp[d].push_back(std::move(*c));
     }
-  }
   return {};
 }
 
-Diagnostics make_ep_groups(const GroupMaker& make, const schedule::TaskGraph& g, const plan::Plan& p,
-                           const DpLayout& layout, ReplayComms& out) {
-  for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    const int tp = g.devices[d].tp;
-    for (int e = 0; e < g.devices[d].replicas / p.ep; ++e)
-      for (int k = 0; k < tp; ++k) {
-        std::vector<int> reals;
-        for (int q = 0; q < p.ep; ++q) reals.push_back(layout.first_real[d] + (e * p.ep + q) * tp + k);
-        auto c = make(reals, "expert-parallel");
-        if (!c) return c.errors();
-        out.ep[d].push_back(std::move(*c));
-      }
-  }
+// ep[d][e · tp + k]: tp rank k of replicas e·ep … e·ep + ep − 1 (schedule::ep_groups; the
+// replay refuses folded expert_tp, so expert_tp = tp).
+Diagnostics make_ep_groups(const GroupMaker& make, const schedule::TaskGraph& g, const DpLayout& layout,
+                           ReplayComms& out) {
+  for (std::uint32_t d = 0; d < g.devices.size(); ++d)
+    for (const auto& group : schedule::ep_groups(g, d)) {
+      auto c = make(reals_of(layout, group), "expert-parallel");
+      if (!c) return c.errors();
+      out.ep[d].push_back(std::move(*c));
+    }
   return {};
 }
 
@@ -82,25 +85,25 @@ Diagnostics make_dispatch_groups(const GroupMaker& make, const schedule::TaskGra
     out.hier.push_back(std::move(*c));
     return {};
   };
-  for (std::size_t d = 0; d < g.devices.size(); ++d) {
+  for (std::uint32_t d = 0; d < g.devices.size(); ++d) {
     const int nodes = ep_nodes[d];
     if (nodes <= 1) continue;
-    const int tp = g.devices[d].tp, k = p.ep / nodes;
-    for (int e = 0; e < g.devices[d].replicas / p.ep; ++e)
-      for (int r = 0; r < tp; ++r) {
-        auto real = [&](int q) { return layout.first_real[d] + (e * p.ep + q) * tp + r; };
-        for (int i = 0; i < k; ++i) {
-          std::vector<int> rail;
-          for (int b = 0; b < nodes; ++b) rail.push_back(real(b * k + i));
-          if (auto errs = add(rail, "expert-parallel (across nodes)", out.rail_of); !errs.empty()) return errs;
-        }
-        if (k > 1)
-          for (int b = 0; b < nodes; ++b) {
-            std::vector<int> node;
-            for (int i = 0; i < k; ++i) node.push_back(real(b * k + i));
-            if (auto errs = add(node, "expert-parallel (within a node)", out.node_of); !errs.empty()) return errs;
-          }
+    const int k = p.ep / nodes;
+    for (const auto& group : schedule::ep_groups(g, d)) {  // EP rank q on node q / k, local index q mod k
+      const std::vector<int> reals = reals_of(layout, group);
+      auto real = [&](int q) { return reals[static_cast<std::size_t>(q)]; };
+      for (int i = 0; i < k; ++i) {
+        std::vector<int> rail;
+        for (int b = 0; b < nodes; ++b) rail.push_back(real(b * k + i));
+        if (auto errs = add(rail, "expert-parallel (across nodes)", out.rail_of); !errs.empty()) return errs;
       }
+      if (k > 1)
+        for (int b = 0; b < nodes; ++b) {
+          std::vector<int> node;
+          for (int i = 0; i < k; ++i) node.push_back(real(b * k + i));
+          if (auto errs = add(node, "expert-parallel (within a node)", out.node_of); !errs.empty()) return errs;
+        }
+    }
   }
   return {};
 }
@@ -119,23 +122,28 @@ Diagnostics make_dp_groups(const GroupMaker& make, const DpLayout& layout, Repla
   return {};
 }
 
+// Under expert parallelism, each data-parallel collective's members that hold the same experts
+// (replica ≡ q mod ep: schedule::dp_chunk_members, as the SimGrid flows draw the routed experts'
+// part), in rank order; one communicator per distinct member list. Only the groups of
+// collectives within the groups (hybrid sharding's all-reduce across them moves the whole shard
+// on its own groups).
 Diagnostics make_expert_dp_groups(const GroupMaker& make, const schedule::TaskGraph& g, const plan::Plan& p,
                                   const DpLayout& layout, ReplayComms& out) {
-  std::vector<int> replica_of(static_cast<std::size_t>(layout.real_devices), 0);
-  for (std::size_t d = 0; d < g.devices.size(); ++d)
-    for (int m = 0; m < g.devices[d].count; ++m)
-      replica_of[static_cast<std::size_t>(layout.first_real[d] + m)] = m / g.devices[d].tp;
-  // Only the groups of collectives within the groups (hybrid sharding's all-reduce across
-  // them moves the whole shard on its own groups).
-  std::set<int> within;
-  for (const auto& per_rank : layout.member_of)
-    for (const auto& joins : per_rank) within.insert(joins.begin(), joins.end());
+  // A collective (task, chunk) of each group that collectives within the groups use.
+  std::map<int, std::pair<std::uint32_t, int>> within;
+  for (std::uint32_t i = 0; i < layout.member_of.size(); ++i) {
+    const auto& per_rank = layout.member_of[i];
+    for (std::size_t k = 0; k < per_rank.size(); ++k)
+      for (std::size_t c = 0; c < per_rank[k].size(); ++c)
+        within.try_emplace(per_rank[k][c], i, static_cast<int>(k * per_rank[k].size() + c));
+  }
   std::map<std::vector<int>, std::size_t> made;
-  for (const int gi : within) {
-    std::vector<std::vector<int>> parts(static_cast<std::size_t>(p.ep));
-    for (int real : layout.groups[static_cast<std::size_t>(gi)])
-      parts[static_cast<std::size_t>(replica_of[static_cast<std::size_t>(real)] % p.ep)].push_back(real);
-    for (const auto& part : parts) {
+  for (const auto& [gi, at_chunk] : within) {
+    const auto [task, chunk] = at_chunk;
+    const std::vector<std::uint32_t> tasks = g.members_of(task);
+    for (int q = 0; q < p.ep; ++q) {
+      std::vector<int> part = reals_of(layout, schedule::dp_chunk_members(g, tasks, chunk, layout.chunks[task], p.ep, q));
+      std::sort(part.begin(), part.end());
       if (part.size() < 2) continue;
       auto at = made.find(part);
       if (at == made.end()) {
@@ -161,7 +169,7 @@ Result<ReplayComms> make_communicators(const GroupSite& site, const schedule::Ta
   if (auto errs = make_tp_groups(make, g, layout, out); !errs.empty()) return errs;
   out.ep.resize(g.devices.size());
   if (moe_ep)
-    if (auto errs = make_ep_groups(make, g, p, layout, out); !errs.empty()) return errs;
+    if (auto errs = make_ep_groups(make, g, layout, out); !errs.empty()) return errs;
   if (auto errs = make_dispatch_groups(make, g, p, layout, ep_nodes, out); !errs.empty()) return errs;
   if (auto errs = make_dp_groups(make, layout, out); !errs.empty()) return errs;
   out.edp_of.resize(static_cast<std::size_t>(layout.real_devices));
