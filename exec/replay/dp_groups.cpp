@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <set>
 #include <string>
 
@@ -55,8 +54,7 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
     const int tp = g.devices[t.device].tp;
     if (t.across_groups) {
       auto pieces = [&](std::uint32_t m) { return schedule::dp_pieces(g.devices[g.tasks[m].device]); };
-      long long c_all = 1;
-      for (std::uint32_t m : members) c_all = std::lcm(c_all, pieces(m));
+      const long long c_all = schedule::dp_piece_chunks(g, members);
       if (c_all > kMaxDpChunks) {
         std::set<int> counts;
         for (std::uint32_t m : members) counts.insert(static_cast<int>(pieces(m)));

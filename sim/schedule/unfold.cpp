@@ -1,6 +1,7 @@
 #include "sim/schedule/unfold.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace hetsim::schedule {
 
@@ -45,6 +46,12 @@ std::vector<Member> dp_chunk_members(const TaskGraph& g, std::span<const std::ui
     for (int r = 0; r < dev.replicas; ++r)
       if (r % ep == q) out.push_back({d, r * dev.tp + holder});
   }
+  return out;
+}
+
+long long dp_piece_chunks(const TaskGraph& g, std::span<const std::uint32_t> tasks) {
+  long long out = 1;
+  for (std::uint32_t m : tasks) out = std::lcm(out, dp_pieces(g.devices[g.tasks[m].device]));
   return out;
 }
 

@@ -47,8 +47,13 @@ struct Unfolding {
 [[nodiscard]] std::vector<Member> dp_chunk_members(const TaskGraph& g, std::span<const std::uint32_t> tasks,
                                                    long long chunk, long long chunks, int ep = 1, int q = 0);
 
-/// Hybrid sharding's all-reduce across groups (Task::across_groups): the member of each task's
-/// device (in `tasks`' order) whose piece holds chunk `chunk` of `chunks` (dp_piece_holder).
+/// Hybrid sharding's all-reduce across groups (Task::across_groups): the chunks it cuts the layer
+/// into, the lcm of its tasks' devices' pieces (dp_pieces), so that each chunk lies in one piece
+/// of every device.
+[[nodiscard]] long long dp_piece_chunks(const TaskGraph& g, std::span<const std::uint32_t> tasks);
+
+/// Hybrid sharding's all-reduce across groups: the member of each task's device (in `tasks`'
+/// order) whose piece holds chunk `chunk` of `chunks` (dp_piece_holder).
 [[nodiscard]] std::vector<Member> dp_piece_members(const TaskGraph& g, std::span<const std::uint32_t> tasks,
                                                    long long chunk, long long chunks);
 

@@ -292,25 +292,26 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         if (t.across_groups) {
           // Hybrid sharding's all-reduce of the shards across groups: a group's device of degree
           // tp over R replicas cuts the layer into n = tp·R pieces (tp rank k's slice sharded
-          // over the replicas: piece k·R + r on replica r, rank k). N = the largest n: piece j of
-          // N is on one device of every group, and those all-reduce it. A device of the group
-          // with the fewest pieces, n_min, joins N/n_min of these rings; each ring carries
-          // n_min/N of the task's time (priced for that device's whole shard), so that device's
-          // rings, sharing its links, end in about that time. Consecutive rings over the same
-          // devices are one ring carrying their sum.
-          long long most = 1;
-          for (std::uint32_t m : tasks) most = std::max(most, schedule::dp_pieces(g.devices[g.tasks[m].device]));
+          // over the replicas: piece k·R + r on replica r, rank k). N = the lcm of the n (as the
+          // executor's dp_layout cuts the layer): chunk j of N lies in one piece of every group's
+          // device, and those all-reduce it. A device of the group with the fewest pieces, n_min,
+          // joins N/n_min of these rings; each ring carries n_min/N of the task's time (priced
+          // for that device's whole shard), so that device's rings, sharing its links, end in
+          // about that time. Consecutive rings over the same devices are one ring carrying their
+          // sum. (Until 2026-12-06 N was the largest n: where the counts do not divide one
+          // another, a device's first members carried more chunks than its others.)
+          const long long cut = schedule::dp_piece_chunks(g, tasks);
           // A piece: a member's shard (its task's payload) is N/n of them, for its n.
           double piece = 0;
-          for (const auto& call : g.calls_of(i)) piece += schedule::dp_chunk_bytes(g, i, call, most) * call.exposed;
+          for (const auto& call : g.calls_of(i)) piece += schedule::dp_chunk_bytes(g, i, call, cut) * call.exposed;
           std::vector<int> run;
           long long count = 0;
           auto flush = [&] {
             if (count == 0) return;
             collective(w, run, t.algorithm, ring_rounds(cost::Collective::AllReduce) * piece * static_cast<double>(count));
           };
-          for (long long j = 0; j < most; ++j) {
-            std::vector<int> members = hosts(schedule::dp_piece_members(g, tasks, j, most));
+          for (long long j = 0; j < cut; ++j) {
+            std::vector<int> members = hosts(schedule::dp_piece_members(g, tasks, j, cut));
             if (members != run) {
               flush();
               run = std::move(members);

@@ -115,10 +115,10 @@ double expected_flow_bytes(const schedule::TaskGraph& g, std::uint32_t i) {
       const auto members = g.members_of(i);
       if (members.front() != i) return 0;  // carried by the collective's first member
       if (t.across_groups) {
-        long long most = 1;
-        for (auto m : members) most = std::max(most, schedule::dp_pieces(g.devices[g.tasks[m].device]));
+        long long cut = 1;  // the lcm of the groups' pieces
+        for (auto m : members) cut = std::lcm(cut, schedule::dp_pieces(g.devices[g.tasks[m].device]));
         for (const auto& c : calls)
-          sum += rounds(c.kind) * schedule::dp_chunk_bytes(g, i, c, most) * static_cast<double>(most) *
+          sum += rounds(c.kind) * schedule::dp_chunk_bytes(g, i, c, cut) * static_cast<double>(cut) *
                  static_cast<double>(members.size() - 1);
         return sum;
       }
@@ -232,6 +232,42 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryDataParallelCollectiv
     }
     EXPECT_EQ(checked > 0, collectives > 0);  // (a plan without data parallelism has none)
   }
+}
+
+// Hybrid sharding's all-reduce across groups whose piece counts do not divide one another (a
+// group of tp 2 over 2 replicas: 4 pieces; one of tp 1 over 3: 3 pieces): the layer is cut into
+// their lcm, 12 chunks, as the replay cuts it (dp_layout), so each member of a device sends its
+// own piece's share, the same for every member. (Cut into the larger count, 4, a 3-piece
+// device's first member would carry two of the four chunks and its others one each.)
+TEST(Payload, HybridShardingFlowsCarryEveryPieceAlike) {
+  std::string text = scenario("zero = 2\nmicro_batch = 1\n[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\n"
+                              "stages = [{pool = \"p0\", tp = 2, layers = 4}]\n[[parallel.replicas]]\ncount = 3\n"
+                              "micro_batches = 2\nstages = [{pool = \"p1\", tp = 1, layers = 4}]\n",
+                              2, 4);
+  text.replace(text.find("global_batch = 8"), 16, "global_batch = 10");
+  auto s = test::parse(text);
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  int checked = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    if (!t.across_groups || d->owner[i] != i || d->work[i].flows.empty()) continue;
+    for (const auto m : g.members_of(i)) {
+      const auto dev = g.tasks[m].device;
+      std::map<int, double> sent;  // per member of the device
+      for (int k = 0; k < g.devices[dev].count; ++k) sent[d->first_host[dev] + k] = 0;
+      for (const auto& fl : d->work[i].flows)
+        if (sent.count(fl.src) > 0) sent[fl.src] += fl.bytes;
+      for (const auto& [host, bytes] : sent)
+        EXPECT_NEAR(bytes, sent.begin()->second, sent.begin()->second * 1e-9)
+            << schedule::task_name(g.tasks[m]) << ": host " << host;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
 }
 
 // The buffers the replay moves for each task, per the functions it sizes them by, summed over

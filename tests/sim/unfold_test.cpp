@@ -66,8 +66,9 @@ TEST(Unfold, DataParallelChunksAndPieces) {
   auto odd = on(0, {3, 7});
   odd.push_back({1, 1});
   EXPECT_EQ(schedule::dp_chunk_members(g, tasks, 1, 2, 2, 1), odd);
-  // Across groups, chunk 3 of 8: piece 3 of device 0's 8 (replica 3, rank 0 = member 6), piece
+  // Across groups: the lcm of the devices' pieces (8 and 2) chunks; chunk 3 of 8: piece 3 of device 0's 8 (replica 3, rank 0 = member 6), piece
   // 0 of device 1's 2 (member 0).
+  EXPECT_EQ(schedule::dp_piece_chunks(g, tasks), 8);
   EXPECT_EQ(schedule::dp_piece_members(g, tasks, 3, 8), (std::vector<Member>{{0, 6}, {1, 0}}));
 }
 
