@@ -1,8 +1,9 @@
 #include "exec/replay/dp_groups.hpp"
 
+#include "sim/schedule/unfold.hpp"
+
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <set>
 #include <string>
 
@@ -26,16 +27,16 @@ int rank_in(const std::vector<int>& group, int real) {
 Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
   using schedule::TaskKind;
   DpLayout out;
-  out.first_real.resize(g.devices.size());
-  for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    out.first_real[d] = out.real_devices;
-    out.real_devices += g.devices[d].count;
-  }
+  const schedule::Unfolding unfolded = schedule::unfold(g);
+  out.first_real = unfolded.first;
+  out.real_devices = unfolded.count;
   out.member_of.resize(g.size());
   out.pieces_of.resize(g.size());
   out.chunks.assign(g.size(), 0);
   std::map<std::vector<int>, int> index;
-  auto group_of = [&](std::vector<int> reals) {
+  auto group_of = [&](const std::vector<schedule::Member>& members) {
+    std::vector<int> reals;
+    for (const auto& m : members) reals.push_back(unfolded.real(m));
     std::sort(reals.begin(), reals.end());
     reals.erase(std::unique(reals.begin(), reals.end()), reals.end());
     const auto [it, fresh] = index.try_emplace(reals, static_cast<int>(out.groups.size()));
@@ -53,8 +54,7 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
     const int tp = g.devices[t.device].tp;
     if (t.across_groups) {
       auto pieces = [&](std::uint32_t m) { return schedule::dp_pieces(g.devices[g.tasks[m].device]); };
-      long long c_all = 1;
-      for (std::uint32_t m : members) c_all = std::lcm(c_all, pieces(m));
+      const long long c_all = schedule::dp_piece_chunks(g, members);
       if (c_all > kMaxDpChunks) {
         std::set<int> counts;
         for (std::uint32_t m : members) counts.insert(static_cast<int>(pieces(m)));
@@ -67,14 +67,9 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
       out.chunks[i] = static_cast<int>(c_all);
       const auto& dev = g.devices[t.device];
       out.pieces_of[i].resize(static_cast<std::size_t>(dev.count));
-      for (long long c = 0; c < c_all; ++c) {  // each member's chunks come in order
-        std::vector<int> reals;                // chunk c's holder in every group
-        for (std::uint32_t m : members) {
-          const auto d = g.tasks[m].device;
-          reals.push_back(out.first_real[d] + schedule::dp_piece_holder(c, c_all, g.devices[d]));
-        }
-        out.pieces_of[i][static_cast<std::size_t>(schedule::dp_piece_holder(c, c_all, dev))].push_back(group_of(reals));
-      }
+      for (long long c = 0; c < c_all; ++c)  // each member's chunks come in order; chunk c's holder in every group
+        out.pieces_of[i][static_cast<std::size_t>(schedule::dp_piece_holder(c, c_all, dev))].push_back(
+            group_of(schedule::dp_piece_members(g, members, c, c_all)));
       continue;
     }
     const long long chunks = g.dp_chunks(i);
@@ -92,17 +87,8 @@ Result<DpLayout> dp_layout(const schedule::TaskGraph& g) {
     const int per = c_all / tp;  // chunks each rank of this device holds
     out.member_of[i].resize(static_cast<std::size_t>(tp));
     for (int k = 0; k < tp; ++k)
-      for (int c = k * per; c < (k + 1) * per; ++c) {
-        // Every replica of every member, at the rank that holds chunk c there.
-        std::vector<int> reals;
-        for (std::uint32_t m : members) {
-          const auto d = g.tasks[m].device;
-          const int mt = g.devices[d].tp;
-          const int holder = schedule::dp_chunk_holder(c, mt, c_all);
-          for (int r = 0; r < g.devices[d].replicas; ++r) reals.push_back(out.first_real[d] + r * mt + holder);
-        }
-        out.member_of[i][static_cast<std::size_t>(k)].push_back(group_of(reals));
-      }
+      for (int c = k * per; c < (k + 1) * per; ++c)  // every replica of every member, at the rank that holds chunk c
+        out.member_of[i][static_cast<std::size_t>(k)].push_back(group_of(schedule::dp_chunk_members(g, members, c, c_all)));
   }
   return out;
 }

@@ -23,7 +23,8 @@ namespace hetsim::exec {
 
 struct DpLayout {
   /// first_real[d]: the first real device of folded device d; its members are
-  /// first_real[d] + replica · tp + rank.
+  /// first_real[d] + replica · tp + rank (schedule::unfold, whose member lists the groups are
+  /// drawn from, as the SimGrid flows draw theirs).
   std::vector<int> first_real;
   int real_devices = 0;
   /// The distinct member lists, each in rank order (ascending real device indexes): one

@@ -1,5 +1,7 @@
 #include "sim/simgrid/flows.hpp"
 
+#include "sim/schedule/unfold.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -49,6 +51,12 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
   d.owner.resize(g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i) d.owner[i] = i;
   const auto host = [&](std::uint32_t dev, int member) { return d.first_host[dev] + member; };
+  // A group's hosts: its members (schedule/unfold.hpp, as the replay groups them) where placed.
+  const auto hosts = [&](const std::vector<schedule::Member>& members) {
+    std::vector<int> out;
+    for (const auto& m : members) out.push_back(host(m.device, m.member));
+    return out;
+  };
   const auto seconds = [](schedule::SimTime ns) { return static_cast<double>(ns) * 1e-9; };
   // One flow of `bytes` at `rate`.
   auto flow_at = [&](TaskWork& w, int a, int b, double bytes, double rate) {
@@ -266,11 +274,7 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           for (const auto& call : g.calls_of(i)) by_ranks[call.ranks > 0 ? call.ranks : dev.tp].push_back(call);
           for (const auto& [n, calls] : by_ranks)
             for (const auto& [alg, load] : loads(calls, t.algorithm, wire))
-              for (int b = 0; b + n <= dev.count; b += n) {
-                std::vector<int> members;
-                for (int k = 0; k < n; ++k) members.push_back(host(t.device, b + k));
-                collective(w, members, alg, load);
-              }
+              for (const auto& block : schedule::blocks_of(g, t.device, n)) collective(w, hosts(block), alg, load);
         }
         break;
       case TaskKind::GradReduce:
@@ -288,27 +292,26 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         if (t.across_groups) {
           // Hybrid sharding's all-reduce of the shards across groups: a group's device of degree
           // tp over R replicas cuts the layer into n = tp·R pieces (tp rank k's slice sharded
-          // over the replicas: piece k·R + r on replica r, rank k). N = the largest n: piece j of
-          // N is on one device of every group, and those all-reduce it. A device of the group
-          // with the fewest pieces, n_min, joins N/n_min of these rings; each ring carries
-          // n_min/N of the task's time (priced for that device's whole shard), so that device's
-          // rings, sharing its links, end in about that time. Consecutive rings over the same
-          // devices are one ring carrying their sum.
-          long long most = 1;
-          for (std::uint32_t m : tasks) most = std::max(most, schedule::dp_pieces(g.devices[g.tasks[m].device]));
+          // over the replicas: piece k·R + r on replica r, rank k). N = the lcm of the n (as the
+          // executor's dp_layout cuts the layer): chunk j of N lies in one piece of every group's
+          // device, and those all-reduce it. A device of the group with the fewest pieces, n_min,
+          // joins N/n_min of these rings; each ring carries n_min/N of the task's time (priced
+          // for that device's whole shard), so that device's rings, sharing its links, end in
+          // about that time. Consecutive rings over the same devices are one ring carrying their
+          // sum. (Until 2026-12-06 N was the largest n: where the counts do not divide one
+          // another, a device's first members carried more chunks than its others.)
+          const long long cut = schedule::dp_piece_chunks(g, tasks);
           // A piece: a member's shard (its task's payload) is N/n of them, for its n.
           double piece = 0;
-          for (const auto& call : g.calls_of(i)) piece += schedule::dp_chunk_bytes(g, i, call, most) * call.exposed;
+          for (const auto& call : g.calls_of(i)) piece += schedule::dp_chunk_bytes(g, i, call, cut) * call.exposed;
           std::vector<int> run;
           long long count = 0;
           auto flush = [&] {
             if (count == 0) return;
             collective(w, run, t.algorithm, ring_rounds(cost::Collective::AllReduce) * piece * static_cast<double>(count));
           };
-          for (long long j = 0; j < most; ++j) {
-            std::vector<int> members;
-            for (std::uint32_t m : tasks)
-              members.push_back(host(g.tasks[m].device, schedule::dp_piece_holder(j, most, g.devices[g.tasks[m].device])));
+          for (long long j = 0; j < cut; ++j) {
+            std::vector<int> members = hosts(schedule::dp_piece_members(g, tasks, j, cut));
             if (members != run) {
               flush();
               run = std::move(members);
@@ -327,17 +330,9 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           const double size = schedule::dp_chunk_bytes(g, i, call, chunks) * call.exposed;
           const int ep = call.experts ? std::max(1, dev.ep) : 1;
           for (long long chunk = 0; chunk < chunks; ++chunk)
-            for (int q = 0; q < ep; ++q) {
-              // The routed experts' part: among the replicas that hold the same experts.
-              std::vector<int> members;
-              for (std::uint32_t m : tasks) {
-                const auto& md = g.devices[g.tasks[m].device];
-                const int holder = schedule::dp_chunk_holder(chunk, md.tp, chunks);
-                for (int r = 0; r < md.replicas; ++r)
-                  if (r % ep == q) members.push_back(host(g.tasks[m].device, r * md.tp + holder));
-              }
-              collective(w, members, algorithm_of(t.algorithm, call), ring_rounds(call.kind) * size);
-            }
+            for (int q = 0; q < ep; ++q)  // the routed experts' part: among the replicas that hold the same experts
+              collective(w, hosts(schedule::dp_chunk_members(g, tasks, chunk, chunks, ep, q)),
+                         algorithm_of(t.algorithm, call), ring_rounds(call.kind) * size);
         }
         break;
       }
@@ -347,15 +342,9 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         // expert_tp apart exchange tokens. With expert_tp = tp these are tp rank k of replicas
         // e·ep … e·ep + ep − 1 (EP ranks drawn from the data-parallel ones); folded (expert_tp <
         // tp), the TP ranks join the groups. Every group at once.
-        const int ep = std::max(1, dev.ep), et = dev.expert_tp_or_tp();
-        for (int b = 0; b + ep * et <= dev.count; b += ep * et)
-          for (int x = 0; x < et; ++x) {
-            std::vector<int> members;
-            for (int j = 0; j < ep; ++j) members.push_back(host(t.device, b + j * et + x));
-            double size = 0;  // the task's all-to-alls, one after the other, as one exchange
-            for (const auto& call : g.calls_of(i)) size += wire(call);
-            all_to_all(w, members, size);
-          }
+        double size = 0;  // the task's all-to-alls, one after the other, as one exchange
+        for (const auto& call : g.calls_of(i)) size += wire(call);
+        for (const auto& group : schedule::ep_groups(g, t.device)) all_to_all(w, hosts(group), size);
         break;
       }
       case TaskKind::SendActivation:

@@ -1,5 +1,6 @@
 #pragma once
-// What each task of a TaskGraph puts on the platform, unfolded to real devices: a compute task is
+// What each task of a TaskGraph puts on the platform, unfolded to real devices (each group's
+// members from schedule/unfold.hpp, as the replay draws its groups): a compute task is
 // one execution on its device (replicas and tp ranks compute alike and share nothing); a
 // communication task is the point-to-point flows of the algorithm the cost model chose (ring,
 // tree, hierarchical, pairwise all-to-all) between the real devices, one flow per rank for

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <map>
@@ -114,10 +115,10 @@ double expected_flow_bytes(const schedule::TaskGraph& g, std::uint32_t i) {
       const auto members = g.members_of(i);
       if (members.front() != i) return 0;  // carried by the collective's first member
       if (t.across_groups) {
-        long long most = 1;
-        for (auto m : members) most = std::max(most, schedule::dp_pieces(g.devices[g.tasks[m].device]));
+        long long cut = 1;  // the lcm of the groups' pieces
+        for (auto m : members) cut = std::lcm(cut, schedule::dp_pieces(g.devices[g.tasks[m].device]));
         for (const auto& c : calls)
-          sum += rounds(c.kind) * schedule::dp_chunk_bytes(g, i, c, most) * static_cast<double>(most) *
+          sum += rounds(c.kind) * schedule::dp_chunk_bytes(g, i, c, cut) * static_cast<double>(cut) *
                  static_cast<double>(members.size() - 1);
         return sum;
       }
@@ -168,6 +169,105 @@ TEST(Payload, TheFlowsCarryEveryCommunicationTasksCalls) {
       EXPECT_TRUE(seen.count(TaskKind::EpAllToAll));
     }
   }
+}
+
+// The SimGrid flows and the replay join the same real devices in every data-parallel collective
+// (both draw the members from schedule/unfold.hpp): every flow of a DP task runs between two
+// members of one of the replay's groups for it (dp_layout's, on the hosts the flows place the
+// real devices at), every member of those groups sends or receives in the flows, and each group
+// a member joins holds it.
+TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryDataParallelCollective) {
+  auto plans = families();
+  plans.push_back({"MoE, ep 2 over 4 replicas",
+                   scenario("tp = 1\npp = 1\ndp = 4\nep = 2\nzero = 1\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n"),
+                   true});
+  for (const auto& f : plans) {
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    const auto p = platform::build(s->cluster);
+    auto d = platform::decompose(g, s->cluster, p);
+    ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+    auto layout = exec::dp_layout(g);
+    ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+    std::vector<int> host(static_cast<std::size_t>(layout->real_devices));  // of each real device
+    for (std::size_t dv = 0; dv < g.devices.size(); ++dv)
+      for (int m = 0; m < g.devices[dv].count; ++m)
+        host[static_cast<std::size_t>(layout->first_real[dv] + m)] = d->first_host[dv] + m;
+    int checked = 0, collectives = 0;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      if (t.kind != TaskKind::GradReduce && t.kind != TaskKind::ParamGather) continue;
+      ++collectives;
+      const auto members = g.members_of(i);
+      if (members.front() != i || d->work[i].flows.empty()) continue;  // carried by the first member
+      std::vector<std::set<int>> groups;  // the replay's groups of every member task, on hosts
+      std::set<int> in_groups;
+      for (const auto m : members) {
+        const auto& dev = g.devices[g.tasks[m].device];
+        const auto& joins = t.across_groups ? layout->pieces_of[m] : layout->member_of[m];
+        for (std::size_t k = 0; k < joins.size(); ++k)  // per member (across groups), else per tp rank
+          for (const int gi : joins[k]) {
+            const auto& reals = layout->groups[static_cast<std::size_t>(gi)];
+            // The groups a member joins hold it (within groups: rank k of every replica).
+            const int first = layout->first_real[g.tasks[m].device] + static_cast<int>(k);
+            for (int r = 0; r < (t.across_groups ? 1 : dev.replicas); ++r)
+              EXPECT_EQ(std::count(reals.begin(), reals.end(), first + r * dev.tp), 1) << schedule::task_name(t);
+            std::set<int> on;
+            for (const int r : reals) on.insert(host[static_cast<std::size_t>(r)]);
+            if (on.size() > 1) in_groups.insert(on.begin(), on.end());
+            groups.push_back(std::move(on));
+          }
+      }
+      std::set<int> touched;
+      for (const auto& fl : d->work[i].flows) {
+        touched.insert({fl.src, fl.dst});
+        EXPECT_TRUE(std::any_of(groups.begin(), groups.end(),
+                                [&](const std::set<int>& on) { return on.count(fl.src) > 0 && on.count(fl.dst) > 0; }))
+            << schedule::task_name(t) << ": a flow " << fl.src << " -> " << fl.dst << " outside the replay's groups";
+      }
+      EXPECT_EQ(touched, in_groups) << schedule::task_name(t);
+      ++checked;
+    }
+    EXPECT_EQ(checked > 0, collectives > 0);  // (a plan without data parallelism has none)
+  }
+}
+
+// Hybrid sharding's all-reduce across groups whose piece counts do not divide one another (a
+// group of tp 2 over 2 replicas: 4 pieces; one of tp 1 over 3: 3 pieces): the layer is cut into
+// their lcm, 12 chunks, as the replay cuts it (dp_layout), so each member of a device sends its
+// own piece's share, the same for every member. (Cut into the larger count, 4, a 3-piece
+// device's first member would carry two of the four chunks and its others one each.)
+TEST(Payload, HybridShardingFlowsCarryEveryPieceAlike) {
+  std::string text = scenario("zero = 2\nmicro_batch = 1\n[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\n"
+                              "stages = [{pool = \"p0\", tp = 2, layers = 4}]\n[[parallel.replicas]]\ncount = 3\n"
+                              "micro_batches = 2\nstages = [{pool = \"p1\", tp = 1, layers = 4}]\n",
+                              2, 4);
+  text.replace(text.find("global_batch = 8"), 16, "global_batch = 10");
+  auto s = test::parse(text);
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  const auto g = schedule::build_schedule(*s, *s->plan);
+  const auto p = platform::build(s->cluster);
+  auto d = platform::decompose(g, s->cluster, p);
+  ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+  int checked = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    if (!t.across_groups || d->owner[i] != i || d->work[i].flows.empty()) continue;
+    for (const auto m : g.members_of(i)) {
+      const auto dev = g.tasks[m].device;
+      std::map<int, double> sent;  // per member of the device
+      for (int k = 0; k < g.devices[dev].count; ++k) sent[d->first_host[dev] + k] = 0;
+      for (const auto& fl : d->work[i].flows)
+        if (sent.count(fl.src) > 0) sent[fl.src] += fl.bytes;
+      for (const auto& [host, bytes] : sent)
+        EXPECT_NEAR(bytes, sent.begin()->second, sent.begin()->second * 1e-9)
+            << schedule::task_name(g.tasks[m]) << ": host " << host;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
 }
 
 // The buffers the replay moves for each task, per the functions it sizes them by, summed over

@@ -1,0 +1,68 @@
+#include "sim/schedule/unfold.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace hetsim::schedule {
+
+Unfolding unfold(const TaskGraph& g) {
+  Unfolding out;
+  out.first.reserve(g.devices.size());
+  for (const auto& d : g.devices) {
+    out.first.push_back(out.count);
+    out.count += d.count;
+  }
+  return out;
+}
+
+std::vector<std::vector<Member>> blocks_of(const TaskGraph& g, std::uint32_t d, int n) {
+  std::vector<std::vector<Member>> out;
+  for (int b = 0; b + n <= g.devices[d].count; b += n) {
+    auto& block = out.emplace_back();
+    for (int k = 0; k < n; ++k) block.push_back({d, b + k});
+  }
+  return out;
+}
+
+std::vector<std::vector<Member>> ep_groups(const TaskGraph& g, std::uint32_t d) {
+  const auto& dev = g.devices[d];
+  const int ep = std::max(1, dev.ep), et = dev.expert_tp_or_tp();
+  std::vector<std::vector<Member>> out;
+  for (int b = 0; b + ep * et <= dev.count; b += ep * et)
+    for (int x = 0; x < et; ++x) {
+      auto& group = out.emplace_back();
+      for (int j = 0; j < ep; ++j) group.push_back({d, b + j * et + x});
+    }
+  return out;
+}
+
+std::vector<Member> dp_chunk_members(const TaskGraph& g, std::span<const std::uint32_t> tasks, long long chunk,
+                                     long long chunks, int ep, int q) {
+  std::vector<Member> out;
+  for (std::uint32_t m : tasks) {
+    const auto d = g.tasks[m].device;
+    const auto& dev = g.devices[d];
+    const int holder = dp_chunk_holder(chunk, dev.tp, chunks);
+    for (int r = 0; r < dev.replicas; ++r)
+      if (r % ep == q) out.push_back({d, r * dev.tp + holder});
+  }
+  return out;
+}
+
+long long dp_piece_chunks(const TaskGraph& g, std::span<const std::uint32_t> tasks) {
+  long long out = 1;
+  for (std::uint32_t m : tasks) out = std::lcm(out, dp_pieces(g.devices[g.tasks[m].device]));
+  return out;
+}
+
+std::vector<Member> dp_piece_members(const TaskGraph& g, std::span<const std::uint32_t> tasks, long long chunk,
+                                     long long chunks) {
+  std::vector<Member> out;
+  for (std::uint32_t m : tasks) {
+    const auto d = g.tasks[m].device;
+    out.push_back({d, dp_piece_holder(chunk, chunks, g.devices[d])});
+  }
+  return out;
+}
+
+}  // namespace hetsim::schedule

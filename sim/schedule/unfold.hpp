@@ -1,0 +1,60 @@
+#pragma once
+// Unfolding a TaskGraph: the real devices each folded device stands for (DeviceRep::count of
+// them, member m = replica · tp + rank, Megatron's rank order) and who meets in each of a task's
+// groups, as members of folded devices. The SimGrid flows (sim/simgrid/flows.cpp: a member on
+// the host its device is placed at) and the replay (exec/replay: a member on its real device)
+// both take their groups from here, so that a prediction and a measurement join the same devices
+// in every collective (tests/exec/payload_test.cpp compares them).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/schedule/task_graph.hpp"
+
+namespace hetsim::schedule {
+
+/// Real device `member` (replica · tp + rank) of folded device `device`.
+struct Member {
+  std::uint32_t device = 0;
+  int member = 0;
+  friend bool operator==(const Member&, const Member&) = default;
+};
+
+/// The real devices numbered in the graph's device order: member m of device d is first[d] + m.
+struct Unfolding {
+  std::vector<int> first;  ///< per folded device
+  int count = 0;           ///< real devices in all
+  [[nodiscard]] int real(const Member& m) const { return first[m.device] + m.member; }
+};
+[[nodiscard]] Unfolding unfold(const TaskGraph& g);
+
+/// Device `d`'s members in consecutive blocks of `n` (n = tp: each replica's tensor-parallel
+/// group; a MoE block's expert_tp groups: CommCall::ranks). Requires: n ≥ 1.
+[[nodiscard]] std::vector<std::vector<Member>> blocks_of(const TaskGraph& g, std::uint32_t d, int n);
+
+/// Device `d`'s expert-parallel groups (Megatron-Core's expert rank order: expert_tp fastest,
+/// then ep): in each block of expert_tp · ep members, the ep members expert_tp apart, in EP rank
+/// order; block by block, then by offset in the block. With expert_tp = tp: tp rank k of
+/// replicas e·ep … e·ep + ep − 1, the EP ranks drawn from the data-parallel ones.
+[[nodiscard]] std::vector<std::vector<Member>> ep_groups(const TaskGraph& g, std::uint32_t d);
+
+/// A data-parallel collective's members on chunk `chunk` of `chunks` (TaskGraph::dp_chunks):
+/// for each of its tasks `tasks` (TaskGraph::members_of), in that order, the rank of every
+/// replica of the task's device that holds the chunk (dp_chunk_holder), replica by replica. With
+/// `ep` > 1 only the replicas r ≡ q (mod ep): those that hold the same experts (the routed
+/// experts' part of the collective).
+[[nodiscard]] std::vector<Member> dp_chunk_members(const TaskGraph& g, std::span<const std::uint32_t> tasks,
+                                                   long long chunk, long long chunks, int ep = 1, int q = 0);
+
+/// Hybrid sharding's all-reduce across groups (Task::across_groups): the chunks it cuts the layer
+/// into, the lcm of its tasks' devices' pieces (dp_pieces), so that each chunk lies in one piece
+/// of every device.
+[[nodiscard]] long long dp_piece_chunks(const TaskGraph& g, std::span<const std::uint32_t> tasks);
+
+/// Hybrid sharding's all-reduce across groups: the member of each task's device (in `tasks`'
+/// order) whose piece holds chunk `chunk` of `chunks` (dp_piece_holder).
+[[nodiscard]] std::vector<Member> dp_piece_members(const TaskGraph& g, std::span<const std::uint32_t> tasks,
+                                                   long long chunk, long long chunks);
+
+}  // namespace hetsim::schedule
