@@ -167,10 +167,11 @@ void WorkloadForm::lay_out() {
                 "when training in fp8, again in the backward) or the framework does, in 16 bits, and keeps them; "
                 "empty: framework for fp8 on Intel Gaudi, else module"),
              "auto");
-  add_choice(tf, tr("Gradient accumulation"), t, "grad_accumulation", {"fused", "add", "cast_add"},
+  add_choice(tf, tr("Gradient accumulation"), t, "grad_accumulation", {"fused", "add", "cast_add", "add16"},
              tr("where each micro-batch's weight gradients accumulate: in the GEMM (Megatron's fusion), or "
-                "written in 16 bits and added into fp32 by kernels of their own (add: Megatron without the "
-                "fusion; cast_add: DeepSpeed's BF16 optimizer); empty: fused"),
+                "written in 16 bits and added by kernels of their own into fp32 (add: Megatron without the "
+                "fusion; cast_add: DeepSpeed's BF16 optimizer) or into 16 bits (add16: Megatron-LM of 2021 in "
+                "fp16); empty: fused"),
              "fused");
   add_choice(tf, tr("Expert kernel"), t, "expert_kernel", {"auto", "grouped", "loop"},
              tr("mixture-of-experts models: the local experts' GEMMs as one grouped GEMM, or one after another; "

@@ -94,7 +94,8 @@ std::vector<Op> autocast_casts(const std::vector<Op>& ops, double activations, b
 // into the fp32 main gradient in place: read e, read 4, write 4 (mixed formats: TensorIterator's
 // non-vectorized dynamic-casting path, Op::unvectorized). cast_add first casts it to fp32 (read
 // e, write 4; the non-vectorized dtype-converting copy) and then adds two fp32 tensors (read 4 + 4,
-// write 4; vectorized). Every micro-batch pays it. Fused: nothing to add.
+// write 4; vectorized). add16 adds into a 16-bit accumulator: read e + e, write e, vectorized
+// (one format). Every micro-batch pays it. Fused: nothing to add.
 void accumulate_outside_gemms(std::vector<Op>& ops, const MicroBatchShape& s, double e) {
   if (s.grad_accumulation == GradAccumulation::Fused) return;
   double weights = 0;
@@ -108,6 +109,12 @@ void accumulate_outside_gemms(std::vector<Op>& ops, const MicroBatchShape& s, do
       tensors += op.count;
     }
   if (tensors == 0) return;
+  if (s.grad_accumulation == GradAccumulation::Add16) {
+    Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, 3 * e, tensors}, 1);
+    add.fwd_flops = Flops{0};
+    ops.push_back(add);
+    return;
+  }
   if (s.grad_accumulation == GradAccumulation::Add) {
     Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, e + 8, tensors}, 1);
     add.fwd_flops = Flops{0};
@@ -421,10 +428,12 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const MicroBatchShape& s) {
   // Vocabulary-parallel lookup: each rank gathers its rows (read and write tokens·h). The
   // backward builds the dense gradient of the rank's V/t × h table (zero-filled, rows added)
   // and adds it into the fp32 main gradient: per table element e + (e + 4 + 4) bytes. Under
-  // cast_add the gradient is cast to fp32 first: e + (e + 4) + (4 + 4 + 4).
+  // cast_add the gradient is cast to fp32 first: e + (e + 4) + (4 + 4 + 4); under add16 the
+  // accumulator is 16-bit: e + (e + e + e).
   Op op = streaming("embedding", OpKind::Embedding, tokens * m.hidden, e, Stream{2, 1, 2, 3}, 0);
   const double table = static_cast<double>(m.vocab) / s.tp * m.hidden;
-  op.bwd_bytes += Bytes{table * (2 * e + (s.grad_accumulation == GradAccumulation::CastAdd ? 16 : 8))};
+  const double acc = s.grad_accumulation == GradAccumulation::CastAdd ? 16 : s.grad_accumulation == GradAccumulation::Add16 ? 2 * e : 8;
+  op.bwd_bytes += Bytes{table * (2 * e + acc)};
   return {op};
 }
 

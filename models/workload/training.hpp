@@ -42,8 +42,10 @@ enum class ExpertKernel { Auto, Grouped, Loop };
 /// 16-bit gradient and a hook adds it into the fp32 main gradient in place, one kernel per
 /// weight (Megatron's DDP without the fusion: `main_grad.add_(grad)`). CastAdd: the same after an
 /// explicit cast of the gradient to fp32 (DeepSpeed's BF16 optimizer: `hp_grad.add_(lp_grad.to(
-/// fp32))`, two kernels per weight).
-enum class GradAccumulation { Fused, Add, CastAdd };
+/// fp32))`, two kernels per weight). Add16: the same add into a 16-bit accumulator (Megatron-LM
+/// of 2021 with fp16 and no fp32 accumulation: its local DDP's hook, or autograd's own in-place
+/// accumulation into .grad).
+enum class GradAccumulation { Fused, Add, CastAdd, Add16 };
 
 struct TrainingSpec {
   int global_batch = 0;  ///< sequences per optimizer step

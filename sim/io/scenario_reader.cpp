@@ -386,15 +386,16 @@ void read_training(TomlReader& r, const TableRef& root, Scenario& s) {
   if (auto g = pick<workload::GradAccumulation>(r, *t, "grad_accumulation",
                                                 {{"fused", workload::GradAccumulation::Fused},
                                                  {"add", workload::GradAccumulation::Add},
-                                                 {"cast_add", workload::GradAccumulation::CastAdd}})) {
+                                                 {"cast_add", workload::GradAccumulation::CastAdd},
+                                                 {"add16", workload::GradAccumulation::Add16}})) {
     tr.grad_accumulation = *g;
     // Only 16-bit parameters have a 16-bit gradient to add into an fp32 accumulator: fp32
     // training has none, and autocast's fp32 parameters take theirs through autocast's casts.
     if (*g != workload::GradAccumulation::Fused && (tr.precision == hw::Dtype::Fp32 || tr.autocast))
       r.error(r.loc(r.node(*t, "grad_accumulation")), r.key_path(*t, "grad_accumulation"),
-              tr.autocast ? "grad_accumulation adds 16-bit weight gradients into fp32 ones; under autocast the "
+              tr.autocast ? "grad_accumulation adds 16-bit weight gradients into an accumulator; under autocast the "
                             "parameters and their gradients are fp32 already"
-                          : "grad_accumulation adds 16-bit weight gradients into fp32 ones; precision \"fp32\" has "
+                          : "grad_accumulation adds 16-bit weight gradients into an accumulator; precision \"fp32\" has "
                             "no 16-bit gradients",
               "remove grad_accumulation (or set it to \"fused\")");
   }

@@ -293,6 +293,15 @@ TEST(LayerOps, GradientsAccumulatedOutsideTheGemmsAreAddedByKernelsOfTheirOwn) {
   EXPECT_DOUBLE_EQ(acc2.bwd_bytes.v, w * 12);
   EXPECT_FALSE(acc2.unvectorized);
   EXPECT_EQ(cast.bwd_kernels + acc2.bwd_kernels, 8);
+  // add16: into a 16-bit accumulator, 2 + 2 + 2 bytes, one vectorized kernel per weight.
+  s.grad_accumulation = GradAccumulation::Add16;
+  const auto add16 = layer_ops(m, s);
+  const Op& acc3 = find(add16, "grad_accum");
+  EXPECT_DOUBLE_EQ(acc3.bwd_bytes.v, w * 6);
+  EXPECT_FALSE(acc3.unvectorized);
+  EXPECT_EQ(acc3.bwd_kernels, 4);
+  EXPECT_EQ(find(add16, "qkv").wgrad_out_bytes, 2);
+  s.grad_accumulation = GradAccumulation::CastAdd;
   // The output layer's weight accumulates the same way; the embedding's table gradient (never
   // fused) is cast first under cast_add: 8 bytes more per table element.
   const auto head = head_ops(m, s);
@@ -301,6 +310,8 @@ TEST(LayerOps, GradientsAccumulatedOutsideTheGemmsAreAddedByKernelsOfTheirOwn) {
   const double emb_add = embedding_ops(m, s)[0].bwd_bytes.v;
   s.grad_accumulation = GradAccumulation::CastAdd;
   EXPECT_DOUBLE_EQ(embedding_ops(m, s)[0].bwd_bytes.v - emb_add, 500.0 * 1024 * 8);
+  s.grad_accumulation = GradAccumulation::Add16;  // the table's add into 16 bits: 2 + 2 + 2 for 2 + 4 + 4
+  EXPECT_DOUBLE_EQ(emb_add - embedding_ops(m, s)[0].bwd_bytes.v, 500.0 * 1024 * 4);
 }
 
 // Eager grouped-query attention copies K and V out to every query head (repeat_kv) and sums
