@@ -1253,20 +1253,48 @@ TEST(Replay, HierarchicalDispatchRunsItsNetworkAndFabricSteps) {
   EXPECT_GT(hier.at(2), 0);
 }
 
-// Folded expert parallelism (expert_tp below tp) is refused with a message that names it, before
-// anything runs; expert_tp equal to tp replays as the default does.
-TEST(Replay, FoldedExpertParallelismIsRefusedClearly) {
-  auto s = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 4\nexpert_tp = 1\nmicro_batch = 1\n"));
-  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  auto backend = exec::make_cpu_backend(4);
-  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(test::all_errors(r.errors()).find("expert_tp below tp (MoE parallel folding) is not replayed"), std::string::npos)
-      << test::all_errors(r.errors());
-  auto same = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\nmicro_batch = 1\n"));
-  ASSERT_TRUE(same.ok()) << test::all_errors(same.errors());
-  auto backend2 = exec::make_cpu_backend(4);
-  EXPECT_TRUE(exec::replay(*same, *same->plan, *backend2, {1, 0}).ok());
+// MoE parallel folding (expert_tp below tp) replays on 4 cpu devices, its expert groups in
+// Megatron-Core's expert rank order (schedule::ep_groups): within the stage's tp · replicas
+// devices, blocks of expert_tp · ep, the ranks expert_tp apart an EP group. Every all-to-all runs
+// over ep ranks; the MoE block's TP collectives over expert_tp ranks on expert_tp/tp of the
+// activation (none at expert_tp 1), the attention's over tp; the routed experts' GEMMs run.
+//   tp 2 · dp 2, ep 4, expert_tp 1: one EP group of all four (both TP ranks of both replicas);
+//   tp 2 · dp 2, ep 2, expert_tp 1: EP groups {0, 1} {2, 3} (a replica's TP ranks);
+//   tp 4 · dp 1, ep 2, expert_tp 1: EP groups {0, 1} {2, 3} within the one replica;
+//   tp 4 · dp 1, ep 2, expert_tp 2: expert_tp groups {0, 1} {2, 3}, EP groups {0, 2} {1, 3}.
+TEST(Replay, FoldedExpertParallelPlansReplay) {
+  struct Case {
+    const char* plan;
+    int ep, et, tp;
+  };
+  for (const Case& c : {Case{"tp = 2\npp = 1\ndp = 2\nep = 4\nexpert_tp = 1\n", 4, 1, 2},
+                        Case{"tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 1\nzero = 1\n", 2, 1, 2},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\n", 2, 1, 4},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 2\nrecompute = \"full\"\n", 2, 2, 4}}) {
+    SCOPED_TRACE(c.plan);
+    auto s = test::parse(small_moe(std::string(c.plan) + "micro_batch = 1\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    ASSERT_TRUE(s->plan->folds_experts());
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    const auto exchanged = counting.exchanged_by_size();
+    ASSERT_EQ(exchanged.size(), 1u);
+    EXPECT_EQ(exchanged.begin()->first, c.ep);
+    EXPECT_GT(exchanged.begin()->second, 0);
+    // The MoE block's TP calls over expert_tp ranks: communicators of that size reduce (none at 1).
+    const auto reduced = counting.reduced_by_size();
+    EXPECT_GT(reduced.count(c.tp), 0u);
+    if (c.et > 1) {
+      EXPECT_GT(reduced.count(c.et), 0u);
+    }
+    std::map<std::string, std::int64_t> measured;
+    for (std::uint32_t i = 0; i < r->graph.size(); ++i)
+      for (const auto& [cls, ns] : r->measured_parts[i]) measured[cls] += ns;
+    EXPECT_GT(measured["expert gemm"], 0);
+    EXPECT_GT(measured["all-to-all"], 0);
+  }
 }
 
 // fp8_dispatch in the replay: the dispatch-way round of each pair (a forward's dispatch, a
