@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include "exec/comm/shm_group.hpp"
 #include "exec/compare/compare.hpp"
 #include "exec/cpu/cpu_backend.hpp"
+#include "exec/replay/communicators.hpp"
 #include "exec/replay/dp_groups.hpp"
 #include "exec/replay/replay.hpp"
 #include "exec/replay/routing.hpp"
@@ -1294,6 +1296,85 @@ TEST(Replay, FoldedExpertParallelPlansReplay) {
       for (const auto& [cls, ns] : r->measured_parts[i]) measured[cls] += ns;
     EXPECT_GT(measured["expert gemm"], 0);
     EXPECT_GT(measured["all-to-all"], 0);
+  }
+}
+
+// Folded experts' gradients sync over the ranks that hold the same experts (the members at one
+// offset of every expert_tp · ep block: schedule::expert_dp_groups), also without data-parallel
+// replicas, as the cost model prices it (stage_costs' expert-data-parallel `eg`, tp · replicas /
+// (expert_tp · ep) ranks). Counted: tp 4 · dp 1, ep 2, expert_tp 1 reduces each member's experts
+// with one other (its TP rank 2 apart) and nothing else over two members. Numerics: on the
+// replay's own communicators (make_communicators), each member puts in its expert slice's
+// gradient (a value of its offset, times its block + 1) and ends with the sum over the blocks,
+// the same on every member of its group.
+TEST(Replay, FoldedExpertGradientsSyncOverTheRanksThatHoldTheSameExperts) {
+  for (const int zero : {0, 1}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    auto s = test::parse(small_moe("tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\nmicro_batch = 1\nzero = " +
+                                   std::to_string(zero) + "\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const double experts = analytic::stage_costs(*s, *s->plan)[0][0].expert_params;
+    ASSERT_GT(experts, 0);
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    const auto by_size = counting.reduced_by_size();
+    const double moved = 4 * experts * (zero == 0 ? 1.0 : 1.5);  // 4 members; ZeRO 1 gathers a 1/2 shard
+    ASSERT_TRUE(by_size.count(2));
+    EXPECT_NEAR(static_cast<double>(by_size.at(2)), moved, 0.01 * moved);
+  }
+  struct Case {
+    const char* plan;
+    int devices, blocks;
+  };
+  for (const Case& c : {Case{"tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 1\n", 4, 2},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\n", 4, 2},
+                        Case{"tp = 2\npp = 1\ndp = 4\nep = 2\nexpert_tp = 1\nzero = 1\n", 8, 4},
+                        Case{"tp = 4\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\n", 8, 2}}) {
+    SCOPED_TRACE(c.plan);
+    auto text = small_moe(std::string(c.plan) + "micro_batch = 1\n");
+    text.replace(text.find("devices = 4"), 11, "devices = " + std::to_string(c.devices));
+    auto s = test::parse(text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    auto layout = exec::dp_layout(g);
+    ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+    auto backend = exec::make_cpu_backend(layout->real_devices);
+    std::vector<std::unique_ptr<exec::Device>> devices;
+    for (int d = 0; d < layout->real_devices; ++d) devices.push_back(backend->open(d));
+    std::vector<std::string> notes;
+    auto comms = exec::make_communicators({devices, *backend, nullptr, -1, notes}, g, *s->plan, *layout, true,
+                                          std::vector<int>(g.devices.size(), 1));
+    ASSERT_TRUE(comms.ok()) << test::all_errors(comms.errors());
+    const auto& info = g.devices[0];
+    const int block = info.expert_tp_or_tp() * info.ep;
+    ASSERT_EQ(info.count / block, c.blocks);
+    std::atomic<int> synced{0};
+    std::vector<std::thread> threads;
+    for (int member = 0; member < info.count; ++member)
+      threads.emplace_back([&, member] {
+        const int real = layout->first_real[0] + member, offset = member % block, b = member / block;
+        for (std::uint32_t i = 0; i < g.size(); ++i) {  // layer order on every member
+          if (g.tasks[i].kind != schedule::TaskKind::GradReduce) continue;
+          const int gi = layout->member_of[i][static_cast<std::size_t>(member % info.tp)].front();
+          const auto& of = comms->edp_of[static_cast<std::size_t>(real)];
+          const auto e = of.find(gi);
+          ASSERT_NE(e, of.end()) << "member " << member;
+          EXPECT_EQ(e->second->size(), c.blocks);
+          const std::size_t n = 6;
+          std::vector<float> grad(n);
+          auto value = [&](std::size_t k) { return float(1 + int((7 * offset + k + 3 * std::size_t(g.tasks[i].first_layer)) % 5)); };
+          for (std::size_t k = 0; k < n; ++k) grad[k] = value(k) * float(b + 1);
+          EXPECT_TRUE(e->second->all_reduce(grad.data(), n).ok());
+          for (std::size_t k = 0; k < n; ++k)
+            EXPECT_EQ(grad[k], value(k) * float(c.blocks * (c.blocks + 1) / 2)) << "member " << member << " layer "
+                                                                                << g.tasks[i].first_layer;
+          ++synced;
+        }
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_GT(synced.load(), 0);
   }
 }
 
