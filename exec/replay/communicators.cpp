@@ -186,7 +186,7 @@ Diagnostics make_expert_dp_groups(const GroupMaker& make, const schedule::TaskGr
   for (const auto& [gi, at_chunk] : within) {
     const auto [task, chunk] = at_chunk;
     const std::vector<std::uint32_t> tasks = g.members_of(task);
-    if (schedule::folds_experts(g, tasks)) continue;
+    if (p.ep <= 1 || schedule::folds_experts(g, tasks)) continue;
     for (int q = 0; q < p.ep; ++q) {
       std::vector<int> part = reals_of(layout, schedule::dp_chunk_members(g, tasks, chunk, layout.chunks[task], p.ep, q));
       std::sort(part.begin(), part.end());
@@ -212,7 +212,10 @@ Result<ReplayComms> make_communicators(const GroupSite& site, const schedule::Ta
   if (auto errs = make_dispatch_groups(make, g, p, layout, ep_nodes, out); !errs.empty()) return errs;
   if (auto errs = make_dp_groups(make, layout, out); !errs.empty()) return errs;
   out.edp_of.resize(static_cast<std::size_t>(layout.real_devices));
-  if (moe_ep)
+  // Folded experts sync apart also without expert parallelism (ep = 1, expert_tp < tp).
+  const bool folds = std::any_of(g.devices.begin(), g.devices.end(),
+                                 [](const schedule::DeviceRep& d) { return d.expert_tp_or_tp() < d.tp; });
+  if (moe_ep || folds)
     if (auto errs = make_expert_dp_groups(make, g, p, layout, out); !errs.empty()) return errs;
   return out;
 }

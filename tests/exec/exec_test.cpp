@@ -1324,6 +1324,22 @@ TEST(Replay, FoldedExpertGradientsSyncOverTheRanksThatHoldTheSameExperts) {
     ASSERT_TRUE(by_size.count(2));
     EXPECT_NEAR(static_cast<double>(by_size.at(2)), moved, 0.01 * moved);
   }
+  {
+    // Without expert parallelism (ep 1, expert_tp 2 of tp 4): the expert_tp groups' TP calls and
+    // the experts' sync both run over two members; no all-to-all.
+    auto s = test::parse(small_moe("tp = 4\npp = 1\ndp = 1\nep = 1\nexpert_tp = 2\nmicro_batch = 1\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto c = analytic::stage_costs(*s, *s->plan)[0][0];
+    ASSERT_GT(c.expert_params, 0);
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    EXPECT_EQ(counting.all_to_all_calls(), 0);
+    const auto by_size = counting.reduced_by_size();
+    ASSERT_TRUE(by_size.count(2));
+    EXPECT_GT(static_cast<double>(by_size.at(2)), 4 * c.expert_params);  // the sync, and the MoE block's TP calls
+  }
   struct Case {
     const char* plan;
     int devices, blocks;
@@ -1331,7 +1347,8 @@ TEST(Replay, FoldedExpertGradientsSyncOverTheRanksThatHoldTheSameExperts) {
   for (const Case& c : {Case{"tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 1\n", 4, 2},
                         Case{"tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\n", 4, 2},
                         Case{"tp = 2\npp = 1\ndp = 4\nep = 2\nexpert_tp = 1\nzero = 1\n", 8, 4},
-                        Case{"tp = 4\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\n", 8, 2}}) {
+                        Case{"tp = 4\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\n", 8, 2},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 1\nexpert_tp = 2\n", 4, 2}}) {
     SCOPED_TRACE(c.plan);
     auto text = small_moe(std::string(c.plan) + "micro_batch = 1\n");
     text.replace(text.find("devices = 4"), 11, "devices = " + std::to_string(c.devices));
@@ -1344,11 +1361,11 @@ TEST(Replay, FoldedExpertGradientsSyncOverTheRanksThatHoldTheSameExperts) {
     std::vector<std::unique_ptr<exec::Device>> devices;
     for (int d = 0; d < layout->real_devices; ++d) devices.push_back(backend->open(d));
     std::vector<std::string> notes;
-    auto comms = exec::make_communicators({devices, *backend, nullptr, -1, notes}, g, *s->plan, *layout, true,
+    auto comms = exec::make_communicators({devices, *backend, nullptr, -1, notes}, g, *s->plan, *layout, s->plan->ep > 1,
                                           std::vector<int>(g.devices.size(), 1));
     ASSERT_TRUE(comms.ok()) << test::all_errors(comms.errors());
     const auto& info = g.devices[0];
-    const int block = info.expert_tp_or_tp() * info.ep;
+    const int block = info.expert_tp_or_tp() * std::max(1, info.ep);
     ASSERT_EQ(info.count / block, c.blocks);
     std::atomic<int> synced{0};
     std::vector<std::thread> threads;

@@ -85,6 +85,9 @@ std::vector<Family> families() {
        scenario("tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n"), true},
       {"MoE folded, tp 4 · dp 2, ep 2, expert_tp 2",
        scenario("tp = 4\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\nmicro_batch = 1\n", 1, 8, "experts = 4\ntop_k = 2\n"), true},
+      // (No all-to-all without expert parallelism: `moe` false.)
+      {"MoE folded, tp 4 · dp 1, ep 1, expert_tp 2",
+       scenario("tp = 4\npp = 1\ndp = 1\nep = 1\nexpert_tp = 2\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n")},
   };
 }
 
