@@ -61,16 +61,30 @@ Diagnostics make_tp_groups(const GroupMaker& make, const schedule::TaskGraph& g,
   return {};
 }
 
-// ep[d][e · tp + k]: tp rank k of replicas e·ep … e·ep + ep − 1 (schedule::ep_groups; the
-// replay refuses folded expert_tp, so expert_tp = tp).
-Diagnostics make_ep_groups(const GroupMaker& make, const schedule::TaskGraph& g, const DpLayout& layout,
-                           ReplayComms& out) {
-  for (std::uint32_t d = 0; d < g.devices.size(); ++d)
-    for (const auto& group : schedule::ep_groups(g, d)) {
-      auto c = make(reals_of(layout, group), "expert-parallel");
-      if (!c) return c.errors();
-      out.ep[d].push_back(std::move(*c));
-    }
+// The EP groups (schedule::ep_groups, as the SimGrid flows draw them) and, where a device folds
+// its experts below its tp, its expert_tp groups (the MoE block's TP collectives: CommCall::ranks).
+Diagnostics make_expert_groups(const GroupMaker& make, const schedule::TaskGraph& g, const DpLayout& layout,
+                               bool moe_ep, ReplayComms& out) {
+  out.ep_of.assign(static_cast<std::size_t>(layout.real_devices), nullptr);
+  out.etp_of.assign(static_cast<std::size_t>(layout.real_devices), nullptr);
+  auto add = [&](const std::vector<schedule::Member>& members, const char* what, std::vector<Communicators>& owner,
+                 std::vector<Communicator*>& of) -> Diagnostics {
+    const std::vector<int> reals = reals_of(layout, members);
+    auto c = make(reals, what);
+    if (!c) return c.errors();
+    for (std::size_t m = 0; m < reals.size(); ++m) of[static_cast<std::size_t>(reals[m])] = (*c)[m].get();
+    owner.push_back(std::move(*c));
+    return {};
+  };
+  for (std::uint32_t d = 0; d < g.devices.size(); ++d) {
+    const int et = g.devices[d].expert_tp_or_tp();
+    if (et > 1 && et < g.devices[d].tp)
+      for (const auto& block : schedule::blocks_of(g, d, et))
+        if (auto errs = add(block, "expert tensor-parallel", out.etp, out.etp_of); !errs.empty()) return errs;
+    if (moe_ep)
+      for (const auto& group : schedule::ep_groups(g, d))
+        if (auto errs = add(group, "expert-parallel", out.ep, out.ep_of); !errs.empty()) return errs;
+  }
   return {};
 }
 
@@ -138,22 +152,49 @@ Diagnostics make_expert_dp_groups(const GroupMaker& make, const schedule::TaskGr
         within.try_emplace(per_rank[k][c], i, static_cast<int>(k * per_rank[k].size() + c));
   }
   std::map<std::vector<int>, std::size_t> made;
+  auto made_over = [&](const std::vector<int>& part) -> Result<std::size_t> {
+    auto at = made.find(part);
+    if (at == made.end()) {
+      auto c = make(part, "expert data-parallel");
+      if (!c) return c.errors();
+      out.edp.push_back(std::move(*c));
+      at = made.emplace(part, out.edp.size() - 1).first;
+    }
+    return at->second;
+  };
+  // Folded (MoE parallel folding): each member's expert-data-parallel group, keyed by the first
+  // group the member joins for the collective.
+  for (std::uint32_t i = 0; i < layout.member_of.size(); ++i) {
+    if (layout.member_of[i].empty()) continue;
+    const std::vector<std::uint32_t> tasks = g.members_of(i);
+    if (tasks.front() != i || !schedule::folds_experts(g, tasks)) continue;
+    for (const auto& group : schedule::expert_dp_groups(g, tasks)) {
+      std::vector<int> part = reals_of(layout, group);
+      std::sort(part.begin(), part.end());
+      if (part.size() < 2) continue;
+      auto at = made_over(part);
+      if (!at) return at.errors();
+      for (const auto& m : group) {
+        const auto task = *std::find_if(tasks.begin(), tasks.end(), [&](std::uint32_t k) { return g.tasks[k].device == m.device; });
+        const int gi = layout.member_of[task][static_cast<std::size_t>(m.member % g.devices[m.device].tp)].front();
+        const int real = layout.first_real[m.device] + m.member;
+        if (auto* c = out.edp[*at][static_cast<std::size_t>(rank_in(part, real))].get(); c != nullptr)
+          out.edp_of[static_cast<std::size_t>(real)][gi] = c;
+      }
+    }
+  }
   for (const auto& [gi, at_chunk] : within) {
     const auto [task, chunk] = at_chunk;
     const std::vector<std::uint32_t> tasks = g.members_of(task);
+    if (p.ep <= 1 || schedule::folds_experts(g, tasks)) continue;
     for (int q = 0; q < p.ep; ++q) {
       std::vector<int> part = reals_of(layout, schedule::dp_chunk_members(g, tasks, chunk, layout.chunks[task], p.ep, q));
       std::sort(part.begin(), part.end());
       if (part.size() < 2) continue;
-      auto at = made.find(part);
-      if (at == made.end()) {
-        auto c = make(part, "expert data-parallel");
-        if (!c) return c.errors();
-        out.edp.push_back(std::move(*c));
-        at = made.emplace(part, out.edp.size() - 1).first;
-      }
+      auto at = made_over(part);
+      if (!at) return at.errors();
       for (std::size_t m = 0; m < part.size(); ++m)
-        if (auto* c = out.edp[at->second][m].get(); c != nullptr)
+        if (auto* c = out.edp[*at][m].get(); c != nullptr)
           out.edp_of[static_cast<std::size_t>(part[m])][gi] = c;
     }
   }
@@ -167,13 +208,14 @@ Result<ReplayComms> make_communicators(const GroupSite& site, const schedule::Ta
   ReplayComms out;
   const GroupMaker make(site, out);
   if (auto errs = make_tp_groups(make, g, layout, out); !errs.empty()) return errs;
-  out.ep.resize(g.devices.size());
-  if (moe_ep)
-    if (auto errs = make_ep_groups(make, g, layout, out); !errs.empty()) return errs;
+  if (auto errs = make_expert_groups(make, g, layout, moe_ep, out); !errs.empty()) return errs;
   if (auto errs = make_dispatch_groups(make, g, p, layout, ep_nodes, out); !errs.empty()) return errs;
   if (auto errs = make_dp_groups(make, layout, out); !errs.empty()) return errs;
   out.edp_of.resize(static_cast<std::size_t>(layout.real_devices));
-  if (moe_ep)
+  // Folded experts sync apart also without expert parallelism (ep = 1, expert_tp < tp).
+  const bool folds = std::any_of(g.devices.begin(), g.devices.end(),
+                                 [](const schedule::DeviceRep& d) { return d.expert_tp_or_tp() < d.tp; });
+  if (moe_ep || folds)
     if (auto errs = make_expert_dp_groups(make, g, p, layout, out); !errs.empty()) return errs;
   return out;
 }

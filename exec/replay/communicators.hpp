@@ -24,9 +24,15 @@ struct ReplayComms {
   std::vector<std::unique_ptr<ProcessGroup>> subgroups;
   /// tp[folded device][replica][rank].
   std::vector<std::vector<Communicators>> tp;
-  /// ep[folded device][e · tp + k][q]: tp rank k of replicas e·ep + q (ep > 1), as Megatron-Core
-  /// draws EP ranks from the DP ranks.
-  std::vector<std::vector<Communicators>> ep;
+  /// The MoE block's expert tensor-parallel groups where a device folds its experts onto fewer
+  /// ranks than its tp (1 < expert_tp < tp: schedule::blocks_of(expert_tp)), per real device
+  /// (null elsewhere); `etp` owns them.
+  std::vector<Communicators> etp;
+  std::vector<Communicator*> etp_of;
+  /// The expert-parallel groups (ep > 1: schedule::ep_groups, Megatron-Core's expert rank order,
+  /// the communicator's rank a member's EP rank), per real device; `ep` owns them.
+  std::vector<Communicators> ep;
+  std::vector<Communicator*> ep_of;
   /// The hierarchical dispatch over N > 1 nodes, per real device: its EP group's ranks of one
   /// local index across the nodes (its rail: the network step) and its ranks on one node (the
   /// fabric step; null where a node holds one EP rank). `hier` owns them.
@@ -39,7 +45,9 @@ struct ReplayComms {
   /// Under expert parallelism, per real device, per DpLayout group: the communicator of the
   /// group's members that hold the same experts (the same EP rank: replica mod ep), for the
   /// routed experts' part of its collectives; absent when the device is alone with its experts.
-  /// `edp` owns them.
+  /// Where the collective folds its experts (schedule::folds_experts) the part runs once over
+  /// the member's expert-data-parallel group (schedule::expert_dp_groups), keyed by the first
+  /// DpLayout group the member joins for it. `edp` owns them.
   std::vector<Communicators> edp;
   std::vector<std::map<int, Communicator*>> edp_of;
 };

@@ -1,5 +1,7 @@
 #include "exec/replay/payload.hpp"
 
+#include "sim/schedule/unfold.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -24,6 +26,10 @@ std::size_t dp_call_floats(const schedule::TaskGraph& g, std::uint32_t t, const 
   return round_up(payload_floats(schedule::dp_chunk_bytes(g, t, call, chunks)), static_cast<std::size_t>(std::max(1, ranks)));
 }
 
+std::size_t expert_dp_floats(const schedule::TaskGraph& g, std::uint32_t t, const schedule::CommCall& call, int ranks) {
+  return round_up(payload_floats(schedule::expert_dp_bytes(g, t, call)), static_cast<std::size_t>(std::max(1, ranks)));
+}
+
 std::vector<TpRun> tp_runs(const schedule::TaskGraph& g, std::uint32_t t, int tp, TpOwed& owed) {
   std::vector<TpRun> runs;
   for (const auto& call : g.calls_of(t)) {
@@ -32,8 +38,8 @@ std::vector<TpRun> tp_runs(const schedule::TaskGraph& g, std::uint32_t t, int tp
     // (A count summed from fractions may fall a hair short of a whole one.)
     const int times = static_cast<int>(std::floor(left + 1e-9));
     left -= times;
-    if (times > 0)
-      runs.push_back({call.kind, round_up(payload_floats(call.bytes), static_cast<std::size_t>(std::max(1, tp))), times});
+    const int ranks = std::max(1, call.ranks > 0 ? call.ranks : tp);
+    if (times > 0) runs.push_back({call.kind, round_up(payload_floats(call.bytes), static_cast<std::size_t>(ranks)), times, ranks});
   }
   return runs;
 }

@@ -29,11 +29,19 @@ namespace hetsim::exec {
 [[nodiscard]] std::size_t dp_call_floats(const schedule::TaskGraph& g, std::uint32_t t, const schedule::CommCall& call,
                                          long long chunks, int ranks);
 
-/// One collective a TP task runs: `times` calls of `kind` over a buffer of `floats` values.
+/// The values of data-parallel task `t`'s routed-experts call `call` where the collective folds
+/// its experts, over an expert-data-parallel group of `ranks` members (schedule::expert_dp_bytes,
+/// rounded up to a multiple of `ranks`).
+[[nodiscard]] std::size_t expert_dp_floats(const schedule::TaskGraph& g, std::uint32_t t, const schedule::CommCall& call,
+                                           int ranks);
+
+/// One collective a TP task runs: `times` calls of `kind` over a buffer of `floats` values, over
+/// groups of `ranks` ranks (the tp ranks, or a MoE block's expert_tp: CommCall::ranks).
 struct TpRun {
   cost::Collective kind = cost::Collective::AllReduce;
   std::size_t floats = 0;
   int times = 0;
+  int ranks = 1;
 };
 
 /// Fractional call counts a device's TP tasks carry over to its next TP task (CommCall::count:
@@ -42,8 +50,8 @@ struct TpRun {
 /// and step, used in the device's task order.
 using TpOwed = std::map<std::pair<cost::Collective, double>, double>;
 
-/// The collectives TP task `t` runs, its calls in order, over groups of `tp` ranks (each buffer a
-/// multiple of tp values); `owed` carries the fractions.
+/// The collectives TP task `t` runs, its calls in order, over groups of `tp` ranks or of their
+/// CommCall::ranks (each buffer a multiple of its group's ranks); `owed` carries the fractions.
 [[nodiscard]] std::vector<TpRun> tp_runs(const schedule::TaskGraph& g, std::uint32_t t, int tp, TpOwed& owed);
 
 }  // namespace hetsim::exec

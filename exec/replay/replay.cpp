@@ -73,11 +73,7 @@ Result<BackendDevices> backend_devices(const Scenario& s, const schedule::TaskGr
 }
 
 // Plans the executor cannot run as planned (docs/executor.md, Limits).
-std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, bool moe_ep) {
-  if (s.model.moe() && p.folds_experts())
-    return Diagnostic{{}, "plan", "expert_tp below tp (MoE parallel folding) is not replayed yet: the executor draws "
-                      "expert-parallel ranks from the data-parallel replicas only",
-                      "replay the plan with expert_tp = tp (or without expert_tp) (docs/executor.md, Limits)"};
+std::optional<Diagnostic> unreplayable(const plan::Plan& p, bool moe_ep) {
   if (moe_ep && p.overlap_ep_comm)
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",
@@ -86,15 +82,15 @@ std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, b
 }
 
 // The hierarchical dispatch (ep_dispatch): per folded device, the nodes its EP groups span (EP
-// ranks tp apart, devices_per_node / tp of them on a node, as stage_costs places them); 1 where
-// the dispatch is the all-to-all.
+// ranks expert_tp apart, devices_per_node / expert_tp of them on a node, as stage_costs places
+// them); 1 where the dispatch is the all-to-all.
 std::vector<int> dispatch_nodes(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g, bool moe_ep) {
   std::vector<int> ep_nodes(g.devices.size(), 1);
   if (moe_ep && p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical)
     for (std::size_t d = 0; d < g.devices.size(); ++d) {
       ep_nodes[d] = p.ep / analytic::group_ranks_per_node(
                                s.cluster.pools[static_cast<std::size_t>(g.devices[d].pool)].devices_per_node,
-                               g.devices[d].tp, p.ep);
+                               g.devices[d].expert_tp_or_tp(), p.ep);
     }
   return ep_nodes;
 }
@@ -210,16 +206,19 @@ std::vector<std::size_t> adam_params(const Scenario& s, const plan::Plan& p, con
 }
 
 // Expert parallelism: every EP group's routing of each MoE layer and micro-batch, drawn once
-// (seeded: each member and every step routes alike). A micro-batch's tokens (micro_batch ·
-// seq_len) on each EP rank.
+// (seeded: each member and every step routes alike). The EP groups of one expert_tp · ep block
+// (schedule::ep_groups: one per expert_tp rank) route the same tokens; each EP rank's are its
+// expert_tp group's share of the replica's micro-batch (micro_batch · seq_len · expert_tp / tp:
+// with expert_tp = tp the whole of it, folded below tp its expert_tp sequence shards).
 std::map<RoutingKey, LayerRouting> draw_routing(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g,
                                                 const std::vector<int>& ep_nodes) {
   std::map<RoutingKey, LayerRouting> routing;
-  const std::int64_t tokens = std::int64_t{p.micro_batch} * s.training.seq_len;
   for (const auto& t : g.tasks) {
     if (t.kind != TaskKind::Forward) continue;
     const auto& info = g.devices[t.device];
-    for (int e = 0; e < info.replicas / p.ep; ++e)
+    const int et = info.expert_tp_or_tp();
+    const std::int64_t tokens = std::int64_t{p.micro_batch} * s.training.seq_len * et / info.tp;
+    for (int e = 0; e < info.count / (p.ep * et); ++e)
       for (int l = t.first_layer; l < t.first_layer + t.layers; ++l)
         if (s.model.moe_layer(l))
           routing.emplace(std::tuple{t.device, e, t.micro_batch, l},
@@ -433,7 +432,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // each data-parallel collective joins the replicas of every group that hold its layer.
   const bool moe_ep = s.model.moe() && p.ep > 1;
   const std::vector<int> ep_nodes = dispatch_nodes(s, p, g, moe_ep);
-  if (auto d = unreplayable(s, p, moe_ep)) return *d;
+  if (auto d = unreplayable(p, moe_ep)) return *d;
   auto layout = dp_layout(g);
   if (!layout) return layout.errors();
   const int needed = layout->real_devices;

@@ -6,6 +6,7 @@
 
 #include "models/cost/compute.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/schedule/unfold.hpp"
 
 namespace hetsim::exec {
 namespace {
@@ -101,10 +102,11 @@ DeviceRunner::DeviceRunner(ReplayRun& run, StepState& step, std::uint32_t rep, i
       sc_(run.scratch[real_]),
       oc_(run.ctx[rep]),
       tpc_(*run.comms.tp[rep][static_cast<std::size_t>(replica_)][static_cast<std::size_t>(rank_)]),
-      epc_(run.moe_ep ? run.comms.ep[rep][static_cast<std::size_t>(replica_ / run.p.ep * tp_ + rank_)]
-                                    [static_cast<std::size_t>(replica_ % run.p.ep)]
-                                        .get()
-                      : nullptr),
+      etpc_(run.comms.etp_of[real_]),
+      epc_(run.comms.ep_of[real_]),
+      et_(info_.expert_tp_or_tp()),
+      ep_block_(member / (et_ * std::max(1, run.p.ep))),
+      ep_rank_(member % (et_ * std::max(1, run.p.ep)) / et_),
       dpcs_(run.comms.dp_of[real_]) {}
 
 void DeviceRunner::run_step() {
@@ -225,7 +227,7 @@ void DeviceRunner::run_ops(const std::vector<workload::Op>& ops, bool backward, 
 }
 
 const LayerRouting& DeviceRunner::routing_of(const schedule::Task& t, int l) const {
-  return run_.routing.at({rep_, replica_ / run_.p.ep, t.micro_batch, t.first_layer + l});
+  return run_.routing.at({rep_, ep_block_, t.micro_batch, t.first_layer + l});
 }
 
 // Layer l of the task: the list of its kind (a MoE model's dense layers the dense list, where
@@ -234,7 +236,7 @@ const std::vector<workload::Op>& DeviceRunner::layer_ops(const schedule::Task& t
   const bool moe_layer = run_.s.model.moe() && run_.s.model.moe_layer(t.first_layer + l);
   if (!moe_layer) return lists.dense != nullptr ? *lists.dense : *lists.layer;
   if (!run_.moe_ep) return *lists.layer;
-  routed_ = routed_ops(*lists.layer, routing_of(t, l), replica_ % run_.p.ep, run_.local_experts);
+  routed_ = routed_ops(*lists.layer, routing_of(t, l), ep_rank_, run_.local_experts);
   return routed_;
 }
 
@@ -262,19 +264,23 @@ void DeviceRunner::run_compute(std::uint32_t id) {
 // this device's next TP task (tp_runs): the pipeline message it received as 1/tp shards gathered
 // first (pipeline_scatter_gather), its layers' all-gathers and reduce-scatters (sequence
 // parallel) or all-reduces, its share of the embedding's and the head's.
+// A MoE block's calls over its expert_tp ranks (CommCall::ranks, below tp) run on the member's
+// expert_tp group; over one rank they move nothing.
 void DeviceRunner::run_tp_collective(std::uint32_t id) {
   bool first_call = true;
   for (const TpRun& r : tp_runs(g_, id, tp_, tp_owed_)) {
-    const std::size_t n = r.floats, shard = n / static_cast<std::size_t>(tp_);
+    if (r.ranks <= 1) continue;
+    Communicator& c = r.ranks == tp_ ? tpc_ : *etpc_;
+    const std::size_t n = r.floats, shard = n / static_cast<std::size_t>(r.ranks);
     // Results go to c only (its second part holds the reduce-scatter's shard): a and b are the
     // compute's 16-bit inputs, and fp32 sums there would read as NaN or Inf.
     sc_.fit(n * 4, n * 4, (n + shard) * 4);
     if (sc_.failed) return;
     for (int k = 0; k < r.times && comm_error_.empty(); ++k) {
-      if (r.kind == cost::Collective::AllGather) note(tpc_.all_gather(sc_.fa(), sc_.fc(), shard), first_call);
+      if (r.kind == cost::Collective::AllGather) note(c.all_gather(sc_.fa(), sc_.fc(), shard), first_call);
       else if (r.kind == cost::Collective::ReduceScatter)
-        note(tpc_.reduce_scatter(sc_.fc(), sc_.fc() + n, shard), first_call);
-      else note(tpc_.all_reduce(sc_.fc(), n), first_call);
+        note(c.reduce_scatter(sc_.fc(), sc_.fc() + n, shard), first_call);
+      else note(c.all_reduce(sc_.fc(), n), first_call);
       first_call = false;
     }
   }
@@ -292,10 +298,14 @@ void DeviceRunner::run_dp_collective(std::uint32_t id) {
   // Each of the task's calls on one chunk's buffer (dp_call_floats): the routed experts' part
   // (CommCall::experts, expert parallelism) on the member's expert data-parallel communicator
   // (edp_of), the rest on the layer's.
+  // Folded experts (schedule::folds_experts): their part once, over the member's
+  // expert-data-parallel group (keyed by its first group), its whole expert gradients.
   const long long chunks = layout.chunks[id];
+  const bool folded = !joins.empty() && schedule::folds_experts(g_, g_.members_of(id));
   auto collective = [&](Communicator& c, const schedule::CommCall& call, bool first) {
     const auto r = static_cast<std::size_t>(c.size());
-    const std::size_t n = dp_call_floats(g_, id, call, chunks, c.size());
+    const std::size_t n = call.experts && folded ? expert_dp_floats(g_, id, call, c.size())
+                                                 : dp_call_floats(g_, id, call, chunks, c.size());
     const std::size_t per = n / r;
     sc_.fit(n * 4, n * 4, n * 4);
     if (sc_.failed || !comm_error_.empty()) return;
@@ -309,7 +319,7 @@ void DeviceRunner::run_dp_collective(std::uint32_t id) {
     for (const auto& call : g_.calls_of(id)) {
       if (!call.experts) {
         collective(*dpcs_.at(gi), call, first);
-      } else if (const auto e = edp_of.find(gi); e != edp_of.end()) {
+      } else if (const auto e = edp_of.find(gi); e != edp_of.end() && (!folded || gi == joins.front())) {
         collective(*e->second, call, first);
       } else {
         continue;  // alone with its experts: nothing to sync
@@ -350,8 +360,9 @@ void DeviceRunner::run_optimizer() {
 }
 
 // Per MoE layer of the unit: dispatch and combine (after a forward), their gradients (after a
-// backward) and, under full recompute, the forward's pair again. Each an all-to-all of this tp
-// rank's share (1/tp) of the rows its tokens send each EP rank, h wide in the training format,
+// backward) and, under full recompute, the forward's pair again. Each an all-to-all of this
+// expert_tp rank's share (1/expert_tp; with expert_tp = tp its tp rank's) of the rows its EP
+// rank's tokens send each EP rank (folded, its expert_tp group's sequence shards: draw_routing), h wide in the training format,
 // every message padded to the busiest pair's (the cost model charges every rank the busiest's
 // load). Its predecessor is the unit's compute, or the TP collective after it.
 void DeviceRunner::run_all_to_all(std::uint32_t id) {
@@ -373,7 +384,7 @@ void DeviceRunner::run_all_to_all(std::uint32_t id) {
   // The values (4-byte words) of `rows` rows: h wide in the training format, or under
   // fp8_dispatch for a dispatch-way round, h bytes and a 4-byte scale per 128.
   const auto values = [&](std::int64_t rows, bool fp8) {
-    const auto r = static_cast<std::size_t>((rows + tp_ - 1) / tp_);
+    const auto r = static_cast<std::size_t>((rows + et_ - 1) / et_);
     const auto h = static_cast<std::size_t>(run_.s.model.hidden);
     return std::max<std::size_t>(1, fp8 ? r * ((h + 3) / 4 + (h + 127) / 128) : r * h / (run_.wide ? 1 : 2));
   };
@@ -495,6 +506,7 @@ void DeviceRunner::fail(const std::string& why, const std::string& hint) {
   }
   step_.failed = true;
   tpc_.leave();
+  if (etpc_ != nullptr) etpc_->leave();
   if (epc_ != nullptr) epc_->leave();
   for (auto& [gi, c] : dpcs_) c->leave();
   for (auto& [key, block] : held_)

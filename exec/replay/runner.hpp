@@ -28,7 +28,8 @@
 
 namespace hetsim::exec {
 
-/// A MoE layer's routing's key: (folded device, EP group, micro-batch, layer).
+/// A MoE layer's routing's key: (folded device, expert_tp · ep block, micro-batch, layer): the
+/// EP groups of one block (one per expert_tp rank) route the same tokens.
 using RoutingKey = std::tuple<std::uint32_t, int, int, int>;
 
 /// What every device of a run shares, set up once by replay() and read by the device threads
@@ -140,7 +141,11 @@ class DeviceRunner {
   Scratch& sc_;
   const OpContext& oc_;
   Communicator& tpc_;
+  Communicator* etpc_;  // the MoE block's expert_tp group, where it is below tp and above 1
   Communicator* epc_;
+  // Its place in Megatron-Core's expert rank order (schedule::ep_groups): the expert_tp · ep
+  // block of its device it lies in, and its EP rank there.
+  const int et_, ep_block_, ep_rank_;
   const std::map<int, Communicator*>& dpcs_;  // every data-parallel collective this member joins
   // Activations held between tasks, per (chunk, micro-batch): a task allocates its block at its
   // start; at its end the block joins what that micro-batch holds, less what it frees.

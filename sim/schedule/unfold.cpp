@@ -1,5 +1,7 @@
 #include "sim/schedule/unfold.hpp"
 
+#include "models/base/assert.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -47,6 +49,39 @@ std::vector<Member> dp_chunk_members(const TaskGraph& g, std::span<const std::ui
       if (r % ep == q) out.push_back({d, r * dev.tp + holder});
   }
   return out;
+}
+
+bool folds_experts(const TaskGraph& g, std::span<const std::uint32_t> tasks) {
+  return std::any_of(tasks.begin(), tasks.end(), [&](std::uint32_t m) {
+    const auto& dev = g.devices[g.tasks[m].device];
+    return dev.expert_tp_or_tp() < dev.tp;
+  });
+}
+
+std::vector<std::vector<Member>> expert_dp_groups(const TaskGraph& g, std::span<const std::uint32_t> tasks) {
+  std::vector<std::vector<Member>> out;
+  for (std::uint32_t m : tasks) {
+    const auto d = g.tasks[m].device;
+    const auto& dev = g.devices[d];
+    const int block = std::max(1, dev.ep) * dev.expert_tp_or_tp();
+    HETSIM_ASSERT(out.empty() || static_cast<int>(out.size()) == block,
+                  "expert_dp_groups: the collective's devices share expert_tp · ep");
+    out.resize(static_cast<std::size_t>(block));
+    for (int b = 0; b + block <= dev.count; b += block)
+      for (int o = 0; o < block; ++o) out[static_cast<std::size_t>(o)].push_back({d, b + o});
+  }
+  return out;
+}
+
+double expert_dp_bytes(const TaskGraph& g, std::uint32_t t, const CommCall& call) {
+  double most = 0;
+  for (std::uint32_t m : g.members_of(t)) {
+    double own = 0;
+    for (const auto& c : g.calls_of(m))
+      if (c.kind == call.kind && c.experts == call.experts) own += c.bytes * c.count;
+    most = std::max(most, own);
+  }
+  return most;
 }
 
 long long dp_piece_chunks(const TaskGraph& g, std::span<const std::uint32_t> tasks) {

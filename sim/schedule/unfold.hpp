@@ -47,6 +47,24 @@ struct Unfolding {
 [[nodiscard]] std::vector<Member> dp_chunk_members(const TaskGraph& g, std::span<const std::uint32_t> tasks,
                                                    long long chunk, long long chunks, int ep = 1, int q = 0);
 
+/// Whether a data-parallel collective's tasks fold their experts: some task's device runs its
+/// experts on fewer ranks than its tp (DeviceRep::expert_tp below tp, MoE parallel folding).
+[[nodiscard]] bool folds_experts(const TaskGraph& g, std::span<const std::uint32_t> tasks);
+
+/// The routed experts' part of a data-parallel collective whose tasks fold their experts
+/// (folds_experts): the expert-data-parallel groups. In Megatron-Core's expert rank order a
+/// device's members are blocks of expert_tp · ep (ep_groups), and the members at the same offset
+/// of every block hold the same experts' same expert_tp slice: one group per offset, of those
+/// members of every task's device (in `tasks`' order, block by block), the whole expert part of
+/// each member's gradients (expert_dp_bytes) once, not per chunk. tp · replicas / (expert_tp ·
+/// ep) members each, also without data-parallel replicas. Requires: the tasks' devices share
+/// expert_tp · ep (one plan's expert_tp and ep).
+[[nodiscard]] std::vector<std::vector<Member>> expert_dp_groups(const TaskGraph& g, std::span<const std::uint32_t> tasks);
+
+/// The buffer of task `t`'s routed-experts call `call` over an expert_dp_groups group: each
+/// member's calls of that kind (its whole expert part), the largest over the collective's members.
+[[nodiscard]] double expert_dp_bytes(const TaskGraph& g, std::uint32_t t, const CommCall& call);
+
 /// Hybrid sharding's all-reduce across groups (Task::across_groups): the chunks it cuts the layer
 /// into, the lcm of its tasks' devices' pieces (dp_pieces), so that each chunk lies in one piece
 /// of every device.

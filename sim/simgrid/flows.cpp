@@ -323,7 +323,16 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           break;
         }
         const long long chunks = g.dp_chunks(i);
+        const bool folded = schedule::folds_experts(g, tasks);
         for (const auto& call : g.calls_of(i)) {
+          if (call.experts && folded) {
+            // MoE parallel folding: the routed experts' part once over each expert-data-parallel
+            // group (the members at one offset of every expert_tp · ep block), not per chunk.
+            const double size = schedule::expert_dp_bytes(g, i, call) * call.exposed;
+            for (const auto& group : schedule::expert_dp_groups(g, tasks))
+              collective(w, hosts(group), algorithm_of(t.algorithm, call), ring_rounds(call.kind) * size);
+            continue;
+          }
           // A chunk's buffer: a member's call (the same kind, dense or experts) of its 1/tp share
           // of the layer is C/tp chunks; the largest over the members (norms are whole on every
           // tp rank), as the executor sizes it (schedule::dp_chunk_bytes).

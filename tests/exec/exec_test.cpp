@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include "exec/comm/shm_group.hpp"
 #include "exec/compare/compare.hpp"
 #include "exec/cpu/cpu_backend.hpp"
+#include "exec/replay/communicators.hpp"
 #include "exec/replay/dp_groups.hpp"
 #include "exec/replay/replay.hpp"
 #include "exec/replay/routing.hpp"
@@ -1253,20 +1255,144 @@ TEST(Replay, HierarchicalDispatchRunsItsNetworkAndFabricSteps) {
   EXPECT_GT(hier.at(2), 0);
 }
 
-// Folded expert parallelism (expert_tp below tp) is refused with a message that names it, before
-// anything runs; expert_tp equal to tp replays as the default does.
-TEST(Replay, FoldedExpertParallelismIsRefusedClearly) {
-  auto s = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 4\nexpert_tp = 1\nmicro_batch = 1\n"));
-  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  auto backend = exec::make_cpu_backend(4);
-  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(test::all_errors(r.errors()).find("expert_tp below tp (MoE parallel folding) is not replayed"), std::string::npos)
-      << test::all_errors(r.errors());
-  auto same = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\nmicro_batch = 1\n"));
-  ASSERT_TRUE(same.ok()) << test::all_errors(same.errors());
-  auto backend2 = exec::make_cpu_backend(4);
-  EXPECT_TRUE(exec::replay(*same, *same->plan, *backend2, {1, 0}).ok());
+// MoE parallel folding (expert_tp below tp) replays on 4 cpu devices, its expert groups in
+// Megatron-Core's expert rank order (schedule::ep_groups): within the stage's tp · replicas
+// devices, blocks of expert_tp · ep, the ranks expert_tp apart an EP group. Every all-to-all runs
+// over ep ranks; the MoE block's TP collectives over expert_tp ranks on expert_tp/tp of the
+// activation (none at expert_tp 1), the attention's over tp; the routed experts' GEMMs run.
+//   tp 2 · dp 2, ep 4, expert_tp 1: one EP group of all four (both TP ranks of both replicas);
+//   tp 2 · dp 2, ep 2, expert_tp 1: EP groups {0, 1} {2, 3} (a replica's TP ranks);
+//   tp 4 · dp 1, ep 2, expert_tp 1: EP groups {0, 1} {2, 3} within the one replica;
+//   tp 4 · dp 1, ep 2, expert_tp 2: expert_tp groups {0, 1} {2, 3}, EP groups {0, 2} {1, 3}.
+TEST(Replay, FoldedExpertParallelPlansReplay) {
+  struct Case {
+    const char* plan;
+    int ep, et, tp;
+  };
+  for (const Case& c : {Case{"tp = 2\npp = 1\ndp = 2\nep = 4\nexpert_tp = 1\n", 4, 1, 2},
+                        Case{"tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 1\nzero = 1\n", 2, 1, 2},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\n", 2, 1, 4},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 2\nrecompute = \"full\"\n", 2, 2, 4}}) {
+    SCOPED_TRACE(c.plan);
+    auto s = test::parse(small_moe(std::string(c.plan) + "micro_batch = 1\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    ASSERT_TRUE(s->plan->folds_experts());
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    const auto exchanged = counting.exchanged_by_size();
+    ASSERT_EQ(exchanged.size(), 1u);
+    EXPECT_EQ(exchanged.begin()->first, c.ep);
+    EXPECT_GT(exchanged.begin()->second, 0);
+    // The MoE block's TP calls over expert_tp ranks: communicators of that size reduce (none at 1).
+    const auto reduced = counting.reduced_by_size();
+    EXPECT_GT(reduced.count(c.tp), 0u);
+    if (c.et > 1) {
+      EXPECT_GT(reduced.count(c.et), 0u);
+    }
+    std::map<std::string, std::int64_t> measured;
+    for (std::uint32_t i = 0; i < r->graph.size(); ++i)
+      for (const auto& [cls, ns] : r->measured_parts[i]) measured[cls] += ns;
+    EXPECT_GT(measured["expert gemm"], 0);
+    EXPECT_GT(measured["all-to-all"], 0);
+  }
+}
+
+// Folded experts' gradients sync over the ranks that hold the same experts (the members at one
+// offset of every expert_tp · ep block: schedule::expert_dp_groups), also without data-parallel
+// replicas, as the cost model prices it (stage_costs' expert-data-parallel `eg`, tp · replicas /
+// (expert_tp · ep) ranks). Counted: tp 4 · dp 1, ep 2, expert_tp 1 reduces each member's experts
+// with one other (its TP rank 2 apart) and nothing else over two members. Numerics: on the
+// replay's own communicators (make_communicators), each member puts in its expert slice's
+// gradient (a value of its offset, times its block + 1) and ends with the sum over the blocks,
+// the same on every member of its group.
+TEST(Replay, FoldedExpertGradientsSyncOverTheRanksThatHoldTheSameExperts) {
+  for (const int zero : {0, 1}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    auto s = test::parse(small_moe("tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\nmicro_batch = 1\nzero = " +
+                                   std::to_string(zero) + "\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const double experts = analytic::stage_costs(*s, *s->plan)[0][0].expert_params;
+    ASSERT_GT(experts, 0);
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    const auto by_size = counting.reduced_by_size();
+    const double moved = 4 * experts * (zero == 0 ? 1.0 : 1.5);  // 4 members; ZeRO 1 gathers a 1/2 shard
+    ASSERT_TRUE(by_size.count(2));
+    EXPECT_NEAR(static_cast<double>(by_size.at(2)), moved, 0.01 * moved);
+  }
+  {
+    // Without expert parallelism (ep 1, expert_tp 2 of tp 4): the expert_tp groups' TP calls and
+    // the experts' sync both run over two members; no all-to-all.
+    auto s = test::parse(small_moe("tp = 4\npp = 1\ndp = 1\nep = 1\nexpert_tp = 2\nmicro_batch = 1\n"));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto c = analytic::stage_costs(*s, *s->plan)[0][0];
+    ASSERT_GT(c.expert_params, 0);
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = exec::replay(*s, *s->plan, counting, {1, 0});
+    ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+    check_order_and_dependencies(*r);
+    EXPECT_EQ(counting.all_to_all_calls(), 0);
+    const auto by_size = counting.reduced_by_size();
+    ASSERT_TRUE(by_size.count(2));
+    EXPECT_GT(static_cast<double>(by_size.at(2)), 4 * c.expert_params);  // the sync, and the MoE block's TP calls
+  }
+  struct Case {
+    const char* plan;
+    int devices, blocks;
+  };
+  for (const Case& c : {Case{"tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 1\n", 4, 2},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\n", 4, 2},
+                        Case{"tp = 2\npp = 1\ndp = 4\nep = 2\nexpert_tp = 1\nzero = 1\n", 8, 4},
+                        Case{"tp = 4\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\n", 8, 2},
+                        Case{"tp = 4\npp = 1\ndp = 1\nep = 1\nexpert_tp = 2\n", 4, 2}}) {
+    SCOPED_TRACE(c.plan);
+    auto text = small_moe(std::string(c.plan) + "micro_batch = 1\n");
+    text.replace(text.find("devices = 4"), 11, "devices = " + std::to_string(c.devices));
+    auto s = test::parse(text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    auto layout = exec::dp_layout(g);
+    ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+    auto backend = exec::make_cpu_backend(layout->real_devices);
+    std::vector<std::unique_ptr<exec::Device>> devices;
+    for (int d = 0; d < layout->real_devices; ++d) devices.push_back(backend->open(d));
+    std::vector<std::string> notes;
+    auto comms = exec::make_communicators({devices, *backend, nullptr, -1, notes}, g, *s->plan, *layout, s->plan->ep > 1,
+                                          std::vector<int>(g.devices.size(), 1));
+    ASSERT_TRUE(comms.ok()) << test::all_errors(comms.errors());
+    const auto& info = g.devices[0];
+    const int block = info.expert_tp_or_tp() * std::max(1, info.ep);
+    ASSERT_EQ(info.count / block, c.blocks);
+    std::atomic<int> synced{0};
+    std::vector<std::thread> threads;
+    for (int member = 0; member < info.count; ++member)
+      threads.emplace_back([&, member] {
+        const int real = layout->first_real[0] + member, offset = member % block, b = member / block;
+        for (std::uint32_t i = 0; i < g.size(); ++i) {  // layer order on every member
+          if (g.tasks[i].kind != schedule::TaskKind::GradReduce) continue;
+          const int gi = layout->member_of[i][static_cast<std::size_t>(member % info.tp)].front();
+          const auto& of = comms->edp_of[static_cast<std::size_t>(real)];
+          const auto e = of.find(gi);
+          ASSERT_NE(e, of.end()) << "member " << member;
+          EXPECT_EQ(e->second->size(), c.blocks);
+          const std::size_t n = 6;
+          std::vector<float> grad(n);
+          auto value = [&](std::size_t k) { return float(1 + int((7 * offset + k + 3 * std::size_t(g.tasks[i].first_layer)) % 5)); };
+          for (std::size_t k = 0; k < n; ++k) grad[k] = value(k) * float(b + 1);
+          EXPECT_TRUE(e->second->all_reduce(grad.data(), n).ok());
+          for (std::size_t k = 0; k < n; ++k)
+            EXPECT_EQ(grad[k], value(k) * float(c.blocks * (c.blocks + 1) / 2)) << "member " << member << " layer "
+                                                                                << g.tasks[i].first_layer;
+          ++synced;
+        }
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_GT(synced.load(), 0);
+  }
 }
 
 // fp8_dispatch in the replay: the dispatch-way round of each pair (a forward's dispatch, a

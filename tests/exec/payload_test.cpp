@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "exec/cpu/cpu_backend.hpp"
+#include "exec/replay/communicators.hpp"
 #include "exec/replay/dp_groups.hpp"
 #include "exec/replay/payload.hpp"
 #include "exec/replay/replay.hpp"
 #include "models/cost/compute.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/schedule/unfold.hpp"
 #include "sim/simgrid/flows.hpp"
 #include "sim/simgrid/platform.hpp"
 #include "tests/support/flaky_backend.hpp"
@@ -75,6 +77,17 @@ std::vector<Family> families() {
       {"interleaved", scenario("tp = 2\npp = 2\ndp = 1\nmicro_batch = 1\nschedule = \"interleaved\"\nvirtual_stages = 2\n", 1, 4)},
       {"MoE, ep 2", scenario("tp = 2\npp = 1\ndp = 2\nep = 2\nzero = 1\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n"),
        true},
+      // MoE parallel folding: expert_tp below tp.
+      {"MoE folded, tp 2 · dp 2, ep 2, expert_tp 1, ZeRO 1",
+       scenario("tp = 2\npp = 1\ndp = 2\nep = 2\nexpert_tp = 1\nzero = 1\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n"),
+       true},
+      {"MoE folded, tp 4 · dp 1, ep 2, expert_tp 1",
+       scenario("tp = 4\npp = 1\ndp = 1\nep = 2\nexpert_tp = 1\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n"), true},
+      {"MoE folded, tp 4 · dp 2, ep 2, expert_tp 2",
+       scenario("tp = 4\npp = 1\ndp = 2\nep = 2\nexpert_tp = 2\nmicro_batch = 1\n", 1, 8, "experts = 4\ntop_k = 2\n"), true},
+      // (No all-to-all without expert parallelism: `moe` false.)
+      {"MoE folded, tp 4 · dp 1, ep 1, expert_tp 2",
+       scenario("tp = 4\npp = 1\ndp = 1\nep = 1\nexpert_tp = 2\nmicro_batch = 1\n", 1, 4, "experts = 4\ntop_k = 2\n")},
   };
 }
 
@@ -123,9 +136,18 @@ double expected_flow_bytes(const schedule::TaskGraph& g, std::uint32_t i) {
         return sum;
       }
       const long long chunks = g.dp_chunks(i);
-      int n = 0;  // every replica of every member holds each chunk once
-      for (auto m : members) n += g.devices[g.tasks[m].device].replicas;
+      int n = 0, real = 0;  // every replica of every member holds each chunk once
+      for (auto m : members) {
+        n += g.devices[g.tasks[m].device].replicas;
+        real += g.devices[g.tasks[m].device].count;
+      }
+      const bool folded = schedule::folds_experts(g, members);
       for (const auto& c : calls) {
+        if (c.experts && folded) {  // once over each expert-data-parallel group: expert_tp · ep of them
+          const int groups = dev.expert_tp_or_tp() * dev.ep;
+          sum += rounds(c.kind) * schedule::expert_dp_bytes(g, i, c) * c.exposed * (real - groups);
+          continue;
+        }
         const int parts = c.experts ? dev.ep : 1;  // the routed experts' part: among replicas alike mod ep
         sum += rounds(c.kind) * schedule::dp_chunk_bytes(g, i, c, chunks) * c.exposed * static_cast<double>(chunks) * (n - parts);
       }
@@ -171,6 +193,58 @@ TEST(Payload, TheFlowsCarryEveryCommunicationTasksCalls) {
   }
 }
 
+// The replay's expert groups as real device lists: the communicators replay() makes
+// (exec/replay/communicators.hpp) over cpu devices, each group's members found by the real
+// devices that hold its communicators.
+struct ExpertGroups {
+  std::vector<std::vector<int>> ep, etp;           // per real device: its group (empty: none)
+  std::vector<std::map<int, std::vector<int>>> edp;  // per real device, per DpLayout group
+};
+ExpertGroups replay_expert_groups(const Scenario& s, const schedule::TaskGraph& g, const exec::DpLayout& layout) {
+  auto backend = exec::make_cpu_backend(layout.real_devices);
+  std::vector<std::unique_ptr<exec::Device>> devices;
+  for (int d = 0; d < layout.real_devices; ++d) devices.push_back(backend->open(d));
+  std::vector<std::string> notes;
+  auto comms = exec::make_communicators({devices, *backend, nullptr, -1, notes}, g, *s.plan, layout,
+                                        s.model.moe() && s.plan->ep > 1, std::vector<int>(g.devices.size(), 1));
+  EXPECT_TRUE(comms.ok()) << test::all_errors(comms.errors());
+  ExpertGroups out;
+  const auto n = static_cast<std::size_t>(layout.real_devices);
+  out.ep.resize(n);
+  out.etp.resize(n);
+  out.edp.resize(n);
+  if (!comms) return out;
+  // Each communicator's group (its index in `owners`), then each group's real devices.
+  auto members = [&](const std::vector<exec::Communicators>& owners, auto&& each) {
+    std::map<const exec::Communicator*, std::size_t> group;
+    for (std::size_t k = 0; k < owners.size(); ++k)
+      for (const auto& c : owners[k]) group[c.get()] = k;
+    std::vector<std::vector<int>> reals(owners.size());
+    each([&](int r, const exec::Communicator* c) { reals[group.at(c)].push_back(r); });
+    return std::pair{group, reals};
+  };
+  const auto [ep_group, ep_reals] = members(comms->ep, [&](auto add) {
+    for (std::size_t r = 0; r < n; ++r)
+      if (comms->ep_of[r] != nullptr) add(static_cast<int>(r), comms->ep_of[r]);
+  });
+  const auto [etp_group, etp_reals] = members(comms->etp, [&](auto add) {
+    for (std::size_t r = 0; r < n; ++r)
+      if (comms->etp_of[r] != nullptr) add(static_cast<int>(r), comms->etp_of[r]);
+  });
+  const auto [edp_group, edp_reals] = members(comms->edp, [&](auto add) {
+    std::set<std::pair<int, const exec::Communicator*>> once;  // a member may key one communicator twice
+    for (std::size_t r = 0; r < n; ++r)
+      for (const auto& [gi, c] : comms->edp_of[r])
+        if (once.insert({static_cast<int>(r), c}).second) add(static_cast<int>(r), c);
+  });
+  for (std::size_t r = 0; r < n; ++r) {
+    if (comms->ep_of[r] != nullptr) out.ep[r] = ep_reals[ep_group.at(comms->ep_of[r])];
+    if (comms->etp_of[r] != nullptr) out.etp[r] = etp_reals[etp_group.at(comms->etp_of[r])];
+    for (const auto& [gi, c] : comms->edp_of[r]) out.edp[r][gi] = edp_reals[edp_group.at(c)];
+  }
+  return out;
+}
+
 // The SimGrid flows and the replay join the same real devices in every data-parallel collective
 // (both draw the members from schedule/unfold.hpp): every flow of a DP task runs between two
 // members of one of the replay's groups for it (dp_layout's, on the hosts the flows place the
@@ -195,6 +269,7 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryDataParallelCollectiv
     for (std::size_t dv = 0; dv < g.devices.size(); ++dv)
       for (int m = 0; m < g.devices[dv].count; ++m)
         host[static_cast<std::size_t>(layout->first_real[dv] + m)] = d->first_host[dv] + m;
+    const ExpertGroups experts = replay_expert_groups(*s, g, *layout);
     int checked = 0, collectives = 0;
     for (std::uint32_t i = 0; i < g.size(); ++i) {
       const auto& t = g.tasks[i];
@@ -219,6 +294,19 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryDataParallelCollectiv
             if (on.size() > 1) in_groups.insert(on.begin(), on.end());
             groups.push_back(std::move(on));
           }
+        // The routed experts' part (expert parallelism): each member's expert-data-parallel group.
+        for (int member = 0; member < dev.count && !t.across_groups; ++member) {
+          const int real = layout->first_real[g.tasks[m].device] + member;
+          for (const int gi : joins[static_cast<std::size_t>(member % dev.tp)])
+            if (const auto e = experts.edp[static_cast<std::size_t>(real)].find(gi);
+                e != experts.edp[static_cast<std::size_t>(real)].end()) {
+              EXPECT_EQ(std::count(e->second.begin(), e->second.end(), real), 1) << schedule::task_name(t);
+              std::set<int> on;
+              for (const int r : e->second) on.insert(host[static_cast<std::size_t>(r)]);
+              in_groups.insert(on.begin(), on.end());
+              groups.push_back(std::move(on));
+            }
+        }
       }
       std::set<int> touched;
       for (const auto& fl : d->work[i].flows) {
@@ -232,6 +320,65 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryDataParallelCollectiv
     }
     EXPECT_EQ(checked > 0, collectives > 0);  // (a plan without data parallelism has none)
   }
+}
+
+// The SimGrid flows and the replay join the same real devices in every expert collective (both
+// draw them from schedule/unfold.hpp): every flow of an EP task runs between two members of one
+// of the replay's EP groups (ep of them, in Megatron-Core's expert rank order), and every member
+// exchanges; where a device folds its experts onto 1 < expert_tp < tp ranks, the TP tasks'
+// flows run within the replica's tp ranks and some within the replay's expert_tp groups.
+TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryExpertCollective) {
+  int folded = 0;
+  for (const auto& f : families()) {
+    if (!f.moe) continue;
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    const auto p = platform::build(s->cluster);
+    auto d = platform::decompose(g, s->cluster, p);
+    ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+    auto layout = exec::dp_layout(g);
+    ASSERT_TRUE(layout.ok()) << test::all_errors(layout.errors());
+    const ExpertGroups experts = replay_expert_groups(*s, g, *layout);
+    std::vector<int> real_of_host(static_cast<std::size_t>(layout->real_devices));
+    for (std::size_t dv = 0; dv < g.devices.size(); ++dv)
+      for (int m = 0; m < g.devices[dv].count; ++m)
+        real_of_host[static_cast<std::size_t>(d->first_host[dv] + m)] = layout->first_real[dv] + m;
+    auto together = [&](const std::vector<std::vector<int>>& of, int src, int dst) {
+      const auto& grp = of[static_cast<std::size_t>(real_of_host[static_cast<std::size_t>(src)])];
+      return std::count(grp.begin(), grp.end(), real_of_host[static_cast<std::size_t>(dst)]) == 1;
+    };
+    int ep_tasks = 0;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      const auto& dev = g.devices[t.device];
+      const int et = dev.expert_tp_or_tp();
+      if (t.kind == TaskKind::EpAllToAll) {
+        ++ep_tasks;
+        std::set<int> touched;
+        for (const auto& fl : d->work[i].flows) {
+          touched.insert({fl.src, fl.dst});
+          EXPECT_TRUE(together(experts.ep, fl.src, fl.dst)) << fl.src << " -> " << fl.dst << " outside the replay's EP groups";
+        }
+        EXPECT_EQ(touched.size(), static_cast<std::size_t>(dev.count)) << schedule::task_name(t);
+        for (int m = 0; m < dev.count; ++m)
+          EXPECT_EQ(experts.ep[static_cast<std::size_t>(layout->first_real[t.device] + m)].size(),
+                    static_cast<std::size_t>(dev.ep));
+      }
+      if (t.kind == TaskKind::TpCollective && et > 1 && et < dev.tp) {
+        ++folded;
+        bool in_etp = false;
+        for (const auto& fl : d->work[i].flows) {
+          EXPECT_EQ((fl.src - d->first_host[t.device]) / dev.tp, (fl.dst - d->first_host[t.device]) / dev.tp);
+          in_etp = in_etp || together(experts.etp, fl.src, fl.dst);
+        }
+        EXPECT_TRUE(in_etp) << schedule::task_name(t);
+      }
+    }
+    EXPECT_GT(ep_tasks, 0);
+  }
+  EXPECT_GT(folded, 0);
 }
 
 // Hybrid sharding's all-reduce across groups whose piece counts do not divide one another (a
@@ -290,11 +437,12 @@ Moved replay_moves(const schedule::TaskGraph& g, const exec::DpLayout& layout) {
     switch (t.kind) {
       case TaskKind::TpCollective:
         for (const auto& run : exec::tp_runs(g, i, dev.tp, owed[t.device])) {
+          if (run.ranks < 2) continue;  // a MoE block's calls at expert_tp 1: nothing to move
           const double bytes = 4.0 * static_cast<double>(run.floats) * run.times * dev.count;
           m.per_task[i] += bytes;
           m.tp_per_device[t.device] += bytes;
           // The backend counts an all-gather's shard, the others' buffer.
-          m.counted += (run.kind == cost::Collective::AllGather ? static_cast<double>(run.floats) / dev.tp
+          m.counted += (run.kind == cost::Collective::AllGather ? static_cast<double>(run.floats) / run.ranks
                                                                 : static_cast<double>(run.floats)) *
                        run.times * dev.count;
         }
@@ -304,12 +452,18 @@ Moved replay_moves(const schedule::TaskGraph& g, const exec::DpLayout& layout) {
         for (int member = 0; member < dev.count; ++member) {
           const auto& joins = t.across_groups ? layout.pieces_of[i][static_cast<std::size_t>(member)]
                                               : layout.member_of[i][static_cast<std::size_t>(member % dev.tp)];
+          const bool folded = !t.across_groups && schedule::folds_experts(g, g.members_of(i));
           for (const int gi : joins)
             for (const auto& c : g.calls_of(i)) {
-              // (No MoE family here runs several groups: its experts' part has ep-ranked peers.)
-              const int ranks = static_cast<int>(layout.groups[static_cast<std::size_t>(gi)].size()) / (c.experts ? dev.ep : 1);
+              // (No MoE family here runs several groups: its experts' part has ep-ranked peers;
+              // folded, the members at one offset of the expert_tp · ep blocks, once.)
+              if (c.experts && folded && gi != joins.front()) continue;
+              const int ranks = c.experts && folded
+                                    ? dev.count / (dev.expert_tp_or_tp() * dev.ep)
+                                    : static_cast<int>(layout.groups[static_cast<std::size_t>(gi)].size()) / (c.experts ? dev.ep : 1);
               if (ranks < 2) continue;
-              const auto floats = static_cast<double>(exec::dp_call_floats(g, i, c, layout.chunks[i], ranks));
+              const auto floats = static_cast<double>(c.experts && folded ? exec::expert_dp_floats(g, i, c, ranks)
+                                                                          : exec::dp_call_floats(g, i, c, layout.chunks[i], ranks));
               m.per_task[i] += 4.0 * floats;
               m.counted += c.kind == cost::Collective::AllGather ? floats / ranks : floats;
             }
@@ -344,9 +498,15 @@ double expected_replay_bytes(const schedule::TaskGraph& g, std::uint32_t i, bool
   const auto& dev = g.devices[t.device];
   if (t.kind == TaskKind::SendActivation || t.kind == TaskKind::SendGradient) return expected_flow_bytes(g, i);
   double sum = 0;
+  const bool folded = !t.across_groups && schedule::folds_experts(g, g.members_of(i));
   for (const auto& c : g.calls_of(i)) {
+    if (t.kind == TaskKind::TpCollective && c.ranks == 1) continue;  // over one rank: nothing moves
     if (own || (t.kind != TaskKind::GradReduce && t.kind != TaskKind::ParamGather)) {
       sum += c.bytes * c.count;
+      continue;
+    }
+    if (c.experts && folded) {  // the whole expert part once (schedule::expert_dp_bytes)
+      sum += schedule::expert_dp_bytes(g, i, c);
       continue;
     }
     long long chunks = g.dp_chunks(i), held = chunks / dev.tp;
