@@ -201,6 +201,14 @@ TOML
     [ $rc -eq 3 ] && echo "$out" | grep -q "the plan does not fit" && ok || bad "mpirun, a plan too big for the devices: exit 3 before running: rc $rc: $out"
     out=$(timeout 120 "$MPIEXEC" -np 3 "$HETSIM_EXEC" run --steps 1 "$tmp/cpu.toml" 2>&1); rc=$?
     [ $rc -ne 0 ] && echo "$out" | grep -q "mpirun -np 2" && ok || bad "mpirun with the wrong process count: rc $rc: $out"
+    # A folded MoE plan (expert_tp below tp: the EP group spans both TP ranks of both replicas,
+    # in Megatron-Core's expert rank order), one process per device over two nodes.
+    sed -e 's/^kv_heads = 4/kv_heads = 4\nexperts = 4\ntop_k = 2/' -e 's/^nodes = 1/nodes = 2/' -e '/^tp = /d' \
+        -e 's/^pp = 2/tp = 2\npp = 1\nsequence_parallel = true\nep = 4\nexpert_tp = 1/' -e 's/^dp = 1/dp = 2/' \
+        "$tmp/cpu.toml" > "$tmp/cpu-moe.toml"
+    out=$(timeout 120 "$MPIEXEC" -np 4 "$HETSIM_EXEC" run --steps 1 --warmup 0 "$tmp/cpu-moe.toml" 2>&1); rc=$?
+    [ $rc -eq 0 ] && echo "$out" | grep -q "one process per device: 4 processes" && echo "$out" | grep -q "ep all-to-all" &&
+      ok || bad "mpirun -np 4, a folded MoE plan: rc $rc: $out"
   fi
 fi
 
