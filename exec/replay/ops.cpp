@@ -131,8 +131,8 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
     default: {
       // Read one element, write one: the pass moves the op's bytes.
       const double bytes = (backward ? op.bwd_bytes : op.fwd_bytes).v;
+      if (bytes <= 0) return;  // a pass this op does not run (backward-only casts, reductions, adds)
       const std::size_t count = as_size(bytes / (2.0 * static_cast<double>(eb)));
-      if (count == 0) return;  // a pass this op does not run (backward-only casts and reductions)
       sc.fit(count * eb, 1, count * eb);
       if (sc.failed) return;
       if (op.unvectorized) dev.elementwise_unvectorized(count, c.format, sc.pa, sc.pc);

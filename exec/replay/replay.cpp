@@ -73,11 +73,27 @@ Result<BackendDevices> backend_devices(const Scenario& s, const schedule::TaskGr
 }
 
 // Plans the executor cannot run as planned (docs/executor.md, Limits).
-std::optional<Diagnostic> unreplayable(const plan::Plan& p, bool moe_ep) {
+std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g, bool moe_ep) {
   if (moe_ep && p.overlap_ep_comm)
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",
                       "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
+  // MoE parallel folding over stages of different tp: the experts' gradient sync of a folding
+  // stage and the dense chunks of a stage of another tp would meet in an order that deadlocks
+  // (a member holding several chunks enters the experts' group between them), and a stage that
+  // does not fold makes no experts' call at all. Refused before anything runs, not left to hang.
+  if (s.model.moe()) {
+    bool folds = false, tps_differ = false;
+    for (const auto& d : g.devices) {
+      folds = folds || d.expert_tp_or_tp() < d.tp;
+      tps_differ = tps_differ || d.tp != g.devices.front().tp;
+    }
+    if (folds && tps_differ)
+      return Diagnostic{{}, "parallel.expert_tp",
+                        "expert_tp below tp (MoE parallel folding) is replayed only where every stage has the same tp; "
+                        "this plan's stages have different tp",
+                        "give every stage the same tp, or replay the plan without expert_tp (docs/executor.md, Limits)"};
+  }
   return std::nullopt;
 }
 
@@ -432,7 +448,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // each data-parallel collective joins the replicas of every group that hold its layer.
   const bool moe_ep = s.model.moe() && p.ep > 1;
   const std::vector<int> ep_nodes = dispatch_nodes(s, p, g, moe_ep);
-  if (auto d = unreplayable(p, moe_ep)) return *d;
+  if (auto d = unreplayable(s, p, g, moe_ep)) return *d;
   auto layout = dp_layout(g);
   if (!layout) return layout.errors();
   const int needed = layout->real_devices;

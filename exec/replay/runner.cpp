@@ -509,6 +509,11 @@ void DeviceRunner::fail(const std::string& why, const std::string& hint) {
   if (etpc_ != nullptr) etpc_->leave();
   if (epc_ != nullptr) epc_->leave();
   for (auto& [gi, c] : dpcs_) c->leave();
+  // The groups that the dense ones do not cover: the folded experts' data-parallel groups and
+  // the hierarchical dispatch's rail and node groups (a peer waiting there would wait for good).
+  for (auto& [gi, c] : run_.comms.edp_of[real_]) c->leave();
+  if (Communicator* rail = run_.comms.rail_of[real_]; rail != nullptr) rail->leave();
+  if (Communicator* node = run_.comms.node_of[real_]; node != nullptr) node->leave();
   for (auto& [key, block] : held_)
     if (block.first != nullptr) dev_.release(block.first, block.second);
   held_.clear();

@@ -36,7 +36,8 @@ struct CommCall {
   /// consecutive ranks (the MoE block's expert_tp group, when it is below tp).
   int ranks = 0;
   /// A data-parallel call of the routed experts' parameters, among the members of the DP group
-  /// that hold the same experts (replica mod ep alike).
+  /// that hold the same experts (replica mod ep alike; where the stage folds its experts,
+  /// expert_tp below tp, over the expert-data-parallel group, schedule::expert_dp_groups).
   bool experts = false;
   /// The share of the call's time the task's duration holds: 1 for a blocking call; below 1 for
   /// a TP collective pipelined with its GEMM or an EP all-to-all hidden behind another

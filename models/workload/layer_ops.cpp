@@ -434,6 +434,7 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double table = static_cast<double>(m.vocab) / s.tp * m.hidden;
   const double acc = s.grad_accumulation == GradAccumulation::CastAdd ? 16 : s.grad_accumulation == GradAccumulation::Add16 ? 2 * e : 8;
   op.bwd_bytes += Bytes{table * (2 * e + acc)};
+  if (s.grad_accumulation == GradAccumulation::CastAdd) op.bwd_kernels += 1;  // the cast
   return {op};
 }
 

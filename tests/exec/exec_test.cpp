@@ -1255,6 +1255,37 @@ TEST(Replay, HierarchicalDispatchRunsItsNetworkAndFabricSteps) {
   EXPECT_GT(hier.at(2), 0);
 }
 
+// MoE parallel folding over stages of different tp (a tp 2 group beside two tp 1 replicas) is
+// refused before anything runs, with ep 2 and with ep 1: its experts' sync and the dense chunks
+// would deadlock (docs/executor.md, Limits). The same groups without folding run.
+TEST(Replay, FoldedPlansOfStagesOfDifferentTpAreRefusedClearly) {
+  const std::string groups =
+      "micro_batch = 1\nsequence_parallel = true\n"
+      "[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\nstages = [{pool = \"fast\", tp = 2, layers = 4}]\n"
+      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{pool = \"slow\", tp = 1, layers = 4}]\n";
+  auto moe = [&](const std::string& extra) {
+    auto text = two_pools(extra + groups, 8, 2);
+    text.replace(text.find("kv_heads = 4"), 12, "kv_heads = 4\nexperts = 4\ntop_k = 2\n");
+    return text;
+  };
+  for (const char* folding : {"ep = 2\nexpert_tp = 1\n", "expert_tp = 1\n"}) {
+    SCOPED_TRACE(folding);
+    auto s = test::parse(moe(folding));
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    auto backend = exec::make_cpu_backend(4);
+    auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+    ASSERT_FALSE(r.ok());
+    const std::string errors = test::all_errors(r.errors());
+    EXPECT_NE(errors.find("replayed only where every stage has the same tp"), std::string::npos) << errors;
+    EXPECT_NE(errors.find("parallel.expert_tp"), std::string::npos) << errors;
+  }
+  auto plain = test::parse(moe("ep = 1\n"));
+  ASSERT_TRUE(plain.ok()) << test::all_errors(plain.errors());
+  auto backend = exec::make_cpu_backend(4);
+  auto r = exec::replay(*plain, *plain->plan, *backend, {1, 0});
+  EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
+}
+
 // MoE parallel folding (expert_tp below tp) replays on 4 cpu devices, its expert groups in
 // Megatron-Core's expert rank order (schedule::ep_groups): within the stage's tp · replicas
 // devices, blocks of expert_tp · ep, the ranks expert_tp apart an EP group. Every all-to-all runs

@@ -310,6 +310,7 @@ TEST(LayerOps, GradientsAccumulatedOutsideTheGemmsAreAddedByKernelsOfTheirOwn) {
   const double emb_add = embedding_ops(m, s)[0].bwd_bytes.v;
   s.grad_accumulation = GradAccumulation::CastAdd;
   EXPECT_DOUBLE_EQ(embedding_ops(m, s)[0].bwd_bytes.v - emb_add, 500.0 * 1024 * 8);
+  EXPECT_EQ(embedding_ops(m, s)[0].bwd_kernels, 4);  // zero-fill, row adds, the cast, the add
   s.grad_accumulation = GradAccumulation::Add16;  // the table's add into 16 bits: 2 + 2 + 2 for 2 + 4 + 4
   EXPECT_DOUBLE_EQ(emb_add - embedding_ops(m, s)[0].bwd_bytes.v, 500.0 * 1024 * 4);
 }
