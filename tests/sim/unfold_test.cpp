@@ -72,5 +72,36 @@ TEST(Unfold, DataParallelChunksAndPieces) {
   EXPECT_EQ(schedule::dp_piece_members(g, tasks, 3, 8), (std::vector<Member>{{0, 6}, {1, 0}}));
 }
 
+// MoE parallel folding, worked by hand from docs/cost-models.md ("Expert tensor parallelism"): tp 4
+// over 2 replicas (members replica · 4 + rank, 0-7), ep 2, expert_tp 1. Blocks of expert_tp · ep
+// = 2 members: {0, 1} {2, 3} {4, 5} {6, 7}, each an EP group; the members at the same offset of
+// every block hold the same experts: {0, 2, 4, 6} and {1, 3, 5, 7}, tp · r / (ep · et) = 4 each.
+// With expert_tp 2: blocks of 4, EP groups of members 2 apart ({0, 2} {1, 3} {4, 6} {5, 7}), and
+// the expert-data-parallel groups {0, 4} {1, 5} {2, 6} {3, 7}.
+TEST(Unfold, FoldedExpertGroupsFollowMegatronCoresExpertRankOrder) {
+  schedule::TaskGraph g;
+  g.devices.resize(1);
+  g.devices[0].tp = 4;
+  g.devices[0].replicas = 2;
+  g.devices[0].count = 8;
+  g.devices[0].ep = 2;
+  g.devices[0].expert_tp = 1;
+  g.tasks.resize(1);
+  g.tasks[0].device = 0;
+  const std::vector<std::uint32_t> tasks{0};
+  EXPECT_TRUE(schedule::folds_experts(g, tasks));
+  EXPECT_EQ(schedule::ep_groups(g, 0),
+            (std::vector<std::vector<Member>>{on(0, {0, 1}), on(0, {2, 3}), on(0, {4, 5}), on(0, {6, 7})}));
+  EXPECT_EQ(schedule::expert_dp_groups(g, tasks),
+            (std::vector<std::vector<Member>>{on(0, {0, 2, 4, 6}), on(0, {1, 3, 5, 7})}));
+  g.devices[0].expert_tp = 2;
+  EXPECT_EQ(schedule::ep_groups(g, 0),
+            (std::vector<std::vector<Member>>{on(0, {0, 2}), on(0, {1, 3}), on(0, {4, 6}), on(0, {5, 7})}));
+  EXPECT_EQ(schedule::expert_dp_groups(g, tasks),
+            (std::vector<std::vector<Member>>{on(0, {0, 4}), on(0, {1, 5}), on(0, {2, 6}), on(0, {3, 7})}));
+  g.devices[0].expert_tp = 4;  // expert_tp = tp: no folding
+  EXPECT_FALSE(schedule::folds_experts(g, tasks));
+}
+
 }  // namespace
 }  // namespace hetsim
