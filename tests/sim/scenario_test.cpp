@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "sim/analytic/stage_cost.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -18,6 +19,30 @@ TEST(Scenario, MinimalUniformPlanExpands) {
   ASSERT_EQ(p.groups[0].stages.size(), 2u);
   EXPECT_EQ(p.groups[0].stages[1].first_layer, 2);
   EXPECT_EQ(p.devices(), 16);
+}
+
+// The kernel choices of [training] read as written and reach the ops' shape: every attention
+// kernel and gradient-accumulation value (auto resolves by fused_kernels).
+TEST(Scenario, AttentionKernelAndGradientAccumulationReachTheShape) {
+  auto shape = [](const std::string& training) {
+    auto text = test::minimal();
+    text.replace(text.find("precision = \"bf16\"\n"), 19, "precision = \"bf16\"\n" + training);
+    auto s = test::parse(text);
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    return analytic::micro_batch_shape(*s, *s->plan, s->plan->groups[0].stages[0]);
+  };
+  using workload::AttentionKernel;
+  using workload::GradAccumulation;
+  EXPECT_EQ(shape("").attention_kernel, AttentionKernel::Vendor);
+  EXPECT_EQ(shape("fused_kernels = false\n").attention_kernel, AttentionKernel::Fa2);
+  EXPECT_EQ(shape("attention_kernel = \"vendor\"\n").attention_kernel, AttentionKernel::Vendor);
+  EXPECT_EQ(shape("attention_kernel = \"fa2\"\n").attention_kernel, AttentionKernel::Fa2);
+  EXPECT_EQ(shape("attention_kernel = \"triton\"\n").attention_kernel, AttentionKernel::Triton);
+  EXPECT_EQ(shape("").grad_accumulation, GradAccumulation::Fused);
+  EXPECT_EQ(shape("grad_accumulation = \"add\"\n").grad_accumulation, GradAccumulation::Add);
+  EXPECT_EQ(shape("grad_accumulation = \"cast_add\"\n").grad_accumulation, GradAccumulation::CastAdd);
+  EXPECT_EQ(shape("grad_accumulation = \"add16\"\n").grad_accumulation, GradAccumulation::Add16);
+  EXPECT_EQ(shape("grad_accumulation = \"fused\"\n").grad_accumulation, GradAccumulation::Fused);
 }
 
 TEST(Scenario, ExplicitKeysOverrideAPreset) {
