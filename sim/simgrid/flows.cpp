@@ -298,8 +298,8 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
           // joins N/n_min of these rings; each ring carries n_min/N of the task's time (priced
           // for that device's whole shard), so that device's rings, sharing its links, end in
           // about that time. Consecutive rings over the same devices are one ring carrying their
-          // sum. (Until 2026-12-06 N was the largest n: where the counts do not divide one
-          // another, a device's first members carried more chunks than its others.)
+          // sum. (N must be the lcm, not the largest n: where the counts do not divide one
+          // another, a cut into the largest would give a device's first members more chunks.)
           const long long cut = schedule::dp_piece_chunks(g, tasks);
           // A piece: a member's shard (its task's payload) is N/n of them, for its n.
           double piece = 0;
