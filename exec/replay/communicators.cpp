@@ -213,9 +213,7 @@ Result<ReplayComms> make_communicators(const GroupSite& site, const schedule::Ta
   if (auto errs = make_dp_groups(make, layout, out); !errs.empty()) return errs;
   out.edp_of.resize(static_cast<std::size_t>(layout.real_devices));
   // Folded experts sync apart also without expert parallelism (ep = 1, expert_tp < tp).
-  const bool folds = std::any_of(g.devices.begin(), g.devices.end(),
-                                 [](const schedule::DeviceRep& d) { return d.expert_tp_or_tp() < d.tp; });
-  if (moe_ep || folds)
+  if (moe_ep || schedule::folds_experts(g))
     if (auto errs = make_expert_dp_groups(make, g, p, layout, out); !errs.empty()) return errs;
   return out;
 }

@@ -22,6 +22,7 @@
 #include "sim/analytic/op_breakdown.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/schedule/schedule.hpp"
+#include "sim/schedule/unfold.hpp"
 
 namespace hetsim::exec {
 namespace {
@@ -82,13 +83,10 @@ std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, c
   // stage and the dense chunks of a stage of another tp would meet in an order that deadlocks
   // (a member holding several chunks enters the experts' group between them), and a stage that
   // does not fold makes no experts' call at all. Refused before anything runs, not left to hang.
-  if (s.model.moe()) {
-    bool folds = false, tps_differ = false;
-    for (const auto& d : g.devices) {
-      folds = folds || d.expert_tp_or_tp() < d.tp;
-      tps_differ = tps_differ || d.tp != g.devices.front().tp;
-    }
-    if (folds && tps_differ)
+  if (s.model.moe() && schedule::folds_experts(g)) {
+    const bool tps_differ = std::any_of(g.devices.begin(), g.devices.end(),
+                                        [&](const schedule::DeviceRep& d) { return d.tp != g.devices.front().tp; });
+    if (tps_differ)
       return Diagnostic{{}, "parallel.expert_tp",
                         "expert_tp below tp (MoE parallel folding) is replayed only where every stage has the same tp; "
                         "this plan's stages have different tp",

@@ -109,24 +109,18 @@ void accumulate_outside_gemms(std::vector<Op>& ops, const MicroBatchShape& s, do
       tensors += op.count;
     }
   if (tensors == 0) return;
-  if (s.grad_accumulation == GradAccumulation::Add16) {
-    Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, 3 * e, tensors}, 1);
-    add.fwd_flops = Flops{0};
-    ops.push_back(add);
-    return;
+  const GradAccumulation how = s.grad_accumulation;
+  if (how == GradAccumulation::CastAdd) {
+    Op cast = streaming("grad_cast", OpKind::Elementwise, weights, 1, Stream{0, 0, e + 4, tensors}, 0);
+    cast.unvectorized = true;
+    ops.push_back(cast);
   }
-  if (s.grad_accumulation == GradAccumulation::Add) {
-    Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, e + 8, tensors}, 1);
-    add.fwd_flops = Flops{0};
-    add.unvectorized = true;
-    ops.push_back(add);
-    return;
-  }
-  Op cast = streaming("grad_cast", OpKind::Elementwise, weights, 1, Stream{0, 0, e + 4, tensors}, 0);
-  cast.unvectorized = true;
-  ops.push_back(cast);
-  Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, 12, tensors}, 1);
+  // The add: a 16-bit gradient into fp32 (mixed formats), the cast copy into fp32, or a 16-bit
+  // gradient into a 16-bit accumulator.
+  const double bytes = how == GradAccumulation::Add ? e + 8 : how == GradAccumulation::CastAdd ? 12 : 3 * e;
+  Op add = streaming("grad_accum", OpKind::Elementwise, weights, 1, Stream{0, 0, bytes, tensors}, 1);
   add.fwd_flops = Flops{0};
+  add.unvectorized = how == GradAccumulation::Add;
   ops.push_back(add);
 }
 

@@ -58,6 +58,11 @@ bool folds_experts(const TaskGraph& g, std::span<const std::uint32_t> tasks) {
   });
 }
 
+bool folds_experts(const TaskGraph& g) {
+  return std::any_of(g.devices.begin(), g.devices.end(),
+                     [](const DeviceRep& d) { return d.expert_tp_or_tp() < d.tp; });
+}
+
 std::vector<std::vector<Member>> expert_dp_groups(const TaskGraph& g, std::span<const std::uint32_t> tasks) {
   std::vector<std::vector<Member>> out;
   for (std::uint32_t m : tasks) {

@@ -50,6 +50,8 @@ struct Unfolding {
 /// Whether a data-parallel collective's tasks fold their experts: some task's device runs its
 /// experts on fewer ranks than its tp (DeviceRep::expert_tp below tp, MoE parallel folding).
 [[nodiscard]] bool folds_experts(const TaskGraph& g, std::span<const std::uint32_t> tasks);
+/// Whether any device of `g` folds its experts.
+[[nodiscard]] bool folds_experts(const TaskGraph& g);
 
 /// The routed experts' part of a data-parallel collective whose tasks fold their experts
 /// (folds_experts): the expert-data-parallel groups. In Megatron-Core's expert rank order a
