@@ -252,8 +252,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   }
 
   // Attention core, per rank: heads/t heads. The full score and value products cost
-  // 4·tokens·s·(q/t) FLOPs.
-  const double full = 4.0 * tokens * s.seq_len * q / t;
+  // 4·tokens·s·(q/t) FLOPs, s the whole sequence's keys (seq_len · cp under context
+  // parallelism: the rank's queries meet every key; its 2 causal chunks balance the mask).
+  const double cp = std::max(1, s.cp);
+  const double full = 4.0 * tokens * s.seq_len * cp * q / t;
   const double heads_rank = static_cast<double>(s.micro_batch) * m.heads / t;
   if (s.flash_attention) {
     // Fused: a causal kernel skips the masked half; backward is 2.5× the forward
@@ -271,11 +273,30 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.bwd_flops = Flops{2.5 * exec};
     attn.model_flops = Flops{full};
     const double qkvo = tokens * (2 * q / t + 2 * kv_rank) * e;
-    attn.fwd_bytes = Bytes{qkvo};
-    attn.bwd_bytes = Bytes{2.5 * qkvo};
+    attn.fwd_bytes = Bytes{qkvo * cp};
+    attn.bwd_bytes = Bytes{2.5 * qkvo * cp};
     attn.bwd_kernels = 3;
     attn.selective_recompute = true;
+    if (s.cp > 1) {
+      // Transformer Engine's context parallelism runs one attention kernel per block of keys
+      // (cp of them, each over the rank's seq_len queries and a block's seq_len keys: the
+      // efficiency of that length), and merges each block's partial output into the running one
+      // by its log-sum-exp (cp − 1 correction kernels that read both and write one); backward,
+      // each block's dQ is added into the rank's and its dK, dV into the block's travelling
+      // gradient (read both, write one). docs/cost-models.md#context-parallelism.
+      attn.fwd_kernels = s.cp;
+      attn.bwd_kernels = 3 * s.cp;
+    }
     ops.push_back(attn);
+    if (s.cp > 1) {
+      const double out = tokens * q / t;
+      Op merge = streaming("cp_merge", OpKind::Elementwise, out, e, Stream{3, s.cp - 1, 0, 0}, 0);
+      merge.fwd_bytes = Bytes{(cp - 1) * 3 * out * e};
+      merge.bwd_bytes = Bytes{(cp - 1) * 3 * tokens * (q / t + 2 * kv_rank) * e};
+      merge.bwd_kernels = 2 * (s.cp - 1);
+      merge.selective_recompute = true;
+      ops.push_back(merge);
+    }
   } else {
     // Unfused (Megatron-LM before flash attention): batched QKᵀ, the scale-mask-softmax,
     // dropout of the probabilities, batched P·V; the whole s×s is computed, mask or not.

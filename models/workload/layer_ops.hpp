@@ -54,7 +54,7 @@ struct Op {
 /// The shape of the work one TP rank does for one micro-batch.
 struct MicroBatchShape {
   int micro_batch = 1;  ///< sequences
-  int seq_len = 0;
+  int seq_len = 0;      ///< tokens of each sequence on this rank: the sequence's length / cp
   int tp = 1;
   bool sequence_parallel = true;  ///< norms/dropouts split over TP ranks (Korthikanti et al.)
   hw::Dtype dtype = hw::Dtype::Bf16;
@@ -90,6 +90,9 @@ struct MicroBatchShape {
   int ep = 1;
   /// The routed experts' tensor parallelism (plan::Plan::expert_tp); 0: tp.
   int expert_tp = 0;
+  /// Context parallelism (plan::Plan::cp): the sequence is cp × seq_len long and split over cp
+  /// ranks; each rank's queries attend to the whole sequence's keys, in cp blocks.
+  int cp = 1;
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

@@ -59,6 +59,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       per_mb[si].add("recompute", c.recompute(L));
       per_mb[si].add("tp comm", c.tp(L));
       if (c.ep(L).v > 0) per_mb[si].add("ep comm", c.ep(L));
+      if (c.cp(L).v > 0) per_mb[si].add("cp comm", c.cp(L));
       per_mb[si].add("pp comm", pp_comm);
     }
 
@@ -83,6 +84,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       critical.add("recompute", w.get("recompute") * mb);
       critical.add("tp comm", w.get("tp comm") * mb);
       if (w.get("ep comm").v > 0) critical.add("ep comm", w.get("ep comm") * mb);
+      if (w.get("cp comm").v > 0) critical.add("cp comm", w.get("cp comm") * mb);
       critical.add("pp comm", w.get("pp comm") * mb);
       critical.add("pipeline bubble", pipe - cmax * mb);
     }

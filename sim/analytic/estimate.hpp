@@ -17,7 +17,7 @@ struct StageEstimate {
   int group = 0, stage = 0;
   std::string pool;
   int tp = 1, first_layer = 0, layers = 0;
-  cost::TimeBreakdown per_micro_batch;  ///< "forward", "backward", "recompute", "tp comm", "pp comm" (+ "ep comm")
+  cost::TimeBreakdown per_micro_batch;  ///< "forward", "backward", "recompute", "tp comm", "pp comm" (+ "ep comm", "cp comm")
   /// The exposed TP collectives of one micro-batch by the pass they delay: the layers'
   /// "forward", "backward", "recompute", and the "embedding and head" (both passes); they sum
   /// to per_micro_batch "tp comm".
@@ -52,7 +52,7 @@ struct GroupEstimate {
 
 struct Estimate {
   Duration step_time;
-  cost::TimeBreakdown step;  ///< "compute", "recompute", "tp comm", ("ep comm",) "pp comm", "pipeline bubble",
+  cost::TimeBreakdown step;  ///< "compute", "recompute", "tp comm", ("ep comm", "cp comm",) "pp comm", "pipeline bubble",
                              ///< "dp comm", "optimizer"
   double tokens_per_step = 0;
   double tokens_per_s = 0;

@@ -62,7 +62,8 @@ Duration op_named(const std::vector<workload::Op>& ops, const std::vector<Durati
 workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan& p, const plan::Stage& st) {
   workload::MicroBatchShape shape;
   shape.micro_batch = p.micro_batch;
-  shape.seq_len = s.training.seq_len;
+  shape.seq_len = s.training.seq_len / std::max(1, p.cp);  // the rank's share of each sequence
+  shape.cp = std::max(1, p.cp);
   shape.tp = st.tp;
   shape.ep = s.model.moe() ? p.ep : 1;
   shape.expert_tp = s.model.moe() ? p.expert_tp_of(st.tp) : 0;
@@ -135,7 +136,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   // Where each stage's block starts in its pool (as the SimGrid engine places it): the DP rings
   // of several groups and whether a pipeline message stays in a node depend on it.
   const std::vector<std::vector<int>> starts = block_starts(cl, p);
-  const double sbh = static_cast<double>(p.micro_batch) * tr.seq_len * m.hidden;
+  // A rank's tokens of one micro-batch: seq_len/cp of each sequence under context parallelism.
+  const int seq = tr.seq_len / std::max(1, p.cp);
+  const double sbh = static_cast<double>(p.micro_batch) * seq * m.hidden;
   // Expert parallelism: a rank holds 1/ep of each MoE layer's routed experts.
   const int ep = m.moe() ? std::max(1, p.ep) : 1;
   // A MoE layer's parameters on one device of a stage of `tp`: the dense part split over tp,
@@ -151,6 +154,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
   struct LayerCost {
     Duration fwd, bwd, recompute, tp_fwd, tp_bwd, tp_recompute;
     Duration ag, rs, ar;  // one TP collective of the micro-batch's activation
+    Duration cp_fwd, cp_bwd, cp_recompute;  // context-parallel exchange, exposed, per pass
     Duration a2a;         // one expert-parallel all-to-all of the micro-batch's routed tokens
     Duration dispatch;    // the same for a dispatch: a2a, or in fp8 (fp8_dispatch)
     // The attention block's part of fwd, bwd and recompute (the ops before mlp_norm; the MLP or
@@ -161,6 +165,63 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     std::vector<cost::CommCall> tp_fwd_calls, tp_bwd_calls, tp_recompute_calls;
     cost::CommCall ag_call, rs_call, ar_call, a2a_call, dispatch_call;
     std::shared_ptr<const std::vector<workload::Op>> ops;  // the layer's (StageCost::layer_ops)
+  };
+  // Context parallelism's exchange of one layer, exposed, per pass (docs/cost-models.md#context-parallelism).
+  // The cp ranks of a sequence are consecutive replicas, tp apart in the rank order: a node of
+  // D devices holds D/tp of them. P2P: cp − 1 ring steps, each sending the block of keys and
+  // values it holds on (backward: those and their gradients) beside the attention kernel of the
+  // block before; what the kernel does not hide is exposed, plus its slow-down. AllGather: the
+  // keys and values gathered before attention, and again before its backward, whose key and
+  // value gradients are reduce-scattered after it. AllToAll: queries, keys and values from
+  // sequence to head shards before attention, its output back after; the backward the same.
+  // The gathers and all-to-alls block.
+  auto context_parallel = [&](Duration& fwd, Duration& bwd, Duration& rec, const std::vector<workload::Op>& layer,
+                              const std::vector<Duration>& tf, const std::vector<Duration>& tb, const hw::PoolSpec& pool,
+                              int tp, const workload::MicroBatchShape& shape) {
+    const hw::DeviceSpec& dev = pool.device;
+    const double kv_rank = m.kv_heads >= tp ? m.kv_width() / tp : m.head_dim();
+    const double tokens = static_cast<double>(shape.micro_batch) * shape.seq_len;
+    const Bytes kv{tokens * 2 * kv_rank * e};  // the rank's keys and values of one layer
+    CommGroup g;
+    g.ranks = p.cp;
+    g.ranks_per_node = group_ranks_per_node(pool.devices_per_node, tp, p.cp);
+    g.intra = fabric_cost(pool);
+    g.inter = nic_cost(pool, cl.network);
+    const Duration attn_f = op_named(layer, tf, "attention"), attn_b = op_named(layer, tb, "attention");
+    const double slow = dev.efficiency.overlap_slowdown;
+    double share = 0;  // how much of the attention a recompute re-runs
+    for (const auto& op : layer)
+      if (op.kind == workload::OpKind::Attention) share = cost::recompute_share(op, p.recompute);
+    switch (p.cp_comm) {
+      case plan::Plan::CpComm::P2P: {
+        // One step: every rank sends to the next (the slowest hop: the NICs once the ring leaves a node).
+        CommGroup step = g;
+        step.ranks = 2;
+        step.ranks_per_node = g.ranks_per_node == p.cp ? 2 : 1;
+        const double n = p.cp - 1;
+        const Duration sf = cost::collective_time(Collective::SendRecv, kv, step).time.total();
+        const Duration sbk = cost::collective_time(Collective::SendRecv, kv * 2.0, step).time.total();
+        fwd = tp_exposed(sf, attn_f / p.cp, true, slow) * n;
+        bwd = tp_exposed(sbk, attn_b / p.cp, true, slow) * n;
+        break;
+      }
+      case plan::Plan::CpComm::AllGather: {
+        const Bytes all = kv * static_cast<double>(p.cp);
+        const Duration ag = cost::collective_time(Collective::AllGather, all, g).time.total();
+        fwd = ag;
+        bwd = ag + cost::collective_time(Collective::ReduceScatter, all, g).time.total();
+        break;
+      }
+      case plan::Plan::CpComm::AllToAll: {
+        const double q = m.q_width() / tp;
+        const Bytes in{tokens * (q + 2 * kv_rank) * e}, out{tokens * q * e};
+        fwd = cost::collective_time(Collective::AllToAll, in, g).time.total() +
+              cost::collective_time(Collective::AllToAll, out, g).time.total();
+        bwd = fwd;
+        break;
+      }
+    }
+    rec = fwd * share;
   };
   std::map<std::tuple<int, int, bool, bool>, LayerCost> memo;
   // `sharded`: the stage's parameters are sharded over more than one replica (ZeRO 3 gathers).
@@ -256,6 +317,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         if (i < mlp_start) lc.recompute_attn += r;
       }
     }
+    if (p.cp > 1) context_parallel(lc.cp_fwd, lc.cp_bwd, lc.cp_recompute, layer, tf, tb, pool, tp, shape);
     // Tensor-parallel collectives of each block (attention: column-parallel qkv, row-parallel
     // attn_out; MLP: mlp_up, mlp_down), as Megatron-LM issues them; the buffer is the
     // micro-batch's full activation b·s·h (docs/cost-models.md#tensor-parallel-communication).
@@ -405,6 +467,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.layer_bwd = lc.bwd;
       c.layer_ops = lc.ops;
       c.layer_recompute = lc.recompute;
+      c.layer_cp_fwd = lc.cp_fwd;
+      c.layer_cp_bwd = lc.cp_bwd;
+      c.layer_cp_recompute = lc.cp_recompute;
       c.layer_tp_fwd = lc.tp_fwd;
       // With sequence parallelism the TP collectives are all-gathers and reduce-scatters: rings.
       c.tp_algorithm = sp ? cost::Algorithm::Ring : lc.ar_algorithm;
@@ -667,11 +732,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // Memory. Eager modules save more than fused kernels (memory.hpp: repeated GQA K and V,
       // SwiGLU's SiLU output).
       const bool eager = !tr.fused_kernels;
-      c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, tr.seq_len, st.tp, sp,
+      c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, seq, st.tp, sp,
                                                          p.recompute, tr.flash_attention, dt, eager, ep);
       if (mixed)
         c.act_per_layer = Bytes{c.act_per_layer.v * moe_share +
-                                cost::activation_bytes_per_layer(dense_m, p.micro_batch, tr.seq_len, st.tp, sp, p.recompute,
+                                cost::activation_bytes_per_layer(dense_m, p.micro_batch, seq, st.tp, sp, p.recompute,
                                                                  tr.flash_attention, dt, eager)
                                         .v * (1 - moe_share)};
       if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
@@ -683,7 +748,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // A fused 16-bit cross-entropy holds the logits and their gradient written in place (2 +
       // 2 bytes at most).
       const double per_logit = tr.loss_kernel == workload::LossKernel::Fused ? 4.0 : tr.fused_kernels ? 6.0 : 12.0;
-      if (last) c.logits = Bytes{per_logit * p.micro_batch * tr.seq_len * m.vocab / st.tp};
+      if (last) c.logits = Bytes{per_logit * p.micro_batch * seq * m.vocab / st.tp};
       // PyTorch FSDP (ZeRO-3 on GPUs): what sharding does not shard while a unit computes
       // (docs/cost-models.md#zero-3-buffers). TPUs run JAX/XLA, which gathers each weight where
       // it is used, so only the two layers count there.
@@ -713,10 +778,10 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         const Bytes kept = c.act_per_layer;
         // A layer's backward at a time: the larger kind's, MoE where the stage has any.
         const workload::ModelSpec& wm = n_moe > 0 ? m : dense_m;
-        const Bytes whole = cost::activation_bytes_per_layer(wm, p.micro_batch, tr.seq_len, st.tp, sp,
+        const Bytes whole = cost::activation_bytes_per_layer(wm, p.micro_batch, seq, st.tp, sp,
                                                              cost::Recompute::None, tr.flash_attention, dt, eager, ep);
         const double act = m.activation == workload::Activation::SwiGlu ? 2 : 1;
-        const Bytes grads{e * p.micro_batch * tr.seq_len *
+        const Bytes grads{e * p.micro_batch * seq *
                           (m.hidden / (sp ? st.tp : 1.0) +
                            act * (wm.ffn_hidden * (wm.moe() ? wm.top_k : 1) + wm.shared_width()) / st.tp)};
         c.backward_working = (whole > kept ? whole - kept : Bytes{0}) + grads;

@@ -29,6 +29,9 @@ struct StageCost {
   /// Expert parallelism: a MoE layer's token dispatch and combine all-to-alls (two each pass,
   /// blocking: the experts wait for their tokens, the next block for their outputs).
   Duration layer_ep_fwd, layer_ep_bwd, layer_ep_recompute;
+  /// Context parallelism: the exchange of keys and values inside attention, exposed
+  /// (docs/cost-models.md#context-parallelism).
+  Duration layer_cp_fwd, layer_cp_bwd, layer_cp_recompute;
   // Per micro-batch, once: the embedding (first stage) and the head (last stage), with their
   // TP collectives (forward and backward together).
   Duration emb_fwd, emb_bwd, emb_tp;
@@ -100,6 +103,7 @@ struct StageCost {
   [[nodiscard]] Duration bwd(int layers) const { return layer_bwd * layers + emb_bwd + head_bwd; }
   [[nodiscard]] Duration recompute(int layers) const { return layer_recompute * layers; }
   [[nodiscard]] Duration ep(int layers) const { return (layer_ep_fwd + layer_ep_bwd + layer_ep_recompute) * layers; }
+  [[nodiscard]] Duration cp(int layers) const { return (layer_cp_fwd + layer_cp_bwd + layer_cp_recompute) * layers; }
   [[nodiscard]] Duration pipeline_regather() const { return regather * (regathers_fwd + regathers_bwd); }
   [[nodiscard]] Duration tp(int layers) const {
     return (layer_tp_fwd + layer_tp_bwd + layer_tp_recompute) * layers + emb_tp + head_tp + pipeline_regather();

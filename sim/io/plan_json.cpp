@@ -38,6 +38,9 @@ const Names<cost::Algorithm> kAlgorithms{{{"auto", cost::Algorithm::Auto},
                                           {"hierarchical", cost::Algorithm::Hierarchical}}};
 const Names<plan::Plan::EpDispatch> kEpDispatch{{{"all-to-all", plan::Plan::EpDispatch::AllToAll},
                                                   {"hierarchical", plan::Plan::EpDispatch::Hierarchical}}};
+const Names<plan::Plan::CpComm> kCpComm{{{"p2p", plan::Plan::CpComm::P2P},
+                                         {"all_gather", plan::Plan::CpComm::AllGather},
+                                         {"a2a", plan::Plan::CpComm::AllToAll}}};
 
 class Reader {
  public:
@@ -127,6 +130,8 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   if (p.overlap_ep_comm) j["overlap_ep_comm"] = true;  // absent: false (plans written before it)
   if (p.ep_dispatch != plan::Plan::EpDispatch::AllToAll) j["ep_dispatch"] = kEpDispatch.name(p.ep_dispatch);  // absent: all-to-all
   if (p.fp8_dispatch) j["fp8_dispatch"] = true;  // absent: false (plans written before it)
+  if (p.cp > 1) j["cp"] = p.cp;  // absent: 1 (plans written before context parallelism)
+  if (p.cp_comm != plan::Plan::CpComm::P2P) j["cp_comm"] = kCpComm.name(p.cp_comm);  // absent: p2p
   j["groups"] = ordered_json::array();
   for (const auto& g : p.groups) {
     ordered_json gj;
@@ -149,7 +154,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",
-                       "zero", "ep", "expert_tp", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "groups"});
+                       "zero", "ep", "expert_tp", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "groups"});
   if (!j.contains("format") || j["format"] != "hetsim-plan")
     r.error("/format", "not a hetsim plan (\"format\": \"hetsim-plan\" missing)");
   if (auto v = r.integer(j, "", "version", 1, 1000, true); v && *v != kPlanFormatVersion)
@@ -172,6 +177,8 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   p.overlap_ep_comm = r.boolean(j, "", "overlap_ep_comm").value_or(p.overlap_ep_comm);
   p.ep_dispatch = r.choice(j, "", "ep_dispatch", kEpDispatch).value_or(p.ep_dispatch);
   p.fp8_dispatch = r.boolean(j, "", "fp8_dispatch").value_or(p.fp8_dispatch);
+  p.cp = static_cast<int>(r.integer(j, "", "cp", 1, 1024, false).value_or(p.cp));
+  p.cp_comm = r.choice(j, "", "cp_comm", kCpComm).value_or(p.cp_comm);
   if (!j.contains("groups") || !j["groups"].is_array() || j["groups"].empty()) {
     r.error("/groups", "a plan needs a non-empty array \"groups\"");
     return d;

@@ -663,7 +663,7 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
 // ------------------------------------------------------------------------------- [parallel]
 const std::vector<std::string> kParallelKeys = {
     "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "expert_tp", "sequence_parallel",
-    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "replicas"};
+    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "replicas"};
 
 // Per-op selective checkpointing is modelled for dense models only (memory.cpp): said where
 // [parallel] reads it (at the key) and where a plan file is validated.
@@ -671,6 +671,44 @@ constexpr const char* kSelectiveOpDenseOnly =
     "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only";
 constexpr const char* kSelectiveOpHint = "use \"selective\" or \"full\" for a mixture-of-experts model";
 
+
+// What context parallelism (plan::Plan::cp) cannot do with this model and plan, one sentence
+// each (none: it can). The replicas of every group come in blocks of cp that share sequences.
+constexpr const char* kCpHint = "set cp = 1, or see docs/cost-models.md#context-parallelism for what it needs";
+std::vector<std::string> context_parallel_problems(const Scenario& s, const plan::Plan& p) {
+  std::vector<std::string> out;
+  const int cp = p.cp;
+  if (cp <= 1) return out;
+  const auto& m = s.model;
+  const std::string c = "cp = " + std::to_string(cp);
+  if (m.moe()) out.push_back(c + ": context parallelism of a mixture-of-experts model is not modelled");
+  if (m.mla()) out.push_back(c + ": context parallelism of multi-head latent attention is not modelled");
+  if (!s.training.flash_attention)
+    out.push_back(c + " needs fused attention (flash_attention = true): the exchange runs inside the attention kernels");
+  const int chunks = s.training.causal && p.cp_comm != plan::Plan::CpComm::AllToAll ? 2 * cp : cp;
+  if (s.training.seq_len % chunks != 0)
+    out.push_back(c + " cuts each sequence into " + std::to_string(chunks) + " equal chunks" +
+                  (chunks == 2 * cp ? " (two a rank, so that causal attention balances)" : "") +
+                  ", which seq_len = " + std::to_string(s.training.seq_len) + " does not allow");
+  for (const auto& g : p.groups) {
+    if (g.replicas % cp != 0) {
+      out.push_back(c + " does not divide a replica group's " + std::to_string(g.replicas) +
+                    " replicas (its ranks share each sequence)");
+      break;
+    }
+  }
+  if (p.cp_comm == plan::Plan::CpComm::AllToAll)
+    for (const auto& g : p.groups)
+      for (const auto& st : g.stages)
+        if ((m.heads / st.tp) % cp != 0 || (m.kv_heads >= st.tp && (m.kv_heads / st.tp) % cp != 0)) {
+          out.push_back("cp_comm = \"a2a\" splits each rank's attention heads over the cp ranks: " + c +
+                        " does not divide the " + std::to_string(m.heads / st.tp) + " query (" +
+                        std::to_string(std::max(1, m.kv_heads / st.tp)) + " key-value) heads of a rank at tp = " +
+                        std::to_string(st.tp));
+          return out;
+        }
+  return out;
+}
 
 // The framework keys of [parallel] into `p` (how the framework runs, not the layout): read for
 // every command, `hetsim plan` and `hetsim buy` included (Scenario::framework).
@@ -693,6 +731,10 @@ void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::P
   }
   p.fp8_dispatch = r.boolean(t, "fp8_dispatch").value_or(p.fp8_dispatch);
   if (p.fp8_dispatch && !s.model.moe()) refuse_on_dense(r, t, s, "fp8_dispatch");
+  if (auto c = pick<plan::Plan::CpComm>(r, t, "cp_comm", {{"p2p", plan::Plan::CpComm::P2P},
+                                                           {"all_gather", plan::Plan::CpComm::AllGather},
+                                                           {"a2a", plan::Plan::CpComm::AllToAll}}))
+    p.cp_comm = *c;
 }
 
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
@@ -718,6 +760,8 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       r.error(r.loc(r.node(*t, "recompute")), "parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
   }
   p.zero = as_int(r.integer(*t, "zero", 0, 3), p.zero);
+  p.cp = as_int(r.integer(*t, "cp", 1, 1024), p.cp);
+  const int cp = p.cp;
   p.ep = as_int(r.integer(*t, "ep", 1, 1 << 20), p.ep);
   if (p.ep > 1 && !s.model.moe())
     r.error(r.loc(r.node(*t, "ep")), t->path + ".ep", "ep = " + std::to_string(p.ep) +
@@ -787,13 +831,15 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
     for (const auto& rt : replicas) {
       r.check_keys(rt, {"count", "micro_batches", "stages"});
       plan::ReplicaGroup g;
-      g.replicas = as_int(r.integer(rt, "count", 1, 1 << 20), 1);
+      // `count` data-parallel replicas, each cp blocks of devices that share its sequences.
+      const int count = as_int(r.integer(rt, "count", 1, 1 << 20), 1);
+      g.replicas = count * cp;
       if (auto mb = r.integer(rt, "micro_batches", 1, 1 << 24)) {
         g.micro_batches = static_cast<int>(*mb);
-        given_mb += g.replicas * g.micro_batches;
+        given_mb += count * g.micro_batches;
       } else {
         g.micro_batches = 0;
-        missing_mb += g.replicas;
+        missing_mb += count;
       }
       const toml::node* sn = r.node(rt, "stages");
       const toml::array* arr = sn ? sn->as_array() : nullptr;
@@ -873,33 +919,37 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
             std::to_string(s.model.heads) + " attention heads", "choose tp among the divisors of heads");
     return std::nullopt;
   }
+  // Context parallelism: each data-parallel replica is cp blocks of tp·pp devices.
+  const int tpc = tp * pp * cp;
+  const std::string tpc_name = cp > 1 ? "tp·cp·pp" : "tp·pp";
   int dp = 0;
   std::vector<int> per_pool;
   for (const auto& pool : s.cluster.pools) {
     const int n = pool.devices();
-    if (n % (tp * pp) != 0 && !dp_given) {
+    if (n % tpc != 0 && !dp_given) {
       r.error(r.loc(tp_node), t->path + ".tp", "pool '" + pool.name + "' has " + std::to_string(n) +
-              " devices, not a multiple of tp·pp = " + std::to_string(tp * pp),
+              " devices, not a multiple of " + tpc_name + " = " + std::to_string(tpc),
               "choose tp and pp whose product divides every pool, give dp, or use [[parallel.replicas]]");
       return std::nullopt;
     }
-    per_pool.push_back(n / (tp * pp));
-    dp += n / (tp * pp);
+    per_pool.push_back(n / tpc);
+    dp += n / tpc;
   }
   if (dp_given) {
     const int want = static_cast<int>(*dp_given);
     const int devices = s.cluster.devices();
-    if (tp * pp * want != devices) {
+    if (static_cast<long long>(tpc) * want != devices) {
       r.error(r.loc(r.node(*t, "dp")), t->path + ".dp",
-              "tp·pp·dp = " + std::to_string(tp) + "·" + std::to_string(pp) + "·" + std::to_string(want) +
-                  " = " + std::to_string(tp * pp * want) + " does not match the cluster's " +
+              tpc_name + "·dp = " + std::to_string(tp) + (cp > 1 ? "·" + std::to_string(cp) : std::string()) + "·" +
+                  std::to_string(pp) + "·" + std::to_string(want) +
+                  " = " + std::to_string(static_cast<long long>(tpc) * want) + " does not match the cluster's " +
                   std::to_string(devices) + " devices",
-              devices % (tp * pp) == 0 ? "dp = " + std::to_string(devices / (tp * pp)) + " would use every device"
-                                       : "tp·pp must divide the device count");
+              devices % tpc == 0 ? "dp = " + std::to_string(devices / tpc) + " would use every device"
+                                 : tpc_name + " must divide the device count");
       return std::nullopt;
     }
     if (dp != want) {  // some pool not a multiple of tp·pp
-      r.error(r.loc(r.node(*t, "dp")), t->path + ".dp", "the pools cannot be cut into whole replicas of tp·pp devices",
+      r.error(r.loc(r.node(*t, "dp")), t->path + ".dp", "the pools cannot be cut into whole replicas of " + tpc_name + " devices",
               "use [[parallel.replicas]] to place stages across pools");
       return std::nullopt;
     }
@@ -925,7 +975,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
   for (std::size_t pi = 0; pi < s.cluster.pools.size(); ++pi) {
     if (per_pool[pi] == 0) continue;
     plan::ReplicaGroup g;
-    g.replicas = per_pool[pi];
+    g.replicas = per_pool[pi] * cp;
     g.micro_batches = mb;
     for (int k = 0; k < pp; ++k)
       g.stages.push_back({static_cast<int>(pi), tp, k * (L / pp), L / pp});
@@ -1162,6 +1212,7 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
       err("parallel.expert_tp", "expert_tp below tp folds the TP ranks into expert parallelism, which needs sequence "
           "parallelism (each TP rank dispatches its own sequence shard)", "set sequence_parallel = true, or expert_tp = tp");
   }
+  for (const std::string& problem : context_parallel_problems(s, p)) err("parallel.cp", problem, kCpHint);
   return d;
 }
 

@@ -1,5 +1,7 @@
 #include "sim/plan/plan.hpp"
 
+#include <algorithm>
+
 namespace hetsim::plan {
 
 int Plan::replicas() const {
@@ -11,7 +13,7 @@ int Plan::replicas() const {
 int Plan::sequences_per_step() const {
   int n = 0;
   for (const auto& g : groups) n += g.replicas * g.micro_batches * micro_batch;
-  return n;
+  return n / std::max(1, cp);
 }
 
 int Plan::devices() const {
@@ -37,6 +39,7 @@ void copy_framework(const Plan& from, Plan& to) {
   to.overlap_ep_comm = from.overlap_ep_comm;
   to.ep_dispatch = from.ep_dispatch;
   to.fp8_dispatch = from.fp8_dispatch;
+  to.cp_comm = from.cp_comm;
 }
 
 }  // namespace hetsim::plan

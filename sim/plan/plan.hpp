@@ -74,18 +74,34 @@ struct Plan {
   /// gradient stay 16-bit (DeepSeek-V3 §3.3.2, DeepEP's FP8 dispatch).
   /// docs/cost-models.md#fp8-dispatch.
   bool fp8_dispatch = false;
+  /// Context parallelism (Megatron-Core / Transformer Engine): every sequence is split over
+  /// `cp` ranks that hold the same weights, each with seq_len/cp of its tokens (a causal
+  /// sequence in 2·cp chunks, two to a rank, so that each does the same attention work); the
+  /// ranks exchange keys and values inside attention. They sit next to the TP ranks in
+  /// Megatron's rank order (tp, cp, dp, pp), so here they are `cp` consecutive replicas of each
+  /// group: a group's `replicas` counts dp · cp devices blocks, and the gradients reduce over
+  /// all of them. docs/cost-models.md#context-parallelism.
+  int cp = 1;
+  /// How the context-parallel ranks exchange keys and values (Transformer Engine's
+  /// cp_comm_type): P2P, a ring of cp − 1 steps, each step's send beside the attention of the
+  /// block that arrived before; AllGather, the keys and values gathered before attention (and
+  /// their gradients reduce-scattered after it); AllToAll (DeepSpeed-Ulysses), queries, keys and
+  /// values swapped from sequence to head shards before attention and the output back after.
+  enum class CpComm : std::uint8_t { P2P, AllGather, AllToAll };
+  CpComm cp_comm = CpComm::P2P;
   std::vector<ReplicaGroup> groups;
 
   [[nodiscard]] int replicas() const;
   /// ZeRO 2/3 over several replica groups: each group shards within its own replicas and the
   /// groups all-reduce their shards once per step (docs/cost-models.md#hybrid-sharding).
   [[nodiscard]] bool hybrid_sharding() const { return groups.size() > 1 && zero >= 2; }
-  [[nodiscard]] int sequences_per_step() const;  ///< Σ replicas · micro_batches · micro_batch
+  /// Σ replicas · micro_batches · micro_batch / cp (cp replicas share each sequence)
+  [[nodiscard]] int sequences_per_step() const;
   [[nodiscard]] int devices() const;
 };
 
 /// Copies how the framework runs (sequence_parallel, grad_sync, overlap_grad_reduce,
-/// overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch, fp8_dispatch) from `from` into `to`,
+/// overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch, fp8_dispatch, cp_comm) from `from` into `to`,
 /// leaving the layout and what the planner searches (micro-batch, schedule, recompute, ZeRO,
 /// ep) as they are.
 void copy_framework(const Plan& from, Plan& to);

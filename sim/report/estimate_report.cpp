@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -47,7 +48,7 @@ std::string plan_summary(const Scenario& s, const plan::Plan& p) {
   std::string out;
   for (const auto& g : p.groups) {
     if (!out.empty()) out += " + ";
-    out += fmt::format("{} × [", g.replicas);
+    out += fmt::format("{} × [", g.replicas / std::max(1, p.cp));  // data-parallel replicas (each cp blocks)
     // Runs of identical stages print once with their count: "10 × h100 tp8 L6".
     for (std::size_t i = 0; i < g.stages.size();) {
       const auto& st = g.stages[i];
@@ -69,6 +70,11 @@ std::string plan_summary(const Scenario& s, const plan::Plan& p) {
                        p.overlap_ep_comm ? " overlapped" : "",
                        p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical ? " hierarchical" : "",
                        p.fp8_dispatch ? " fp8 dispatch" : "");
+  if (p.cp > 1)
+    out += fmt::format(", CP {} ({})", p.cp,
+                       p.cp_comm == plan::Plan::CpComm::P2P         ? "p2p ring"
+                       : p.cp_comm == plan::Plan::CpComm::AllGather ? "all-gather"
+                                                                     : "all-to-all");
   return out;
 }
 

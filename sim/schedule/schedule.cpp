@@ -351,8 +351,10 @@ class Builder {
           // (Summed in one order, so that the TP and EP tasks split the very time one task had.)
           const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
           const Duration rg = regather ? c.regather : Duration{0};
-          push_unit_comm(base_task, ids, c.layer_tp_fwd * ch.layers + emb + head + rg,
-                         (c.layer_tp_fwd + c.layer_ep_fwd) * ch.layers + emb + head + rg, c.tp_algorithm, regather,
+          // Context parallelism's exchange rides with the TP task (its exposed time, no traffic of
+          // its own: docs/simulation.md).
+          push_unit_comm(base_task, ids, (c.layer_tp_fwd + c.layer_cp_fwd) * ch.layers + emb + head + rg,
+                         (c.layer_tp_fwd + c.layer_cp_fwd + c.layer_ep_fwd) * ch.layers + emb + head + rg, c.tp_algorithm, regather,
                          unit_tp_calls(c, ch, {&c.layer_tp_fwd_calls}, regather),
                          unit_calls({&c.layer_ep_fwd_calls}, ch.layers));
           if (k + 1 < K && chunks[k + 1].stage != si) {
@@ -395,8 +397,9 @@ class Builder {
           const bool regather = to_ns(c.regather) > 0 && k + 1 < K && chunks[k + 1].stage != si;  // the gradient
           const Duration emb = ch.has_emb ? c.emb_tp / 2 : Duration{0}, head = ch.has_head ? c.head_tp / 2 : Duration{0};
           const Duration rg = regather ? c.regather : Duration{0};
-          push_unit_comm(base_task, ids, (c.layer_tp_bwd + c.layer_tp_recompute) * ch.layers + emb + head + rg,
-                         (c.layer_tp_bwd + c.layer_tp_recompute + c.layer_ep_bwd + c.layer_ep_recompute) * ch.layers + emb +
+          const Duration cp = c.layer_cp_bwd + c.layer_cp_recompute;
+          push_unit_comm(base_task, ids, (c.layer_tp_bwd + c.layer_tp_recompute + cp) * ch.layers + emb + head + rg,
+                         (c.layer_tp_bwd + c.layer_tp_recompute + cp + c.layer_ep_bwd + c.layer_ep_recompute) * ch.layers + emb +
                              head + rg,
                          c.tp_algorithm, regather,
                          unit_tp_calls(c, ch, {&c.layer_tp_bwd_calls, &c.layer_tp_recompute_calls}, regather),

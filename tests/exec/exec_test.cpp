@@ -133,6 +133,19 @@ TEST(Replay, RefusesWhatItCannotRunWithAClearMessage) {
   }
 }
 
+// Context parallelism is estimated and simulated, not replayed (docs/executor.md, Limits): the
+// replay says so, naming the key, before it runs anything.
+TEST(Replay, RefusesContextParallelPlansNamingTheKey) {
+  auto backend = exec::make_cpu_backend(2);
+  auto s = test::parse(small("tp = 1\npp = 1\ndp = 1\ncp = 2\n", 2));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(to_string(r.errors()[0]).find("context parallelism (cp = 2) is not replayed"), std::string::npos)
+      << to_string(r.errors()[0]);
+  EXPECT_NE(to_string(r.errors()[0]).find("parallel.cp"), std::string::npos);
+}
+
 // A two-pool cluster (a "fast" and a "slow" pool of cpu cores, 4 devices each) with a plan of
 // replica groups given as [[parallel.replicas]] (`groups`), or a [parallel] plan.
 std::string two_pools(const std::string& parallel, int global_batch = 4, int devices_per_pool = 4) {
