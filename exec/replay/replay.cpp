@@ -6,6 +6,7 @@
 #include "exec/replay/ops.hpp"
 #include "exec/replay/routing.hpp"
 #include "exec/replay/runner.hpp"
+#include "exec/replay/scale.hpp"
 
 #include <algorithm>
 #include <array>
@@ -75,10 +76,7 @@ Result<BackendDevices> backend_devices(const Scenario& s, const schedule::TaskGr
 
 // Plans the executor cannot run as planned (docs/executor.md, Limits).
 std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g, bool moe_ep) {
-  if (p.cp > 1)
-    return Diagnostic{{}, "parallel.cp", "context parallelism (cp = " + std::to_string(p.cp) +
-                                             ") is not replayed: the executor has no ring attention",
-                      "estimate or simulate the plan, or replay it with cp = 1 (docs/executor.md, Limits)"};
+  if (auto no = context_parallel_refusal(p)) return no;
   if (moe_ep && p.overlap_ep_comm)
     return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
                                   "beside no other micro-batch's compute",

@@ -23,10 +23,18 @@ std::int64_t peak_bytes(const Scenario& s, const plan::Plan& p) {
 
 }  // namespace
 
+std::optional<Diagnostic> context_parallel_refusal(const plan::Plan& p) {
+  if (p.cp <= 1) return std::nullopt;
+  return Diagnostic{{}, "parallel.cp", "context parallelism (cp = " + std::to_string(p.cp) +
+                                           ") is not replayed: the executor has no ring attention",
+                    "estimate or simulate the plan, or replay it with cp = 1 (docs/executor.md, Limits)"};
+}
+
 Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, std::size_t capacity) {
   Scaled out{s, p, {}};
   auto& groups = out.plan.groups;
   if (groups.empty()) return Diagnostic{{}, "plan", "the plan has no replica group", ""};
+  if (auto no = context_parallel_refusal(p)) return *no;  // said before anything is cut
   const int ep = std::max(1, p.ep);  // replicas stay a multiple of the EP degree
   std::vector<int> per_replica;      // devices of one replica of each group (tensor × pipeline)
   int least = 0;                     // one replica (ep under expert parallelism) of every group

@@ -5,6 +5,7 @@
 // sequence length) stay as planned, so per-layer timings remain those of the real plan; what
 // changed is said, step by step, in `notes`.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,9 @@ struct Scaled {
 /// stages, so that every group still holds the whole (shortened) model. Fails, saying why, when
 /// even one replica of each group with one layer (one chunk) per stage does not fit.
 [[nodiscard]] Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, std::size_t capacity);
+
+/// Why a plan with context parallelism (cp > 1) is not replayed; nothing when cp = 1
+/// (docs/executor.md, Limits): said by the replay and before `--fit` cuts anything.
+[[nodiscard]] std::optional<Diagnostic> context_parallel_refusal(const plan::Plan& p);
 
 }  // namespace hetsim::exec

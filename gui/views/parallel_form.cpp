@@ -53,8 +53,13 @@ void ParallelForm::lay_out() {
     add_line(f, tr("TP"), kParallel, "tp", "1", tr("tensor-parallel degree; divides the heads and the node"));
     add_line(f, tr("PP"), kParallel, "pp", "1", tr("pipeline stages; divides the layers"));
     add_line(f, tr("DP"), kParallel, "dp", tr("derived"),
-             tr("replicas; a check: tp·pp·dp must be every device of the cluster"));
+             tr("replicas; a check: tp·cp·pp·dp must be every device of the cluster"));
   }
+  add_line(f, tr("CP"), kParallel, "cp", "1",
+           tr("context parallelism: each sequence split over this many ranks, which exchange keys and values "
+              "inside attention; a replica group's count is data-parallel replicas of cp blocks each"));
+  add_choice(f, tr("CP exchange"), kParallel, "cp_comm", {"p2p", "all_gather", "a2a"},
+             tr("how the cp ranks exchange keys and values; empty: p2p (a ring beside the attention kernels)"), "p2p");
   add_line(f, tr("Micro-batch"), kParallel, "micro_batch", "1", tr("sequences per micro-batch"));
   add_line(f, tr("EP"), kParallel, "ep", "1",
            tr("expert parallelism (MoE models): each MoE layer's experts over this many data-parallel replicas; "

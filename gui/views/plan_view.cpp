@@ -111,7 +111,7 @@ Result<plan::Plan> plan_for_batch(const Scenario& s, plan::Plan p) {
   int replicas = 0;
   for (const plan::ReplicaGroup& g : p.groups) {
     even = even && g.micro_batches == p.groups.front().micro_batches;
-    replicas += g.replicas;
+    replicas += g.replicas / std::max(1, p.cp);  // data-parallel replicas (cp blocks share a sequence)
   }
   bool split = false;
   if (even) {

@@ -264,7 +264,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     Op attn;
     attn.name = "attention";
     attn.kind = OpKind::Attention;
-    attn.seq = s.seq_len;
+    // Context parallelism: a ring's kernels run over one block of seq_len keys, Ulysses' over
+    // the whole sequence (with heads/cp: the same FLOPs).
+    const bool heads_split = s.cp > 1 && s.cp_exchange == MicroBatchShape::CpExchange::AllToAll;
+    attn.seq = heads_split ? s.seq_len * s.cp : s.seq_len;
     attn.head_dim = hd;
     attn.causal = s.causal;
     attn.attention_kernel = s.attention_kernel;
@@ -273,22 +276,28 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.bwd_flops = Flops{2.5 * exec};
     attn.model_flops = Flops{full};
     const double qkvo = tokens * (2 * q / t + 2 * kv_rank) * e;
-    attn.fwd_bytes = Bytes{qkvo * cp};
-    attn.bwd_bytes = Bytes{2.5 * qkvo * cp};
+    const bool ring = s.cp > 1 && s.cp_exchange == MicroBatchShape::CpExchange::Ring;
+    const double blocks = heads_split ? 1 : cp;  // blocks of keys the rank's queries read
+    attn.fwd_bytes = Bytes{qkvo * blocks};
+    attn.bwd_bytes = Bytes{2.5 * qkvo * blocks};
     attn.bwd_kernels = 3;
     attn.selective_recompute = true;
-    if (s.cp > 1) {
-      // Transformer Engine's context parallelism runs one attention kernel per block of keys
-      // (cp of them, each over the rank's seq_len queries and a block's seq_len keys: the
-      // efficiency of that length), and merges each block's partial output into the running one
-      // by its log-sum-exp (cp − 1 correction kernels that read both and write one); backward,
-      // each block's dQ is added into the rank's and its dK, dV into the block's travelling
-      // gradient (read both, write one). docs/cost-models.md#context-parallelism.
+    if (ring) {
+      // Transformer Engine's ring runs one attention kernel per block of keys (cp of them, each
+      // over the rank's seq_len queries and a block's seq_len keys: the efficiency of that
+      // length), and merges each block's partial output into the running one by its log-sum-exp
+      // (cp − 1 correction kernels that read both and write one); backward, each block's dQ is
+      // added into the rank's and its dK, dV into the block's travelling gradient (read both,
+      // write one). The all-gather runs the rank's two chunks against the gathered keys, two
+      // kernels, no merge. docs/cost-models.md#context-parallelism.
       attn.fwd_kernels = s.cp;
       attn.bwd_kernels = 3 * s.cp;
+    } else if (s.cp > 1 && !heads_split) {
+      attn.fwd_kernels = 2;
+      attn.bwd_kernels = 6;
     }
     ops.push_back(attn);
-    if (s.cp > 1) {
+    if (ring) {
       const double out = tokens * q / t;
       Op merge = streaming("cp_merge", OpKind::Elementwise, out, e, Stream{3, s.cp - 1, 0, 0}, 0);
       merge.fwd_bytes = Bytes{(cp - 1) * 3 * out * e};

@@ -1,4 +1,6 @@
 #pragma once
+
+#include <cstdint>
 // One training step of a transformer, op by op: what each kernel computes and moves, for the
 // forward and backward pass of one micro-batch on one tensor-parallel rank.
 
@@ -91,8 +93,13 @@ struct MicroBatchShape {
   /// The routed experts' tensor parallelism (plan::Plan::expert_tp); 0: tp.
   int expert_tp = 0;
   /// Context parallelism (plan::Plan::cp): the sequence is cp × seq_len long and split over cp
-  /// ranks; each rank's queries attend to the whole sequence's keys, in cp blocks.
+  /// ranks; each rank's queries attend to the whole sequence's keys.
   int cp = 1;
+  /// How (plan::Plan::cp_comm): Ring, cp kernels a pass, one per block of keys, whose partial
+  /// outputs merge; AllGather, the rank's two chunks against the gathered keys (2 kernels);
+  /// AllToAll, one kernel over the whole sequence with heads/cp.
+  enum class CpExchange : std::uint8_t { Ring, AllGather, AllToAll };
+  CpExchange cp_exchange = CpExchange::Ring;
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

@@ -64,6 +64,10 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.micro_batch = p.micro_batch;
   shape.seq_len = s.training.seq_len / std::max(1, p.cp);  // the rank's share of each sequence
   shape.cp = std::max(1, p.cp);
+  using Cp = workload::MicroBatchShape::CpExchange;
+  shape.cp_exchange = p.cp_comm == plan::Plan::CpComm::AllToAll    ? Cp::AllToAll
+                      : p.cp_comm == plan::Plan::CpComm::AllGather ? Cp::AllGather
+                                                                    : Cp::Ring;
   shape.tp = st.tp;
   shape.ep = s.model.moe() ? p.ep : 1;
   shape.expert_tp = s.model.moe() ? p.expert_tp_of(st.tp) : 0;
@@ -198,11 +202,14 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         CommGroup step = g;
         step.ranks = 2;
         step.ranks_per_node = g.ranks_per_node == p.cp ? 2 : 1;
+        // Forward, cp − 1 sends of K, V, each beside one block's kernel. Backward, one send
+        // beside each of the cp kernels: K, V first, then K, V with the dK, dV gathered so far,
+        // and dK, dV alone last (TE's backward; at cp = 2: K, V, then dK, dV).
         const double n = p.cp - 1;
-        const Duration sf = cost::collective_time(Collective::SendRecv, kv, step).time.total();
-        const Duration sbk = cost::collective_time(Collective::SendRecv, kv * 2.0, step).time.total();
-        fwd = tp_exposed(sf, attn_f / p.cp, true, slow) * n;
-        bwd = tp_exposed(sbk, attn_b / p.cp, true, slow) * n;
+        const Duration one = cost::collective_time(Collective::SendRecv, kv, step).time.total();
+        const Duration two = cost::collective_time(Collective::SendRecv, kv * 2.0, step).time.total();
+        fwd = tp_exposed(one, attn_f / p.cp, true, slow) * n;
+        bwd = tp_exposed(one, attn_b / p.cp, true, slow) * 2.0 + tp_exposed(two, attn_b / p.cp, true, slow) * (n - 1);
         break;
       }
       case plan::Plan::CpComm::AllGather: {
@@ -213,11 +220,13 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         break;
       }
       case plan::Plan::CpComm::AllToAll: {
+        // Forward Q, K, V out and O back; backward O and dO out before the kernel, dQ, dK, dV
+        // back after it (DeepSpeed-Ulysses as TE runs it; docs/research-context-parallel.md §3).
         const double q = m.q_width() / tp;
         const Bytes in{tokens * (q + 2 * kv_rank) * e}, out{tokens * q * e};
-        fwd = cost::collective_time(Collective::AllToAll, in, g).time.total() +
-              cost::collective_time(Collective::AllToAll, out, g).time.total();
-        bwd = fwd;
+        const Duration a_in = cost::collective_time(Collective::AllToAll, in, g).time.total();
+        fwd = a_in + cost::collective_time(Collective::AllToAll, out, g).time.total();
+        bwd = a_in + cost::collective_time(Collective::AllToAll, out * 2.0, g).time.total();
         break;
       }
     }

@@ -51,7 +51,7 @@ std::optional<engine::StepDistribution> sample_estimate(const Scenario& s, const
   std::vector<engine::ClosedFormGroup> groups;
   for (const auto& g : e.groups) {
     engine::ClosedFormGroup cg;
-    cg.replicas = g.replicas;
+    cg.replicas = g.replicas / std::max(1, p.cp);  // a sequence's cp replicas draw as one unit
     cg.micro_batches = g.micro_batches;
     cg.virtual_stages = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
     groups.push_back(std::move(cg));
@@ -59,7 +59,7 @@ std::optional<engine::StepDistribution> sample_estimate(const Scenario& s, const
   for (const auto& st : e.stages) {
     const auto& mb = st.per_micro_batch;
     groups[static_cast<std::size_t>(st.group)].stages.push_back(
-        {st.tp, mb.total(), mb.get("forward") + mb.get("backward") + mb.get("recompute"), st.optimizer});
+        {st.tp * std::max(1, p.cp), mb.total(), mb.get("forward") + mb.get("backward") + mb.get("recompute"), st.optimizer});
   }
   return engine::sample_closed_form(groups, e.step_time.v, *s.variability);
 }

@@ -146,12 +146,14 @@ void FactorSampler::make_runs(const std::vector<double>& real) {
     const auto& d0 = g_.devices[devs.front().device];
     // The replicas an EP group couples: at every stage, the EP groups (blocks of ep · expert_tp
     // devices) and the replicas (tp devices) tile the stage in runs of lcm(ep · expert_tp, tp)
-    // devices; the largest run over the stages, in replicas.
+    // devices; the largest run over the stages, in replicas; and whole blocks of the cp replicas
+    // that share a sequence (context parallelism).
     int unit = 1;
     for (const auto& sd : devs) {
       const auto& d = g_.devices[sd.device];
       const int tp = std::max(1, d.tp), block = std::max(1, d.ep) * d.expert_tp_or_tp();
       unit = std::max(unit, std::lcm(block, tp) / tp);
+      unit = std::lcm(unit, std::max(1, d.cp));  // a sequence's cp replicas wait for one another
     }
     const int units = std::max(1, d0.replicas / unit);
     std::vector<std::vector<double>> vecs(static_cast<std::size_t>(units), std::vector<double>(devs.size(), 0.0));

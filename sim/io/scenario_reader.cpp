@@ -700,7 +700,7 @@ std::vector<std::string> context_parallel_problems(const Scenario& s, const plan
   if (p.cp_comm == plan::Plan::CpComm::AllToAll)
     for (const auto& g : p.groups)
       for (const auto& st : g.stages)
-        if ((m.heads / st.tp) % cp != 0 || (m.kv_heads >= st.tp && (m.kv_heads / st.tp) % cp != 0)) {
+        if ((m.heads / st.tp) % cp != 0 || std::max(1, m.kv_heads / st.tp) % cp != 0) {
           out.push_back("cp_comm = \"a2a\" splits each rank's attention heads over the cp ranks: " + c +
                         " does not divide the " + std::to_string(m.heads / st.tp) + " query (" +
                         std::to_string(std::max(1, m.kv_heads / st.tp)) + " key-value) heads of a rank at tp = " +
@@ -833,6 +833,12 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       plan::ReplicaGroup g;
       // `count` data-parallel replicas, each cp blocks of devices that share its sequences.
       const int count = as_int(r.integer(rt, "count", 1, 1 << 20), 1);
+      if (static_cast<long long>(count) * cp > (1 << 20)) {
+        r.error(r.loc(r.node(rt, "count")), rt.path + ".count", "count · cp = " + std::to_string(count) + " · " +
+                std::to_string(cp) + " blocks of devices, more than the 1,048,576 hetsim plans for",
+                "fewer replicas or a smaller cp");
+        continue;
+      }
       g.replicas = count * cp;
       if (auto mb = r.integer(rt, "micro_batches", 1, 1 << 24)) {
         g.micro_batches = static_cast<int>(*mb);
@@ -920,7 +926,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
     return std::nullopt;
   }
   // Context parallelism: each data-parallel replica is cp blocks of tp·pp devices.
-  const int tpc = tp * pp * cp;
+  const long long tpc = static_cast<long long>(tp) * pp * cp;
   const std::string tpc_name = cp > 1 ? "tp·cp·pp" : "tp·pp";
   int dp = 0;
   std::vector<int> per_pool;
@@ -932,17 +938,17 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
               "choose tp and pp whose product divides every pool, give dp, or use [[parallel.replicas]]");
       return std::nullopt;
     }
-    per_pool.push_back(n / tpc);
-    dp += n / tpc;
+    per_pool.push_back(static_cast<int>(n / tpc));
+    dp += static_cast<int>(n / tpc);
   }
   if (dp_given) {
     const int want = static_cast<int>(*dp_given);
     const int devices = s.cluster.devices();
-    if (static_cast<long long>(tpc) * want != devices) {
+    if (tpc * want != devices) {
       r.error(r.loc(r.node(*t, "dp")), t->path + ".dp",
               tpc_name + "·dp = " + std::to_string(tp) + (cp > 1 ? "·" + std::to_string(cp) : std::string()) + "·" +
                   std::to_string(pp) + "·" + std::to_string(want) +
-                  " = " + std::to_string(static_cast<long long>(tpc) * want) + " does not match the cluster's " +
+                  " = " + std::to_string(tpc * want) + " does not match the cluster's " +
                   std::to_string(devices) + " devices",
               devices % tpc == 0 ? "dp = " + std::to_string(devices / tpc) + " would use every device"
                                  : tpc_name + " must divide the device count");
@@ -1094,7 +1100,7 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     d.push_back({where, std::move(key), std::move(msg), std::move(hint)});
   };
   const auto& m = s.model;
-  std::vector<int> used(s.cluster.pools.size(), 0);
+  std::vector<long long> used(s.cluster.pools.size(), 0);
   for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
     const auto& g = p.groups[gi];
     const std::string gpath = "parallel.replicas[" + std::to_string(gi) + "]";
@@ -1103,7 +1109,7 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
       const auto& st = g.stages[si];
       const std::string spath = gpath + ".stages[" + std::to_string(si) + "]";
       const auto& pool = s.cluster.pools[st.pool];
-      used[st.pool] += g.replicas * st.tp;
+      used[st.pool] += static_cast<long long>(g.replicas) * st.tp;
       if (m.heads % st.tp != 0)
         err(spath + ".tp", "tp = " + std::to_string(st.tp) + " does not divide the model's " +
             std::to_string(m.heads) + " attention heads", "choose tp among the divisors of heads");

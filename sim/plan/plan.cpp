@@ -1,6 +1,7 @@
 #include "sim/plan/plan.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace hetsim::plan {
 
@@ -17,10 +18,10 @@ int Plan::sequences_per_step() const {
 }
 
 int Plan::devices() const {
-  int n = 0;
+  long long n = 0;  // a plan file may ask for more than an int holds: the validator says so
   for (const auto& g : groups)
-    for (const auto& s : g.stages) n += g.replicas * s.tp;
-  return n;
+    for (const auto& s : g.stages) n += static_cast<long long>(g.replicas) * s.tp;
+  return static_cast<int>(std::min<long long>(n, std::numeric_limits<int>::max()));
 }
 
 bool Plan::folds_experts() const {

@@ -319,10 +319,12 @@ bool split_batch(const Scenario& s, plan::Plan& p) {
   const int B = s.training.global_batch;
   if (B % p.micro_batch) return false;
   const long M = B / p.micro_batch;
+  // Data-parallel replicas of a group: its replicas are dp · cp blocks, cp to a sequence.
+  auto dp = [&](std::size_t g) { return p.groups[g].replicas / std::max(1, p.cp); };
   const std::size_t G = p.groups.size();
   if (G == 1) {
-    if (M % p.groups[0].replicas) return false;
-    p.groups[0].micro_batches = static_cast<int>(M / p.groups[0].replicas);
+    if (M % dp(0)) return false;
+    p.groups[0].micro_batches = static_cast<int>(M / dp(0));
     return p.groups[0].micro_batches >= 1;
   }
   const auto costs = analytic::stage_costs(s, p, false);
@@ -331,15 +333,15 @@ bool split_batch(const Scenario& s, plan::Plan& p) {
   // Continuous optimum: every group finishes at T*, Σ r_g·(T* − fill_g)/cmax_g = M.
   double num = static_cast<double>(M), den = 0;
   for (std::size_t g = 0; g < G; ++g) {
-    num += p.groups[g].replicas * gt[g].fill / gt[g].cmax;
-    den += p.groups[g].replicas / gt[g].cmax;
+    num += dp(g) * gt[g].fill / gt[g].cmax;
+    den += dp(g) / gt[g].cmax;
   }
   const double T = num / den;
   long used = 0;
   std::vector<long> m(G);
   for (std::size_t g = 0; g < G; ++g) {
     m[g] = std::max(1L, static_cast<long>(std::floor((T - gt[g].fill) / gt[g].cmax)));
-    used += m[g] * p.groups[g].replicas;
+    used += m[g] * dp(g);
   }
   // Too many: take from the group that finishes last. Too few: give to the group that would
   // finish first. A group's replicas move together.
@@ -350,10 +352,10 @@ bool split_batch(const Scenario& s, plan::Plan& p) {
         if (m[g] > 1 && (pick == G || gt[g].at(double(m[g])) > gt[pick].at(double(m[pick])))) pick = g;
       if (pick == G) return false;
       m[pick] -= 1;
-      used -= p.groups[pick].replicas;
+      used -= dp(pick);
     } else {
       for (std::size_t g = 0; g < G; ++g)
-        if (p.groups[g].replicas <= M - used &&
+        if (dp(g) <= M - used &&
             (pick == G || gt[g].at(double(m[g] + 1)) < gt[pick].at(double(m[pick] + 1))))
           pick = g;
       if (pick == G) {
@@ -363,11 +365,11 @@ bool split_batch(const Scenario& s, plan::Plan& p) {
           if (m[g] > 1 && (slow == G || gt[g].at(double(m[g])) > gt[slow].at(double(m[slow])))) slow = g;
         if (slow == G) return false;
         m[slow] -= 1;
-        used -= p.groups[slow].replicas;
+        used -= dp(slow);
         continue;
       }
       m[pick] += 1;
-      used += p.groups[pick].replicas;
+      used += dp(pick);
     }
   }
   if (used != M) return false;

@@ -100,7 +100,8 @@ std::string estimate_text(const Scenario& s, const plan::Plan& p, const analytic
   if (e.groups.size() > 1) {
     o += "\nreplica groups (the slowest sets the step; the others wait)\n";
     for (std::size_t g = 0; g < e.groups.size(); ++g)
-      o += fmt::format("  group {}: {} replica(s) × {} micro-batches: pipeline {}\n", g, e.groups[g].replicas,
+      o += fmt::format("  group {}: {} replica(s){} × {} micro-batches: pipeline {}\n", g,
+                       e.groups[g].replicas / std::max(1, p.cp), p.cp > 1 ? fmt::format(" of cp {}", p.cp) : std::string(),
                        e.groups[g].micro_batches, format_duration(e.groups[g].pipeline));
   }
   o += fmt::format("\nthroughput {:.4g} tokens/s, {:.3g} TFLOP/s per device (model FLOPs), MFU {:.1f} %\n",

@@ -51,7 +51,8 @@ std::vector<std::string> explain(const Scenario& s, const planner::Candidate& c,
     std::string layers;
     for (const auto& st : grp.stages)
       layers += fmt::format("{}{}", layers.empty() ? "" : "/", st.layers);
-    lines.push_back(fmt::format("group {}: {} replica(s) × {} micro-batches; layers per stage {} on {}", gi, grp.replicas,
+    lines.push_back(fmt::format("group {}: {} replica(s) × {} micro-batches; layers per stage {} on {}", gi,
+                                grp.replicas / std::max(1, c.plan.cp),
                                 grp.micro_batches, layers, [&] {
                                   std::string pools;
                                   for (const auto& st : grp.stages) {

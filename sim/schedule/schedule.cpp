@@ -216,6 +216,7 @@ class Builder {
       d.count = st.tp * grp.replicas;
       d.ep = s_.model.moe() ? std::max(1, p_.ep) : 1;
       d.expert_tp = p_.expert_tp_of(st.tp);
+      d.cp = std::max(1, p_.cp);
       cost::DeviceMemoryInput mi = c.memory;
       mi.transient = Bytes{0};
       mi.fragmentation = 0;

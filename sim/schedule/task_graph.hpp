@@ -110,6 +110,9 @@ struct DeviceRep {
   /// whose expert_tp-apart members form the EP groups.
   int expert_tp = 0;
   [[nodiscard]] int expert_tp_or_tp() const { return expert_tp > 0 ? expert_tp : std::max(1, tp); }
+  /// Context parallelism: cp consecutive replicas share each sequence (plan::Plan::cp), and
+  /// wait for one another inside every layer's attention.
+  int cp = 1;
   std::int64_t baseline_bytes = 0;  ///< weights, gradients, optimizer state, comm buffers
   std::int64_t reserve_bytes = 0;   ///< runtime reserve (added after fragmentation)
   double fragmentation = 0;

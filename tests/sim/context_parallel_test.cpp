@@ -9,6 +9,7 @@
 #include "sim/analytic/estimate.hpp"
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/io/plan_json.hpp"
+#include "sim/plan/planner.hpp"
 #include "sim/report/estimate_report.hpp"
 #include "tests/support/scenario_support.hpp"
 
@@ -93,7 +94,8 @@ TEST(ContextParallel, TheExchangeCostsItsClosedForm) {
   const auto [p2p, af, ab] = costs("p2p");
   ASSERT_GT(kv / bw, af / 2);  // the sends outlast the kernels beside them
   EXPECT_NEAR(p2p.layer_cp_fwd.v, kv / bw - af / 2, 1e-9);
-  EXPECT_NEAR(p2p.layer_cp_bwd.v, 2 * kv / bw - ab / 2, 1e-9);
+  ASSERT_GT(kv / bw, ab / 2);
+  EXPECT_NEAR(p2p.layer_cp_bwd.v, 2 * (kv / bw - ab / 2), 1e-9);  // K, V, then dK, dV: one beside each kernel
   EXPECT_EQ(p2p.layer_cp_recompute.v, 0);  // recompute = "none"
   const auto [ag, af2, ab2] = costs("all_gather");
   EXPECT_NEAR(ag.layer_cp_fwd.v, kv / bw, 1e-9);
@@ -101,7 +103,53 @@ TEST(ContextParallel, TheExchangeCostsItsClosedForm) {
   const auto [a2a, af3, ab3] = costs("a2a");
   const double in = 4096.0 * (4096 + 2 * 1024) * 2, out = 4096.0 * 4096 * 2;
   EXPECT_NEAR(a2a.layer_cp_fwd.v, (in + out) / 2 / bw, 1e-9);
-  EXPECT_NEAR(a2a.layer_cp_bwd.v, (in + out) / 2 / bw, 1e-9);
+  EXPECT_NEAR(a2a.layer_cp_bwd.v, (in + 2 * out) / 2 / bw, 1e-9);  // O and dO out, dQ, dK, dV back
+}
+
+// The attention kernels each exchange runs: the ring, cp per pass over one block of keys, whose
+// partial outputs merge; the all-gather, the rank's two chunks against the gathered keys; Ulysses,
+// one over the whole sequence with heads/cp. The same FLOPs in all three.
+TEST(ContextParallel, EachExchangeRunsItsOwnAttentionKernels) {
+  auto ops = [](const std::string& comm) {
+    const Scenario s = test::load(cp_scenario("tp = 1\npp = 1\ndp = 2\ncp = 4\ncp_comm = \"" + comm + "\"\n"));
+    return *analytic::stage_costs(s, *s.plan).at(0).at(0).layer_ops;
+  };
+  auto find = [](const std::vector<workload::Op>& list, const char* name) -> const workload::Op* {
+    for (const auto& op : list)
+      if (op.name == name) return &op;
+    return nullptr;
+  };
+  const auto ring = ops("p2p"), gathered = ops("all_gather"), heads = ops("a2a");
+  const auto *r = find(ring, "attention"), *g = find(gathered, "attention"), *h = find(heads, "attention");
+  ASSERT_TRUE(r && g && h);
+  EXPECT_EQ(r->fwd_kernels, 4);
+  EXPECT_EQ(r->bwd_kernels, 12);
+  EXPECT_DOUBLE_EQ(r->seq, 2048);
+  ASSERT_NE(find(ring, "cp_merge"), nullptr);
+  EXPECT_EQ(find(ring, "cp_merge")->fwd_kernels, 3);
+  EXPECT_EQ(g->fwd_kernels, 2);
+  EXPECT_EQ(find(gathered, "cp_merge"), nullptr);
+  EXPECT_EQ(h->fwd_kernels, 1);
+  EXPECT_DOUBLE_EQ(h->seq, 8192);
+  EXPECT_EQ(find(heads, "cp_merge"), nullptr);
+  EXPECT_DOUBLE_EQ(r->fwd_flops.v, h->fwd_flops.v);
+  EXPECT_DOUBLE_EQ(g->fwd_flops.v, h->fwd_flops.v);
+}
+
+// Several replica groups under cp: the batch splits over data-parallel replicas, not over the cp
+// blocks (planner::split_batch, which the GUI's what-if uses when the global batch changes).
+TEST(ContextParallel, TheBatchSplitsOverDataParallelReplicas) {
+  const Scenario s = test::load(cp_scenario(
+      "cp = 2\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\nstages = [{ tp = 2, layers = 4 }]\n"
+      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\nstages = [{ tp = 1, layers = 4 }]\n"));
+  ASSERT_TRUE(s.plan);
+  EXPECT_EQ(s.plan->sequences_per_step(), 8);
+  Scenario bigger = s;
+  bigger.training.global_batch = 16;
+  plan::Plan p = *s.plan;
+  ASSERT_TRUE(planner::split_batch(bigger, p));
+  EXPECT_EQ(p.sequences_per_step(), 16);
+  EXPECT_TRUE(io::validate_plan(bigger, p, {"t", 1, 1}).empty());
 }
 
 // A rank's share of the recompute re-runs the exchange with the attention: all of it under full
@@ -155,6 +203,11 @@ TEST(ContextParallel, WhatItCannotDoIsRefusedWithTheKey) {
   std::string two_kv = cp_scenario("tp = 2\npp = 1\ndp = 2\ncp = 2\ncp_comm = \"a2a\"\n");
   two_kv.replace(two_kv.find("kv_heads = 8"), 12, "kv_heads = 2");
   refused(two_kv, "a2a");
+  std::string one_kv = cp_scenario("tp = 2\npp = 1\ndp = 2\ncp = 2\ncp_comm = \"a2a\"\n");
+  one_kv.replace(one_kv.find("kv_heads = 8"), 12, "kv_heads = 1");  // one replicated key-value head a rank
+  refused(one_kv, "a2a");
+  refused(cp_scenario("cp = 2\n[[parallel.replicas]]\ncount = 1048576\nstages = [{ tp = 1, layers = 4 }]\n"),
+          "count · cp");
   std::string moe = test::minimal("tp = 2\npp = 1\ndp = 4\ncp = 2\n");
   moe.replace(moe.find("preset = \"tiny\""), 15, "preset = \"mixtral-8x7b\"\nlayers = 2");
   refused(moe, "mixture-of-experts");
