@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -71,24 +72,28 @@ namespace {
 // launch gap and not the host's synchronisation (about 20 us on the device machine, which made
 // every GEMM look launch-bound); on the host, where each call runs synchronously, batching
 // changes nothing. The median of at least three batches; one call where a call takes more than a
-// third of the budget, the warm-up call itself where it took more than the whole budget.
+// third of the budget, the warm-up call itself where it took more than the whole budget, unless
+// `warm` asks for the median of three warm calls at least, whatever the budget (the GEMMs the
+// profile writes as measured: two calibrations minutes apart timed single long GEMMs up to 25–30 %
+// apart on the development VM, one call each).
 template <class F>
-double time_per_call(Device& dev, F&& f, double budget_s) {
+double time_per_call(Device& dev, F&& f, double budget_s, bool warm = false) {
   std::int64_t t = host_clock_ns();
   f();  // warm up
   (void)dev.resolve();
   const double cold = static_cast<double>(host_clock_ns() - t) * 1e-9;
-  if (cold > budget_s) return cold;  // the warm-up alone spent the budget: its time, cold
+  if (cold > budget_s && !warm) return cold;  // the warm-up alone spent the budget: its time, cold
   t = host_clock_ns();
   f();
   (void)dev.resolve();
   const double one = std::max(1e-9, static_cast<double>(host_clock_ns() - t) * 1e-9);
   // A call too long for three batches within the budget (a slow host, a sanitizer build) is
   // timed once: the budget bounds the calibration, not a minimum call count.
-  if (3 * one > budget_s) return one;
+  if (3 * one > budget_s && !warm) return one;
   const int batch = static_cast<int>(std::clamp(budget_s / 4 / one, 1.0, 1000.0));
   const std::int64_t t0 = host_clock_ns();
   std::vector<double> per;
+  if (batch == 1) per.push_back(one);  // a timed warm call of its own
   do {
     t = host_clock_ns();
     for (int i = 0; i < batch; ++i) f();
@@ -99,10 +104,83 @@ double time_per_call(Device& dev, F&& f, double budget_s) {
   return per[per.size() / 2];
 }
 
+// The calibration load on devices beside the one measured, each on a thread of its own, round
+// after round until stopped (at the latest when it goes out of scope).
+class Load {
+ public:
+  Load(const std::vector<Device*>& devices, const std::vector<std::array<int, 3>>& shapes) {
+    for (Device* d : devices)
+      threads_.emplace_back([this, d, &shapes] {
+        while (!stop_.load() && calibration_load(*d, shapes, stop_) > 0) {
+        }
+      });
+  }
+  Load(const Load&) = delete;
+  Load& operator=(const Load&) = delete;
+  ~Load() { stop(); }
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 }  // namespace
 
-Profile calibrate(Backend& backend, double seconds, const std::vector<std::array<int, 3>>& extra_shapes) {
+int calibration_load(Device& dev, const std::vector<std::array<int, 3>>& shapes, const std::atomic<bool>& stop) {
+  int ran = 0;
+  auto run = [&](auto&& kernel) {
+    if (stop.load()) return;
+    kernel();
+    (void)dev.resolve();
+    ++ran;
+  };
+  std::size_t largest = 1;
+  for (const auto& s : shapes)
+    largest = std::max({largest, std::size_t(s[0]) * s[2], std::size_t(s[2]) * s[1], std::size_t(s[0]) * s[1]});
+  {
+    void* a = dev.workspace(0, 4 * largest);
+    void* b = dev.workspace(1, 4 * largest);
+    void* c = dev.workspace(2, 4 * largest);
+    if (a == nullptr || b == nullptr || c == nullptr) return ran;  // no memory for the load: none
+    for (const auto& s : shapes) run([&] { dev.gemm(s[0], s[1], s[2], Format::Fp32, a, b, c); });
+  }
+  {
+    const std::size_t count = std::size_t{16} << 20;
+    void* src = dev.workspace(0, 4 * count);
+    void* dst = dev.workspace(1, 4 * count);
+    if (src == nullptr || dst == nullptr) return ran;
+    run([&] { dev.elementwise(count, Format::Fp32, src, dst); });
+    run([&] { dev.norm(2048, 512, Format::Fp32, src, dst, false); });
+    run([&] { dev.norm(2048, 512, Format::Fp32, src, dst, true); });
+  }
+  {
+    const AttentionShape s{4, 256, 64, true};
+    const std::size_t one = std::size_t(s.heads) * s.seq * s.head_dim * 4;
+    void* qkv = dev.workspace(0, 3 * one);
+    void* g = dev.workspace(1, 3 * one);
+    void* o = dev.workspace(2, 3 * one);
+    if (qkv == nullptr || g == nullptr || o == nullptr) return ran;
+    run([&] { dev.attention(s, Format::Fp32, qkv, o, g, false); });
+    run([&] { dev.attention(s, Format::Fp32, qkv, o, g, true); });
+  }
+  {
+    const std::size_t params = std::size_t{1} << 20;
+    auto* state = static_cast<float*>(dev.workspace(2, 7 * 4 * params));
+    if (state == nullptr) return ran;
+    run([&] { dev.adam(params, state); });
+  }
+  return ran;
+}
+
+Profile calibrate(Backend& backend, double seconds, const std::vector<std::array<int, 3>>& extra_shapes,
+                  const std::vector<Device*>& alongside) {
   Profile p;
+  p.alongside = static_cast<int>(alongside.size());
   auto dev = backend.open(0);
   // A GPU (memory of its own) gets shapes and sizes that fill it; on the host the small set
   // keeps the calibration to its few seconds.
@@ -120,6 +198,8 @@ Profile calibrate(Backend& backend, double seconds, const std::vector<std::array
     shapes.push_back(s);
     largest = std::max({largest, std::size_t(s[0]) * s[2], std::size_t(s[2]) * s[1], std::size_t(s[0]) * s[1]});
   }
+  // The other devices' load, from the first kernel timed to the last (not the link's measurement).
+  Load load(alongside, shapes);
   // A GPU fits each format on its own (tensor cores reach their peak at larger sizes than fp32);
   // the host scales the fp32 fit by the speed ratio at its largest square.
   const int formats = gpu ? 3 : 1;
@@ -130,7 +210,7 @@ Profile calibrate(Backend& backend, double seconds, const std::vector<std::array
   void* c = dev->workspace(2, 4 * largest);
   auto fit = [&](Format f, std::vector<GemmSample>& samples) {
     for (const auto& s : shapes) {
-      const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], f, a, b, c); }, per);
+      const double t = time_per_call(*dev, [&] { dev->gemm(s[0], s[1], s[2], f, a, b, c); }, per, true);
       samples.push_back({double(s[0]), double(s[1]), double(s[2]), t});
     }
     return fit_gemm(samples);
@@ -220,6 +300,7 @@ Profile calibrate(Backend& backend, double seconds, const std::vector<std::array
     const double ta = time_per_call(*dev, [&] { dev->adam(params, state); }, per);
     p.optimizer_memory = std::clamp(28.0 * double(params) / ta / p.memory_bandwidth, 0.001, 1.0);
   }
+  load.stop();
   // Collectives between two devices through the backend's own communicators (shared memory,
   // NCCL): all-reduce time against message size, t = a + b·S, read as the ring model's
   // 2α + S/bw. Each rank times its own calls; the slower rank's time counts.
@@ -335,6 +416,10 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
                               "# {:.4g} GB/s per message (the link below is fitted from all-reduces).\n\n",
                               p.tensor_cores() ? "bf16" : "fp32", g.peak_flops, g.half_dim, g.launch_s, g.rms_rel_error,
                               p.samples.size(), p.p2p_latency_s * 1e6, p.p2p_bandwidth / 1e9);
+  if (p.alongside > 0)
+    o += fmt::format("# Kernels timed beside {} other device(s) running the calibration's kernels at their own speeds\n"
+                     "# (calibrate --alongside): as the device runs beside the other pools in a replay.\n\n",
+                     p.alongside);
   o += fmt::format("[[link]]\nname = \"{}-copy\"\ndisplay = \"shared-memory copy between {} devices\"\nkind = \"scale-up\"\n"
                    "bandwidth = \"{:.6g}GB/s\"\nlatency = \"{:.4g}us\"\nefficiency = 1.0\nsource = \"{}\"\n\n",
                    name, name, (p.link_bandwidth > 0 ? p.link_bandwidth : p.copy_bandwidth) / 1e9,

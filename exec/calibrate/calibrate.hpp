@@ -3,6 +3,7 @@
 // fitted by least squares (Eigen), written as a catalogue file a scenario can load.
 
 #include <array>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -64,13 +65,26 @@ struct Profile {
   std::vector<GemmSample> samples_bf16;  ///< bf16 (a GPU; empty on the host)
   std::vector<GemmSample> samples_fp16;  ///< fp16 (a GPU; empty on the host)
   std::string failure;  ///< the device's failure(), if it met one (the figures are then void)
+  int alongside = 0;    ///< devices that ran the calibration load beside it (calibrate's `alongside`)
 };
 
 /// Runs the microbenchmarks on device 0 of `backend` (about `seconds` of work in total).
 /// `extra_shapes` (m, n, k) are timed besides the built-in set, in every format measured (the
-/// GEMMs of a scenario's plan: calibrate --shapes-of).
+/// GEMMs of a scenario's plan: calibrate --shapes-of). While the kernels are timed, each device
+/// of `alongside` runs the calibration's kernels over and over on a thread of its own
+/// (calibration_load), at its own pace: a device is then measured beside the load of the others
+/// a replay runs it with (shared caches, memory bandwidth, clocks; calibrate --alongside). The
+/// load stops before the link is measured (devices 0 and 1 use both threads there).
+/// Requires: `alongside` holds devices other than `backend`'s, none of them used elsewhere meanwhile.
 [[nodiscard]] Profile calibrate(Backend& backend, double seconds = 2.0,
-                                const std::vector<std::array<int, 3>>& extra_shapes = {});
+                                const std::vector<std::array<int, 3>>& extra_shapes = {},
+                                const std::vector<Device*>& alongside = {});
+
+/// One round of the calibration's kernels on `dev`, as the load beside a calibration: each
+/// fp32 GEMM of `shapes`, a streaming pass, a norm and an attention
+/// forward and backward, an Adam pass; between kernels it returns early once `stop` is set.
+/// Returns the kernels it ran.
+[[nodiscard]] int calibration_load(Device& dev, const std::vector<std::array<int, 3>>& shapes, const std::atomic<bool>& stop);
 
 /// The profile as a catalogue file: one [[link]] "<name>-copy" and one [[device]] "<name>",
 /// every figure sourced to this calibration. Every timed GEMM is written as measured_gemms (the

@@ -196,6 +196,14 @@ int main(int argc, char** argv) {
                   "Calibrate a device slowed to this factor of full speed (cpu backend, 0 < FACTOR <= 1; see run --speed)")
       ->check(hetsim::cli::between(1e-3, 1, "speed"))
       ->default_val(1.0);
+  std::vector<double> alongside;
+  cal->add_option("--alongside", alongside,
+                  "SPEED (repeatable): while the device is measured, one more cpu device per SPEED runs the "
+                  "calibration's kernels over and over at that factor of full speed (0 < SPEED <= 1), as a replay's "
+                  "other pools run beside it (e.g. --speed 0.5 --alongside 1 for a half-speed pool run beside a "
+                  "full-speed one); cpu backend")
+      ->type_name("SPEED")
+      ->check(hetsim::cli::between(1e-3, 1, "speed"));
   std::vector<std::string> shapes_of, shapes_plans;
   cal->add_option("--shapes-of", shapes_of,
                   "Also time the GEMMs this scenario's plan runs (repeatable; its [parallel], and each --shapes-plan), so "
@@ -422,6 +430,9 @@ int main(int argc, char** argv) {
     if (backend_name != "cpu" && cal_speed != 1.0)
       return fail({about("", "", "--speed: the " + backend_name + " backend cannot slow its devices",
                          "device speed factors are a cpu backend feature (docs/executor.md)")});
+    if (backend_name != "cpu" && !alongside.empty())
+      return fail({about("", "", "--alongside: a load beside the " + backend_name + " device is not built",
+                         "--alongside runs cpu devices beside a cpu device's calibration (docs/executor.md)")});
     // The GEMMs of the plans named (read before minutes of measuring; a bad file fails here).
     std::vector<std::array<int, 3>> extra;
     if (!shapes_plans.empty() && shapes_of.empty())
@@ -448,7 +459,21 @@ int main(int argc, char** argv) {
     }
     auto backend = backend_for(backend_name, 2, memory_gib, cal_speed);  // a second device for the link
     if (!backend) return fail(hetsim::with_kind(backend.errors(), hetsim::ErrorKind::Environment));
-    const auto prof = hetsim::exec::calibrate(**backend, seconds, extra);
+    // --alongside: the other pools' devices, each at its own speed, running the calibration load.
+    std::vector<std::unique_ptr<hetsim::exec::Device>> neighbours;
+    std::vector<hetsim::exec::Device*> load;
+    if (!alongside.empty()) {
+      auto others = hetsim::exec::make_cpu_backend_at(static_cast<int>(alongside.size()),
+                                                      static_cast<std::size_t>(memory_gib * 1073741824.0), 1.0);
+      if (!others) return fail(hetsim::with_kind(others.errors(), hetsim::ErrorKind::Environment));
+      for (std::size_t k = 0; k < alongside.size(); ++k) {
+        auto d = (*others)->open_slowed(static_cast<int>(k), alongside[k]);
+        if (!d) return fail(d.errors());
+        load.push_back(d->get());
+        neighbours.push_back(std::move(*d));
+      }
+    }
+    const auto prof = hetsim::exec::calibrate(**backend, seconds, extra, load);
     if (!prof.failure.empty()) {
       std::cerr << "error: calibration: the device failed: " << prof.failure << "\n";
       return kEnvironment;
@@ -466,6 +491,11 @@ int main(int argc, char** argv) {
     if (profile_out.empty()) std::cout << toml;
     else if (int rc = write({{profile_out, toml}})) return rc;
     else std::cerr << "wrote " << profile_out << " (device '" << profile_name << "')\n";
+    if (!alongside.empty()) {
+      std::string speeds;
+      for (double v : alongside) speeds += (speeds.empty() ? "" : ", ") + fmt::format("{:g}", v);
+      std::cerr << "measured beside " << alongside.size() << " device(s) running the calibration load at speed " << speeds << "\n";
+    }
     const auto& g = prof.train_gemm();
     std::cerr << fmt::format("GEMM: {:.4g} GFLOP/s peak fp32 ({:.4g} bf16, {:.4g} fp16), {} half_dim {:.0f}, launch {:.3g} us (fit rms {:.1f} %); "
                              "stream {:.3g} GB/s ({:.2f} of it one element at a time); copy {:.3g} GB/s; attention efficiency {:.2f}; link {:.3g} us + "

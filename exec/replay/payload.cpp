@@ -16,9 +16,26 @@ std::size_t payload_floats(double bytes) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(std::max(0.0, bytes) / 4.0)));
 }
 
-std::size_t message_floats(const schedule::TaskGraph& g, std::uint32_t send, int from_tp, int to_tp, int from, int to) {
-  const double bytes = schedule::pipeline_message_bytes(g, send, from_tp, to_tp, from, to);
-  return bytes > 0 ? payload_floats(bytes) : 0;
+namespace {
+
+std::size_t message_part_floats(double bytes) { return bytes > 0 ? payload_floats(bytes) : 0; }
+
+}  // namespace
+
+std::vector<MessagePart> message_sends(const schedule::TaskGraph& g, const std::vector<int>& first_real,
+                                       std::uint32_t send, int member) {
+  std::vector<MessagePart> out;
+  for (const auto& m : schedule::messages_from(g, send, member))
+    out.push_back({first_real[m.to.device] + m.to.member, m.to.member, message_part_floats(m.bytes)});
+  return out;
+}
+
+std::vector<MessagePart> message_receipts(const schedule::TaskGraph& g, const std::vector<int>& first_real,
+                                          std::uint32_t send, int member) {
+  std::vector<MessagePart> out;
+  for (const auto& m : schedule::messages_to(g, send, member))
+    out.push_back({first_real[m.from.device] + m.from.member, m.from.member, message_part_floats(m.bytes)});
+  return out;
 }
 
 std::size_t dp_call_floats(const schedule::TaskGraph& g, std::uint32_t t, const schedule::CommCall& call,

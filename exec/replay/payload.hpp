@@ -17,11 +17,24 @@ namespace hetsim::exec {
 /// fp32 values that hold `bytes` bytes (rounded to the nearest; at least 1).
 [[nodiscard]] std::size_t payload_floats(double bytes);
 
-/// The values pipeline message task `send` carries from sender rank `from` (of degree from_tp)
-/// to receiver rank `to` (of degree to_tp): schedule::pipeline_message_bytes; 0 when it sends
-/// it nothing.
-[[nodiscard]] std::size_t message_floats(const schedule::TaskGraph& g, std::uint32_t send, int from_tp, int to_tp,
-                                         int from, int to);
+/// One part of a pipeline message as the replay moves it: the real device at its other end (the
+/// receiver's where it sends, the sender's where it receives), its member of its folded device,
+/// and the values (payload_floats of schedule::Message::bytes; 0 for a part of no bytes, which
+/// only orders the receiver after the sender).
+struct MessagePart {
+  int real = 0;
+  int member = 0;
+  std::size_t floats = 0;
+};
+
+/// What member `member` of pipeline message task `send`'s device sends, part by part
+/// (schedule::messages_from); `first_real` numbers the real devices (schedule::Unfolding::first).
+[[nodiscard]] std::vector<MessagePart> message_sends(const schedule::TaskGraph& g, const std::vector<int>& first_real,
+                                                     std::uint32_t send, int member);
+/// What member `member` of the device pipeline message task `send` goes to
+/// (schedule::message_receiver) receives from it, part by part (schedule::messages_to).
+[[nodiscard]] std::vector<MessagePart> message_receipts(const schedule::TaskGraph& g, const std::vector<int>& first_real,
+                                                        std::uint32_t send, int member);
 
 /// The values of one chunk's collective for data-parallel task `t`'s call `call`, the layer cut
 /// into `chunks` (schedule::dp_chunk_bytes), over a communicator of `ranks` members: rounded up

@@ -14,15 +14,10 @@ namespace {
 using schedule::TaskKind;
 
 // The members of a predecessor task's device (tensor-parallel degree `ptp`) that feed member
-// (replica, rank) of a device with degree `tp`, in the same replica: for a pipeline message, the
-// sender ranks whose slices it reads (schedule::pipeline_feeders: resharded between degrees when
-// the message is split); for any other task, the ranks ≡ rank (mod the smaller degree).
-std::vector<int> feeders(const schedule::Task& pred, int ptp, int tp, int replica, int rank) {
+// (replica, rank) of a device with degree `tp`, in the same replica: the ranks ≡ rank (mod the
+// smaller degree). (A pipeline message's receiver reads the parts message_receipts names.)
+std::vector<int> feeders(int ptp, int tp, int replica, int rank) {
   std::vector<int> out;
-  if (pred.kind == TaskKind::SendActivation || pred.kind == TaskKind::SendGradient) {
-    for (int j : schedule::pipeline_feeders(ptp, tp, rank, pred.split)) out.push_back(replica * ptp + j);
-    return out;
-  }
   if (ptp <= tp) {
     out.push_back(replica * ptp + rank % ptp);
   } else {
@@ -33,7 +28,8 @@ std::vector<int> feeders(const schedule::Task& pred, int ptp, int tp, int replic
 
 bool is_message(TaskKind k) { return k == TaskKind::SendActivation || k == TaskKind::SendGradient; }
 
-// The remote members finished task `id`'s member feeds (real device indexes, once each).
+// The remote members finished task `id`'s member feeds (real device indexes, once each); `id`
+// is no pipeline message (its parts go where message_sends says).
 std::vector<int> remote_successors(const schedule::TaskGraph& g, const std::vector<int>& first_real, std::uint32_t id,
                                    int member) {
   std::vector<int> to;
@@ -43,7 +39,7 @@ std::vector<int> remote_successors(const schedule::TaskGraph& g, const std::vect
     const auto sdev = g.tasks[g.succ[k]].device;
     const auto& sinfo = g.devices[sdev];
     for (int m = 0; m < sinfo.count; ++m) {
-      const auto f = feeders(g.tasks[id], pinfo.tp, sinfo.tp, m / sinfo.tp, m % sinfo.tp);
+      const auto f = feeders(pinfo.tp, sinfo.tp, m / sinfo.tp, m % sinfo.tp);
       const int real = first_real[sdev] + m;
       if (real != self && std::find(f.begin(), f.end(), member) != f.end() &&
           std::find(to.begin(), to.end(), real) == to.end())
@@ -51,24 +47,6 @@ std::vector<int> remote_successors(const schedule::TaskGraph& g, const std::vect
     }
   }
   return to;
-}
-
-// The receivers of pipeline message `id` sent by `member`, with each one's share in floats.
-std::vector<std::pair<int, std::size_t>> message_targets(const schedule::TaskGraph& g,
-                                                         const std::vector<int>& first_real, std::uint32_t id,
-                                                         int member) {
-  std::vector<std::pair<int, std::size_t>> targets;
-  const auto& pinfo = g.devices[g.tasks[id].device];
-  for (int to : remote_successors(g, first_real, id, member))
-    for (std::uint32_t k = g.succ_begin[id]; k < g.succ_begin[id + 1]; ++k) {
-      const auto sdev = g.tasks[g.succ[k]].device;
-      const int m = to - first_real[sdev];
-      if (m < 0 || m >= g.devices[sdev].count) continue;
-      targets.emplace_back(to, message_floats(g, id, pinfo.tp, g.devices[sdev].tp, member % pinfo.tp,
-                                              m % g.devices[sdev].tp));
-      break;
-    }
-  return targets;
 }
 
 }  // namespace
@@ -130,36 +108,45 @@ void DeviceRunner::run_step() {
 }
 
 bool DeviceRunner::await_predecessors(std::uint32_t id) {
-  // Every predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
   for (std::uint32_t pr : run_.preds[id]) {
     const auto pdev = g_.tasks[pr].device;
-    for (int pm : feeders(g_.tasks[pr], g_.devices[pdev].tp, tp_, replica_, rank_)) {
-      const int from = run_.layout.first_real[pdev] + pm;
-      if (run_.world == nullptr || from == run_.me) {
-        step_.flag(pr, pm).wait(false);
-        continue;
-      }
-      if (!received_.insert({pr, from}).second) continue;
-      // A send task's message is its payload, received into the buffer the next stage reads;
-      // any other task's is a token.
-      Result<std::int64_t> r = std::int64_t{0};
-      if (is_message(g_.tasks[pr].kind)) {
-        const std::size_t floats = message_floats(g_, pr, g_.devices[pdev].tp, tp_, pm % g_.devices[pdev].tp, rank_);
-        sc_.fit(4 * floats, 1, 4 * floats);
-        if (sc_.failed) {
-          fail(dev_.name() + ": no memory to receive an activation");
-          return false;
-        }
-        r = run_.payloads->recv(sc_.fc(), floats, from, static_cast<int>(2 * pr + 1));
-      } else {
-        float token = 0;
-        r = run_.tokens->recv(&token, 1, from, static_cast<int>(2 * pr));
-      }
-      if (!r) {
-        fail(dev_.name() + ": " + r.errors()[0].message);
-        return false;
-      }
+    if (is_message(g_.tasks[pr].kind) && pdev != rep_) {
+      // A pipeline message to this device: every sender rank whose part this member reads.
+      for (const MessagePart& part : message_receipts(g_, run_.layout.first_real, pr, member_))
+        if (!await_member(pr, part.member, part.real, &part.floats)) return false;
+      continue;
     }
+    // Every other predecessor rank that feeds this one: same replica, ranks ≡ rank (mod tp).
+    for (int pm : feeders(g_.devices[pdev].tp, tp_, replica_, rank_))
+      if (!await_member(pr, pm, run_.layout.first_real[pdev] + pm, nullptr)) return false;
+  }
+  return true;
+}
+
+// Waits for member `pm` (real device `from`) of predecessor task `pr`: in this process, for its
+// flag; under mpirun from another process, for its message: a pipeline message's part of
+// `floats` values (received into the buffer the next stage reads), or else a token.
+bool DeviceRunner::await_member(std::uint32_t pr, int pm, int from, const std::size_t* floats) {
+  if (run_.world == nullptr || from == run_.me) {
+    step_.flag(pr, pm).wait(false);
+    return true;
+  }
+  if (!received_.insert({pr, from}).second) return true;
+  Result<std::int64_t> r = std::int64_t{0};
+  if (floats != nullptr) {
+    sc_.fit(4 * *floats, 1, 4 * *floats);
+    if (sc_.failed) {
+      fail(dev_.name() + ": no memory to receive an activation");
+      return false;
+    }
+    r = run_.payloads->recv(sc_.fc(), *floats, from, static_cast<int>(2 * pr + 1));
+  } else {
+    float token = 0;
+    r = run_.tokens->recv(&token, 1, from, static_cast<int>(2 * pr));
+  }
+  if (!r) {
+    fail(dev_.name() + ": " + r.errors()[0].message);
+    return false;
   }
   return true;
 }
@@ -336,14 +323,15 @@ void DeviceRunner::run_dp_collective(std::uint32_t id) {
 // (resharded where the stages' tp degrees differ; the receivers of a scatter-gather then gather
 // it in their TP collective task: Task::regather).
 void DeviceRunner::send_message(std::uint32_t id) {
-  const auto targets = message_targets(g_, run_.layout.first_real, id, member_);
+  const auto parts = message_sends(g_, run_.layout.first_real, id, member_);
   std::size_t most = 1;
-  for (const auto& [to, floats] : targets) most = std::max(most, floats);
+  for (const MessagePart& part : parts) most = std::max(most, part.floats);
   sc_.fit(4 * most, 1, 4 * most);
   if (sc_.failed) return;
-  for (const auto& [to, floats] : targets) {
-    if (run_.world == nullptr) dev_.copy(sc_.pa, run_.inbox[static_cast<std::size_t>(to)], 4 * floats);  // into each reader's inbox
-    else note(run_.payloads->send(sc_.fa(), floats, to, static_cast<int>(2 * id + 1)), true);  // the transfer itself
+  for (const MessagePart& part : parts) {
+    const auto to = static_cast<std::size_t>(part.real);
+    if (run_.world == nullptr) dev_.copy(sc_.pa, run_.inbox[to], 4 * part.floats);  // into each reader's inbox
+    else note(run_.payloads->send(sc_.fa(), part.floats, part.real, static_cast<int>(2 * id + 1)), true);  // the transfer itself
   }
 }
 

@@ -110,6 +110,7 @@ class DeviceRunner {
   };
 
   bool await_predecessors(std::uint32_t id);
+  bool await_member(std::uint32_t pr, int pm, int from, const std::size_t* floats);
   bool run_task(std::uint32_t id);
   void run_compute(std::uint32_t id);
   void run_tp_collective(std::uint32_t id);

@@ -105,4 +105,57 @@ std::vector<Member> dp_piece_members(const TaskGraph& g, std::span<const std::ui
   return out;
 }
 
+std::uint32_t message_receiver(const TaskGraph& g, std::uint32_t t) {
+  const auto own = g.tasks[t].device;
+  for (std::uint32_t k = g.succ_begin[t]; k < g.succ_begin[t + 1]; ++k)
+    if (const auto d = g.tasks[g.succ[k]].device; d != own) return d;
+  return own;
+}
+
+namespace {
+
+// The part sender rank `from` of replica `replica` sends receiver rank `to` of the same replica.
+Message message_part(const TaskGraph& g, std::uint32_t t, std::uint32_t to_device, int replica, int from, int to) {
+  const auto& s = g.devices[g.tasks[t].device];
+  const auto& r = g.devices[to_device];
+  return {{g.tasks[t].device, replica * s.tp + from}, {to_device, replica * r.tp + to},
+          pipeline_message_bytes(g, t, s.tp, r.tp, from, to)};
+}
+
+}  // namespace
+
+std::vector<Message> messages_from(const TaskGraph& g, std::uint32_t t, int member) {
+  const auto& s = g.devices[g.tasks[t].device];
+  const auto to = message_receiver(g, t);
+  if (to == g.tasks[t].device) return {};
+  const auto& r = g.devices[to];
+  HETSIM_ASSERT(r.replicas == s.replicas, "a pipeline message between devices of different replica counts");
+  const int j = member % s.tp;
+  std::vector<Message> out;
+  for (int k = 0; k < r.tp; ++k)
+    if (pipeline_share(s.tp, r.tp, j, k, g.tasks[t].split) > 0) out.push_back(message_part(g, t, to, member / s.tp, j, k));
+  return out;
+}
+
+std::vector<Message> messages_to(const TaskGraph& g, std::uint32_t t, int member) {
+  const auto& s = g.devices[g.tasks[t].device];
+  const auto to = message_receiver(g, t);
+  if (to == g.tasks[t].device) return {};
+  const auto& r = g.devices[to];
+  HETSIM_ASSERT(r.replicas == s.replicas, "a pipeline message between devices of different replica counts");
+  std::vector<Message> out;
+  for (int j : pipeline_feeders(s.tp, r.tp, member % r.tp, g.tasks[t].split))
+    out.push_back(message_part(g, t, to, member / r.tp, j, member % r.tp));
+  return out;
+}
+
+std::vector<Message> pipeline_messages(const TaskGraph& g, std::uint32_t t) {
+  std::vector<Message> out;
+  for (int m = 0; m < g.devices[g.tasks[t].device].count; ++m) {
+    auto part = messages_from(g, t, m);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
 }  // namespace hetsim::schedule

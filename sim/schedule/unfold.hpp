@@ -1,10 +1,11 @@
 #pragma once
 // Unfolding a TaskGraph: the real devices each folded device stands for (DeviceRep::count of
-// them, member m = replica · tp + rank, Megatron's rank order) and who meets in each of a task's
-// groups, as members of folded devices. The SimGrid flows (sim/simgrid/flows.cpp: a member on
+// them, member m = replica · tp + rank, Megatron's rank order), who meets in each of a task's
+// groups, and which real device sends which a pipeline message's parts, as members of folded
+// devices. The SimGrid flows (sim/simgrid/flows.cpp: a member on
 // the host its device is placed at) and the replay (exec/replay: a member on its real device)
 // both take their groups from here, so that a prediction and a measurement join the same devices
-// in every collective (tests/exec/payload_test.cpp compares them).
+// in every collective and every pipeline message (tests/exec/payload_test.cpp compares them).
 
 #include <cstdint>
 #include <span>
@@ -76,5 +77,31 @@ struct Unfolding {
 /// order) whose piece holds chunk `chunk` of `chunks` (dp_piece_holder).
 [[nodiscard]] std::vector<Member> dp_piece_members(const TaskGraph& g, std::span<const std::uint32_t> tasks,
                                                    long long chunk, long long chunks);
+
+/// One part of a pipeline message (send activation / send gradient): what real device `from` of
+/// the sender sends real device `to` of the receiver, in bytes (0 where the task's calls carry
+/// nothing: the part still orders the receiver after the sender).
+struct Message {
+  Member from, to;
+  double bytes = 0;
+  friend bool operator==(const Message&, const Message&) = default;
+};
+
+/// The device pipeline message task `t` (send activation / gradient) goes to: that of its first
+/// successor on another device (the next stage's, or for a gradient the previous one's); `t`'s
+/// own device when it has none (then it sends nothing).
+[[nodiscard]] std::uint32_t message_receiver(const TaskGraph& g, std::uint32_t t);
+
+/// What member `member` (replica r, rank j) of pipeline message task `t`'s device sends: to
+/// replica r of the receiver (a pipeline's stages share their group's replicas), each rank k that
+/// reads a part of its slice (pipeline_share > 0: resharded between tp degrees when the message is
+/// split), pipeline_message_bytes each, in k's order. The SimGrid flows and the replay pair the
+/// real devices of every pipeline message by this and the two below.
+[[nodiscard]] std::vector<Message> messages_from(const TaskGraph& g, std::uint32_t t, int member);
+/// What member `member` of task `t`'s receiver (message_receiver) gets from `t`: the
+/// messages_from of the sender ranks of its replica that feed it (pipeline_feeders), in their order.
+[[nodiscard]] std::vector<Message> messages_to(const TaskGraph& g, std::uint32_t t, int member);
+/// Every part of pipeline message task `t`: messages_from each member of its device, in order.
+[[nodiscard]] std::vector<Message> pipeline_messages(const TaskGraph& g, std::uint32_t t);
 
 }  // namespace hetsim::schedule

@@ -357,26 +357,15 @@ Result<Decomposition> decompose(const schedule::TaskGraph& g, const hw::ClusterS
         break;
       }
       case TaskKind::SendActivation:
-      case TaskKind::SendGradient: {
-        // To the device of the first successor elsewhere, within each replica: from every
-        // sender rank to every receiver rank it feeds (schedule::pipeline_share; resharded
-        // between tp degrees when the message is split), each flow one priced message.
-        std::uint32_t to = t.device;
-        for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1] && to == t.device; ++k)
-          to = g.tasks[g.succ[k]].device;
-        if (to == t.device) break;
-        const auto& rd = g.devices[to];
-        for (int m = 0; m < dev.count; ++m) {
-          const int r = m / dev.tp, j = m % dev.tp;
-          for (int k = 0; k < rd.tp; ++k) {
-            const double bytes = schedule::pipeline_message_bytes(g, i, dev.tp, rd.tp, j, k);
-            if (bytes <= 0) continue;
-            const int a = host(t.device, m), b = host(to, std::min(r, rd.replicas - 1) * rd.tp + k);
-            flow_at(w, a, b, bytes, priced(a, b, 1));
-          }
+      case TaskKind::SendGradient:
+        // Every part of the message (schedule::pipeline_messages: each sender rank to every
+        // receiver rank of its replica it feeds, resharded between tp degrees when the message is
+        // split), each flow one priced message.
+        for (const auto& part : schedule::pipeline_messages(g, i)) {
+          const int a = host(part.from.device, part.from.member), b = host(part.to.device, part.to.member);
+          flow_at(w, a, b, part.bytes, priced(a, b, 1));
         }
         break;
-      }
       default:
         break;
     }

@@ -168,6 +168,14 @@ TOML
   "$HETSIM_EXEC" calibrate --seconds 0.3 --name cpu-ci --shapes-of "$tmp/cpu.toml" --shapes-plan "$tmp/cpu-plan.json" \
     --out "$tmp/cpu-shapes.toml" 2>/dev/null && grep -q 'm = 64, n = 384, k = 128, dtype = "fp32"' "$tmp/cpu-shapes.toml" && ok ||
     bad "calibrate --shapes-of writes the plan's GEMMs"
+  "$HETSIM_EXEC" calibrate --seconds 0.3 --name cpu-half --speed 0.5 --alongside 1 --out "$tmp/cpu-half.toml" 2>/dev/null &&
+    grep -q 'calibrate --alongside' "$tmp/cpu-half.toml" && grep -q 'name = "cpu-half"' "$tmp/cpu-half.toml" && ok ||
+    bad "calibrate --alongside writes a profile measured beside the load"
+  out=$("$HETSIM_EXEC" calibrate --alongside 0 --out "$tmp/none.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ ! -e "$tmp/none.toml" ] && echo "$out" | grep -q -- "--alongside" && ok || bad "--alongside 0: rc $rc: $out"
+  out=$("$HETSIM_EXEC" calibrate --backend cuda --alongside 1 --out "$tmp/none.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ ! -e "$tmp/none.toml" ] && echo "$out" | grep -q -- "--alongside" && ok || bad "--alongside on cuda: rc $rc: $out"
+  "$HETSIM_EXEC" calibrate --help | grep -q -- "--alongside" && ok || bad "calibrate --help lists --alongside"
   out=$("$HETSIM_EXEC" calibrate --shapes-plan "$tmp/cpu-plan.json" --out "$tmp/none.toml" 2>&1); rc=$?
   [ $rc -eq 2 ] && [ ! -e "$tmp/none.toml" ] && echo "$out" | grep -q -- "--shapes-of" && ok || bad "--shapes-plan without --shapes-of: rc $rc: $out"
   printf '[model]\npreset = "tiny"\nlayers = "four"\n' > "$tmp/bad-shapes.toml"

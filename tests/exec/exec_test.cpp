@@ -1879,6 +1879,59 @@ TEST(Calibrate, ShapesOfAPlanAreTheGemmsItsReplayRuns) {
   }
 }
 
+// One round of the calibration load runs each of its kernels once on the device (every GEMM
+// shape it is given, a streaming pass, a norm and an attention forward and backward, Adam), and
+// none once stopped.
+TEST(Calibrate, ALoadRoundRunsTheCalibrationsKernelsUntilStopped) {
+  test::FlakyBackend counting(exec::make_cpu_backend(1), 1 << 30);
+  auto dev = counting.open(0);
+  const std::vector<std::array<int, 3>> shapes = {{64, 64, 64}, {32, 48, 16}};
+  std::atomic<bool> stop{false};
+  EXPECT_EQ(exec::calibration_load(*dev, shapes, stop), 2 + 6);
+  EXPECT_EQ(counting.gemm_shapes(), (std::set<std::array<int, 3>>{{64, 64, 64}, {32, 48, 16}}));
+  stop = true;
+  test::FlakyBackend idle(exec::make_cpu_backend(1), 1 << 30);
+  auto other = idle.open(0);
+  EXPECT_EQ(exec::calibration_load(*other, shapes, stop), 0);
+  EXPECT_TRUE(idle.gemm_shapes().empty());
+}
+
+// calibrate --alongside: the devices beside the one measured run the calibration's GEMMs (the
+// built-in shapes and the plan's) while it is measured, and the profile says it was measured so.
+TEST(Calibrate, DevicesAlongsideRunTheCalibrationLoadWhileItMeasures) {
+  test::FlakyBackend beside(exec::make_cpu_backend(1), 1 << 30);
+  auto load = beside.open(0);
+  auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
+  const std::vector<std::array<int, 3>> planned = {{96, 80, 72}};
+  const exec::Profile p = exec::calibrate(*backend, 0.3, planned, {load.get()});
+  EXPECT_TRUE(p.failure.empty()) << p.failure;
+  EXPECT_EQ(p.alongside, 1);
+  const auto ran = beside.gemm_shapes();
+  EXPECT_GT(ran.size(), 1u);
+  EXPECT_TRUE(ran.count({64, 64, 64}) > 0 || ran.count({96, 80, 72}) > 0);  // its first round, at least begun
+  EXPECT_NE(exec::profile_toml(p, "cpu-x", 1e9, 1).find("calibrate --alongside"), std::string::npos);
+  // Alone, no such line.
+  const exec::Profile alone = exec::calibrate(*backend, 0.3);
+  EXPECT_EQ(alone.alongside, 0);
+  EXPECT_EQ(exec::profile_toml(alone, "cpu-x", 1e9, 1).find("calibrate --alongside"), std::string::npos);
+}
+
+// Every GEMM the profile writes as measured is the median of three warm calls at least, however
+// small the budget: each shape runs a warm-up call and three more (before, a call longer than its
+// share of the budget was timed once, cold).
+TEST(Calibrate, EveryMeasuredGemmIsTheMedianOfThreeWarmCallsAtLeast) {
+  test::FlakyBackend counting(exec::make_cpu_backend(2, std::size_t{1} << 30), 1 << 30);
+  const std::vector<std::array<int, 3>> planned = {{384, 320, 256}};
+  const exec::Profile p = exec::calibrate(counting, 0.05, planned);  // a few ms per shape: every call longer
+  EXPECT_TRUE(p.failure.empty()) << p.failure;
+  for (const auto& s : p.samples) {
+    const std::array<int, 3> shape{static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k)};
+    EXPECT_GE(counting.gemm_calls(shape), 4) << s.m << "x" << s.n << "x" << s.k;
+  }
+  EXPECT_GE(counting.gemm_calls({1024, 1024, 1024}), 4);
+  EXPECT_GE(counting.gemm_calls({384, 320, 256}), 4);
+}
+
 TEST(Calibrate, MeasuresEveryOpClassOnTheCpuBackend) {
   auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
   const exec::Profile p = exec::calibrate(*backend, 0.5);

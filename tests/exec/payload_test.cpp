@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "exec/cpu/cpu_backend.hpp"
@@ -322,6 +323,114 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryDataParallelCollectiv
   }
 }
 
+// Plans whose pipelines send messages, for the pipeline tests: uniform PP (split by sequence
+// parallelism, by scatter-gather, or whole), mixed tp between stages (resharded when split, read
+// from rank k mod tp when whole), two replica groups of different depths and tp, interleaved.
+std::vector<Family> pipeline_families() {
+  const auto whole = [](std::string text) {  // messages not split over the tp ranks
+    return text.replace(text.find("precision = \"fp32\"\n"), 19, "precision = \"fp32\"\npipeline_scatter_gather = false\n");
+  };
+  const std::string mixed = "micro_batch = 1\n[[parallel.replicas]]\ncount = 2\nmicro_batches = 4\n"
+                            "stages = [{pool = \"p0\", tp = 1, layers = 1}, {pool = \"p0\", tp = 2, layers = 2}, "
+                            "{pool = \"p0\", tp = 4, layers = 1}]\n";
+  const std::string two_depths =
+      "micro_batch = 1\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 4\n"
+      "stages = [{pool = \"p0\", tp = 2, layers = 3}, {pool = \"p0\", tp = 1, layers = 1}]\n"
+      "[[parallel.replicas]]\ncount = 2\nmicro_batches = 2\n"
+      "stages = [{pool = \"p1\", tp = 1, layers = 1}, {pool = \"p1\", tp = 1, layers = 1}, {pool = \"p1\", tp = 2, layers = 2}]\n";
+  return {
+      {"uniform PP, sequence parallel", scenario("tp = 2\npp = 2\ndp = 2\nmicro_batch = 1\nsequence_parallel = true\n")},
+      {"uniform PP, scatter-gather", scenario("tp = 2\npp = 2\ndp = 2\nmicro_batch = 1\nsequence_parallel = false\n")},
+      {"uniform PP, whole messages", whole(scenario("tp = 2\npp = 4\ndp = 1\nmicro_batch = 1\nsequence_parallel = false\n"))},
+      {"mixed tp 1-2-4, sequence parallel", scenario("sequence_parallel = true\n" + mixed, 1, 16)},
+      {"mixed tp 1-2-4, whole messages", whole(scenario("sequence_parallel = false\n" + mixed, 1, 16))},
+      {"two groups of depth 2 and 3, mixed tp, ZeRO 1", scenario("zero = 1\nsequence_parallel = true\n" + two_depths, 2, 8)},
+      {"two groups of depth 2 and 3, whole messages",
+       whole(scenario("zero = 0\nsequence_parallel = false\n" + two_depths, 2, 8))},
+      {"interleaved", scenario("tp = 2\npp = 2\ndp = 2\nmicro_batch = 1\nschedule = \"interleaved\"\nvirtual_stages = 2\n", 1, 8)},
+  };
+}
+
+// The SimGrid flows and the replay join the same real devices with the same bytes in every
+// pipeline message (both draw the parts from schedule/unfold.hpp): for each send task, the flows
+// (on the real devices their hosts stand for), what every member of the sender sends in the
+// replay (message_sends) and what every member of the receiver receives there
+// (message_receipts) are the same parts, each part in one replica of one group, from the
+// sender's device to the device of its successor elsewhere; in bytes, the flow's rounded to the
+// replay's fp32 values.
+TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryPipelineMessage) {
+  for (const auto& f : pipeline_families()) {
+    SCOPED_TRACE(f.name);
+    auto s = test::parse(f.text);
+    ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+    const auto g = schedule::build_schedule(*s, *s->plan);
+    const auto p = platform::build(s->cluster);
+    auto d = platform::decompose(g, s->cluster, p);
+    ASSERT_TRUE(d.ok()) << test::all_errors(d.errors());
+    const auto layout = schedule::unfold(g);
+    std::map<int, int> real_of;  // host → real device
+    for (std::size_t dv = 0; dv < g.devices.size(); ++dv)
+      for (int m = 0; m < g.devices[dv].count; ++m) real_of[d->first_host[dv] + m] = layout.first[dv] + m;
+    ASSERT_EQ(real_of.size(), static_cast<std::size_t>(layout.count));  // every real device on a host of its own
+    using Part = std::tuple<int, int, std::size_t>;                      // sender, receiver, fp32 values
+    int sends = 0;
+    std::set<int> groups;
+    bool resharded = false;
+    for (std::uint32_t i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks[i];
+      if (t.kind != TaskKind::SendActivation && t.kind != TaskKind::SendGradient) continue;
+      ++sends;
+      // The receiver: the device of the task's successor elsewhere (the next or previous stage).
+      std::uint32_t to = t.device;
+      for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1] && to == t.device; ++k) to = g.tasks[g.succ[k]].device;
+      ASSERT_NE(to, t.device) << schedule::task_name(t);
+      const auto& from_dev = g.devices[t.device];
+      const auto& to_dev = g.devices[to];
+      EXPECT_EQ(from_dev.group, to_dev.group) << schedule::task_name(t);
+      groups.insert(from_dev.group);
+      resharded = resharded || (t.split && from_dev.tp != to_dev.tp);
+      std::multiset<Part> flows, sent, received;
+      for (const auto& fl : d->work[i].flows) flows.insert({real_of.at(fl.src), real_of.at(fl.dst), exec::payload_floats(fl.bytes)});
+      for (int m = 0; m < from_dev.count; ++m) {
+        const int from = layout.first[t.device] + m;
+        for (const auto& part : exec::message_sends(g, layout.first, i, m)) {
+          // Within its replica, to a member of the receiver.
+          EXPECT_EQ(part.real, layout.first[to] + part.member) << schedule::task_name(t);
+          EXPECT_EQ(part.member / to_dev.tp, m / from_dev.tp) << schedule::task_name(t) << ": member " << m;
+          if (part.floats > 0) sent.insert({from, part.real, part.floats});
+        }
+      }
+      for (int m = 0; m < to_dev.count; ++m) {
+        const int at = layout.first[to] + m;
+        for (const auto& part : exec::message_receipts(g, layout.first, i, m)) {
+          EXPECT_EQ(part.real, layout.first[t.device] + part.member) << schedule::task_name(t);
+          if (part.floats > 0) received.insert({part.real, at, part.floats});
+        }
+      }
+      EXPECT_FALSE(flows.empty()) << schedule::task_name(t);
+      EXPECT_EQ(flows, sent) << schedule::task_name(t);
+      EXPECT_EQ(sent, received) << schedule::task_name(t);
+      // Every member of both ends takes part (each replica's ranks send, and read, something).
+      std::set<int> senders, receivers;
+      for (const auto& [a, b, n] : sent) {
+        senders.insert(a);
+        receivers.insert(b);
+      }
+      EXPECT_EQ(receivers.size(), static_cast<std::size_t>(to_dev.count)) << schedule::task_name(t);
+      if (t.split) {
+        EXPECT_EQ(senders.size(), static_cast<std::size_t>(from_dev.count)) << schedule::task_name(t);
+      }
+    }
+    EXPECT_GT(sends, 0);
+    if (f.text.find("[[parallel.replicas]]\ncount = 2\nmicro_batches = 2") != std::string::npos) {
+      EXPECT_EQ(groups.size(), 2u);  // both groups' pipelines send
+    }
+    if (f.text.find("tp = 4, layers") != std::string::npos && f.text.find("pipeline_scatter_gather = false") == std::string::npos) {
+      EXPECT_TRUE(resharded);
+    }
+  }
+}
+
 // The SimGrid flows and the replay join the same real devices in every expert collective (both
 // draw them from schedule/unfold.hpp): every flow of an EP task runs between two members of one
 // of the replay's EP groups (ep of them, in Megatron-Core's expert rank order), and every member
@@ -471,12 +580,9 @@ Moved replay_moves(const schedule::TaskGraph& g, const exec::DpLayout& layout) {
         break;
       case TaskKind::SendActivation:
       case TaskKind::SendGradient: {
-        std::uint32_t to = t.device;
-        for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1] && to == t.device; ++k) to = g.tasks[g.succ[k]].device;
-        const int rtp = g.devices[to].tp;
         for (int member = 0; member < dev.count; ++member)
-          for (int k = 0; k < rtp; ++k) {
-            const double bytes = 4.0 * static_cast<double>(exec::message_floats(g, i, dev.tp, rtp, member % dev.tp, k));
+          for (const auto& part : exec::message_sends(g, layout.first_real, i, member)) {
+            const double bytes = 4.0 * static_cast<double>(part.floats);
             m.per_task[i] += bytes;
             m.copied += bytes;
           }

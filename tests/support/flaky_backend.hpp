@@ -23,6 +23,7 @@ class FlakyBackend final : public exec::Backend {
   struct Shapes {
     std::mutex mutex;
     std::set<std::array<int, 3>> run;
+    std::map<std::array<int, 3>, int> calls;
   };
 
  public:
@@ -48,6 +49,7 @@ class FlakyBackend final : public exec::Backend {
         {
           std::lock_guard lock(shapes->mutex);
           shapes->run.insert({m, n, k});
+          ++shapes->calls[{m, n, k}];
         }
         d->gemm(m, n, k, f, a, b, c);
       }
@@ -86,6 +88,12 @@ class FlakyBackend final : public exec::Backend {
   [[nodiscard]] std::set<std::array<int, 3>> gemm_shapes() const {
     std::lock_guard lock(shapes_->mutex);
     return shapes_->run;
+  }
+  /// GEMM calls of shape (m, n, k) its devices ran so far.
+  [[nodiscard]] int gemm_calls(const std::array<int, 3>& shape) const {
+    std::lock_guard lock(shapes_->mutex);
+    const auto it = shapes_->calls.find(shape);
+    return it == shapes_->calls.end() ? 0 : it->second;
   }
   /// Unvectorized elementwise passes run on this backend's devices so far.
   [[nodiscard]] long unvectorized_calls() const { return unvectorized_->load(); }
