@@ -109,11 +109,19 @@ double time_per_call(Device& dev, F&& f, double budget_s, bool warm = false) {
 class Load {
  public:
   Load(const std::vector<Device*>& devices, const std::vector<std::array<int, 3>>& shapes) {
-    for (Device* d : devices)
-      threads_.emplace_back([this, d, &shapes] {
-        while (!stop_.load() && calibration_load(*d, shapes, stop_) > 0) {
-        }
-      });
+    try {
+      for (Device* d : devices)
+        threads_.emplace_back([this, d, &shapes] {
+          try {
+            while (!stop_.load() && calibration_load(*d, shapes, stop_) > 0) rounds_.fetch_add(1);
+          } catch (...) {  // a load device that fails stops loading; the profile says so (failed())
+          }
+          if (!stop_.load()) failed_.store(true);
+        });
+    } catch (...) {  // a thread that could not start: stop and join the ones that did
+      stop();
+      throw;
+    }
   }
   Load(const Load&) = delete;
   Load& operator=(const Load&) = delete;
@@ -123,9 +131,12 @@ class Load {
     for (auto& t : threads_)
       if (t.joinable()) t.join();
   }
+  /// A load device stopped before it was told to (no memory for its kernels, or it failed).
+  [[nodiscard]] bool failed() const { return failed_.load(); }
 
  private:
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_{false}, failed_{false};
+  std::atomic<long> rounds_{0};
   std::vector<std::thread> threads_;
 };
 
@@ -301,6 +312,7 @@ Profile calibrate(Backend& backend, double seconds, const std::vector<std::array
     p.optimizer_memory = std::clamp(28.0 * double(params) / ta / p.memory_bandwidth, 0.001, 1.0);
   }
   load.stop();
+  const bool load_failed = load.failed();
   // Collectives between two devices through the backend's own communicators (shared memory,
   // NCCL): all-reduce time against message size, t = a + b·S, read as the ring model's
   // 2α + S/bw. Each rank times its own calls; the slower rank's time counts.
@@ -381,6 +393,8 @@ Profile calibrate(Backend& backend, double seconds, const std::vector<std::array
   }
   p.failure = dev->failure();
   if (p.failure.empty() && peer) p.failure = peer->failure();
+  if (p.failure.empty() && load_failed)
+    p.failure = "a device alongside (--alongside) stopped running the calibration load before the measurement ended";
   return p;
 }
 

@@ -199,11 +199,11 @@ int main(int argc, char** argv) {
   std::vector<double> alongside;
   cal->add_option("--alongside", alongside,
                   "SPEED (repeatable): while the device is measured, one more cpu device per SPEED runs the "
-                  "calibration's kernels over and over at that factor of full speed (0 < SPEED <= 1), as a replay's "
+                  "calibration's kernels over and over at that factor of full speed (0.1 <= SPEED <= 1), as a replay's "
                   "other pools run beside it (e.g. --speed 0.5 --alongside 1 for a half-speed pool run beside a "
                   "full-speed one); cpu backend")
       ->type_name("SPEED")
-      ->check(hetsim::cli::between(1e-3, 1, "speed"));
+      ->check(hetsim::cli::between(0.1, 1, "speed"));
   std::vector<std::string> shapes_of, shapes_plans;
   cal->add_option("--shapes-of", shapes_of,
                   "Also time the GEMMs this scenario's plan runs (repeatable; its [parallel], and each --shapes-plan), so "
@@ -431,8 +431,8 @@ int main(int argc, char** argv) {
       return fail({about("", "", "--speed: the " + backend_name + " backend cannot slow its devices",
                          "device speed factors are a cpu backend feature (docs/executor.md)")});
     if (backend_name != "cpu" && !alongside.empty())
-      return fail({about("", "", "--alongside: a load beside the " + backend_name + " device is not built",
-                         "--alongside runs cpu devices beside a cpu device's calibration (docs/executor.md)")});
+      return fail({about("", "", "--alongside: only the cpu backend runs a load beside the device it measures",
+                         "drop --alongside, or calibrate with --backend cpu (docs/executor.md)")});
     // The GEMMs of the plans named (read before minutes of measuring; a bad file fails here).
     std::vector<std::array<int, 3>> extra;
     if (!shapes_plans.empty() && shapes_of.empty())

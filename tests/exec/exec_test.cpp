@@ -1928,7 +1928,6 @@ TEST(Calibrate, EveryMeasuredGemmIsTheMedianOfThreeWarmCallsAtLeast) {
     const std::array<int, 3> shape{static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k)};
     EXPECT_GE(counting.gemm_calls(shape), 4) << s.m << "x" << s.n << "x" << s.k;
   }
-  EXPECT_GE(counting.gemm_calls({1024, 1024, 1024}), 4);
   EXPECT_GE(counting.gemm_calls({384, 320, 256}), 4);
 }
 

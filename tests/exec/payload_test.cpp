@@ -389,7 +389,7 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryPipelineMessage) {
       EXPECT_EQ(from_dev.group, to_dev.group) << schedule::task_name(t);
       groups.insert(from_dev.group);
       resharded = resharded || (t.split && from_dev.tp != to_dev.tp);
-      std::multiset<Part> flows, sent, received;
+      std::multiset<Part> flows, sent, received, sent_all, received_all;
       for (const auto& fl : d->work[i].flows) flows.insert({real_of.at(fl.src), real_of.at(fl.dst), exec::payload_floats(fl.bytes)});
       for (int m = 0; m < from_dev.count; ++m) {
         const int from = layout.first[t.device] + m;
@@ -397,6 +397,7 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryPipelineMessage) {
           // Within its replica, to a member of the receiver.
           EXPECT_EQ(part.real, layout.first[to] + part.member) << schedule::task_name(t);
           EXPECT_EQ(part.member / to_dev.tp, m / from_dev.tp) << schedule::task_name(t) << ": member " << m;
+          sent_all.insert({from, part.real, part.floats});  // empty parts too: they order the receiver
           if (part.floats > 0) sent.insert({from, part.real, part.floats});
         }
       }
@@ -404,12 +405,14 @@ TEST(Payload, TheFlowsAndTheReplayJoinTheSameDevicesInEveryPipelineMessage) {
         const int at = layout.first[to] + m;
         for (const auto& part : exec::message_receipts(g, layout.first, i, m)) {
           EXPECT_EQ(part.real, layout.first[t.device] + part.member) << schedule::task_name(t);
+          received_all.insert({part.real, at, part.floats});
           if (part.floats > 0) received.insert({part.real, at, part.floats});
         }
       }
       EXPECT_FALSE(flows.empty()) << schedule::task_name(t);
       EXPECT_EQ(flows, sent) << schedule::task_name(t);
       EXPECT_EQ(sent, received) << schedule::task_name(t);
+      EXPECT_EQ(sent_all, received_all) << schedule::task_name(t);  // every receipt awaited is sent
       // Every member of both ends takes part (each replica's ranks send, and read, something).
       std::set<int> senders, receivers;
       for (const auto& [a, b, n] : sent) {

@@ -56,6 +56,9 @@ for which in ("uniform", "best"):
     pred = json.load(open(f"{out}/{which}-predicted.json"))
     meas = json.load(open(f"{out}/{which}-measured.json"))
     sums = {}
+    if len(pred["tasks"]) != len(meas["tasks"]):
+        print(f"{which}: the traces hold {len(pred['tasks'])} and {len(meas['tasks'])} tasks; no per-device figures")
+        continue
     for tp, tm in zip(pred["tasks"], meas["tasks"]):
         if tp["kind"] not in ("forward", "backward"):
             continue
@@ -66,7 +69,8 @@ for which in ("uniform", "best"):
         s[3] += (tm["end_ns"] - tm["start_ns"]) / 1e9
     for d, (pg, mg, pt, mt) in sorted(sums.items()):
         label = pred["devices"][d]["label"]
-        print(f"{which:8s} {label:22s} gemm {pg:.3f}/{mg:.3f} s ({100 * (pg / mg - 1):+.1f} %), "
-              f"forward+backward {pt:.3f}/{mt:.3f} s ({100 * (pt / mt - 1):+.1f} %)")
+        rel = lambda p, m: f"{100 * (p / m - 1):+.1f} %" if m > 0 else "–"
+        print(f"{which:8s} {label:22s} gemm {pg:.3f}/{mg:.3f} s ({rel(pg, mg)}), "
+              f"forward+backward {pt:.3f}/{mt:.3f} s ({rel(pt, mt)})")
 PY
 if [ "${HETERO_KEEP_PROFILES:-0}" = 1 ]; then cp "$OUT/profiles/cpu-fast.toml" "$OUT/profiles/cpu-slow.toml" scenarios/profiles/; fi
