@@ -1758,6 +1758,25 @@ TEST(Calibrate, RecoversKnownParametersFromSyntheticMeasurements) {
   EXPECT_NEAR(fit.launch_s, launch, 1e-9);
 }
 
+// A host so loaded that every GEMM call carries milliseconds of waiting (seen under
+// AddressSanitizer on 2 busy cores: a fitted launch of more than 1 ms, which the catalogue refuses,
+// so calibrate wrote nothing): the launch stays within the catalogue's 0–1 ms, and the profile loads.
+TEST(Calibrate, ALoadedHostsFitKeepsTheLaunchTheCatalogueTakes) {
+  std::vector<exec::GemmSample> samples;
+  for (int m : {64, 256, 1024})
+    for (int k : {64, 512}) samples.push_back({double(m), 512.0, double(k), 2.0 * m * 512 * k / 1e9 + 5e-3});
+  const auto fit = exec::fit_gemm(samples);
+  EXPECT_LE(fit.launch_s, 1e-3);
+  exec::Profile p;
+  p.gemm = fit;
+  p.attention_efficiency = 0.5;
+  p.memory_bandwidth = 1e9;
+  p.copy_bandwidth = 1e9;
+  hw::Catalog cat = test::catalog();
+  const auto errs = io::read_catalog_text(exec::profile_toml(p, "cpu-busy", 1.0 * 1073741824.0, 2), "busy.toml", cat);
+  EXPECT_TRUE(errs.empty()) << test::all_errors(errs);
+}
+
 TEST(Calibrate, ProfileLoadsAsACatalogueDevice) {
   exec::Profile p;
   p.gemm = {40e9, 8, 2e-6, 0.01};
