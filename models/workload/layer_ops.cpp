@@ -266,7 +266,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.kind = OpKind::Attention;
     // Context parallelism: a ring's kernels run over one block of seq_len keys, Ulysses' over
     // the whole sequence (with heads/cp: the same FLOPs).
-    const bool heads_split = s.cp > 1 && s.cp_exchange == MicroBatchShape::CpExchange::AllToAll;
+    const bool heads_split = s.cp > 1 && s.cp_exchange == CpExchange::AllToAll;
     attn.seq = heads_split ? s.seq_len * s.cp : s.seq_len;
     attn.head_dim = hd;
     attn.causal = s.causal;
@@ -276,7 +276,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.bwd_flops = Flops{2.5 * exec};
     attn.model_flops = Flops{full};
     const double qkvo = tokens * (2 * q / t + 2 * kv_rank) * e;
-    const bool ring = s.cp > 1 && s.cp_exchange == MicroBatchShape::CpExchange::Ring;
+    const bool ring = s.cp > 1 && s.cp_exchange == CpExchange::Ring;
     const double blocks = heads_split ? 1 : cp;  // blocks of keys the rank's queries read
     attn.fwd_bytes = Bytes{qkvo * blocks};
     attn.bwd_bytes = Bytes{2.5 * qkvo * blocks};

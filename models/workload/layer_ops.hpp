@@ -54,6 +54,13 @@ struct Op {
 };
 
 /// The shape of the work one TP rank does for one micro-batch.
+/// How context-parallel ranks exchange keys and values (Transformer Engine's cp_comm_type):
+/// Ring ("p2p"), cp − 1 sends beside cp attention kernels a pass, one per block of keys, whose
+/// partial outputs merge; AllGather, the keys and values gathered (the rank's two chunks against
+/// them: 2 kernels); AllToAll (DeepSpeed-Ulysses), queries, keys and values swapped from sequence
+/// to head shards, one kernel over the whole sequence with heads/cp.
+enum class CpExchange : std::uint8_t { Ring, AllGather, AllToAll };
+
 struct MicroBatchShape {
   int micro_batch = 1;  ///< sequences
   int seq_len = 0;      ///< tokens of each sequence on this rank: the sequence's length / cp
@@ -95,11 +102,7 @@ struct MicroBatchShape {
   /// Context parallelism (plan::Plan::cp): the sequence is cp × seq_len long and split over cp
   /// ranks; each rank's queries attend to the whole sequence's keys.
   int cp = 1;
-  /// How (plan::Plan::cp_comm): Ring, cp kernels a pass, one per block of keys, whose partial
-  /// outputs merge; AllGather, the rank's two chunks against the gathered keys (2 kernels);
-  /// AllToAll, one kernel over the whole sequence with heads/cp.
-  enum class CpExchange : std::uint8_t { Ring, AllGather, AllToAll };
-  CpExchange cp_exchange = CpExchange::Ring;
+  CpExchange cp_exchange = CpExchange::Ring;  ///< how (plan::Plan::cp_comm)
 };
 
 /// The ops of one transformer layer (attention block, then MLP or MoE block).

@@ -64,10 +64,7 @@ workload::MicroBatchShape micro_batch_shape(const Scenario& s, const plan::Plan&
   shape.micro_batch = p.micro_batch;
   shape.seq_len = s.training.seq_len / std::max(1, p.cp);  // the rank's share of each sequence
   shape.cp = std::max(1, p.cp);
-  using Cp = workload::MicroBatchShape::CpExchange;
-  shape.cp_exchange = p.cp_comm == plan::Plan::CpComm::AllToAll    ? Cp::AllToAll
-                      : p.cp_comm == plan::Plan::CpComm::AllGather ? Cp::AllGather
-                                                                    : Cp::Ring;
+  shape.cp_exchange = p.cp_comm;
   shape.tp = st.tp;
   shape.ep = s.model.moe() ? p.ep : 1;
   shape.expert_tp = s.model.moe() ? p.expert_tp_of(st.tp) : 0;
@@ -197,7 +194,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
     for (const auto& op : layer)
       if (op.kind == workload::OpKind::Attention) share = cost::recompute_share(op, p.recompute);
     switch (p.cp_comm) {
-      case plan::Plan::CpComm::P2P: {
+      case plan::Plan::CpComm::Ring: {
         // One step: every rank sends to the next (the slowest hop: the NICs once the ring leaves a node).
         CommGroup step = g;
         step.ranks = 2;

@@ -38,7 +38,7 @@ const Names<cost::Algorithm> kAlgorithms{{{"auto", cost::Algorithm::Auto},
                                           {"hierarchical", cost::Algorithm::Hierarchical}}};
 const Names<plan::Plan::EpDispatch> kEpDispatch{{{"all-to-all", plan::Plan::EpDispatch::AllToAll},
                                                   {"hierarchical", plan::Plan::EpDispatch::Hierarchical}}};
-const Names<plan::Plan::CpComm> kCpComm{{{"p2p", plan::Plan::CpComm::P2P},
+const Names<plan::Plan::CpComm> kCpComm{{{"p2p", plan::Plan::CpComm::Ring},
                                          {"all_gather", plan::Plan::CpComm::AllGather},
                                          {"a2a", plan::Plan::CpComm::AllToAll}}};
 
@@ -131,7 +131,7 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   if (p.ep_dispatch != plan::Plan::EpDispatch::AllToAll) j["ep_dispatch"] = kEpDispatch.name(p.ep_dispatch);  // absent: all-to-all
   if (p.fp8_dispatch) j["fp8_dispatch"] = true;  // absent: false (plans written before it)
   if (p.cp > 1) j["cp"] = p.cp;  // absent: 1 (plans written before context parallelism)
-  if (p.cp_comm != plan::Plan::CpComm::P2P) j["cp_comm"] = kCpComm.name(p.cp_comm);  // absent: p2p
+  if (p.cp_comm != plan::Plan::CpComm::Ring) j["cp_comm"] = kCpComm.name(p.cp_comm);  // absent: p2p
   j["groups"] = ordered_json::array();
   for (const auto& g : p.groups) {
     ordered_json gj;

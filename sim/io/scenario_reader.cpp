@@ -731,7 +731,7 @@ void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::P
   }
   p.fp8_dispatch = r.boolean(t, "fp8_dispatch").value_or(p.fp8_dispatch);
   if (p.fp8_dispatch && !s.model.moe()) refuse_on_dense(r, t, s, "fp8_dispatch");
-  if (auto c = pick<plan::Plan::CpComm>(r, t, "cp_comm", {{"p2p", plan::Plan::CpComm::P2P},
+  if (auto c = pick<plan::Plan::CpComm>(r, t, "cp_comm", {{"p2p", plan::Plan::CpComm::Ring},
                                                            {"all_gather", plan::Plan::CpComm::AllGather},
                                                            {"a2a", plan::Plan::CpComm::AllToAll}}))
     p.cp_comm = *c;

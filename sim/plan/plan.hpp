@@ -10,6 +10,7 @@
 
 #include "models/cost/collectives.hpp"
 #include "models/cost/memory.hpp"
+#include "models/workload/layer_ops.hpp"
 
 namespace hetsim::plan {
 
@@ -82,13 +83,10 @@ struct Plan {
   /// group: a group's `replicas` counts dp · cp devices blocks, and the gradients reduce over
   /// all of them. docs/cost-models.md#context-parallelism.
   int cp = 1;
-  /// How the context-parallel ranks exchange keys and values (Transformer Engine's
-  /// cp_comm_type): P2P, a ring of cp − 1 steps, each step's send beside the attention of the
-  /// block that arrived before; AllGather, the keys and values gathered before attention (and
-  /// their gradients reduce-scattered after it); AllToAll (DeepSpeed-Ulysses), queries, keys and
-  /// values swapped from sequence to head shards before attention and the output back after.
-  enum class CpComm : std::uint8_t { P2P, AllGather, AllToAll };
-  CpComm cp_comm = CpComm::P2P;
+  /// How the context-parallel ranks exchange keys and values (workload::CpExchange: the ring,
+  /// Transformer Engine's "p2p" and the default; an all-gather; DeepSpeed-Ulysses' all-to-alls).
+  using CpComm = workload::CpExchange;
+  CpComm cp_comm = CpComm::Ring;
   std::vector<ReplicaGroup> groups;
 
   [[nodiscard]] int replicas() const;

@@ -72,7 +72,7 @@ std::string plan_summary(const Scenario& s, const plan::Plan& p) {
                        p.fp8_dispatch ? " fp8 dispatch" : "");
   if (p.cp > 1)
     out += fmt::format(", CP {} ({})", p.cp,
-                       p.cp_comm == plan::Plan::CpComm::P2P         ? "p2p ring"
+                       p.cp_comm == plan::Plan::CpComm::Ring         ? "p2p ring"
                        : p.cp_comm == plan::Plan::CpComm::AllGather ? "all-gather"
                                                                      : "all-to-all");
   return out;
