@@ -1887,15 +1887,6 @@ TEST(Calibrate, ShapesOfAPlanAreTheGemmsItsReplayRuns) {
   const std::set<std::array<int, 3>> planned_set(planned.begin(), planned.end());
   EXPECT_EQ(planned_set, run);
   EXPECT_GT(run.size(), 6u);
-  // Calibrating with them times each of them.
-  auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
-  const exec::Profile p = exec::calibrate(*backend, 0.3, planned);
-  for (const auto& g : planned) {
-    const bool timed = std::any_of(p.samples.begin(), p.samples.end(), [&](const exec::GemmSample& x) {
-      return x.m == g[0] && x.n == g[1] && x.k == g[2] && x.seconds > 0;
-    });
-    EXPECT_TRUE(timed) << g[0] << "x" << g[1] << "x" << g[2];
-  }
 }
 
 // One round of the calibration load runs each of its kernels once on the device (every GEMM
@@ -1929,37 +1920,46 @@ TEST(Calibrate, DevicesAlongsideRunTheCalibrationLoadWhileItMeasures) {
   EXPECT_GT(ran.size(), 1u);
   EXPECT_TRUE(ran.count({64, 64, 64}) > 0 || ran.count({96, 80, 72}) > 0);  // its first round, at least begun
   EXPECT_NE(exec::profile_toml(p, "cpu-x", 1e9, 1).find("calibrate --alongside"), std::string::npos);
-  // Alone, no such line.
-  const exec::Profile alone = exec::calibrate(*backend, 0.3);
-  EXPECT_EQ(alone.alongside, 0);
-  EXPECT_EQ(exec::profile_toml(alone, "cpu-x", 1e9, 1).find("calibrate --alongside"), std::string::npos);
+  // Alone, no such line: Calibrate.OneCalibrationTimesEveryGemmItIsGivenWarmAndEveryOpClass.
 }
 
-// Every GEMM the profile writes as measured is the median of three warm calls at least, however
-// small the budget: each shape runs a warm-up call and three more (before, a call longer than its
-// share of the budget was timed once, cold).
-TEST(Calibrate, EveryMeasuredGemmIsTheMedianOfThreeWarmCallsAtLeast) {
+// One calibration (each one takes half a minute under the sanitizers, so one test checks them all),
+// given a plan's GEMMs (`calibrate --shapes-of`) and a budget of a few ms per shape, so that every
+// larger call is longer than its share:
+// - it times each GEMM of the plan as measured, and every GEMM it writes as measured is the median
+//   of three warm calls at least, however small the budget (each shape runs a warm-up call and
+//   three more; before, a call longer than its share of the budget was timed once, cold);
+// - it fits every op class within its range;
+// - alone, the profile does not say it was measured beside a load.
+TEST(Calibrate, OneCalibrationTimesEveryGemmItIsGivenWarmAndEveryOpClass) {
+  auto s = test::parse(small("tp = 2\npp = 2\ndp = 1\nmicro_batch = 1\n", 4));
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto planned = exec::gemm_shapes(*s, *s->plan);
+  planned.push_back({384, 320, 256});
   test::FlakyBackend counting(exec::make_cpu_backend(2, std::size_t{1} << 30), 1 << 30);
-  const std::vector<std::array<int, 3>> planned = {{384, 320, 256}};
-  const exec::Profile p = exec::calibrate(counting, 0.05, planned);  // a few ms per shape: every call longer
+  const exec::Profile p = exec::calibrate(counting, 0.05, planned);
   EXPECT_TRUE(p.failure.empty()) << p.failure;
-  for (const auto& s : p.samples) {
-    const std::array<int, 3> shape{static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k)};
-    EXPECT_GE(counting.gemm_calls(shape), 4) << s.m << "x" << s.n << "x" << s.k;
+  for (const auto& g : planned) {
+    const bool timed = std::any_of(p.samples.begin(), p.samples.end(), [&](const exec::GemmSample& x) {
+      return x.m == g[0] && x.n == g[1] && x.k == g[2] && x.seconds > 0;
+    });
+    EXPECT_TRUE(timed) << g[0] << "x" << g[1] << "x" << g[2];
+    EXPECT_GE(counting.gemm_calls(g), 4) << g[0] << "x" << g[1] << "x" << g[2];
   }
-  EXPECT_GE(counting.gemm_calls({384, 320, 256}), 4);
-}
-
-TEST(Calibrate, MeasuresEveryOpClassOnTheCpuBackend) {
-  auto backend = exec::make_cpu_backend(2, std::size_t{1} << 30);
-  const exec::Profile p = exec::calibrate(*backend, 0.5);
-  EXPECT_TRUE(p.failure.empty()) << p.failure;
+  for (const auto& x : p.samples) {
+    const std::array<int, 3> shape{static_cast<int>(x.m), static_cast<int>(x.n), static_cast<int>(x.k)};
+    EXPECT_GE(counting.gemm_calls(shape), 4) << x.m << "x" << x.n << "x" << x.k;
+  }
   for (double f : {p.norm_memory, p.loss_memory, p.optimizer_memory, p.unvectorized_memory}) {
     EXPECT_GT(f, 0.0);
     EXPECT_LE(f, 1.0);
   }
   EXPECT_GE(p.attention_half_seq, 0.0);
   EXPECT_GT(p.attention_efficiency, 0.0);
+  EXPECT_GT(p.peak_bf16, 0.0);
+  EXPECT_GT(p.peak_fp16, 0.0);
+  EXPECT_EQ(p.alongside, 0);
+  EXPECT_EQ(exec::profile_toml(p, "cpu-x", 1e9, 1).find("calibrate --alongside"), std::string::npos);
 }
 
 }  // namespace
