@@ -8,10 +8,22 @@
 namespace hetsim::cost {
 namespace {
 
-TimeBreakdown parts(Duration latency, Duration bandwidth) {
+// A collective's two parts while algorithms are compared (the breakdown, with its named parts,
+// is built once for the one chosen: the planner prices a great many collectives).
+struct Parts {
+  Duration latency{0}, bandwidth{0};
+  [[nodiscard]] Duration total() const { return latency + bandwidth; }
+  Parts& operator+=(const Parts& o) {
+    latency += o.latency;
+    bandwidth += o.bandwidth;
+    return *this;
+  }
+};
+
+TimeBreakdown breakdown(Parts p) {
   TimeBreakdown t;
-  t.add("latency", latency);
-  t.add("bandwidth", bandwidth);
+  t.add("latency", p.latency);
+  t.add("bandwidth", p.bandwidth);
   return t;
 }
 
@@ -20,6 +32,14 @@ TimeBreakdown parts(Duration latency, Duration bandwidth) {
 LinkCost reaching(LinkCost l, int peers) {
   l.bandwidth = l.reach(peers);
   return l;
+}
+
+// An all-to-all's latency over `peers` peers reached through link `l`: with the peers' messages
+// in flight together (LinkCost::peer_latency: NCCL's grouped send/recv), one latency and a cost
+// per peer; else one latency per peer (a step each).
+Duration peers_latency(const LinkCost& l, double peers) {
+  if (peers <= 0) return Duration{0};
+  return l.peer_latency.v > 0 ? l.latency + l.peer_latency * peers : l.latency * peers;
 }
 
 // The bottleneck of a flat ring over the group. Inside one node it is the fabric (on a full mesh
@@ -37,37 +57,37 @@ LinkCost ring_link(const CommGroup& g) {
 }
 
 // Ring: every rank sends (n−1)/n of the buffer `rounds` times, in rounds·(n−1) steps.
-TimeBreakdown ring(double rounds, Bytes size, int n, LinkCost l) {
-  if (n <= 1) return parts(Duration{0}, Duration{0});
+Parts ring(double rounds, Bytes size, int n, LinkCost l) {
+  if (n <= 1) return {};
   const double steps = rounds * (n - 1);
-  return parts(l.latency * steps, size * (rounds * (n - 1) / n) / l.bandwidth);
+  return {l.latency * steps, size * (rounds * (n - 1) / n) / l.bandwidth};
 }
 
 // A flat ring across the group's nodes, latency as NCCL's tuning model counts it
 // (src/graph/tuning.cc): of its steps, 2·nodes (all-reduce) or nodes − 1 (one round) cross
 // the network and pay the NIC's latency, the rest the fabric's.
-TimeBreakdown flat_ring(double rounds, Bytes size, const CommGroup& g) {
+Parts flat_ring(double rounds, Bytes size, const CommGroup& g) {
   const LinkCost l = ring_link(g);
-  TimeBreakdown t = ring(rounds, size, g.ranks, l);
+  const Parts t = ring(rounds, size, g.ranks, l);
   if (g.nodes() <= 1 || g.ranks <= 1) return t;
   const double steps = rounds * (g.ranks - 1);
   const double inter = std::min(steps, rounds >= 2 ? 2.0 * g.nodes() : g.nodes() - 1.0);
-  return parts(g.inter.latency * inter + g.intra.latency * (steps - inter), t.get("bandwidth"));
+  return {g.inter.latency * inter + g.intra.latency * (steps - inter), t.bandwidth};
 }
 
 // Double binary tree (Sanders et al. 2009, as in NCCL): reduce up and broadcast down, each
 // pipelined over log2(n) levels; the bandwidth term does not shrink with n.
-TimeBreakdown tree_allreduce(Bytes size, const CommGroup& g) {
+Parts tree_allreduce(Bytes size, const CommGroup& g) {
   const LinkCost l = ring_link(g);
   const double depth = std::ceil(std::log2(std::max(2, g.ranks)));
-  return parts(l.latency * (2 * depth), size * 2.0 / l.bandwidth);
+  return {l.latency * (2 * depth), size * 2.0 / l.bandwidth};
 }
 
 // Hierarchical: inside each node a reduce-scatter (and all-gather, for all-reduce) over the
 // fabric; across nodes each rank handles its 1/k shard over its own NIC share.
-TimeBreakdown hierarchical(double rounds, Bytes size, const CommGroup& g) {
-  TimeBreakdown t = ring(rounds, size, g.ranks_per_node, reaching(g.intra, g.ranks_per_node - 1));
-  t.add_all(ring(rounds, size / g.ranks_per_node, g.nodes(), g.inter));
+Parts hierarchical(double rounds, Bytes size, const CommGroup& g) {
+  Parts t = ring(rounds, size, g.ranks_per_node, reaching(g.intra, g.ranks_per_node - 1));
+  t += ring(rounds, size / g.ranks_per_node, g.nodes(), g.inter);
   return t;
 }
 
@@ -100,17 +120,20 @@ TimeBreakdown hierarchical_dispatch_time(Bytes copy, double remote_nodes, double
                     fabric_copies >= 0,
                 "bad hierarchical dispatch");
   const int k = g.ranks_per_node, nodes = g.nodes();
-  Duration bw = k > 1 ? copy * fabric_copies / g.intra.reach(k - 1) : Duration{0};
-  Duration lat = g.intra.latency * (k - 1);
+  // The dispatch kernels send to every peer at once from the GPU (DeepEP's RDMA and NVLink
+  // warps): one latency per level, not one per peer (DeepEP's low-latency dispatch takes 173 µs
+  // at EP 64 and 194 µs at EP 256; docs/cost-models.md#hierarchical-dispatch).
+  Duration bw = k > 1 ? copy * fabric_copies / (g.intra.reach(k - 1) * g.intra.all_to_all) : Duration{0};
+  Duration lat = k > 1 ? g.intra.latency : Duration{0};
   if (nodes > 1) {
-    bw = max(bw, copy * remote_nodes / g.inter.bandwidth);
-    lat = lat + g.inter.latency * (nodes - 1);
+    bw = max(bw, copy * remote_nodes / (g.inter.bandwidth * g.inter.all_to_all));
+    lat = lat + g.inter.latency;
   }
-  return parts(lat, bw);
+  return breakdown({lat, bw});
 }
 
 TimeBreakdown ring_allreduce(Bytes size, int n, BytesPerSec bw, Duration alpha) {
-  return ring(2, size, n, LinkCost{bw, alpha, Duration{0}});
+  return breakdown(ring(2, size, n, LinkCost{bw, alpha, Duration{0}}));
 }
 
 CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Algorithm a) {
@@ -121,27 +144,28 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
   const int n = g.ranks;
   const bool multi_node = g.nodes() > 1;
   CollectiveCost out;
+  Parts time;
 
-  auto pick = [&](std::initializer_list<std::pair<Algorithm, TimeBreakdown>> options) {
+  auto pick = [&](std::initializer_list<std::pair<Algorithm, Parts>> options) {
     bool first = true;
     for (const auto& [alg, t] : options) {
       if (a != Algorithm::Auto && alg != a) continue;
-      if (first || t.total() < out.time.total()) {
+      if (first || t.total() < time.total()) {
         out.algorithm = alg;
-        out.time = t;
+        time = t;
         first = false;
       }
     }
     if (first) {  // the requested algorithm does not apply here: fall back to the ring
       out.algorithm = Algorithm::Ring;
-      out.time = options.begin()->second;
+      time = options.begin()->second;
     }
   };
 
   switch (c) {
     case Collective::AllReduce: {
-      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
-      TimeBreakdown r = flat_ring(2, size, g);
+      if (n <= 1) break;
+      const Parts r = flat_ring(2, size, g);
       if (multi_node && g.ranks_per_node > 1)
         pick({{Algorithm::Ring, r}, {Algorithm::Tree, tree_allreduce(size, g)},
               {Algorithm::Hierarchical, hierarchical(2, size, g)}});
@@ -151,8 +175,8 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
     }
     case Collective::AllGather:
     case Collective::ReduceScatter: {
-      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
-      TimeBreakdown r = flat_ring(1, size, g);
+      if (n <= 1) break;
+      const Parts r = flat_ring(1, size, g);
       if (multi_node && g.ranks_per_node > 1)
         pick({{Algorithm::Ring, r}, {Algorithm::Hierarchical, hierarchical(1, size, g)}});
       else
@@ -163,35 +187,37 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
       // Pairwise exchange: n−1 steps; each rank sends size/n to every other rank. The
       // (k−1)/n share for node-mates crosses the fabric, the (n−k)/n share crosses the rank's
       // own NIC share (it cannot borrow other ranks' NICs).
-      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
+      if (n <= 1) break;
+      // Latency: peers_latency (one step per peer, or NCCL's grouped send/recv: one latency
+      // and a cost per peer); all-to-all traffic at the link's all-to-all rate.
       const double k = g.ranks_per_node;
-      Duration bw = size * ((k - 1) / n) / g.intra.reach(g.ranks_per_node - 1);
-      Duration lat = g.intra.latency * (k - 1);
+      Duration bw = size * ((k - 1) / n) / (g.intra.reach(g.ranks_per_node - 1) * g.intra.all_to_all);
+      Duration lat = peers_latency(g.intra, k - 1);
       if (multi_node) {
-        bw = max(bw, size * ((n - k) / n) / g.inter.bandwidth);
-        lat = g.inter.latency * (n - 1);
+        bw = max(bw, size * ((n - k) / n) / (g.inter.bandwidth * g.inter.all_to_all));
+        lat = peers_latency(g.inter, n - 1);
       }
       out.algorithm = Algorithm::Ring;
-      out.time = parts(lat, bw);
+      time = {lat, bw};
       break;
     }
     case Collective::Broadcast: {
       // Pipelined ring: the message streams through n−1 hops.
-      if (n <= 1) { out.time = parts(Duration{0}, Duration{0}); break; }
+      if (n <= 1) break;
       const LinkCost l = ring_link(g);
-      out.time = parts(l.latency * (n - 1), size / l.bandwidth);
+      time = {l.latency * (n - 1), size / l.bandwidth};
       break;
     }
     case Collective::SendRecv: {
       const LinkCost l = multi_node ? g.inter : reaching(g.intra, 1);  // one peer
-      out.time = parts(l.latency, size / l.bandwidth);
+      time = {l.latency, size / l.bandwidth};
       break;
     }
   }
   // Every call pays its fixed cost once (kernel launch and protocol set-up; NCCL's base
   // latency), on the slowest link the group spans.
-  if (n > 1 || c == Collective::SendRecv)
-    out.time.add("latency", multi_node ? max(g.intra.call, g.inter.call) : g.intra.call);
+  if (n > 1 || c == Collective::SendRecv) time.latency += multi_node ? max(g.intra.call, g.inter.call) : g.intra.call;
+  out.time = breakdown(time);
   return out;
 }
 

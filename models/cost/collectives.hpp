@@ -57,6 +57,12 @@ struct LinkCost {
   /// `bandwidth`); 0: switched. Inside a node a rank then reaches min(bandwidth, peers ·
   /// per_peer), peers = its group's other ranks there (docs/cost-models.md#full-mesh-fabrics).
   BytesPerSec per_peer{0};
+  /// All-to-all traffic's rate as a share of `bandwidth` (hw::LinkSpec::all_to_all_efficiency
+  /// over its efficiency); 1: as rings.
+  double all_to_all = 1;
+  /// hw::LinkSpec::peer_latency: an all-to-all's cost per peer when its peers' messages are in
+  /// flight together (then `latency` once); 0: `latency` per peer.
+  Duration peer_latency{0};
 
   /// The bandwidth a rank exchanging with `peers` others of its node at once reaches.
   [[nodiscard]] BytesPerSec reach(int peers) const {
@@ -67,7 +73,8 @@ struct LinkCost {
 
 /// A fabric link as collectives see it: bandwidth and per_peer × the link's efficiency.
 [[nodiscard]] inline LinkCost fabric_link(const hw::LinkSpec& l) {
-  return {l.effective(), l.latency, l.call_latency, l.per_peer * l.efficiency};
+  return {l.effective(), l.latency, l.call_latency, l.per_peer * l.efficiency,
+          l.all_to_all_efficiency > 0 ? l.all_to_all_efficiency / l.efficiency : 1.0, l.peer_latency};
 }
 
 /// The communicating group: `ranks` ranks, `ranks_per_node` of them on each node they span.

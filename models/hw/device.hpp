@@ -33,6 +33,13 @@ struct LinkSpec {
   /// direction; a device reaches `bandwidth` only when it talks to enough peers at once. 0: a
   /// switched fabric (NVSwitch), where one peer can take the whole `bandwidth`.
   BytesPerSec per_peer{0};
+  /// All-to-all traffic (many peers at once, one NIC per rank) as a share of `bandwidth`, where
+  /// measured apart from the rings `efficiency` describes; 0: the same as `efficiency`.
+  double all_to_all_efficiency = 0;
+  /// A communication library's cost per peer of an all-to-all whose sends and receives to all
+  /// peers are in flight together (NCCL's grouped send/recv): the call then pays `latency` once
+  /// and this per peer; 0: every peer a step of its own, `latency` each.
+  Duration peer_latency{0};
   std::string source;
 
   /// Bandwidth a collective actually sees: bandwidth × efficiency.

@@ -30,14 +30,17 @@ bool sp_gathered_by_framework(const workload::TrainingSpec& tr, const hw::Device
 
 LinkCost nic_cost(const hw::PoolSpec& p, const hw::NetworkSpec& net) {
   const double eff = p.nic.efficiency / std::max(1.0, net.oversubscription);
-  return {p.nic_bandwidth_per_device() * eff, p.nic.latency, p.nic.call_latency};
+  return {p.nic_bandwidth_per_device() * eff, p.nic.latency, p.nic.call_latency, BytesPerSec{0},
+          p.nic.all_to_all_efficiency > 0 ? p.nic.all_to_all_efficiency / p.nic.efficiency : 1.0, p.nic.peer_latency};
 }
 
 LinkCost slower(LinkCost a, LinkCost b) {
   // A full mesh's per-peer rate bounds a mixed group's (switched fabrics have none: 0).
   BytesPerSec peer = a.per_peer.v > 0 ? a.per_peer : b.per_peer;
   if (b.per_peer.v > 0 && b.per_peer < peer) peer = b.per_peer;
-  return {a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth, max(a.latency, b.latency), max(a.call, b.call), peer};
+  const BytesPerSec bw = a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth;
+  const double a2a = std::min(a.bandwidth.v * a.all_to_all, b.bandwidth.v * b.all_to_all) / std::max(1e-300, bw.v);
+  return {bw, max(a.latency, b.latency), max(a.call, b.call), peer, a2a, max(a.peer_latency, b.peer_latency)};
 }
 
 // Time the TP collectives around one GEMM add to its pass. Blocking: all of it. Overlapped
@@ -105,22 +108,31 @@ std::vector<std::vector<int>> block_starts(const hw::ClusterSpec& cl, const plan
 // when the members are not the plan's `ranks` replicas once each.
 int dp_members_per_node(const hw::ClusterSpec& cl, const plan::Plan& p, const std::vector<std::vector<int>>& starts,
                         const plan::Stage& st, int ranks) {
-  std::vector<std::pair<int, int>> nodes;  // (pool, node) of each member, in ring order
+  // The members' (pool, node) in ring order, as runs of members on one node (counted as they
+  // come: the planner calls this for every stage of every plan it prices).
+  std::pair<int, int> last{-1, -1};
+  long long members = 0, runs = 0, run = 0, shortest = 0;
   for (std::size_t gi = 0; gi < p.groups.size(); ++gi)
     for (std::size_t si = 0; si < p.groups[gi].stages.size(); ++si) {
       const plan::Stage& os = p.groups[gi].stages[si];
       if (!(os.first_layer < st.first_layer + st.layers && st.first_layer < os.first_layer + os.layers)) continue;
       const int dpn = std::max(1, cl.pools[static_cast<std::size_t>(os.pool)].devices_per_node);
-      for (int r = 0; r < p.groups[gi].replicas; ++r) nodes.emplace_back(os.pool, (starts[gi][si] + r * os.tp) / dpn);
+      for (int r = 0; r < p.groups[gi].replicas; ++r) {
+        const std::pair<int, int> at{os.pool, (starts[gi][si] + r * os.tp) / dpn};
+        if (members == 0 || at != last) {
+          if (runs > 0) shortest = runs == 1 ? run : std::min(shortest, run);
+          ++runs;
+          run = 0;
+        }
+        ++run;
+        ++members;
+        last = at;
+      }
     }
-  std::vector<int> runs;
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (i == 0 || nodes[i] != nodes[i - 1]) runs.push_back(1);
-    else ++runs.back();
+  if (runs > 0) shortest = runs == 1 ? run : std::min(shortest, run);
   // Stages whose layer ranges differ between groups make one replica a member twice: 1.
-  if (runs.empty() || static_cast<int>(nodes.size()) != ranks) return 1;
-  const int k = *std::min_element(runs.begin(), runs.end());
-  return static_cast<std::size_t>(k) * runs.size() == nodes.size() ? k : 1;
+  if (runs == 0 || members != ranks) return 1;
+  return shortest * runs == members ? static_cast<int>(shortest) : 1;
 }
 
 }  // namespace

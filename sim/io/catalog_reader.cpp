@@ -13,7 +13,8 @@ namespace hetsim::io {
 namespace detail {
 
 std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
-  r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "call_latency", "efficiency", "per_peer", "source"});
+  r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "call_latency", "efficiency", "per_peer",
+                   "all_to_all_efficiency", "peer_latency", "source"});
   hw::LinkSpec l;
   auto name = r.string(t, "name");
   if (!name) { r.missing(t, "name", "\"my-link\""); return std::nullopt; }
@@ -40,6 +41,14 @@ std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
               "per_peer is one peer's share of `bandwidth` (e.g. 64GB/s of 448GB/s)");
     else
       l.per_peer = BytesPerSec{*pp};
+  }
+  l.all_to_all_efficiency = r.number(t, "all_to_all_efficiency", 0.01, 1.5).value_or(0.0);
+  if (auto pl = r.quantity(t, "peer_latency", Dimension::Time)) {
+    if (*pl < 0 || *pl > 1e-3)
+      r.error(r.loc(r.node(t, "peer_latency")), r.key_path(t, "peer_latency"),
+              "peer_latency must be between 0 and 1ms", "a communication library's cost per peer, e.g. \"2.7us\"");
+    else
+      l.peer_latency = Duration{*pl};
   }
   l.source = r.string(t, "source").value_or("");
   return l;

@@ -102,6 +102,28 @@ TEST(Collectives, AllToAllCrossNodeShareGoesThroughOwnNic) {
   EXPECT_NEAR(c.time.total().v, 0.5e9 / 50e9 + 7 * 10e-6, 1e-12);
 }
 
+// NCCL's all-to-all has every peer's send and receive in flight together (grouped send/recv):
+// with a per-peer cost on the NIC (peer_latency) the call pays the NIC's latency once and that
+// per peer; and all-to-all traffic crosses the NIC at its own measured rate (all_to_all).
+TEST(Collectives, AGroupedAllToAllPaysOneLatencyAndACostPerPeerAtItsOwnRate) {
+  CommGroup g = two_level(2, 4);
+  g.inter.peer_latency = Duration{2e-6};
+  g.inter.all_to_all = 0.8;
+  auto c = collective_time(Collective::AllToAll, Bytes{1e9}, g);
+  EXPECT_NEAR(c.time.total().v, 0.5e9 / (50e9 * 0.8) + 10e-6 + 7 * 2e-6, 1e-12);
+  // The rings keep the NIC's ring rate.
+  CommGroup plain = two_level(2, 4);
+  plain.inter.all_to_all = 0.8;
+  EXPECT_NEAR(collective_time(Collective::AllGather, Bytes{1e9}, plain, Algorithm::Ring).time.total().v,
+              collective_time(Collective::AllGather, Bytes{1e9}, two_level(2, 4), Algorithm::Ring).time.total().v, 1e-15);
+  // A GPU-initiated hierarchical dispatch (DeepEP) pays each level's latency once, whatever the
+  // peer count: 3 remote nodes of 4 ranks each, 1 MB per copy, 2 node-crossings a token.
+  CommGroup wide = two_level(4, 4);
+  const auto d = hierarchical_dispatch_time(Bytes{1e6}, 2.0, 0.0, wide);
+  EXPECT_NEAR(d.get("latency").v, wide.intra.latency.v + wide.inter.latency.v, 1e-15);
+  EXPECT_NEAR(d.get("bandwidth").v, 2e6 / 50e9, 1e-15);
+}
+
 // A full mesh (per_peer set): a rank reaches one direct link per node-mate of its group. 300 GB/s
 // aggregate, 50 GB/s per peer: 2 ranks reach 50, 4 ranks 150, 8 ranks the whole 300.
 TEST(Collectives, AFullMeshGroupReachesOneLinkPerNodeMate) {
