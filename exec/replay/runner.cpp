@@ -153,12 +153,11 @@ bool DeviceRunner::await_member(std::uint32_t pr, int pm, int from, const std::s
 
 bool DeviceRunner::run_task(std::uint32_t id) {
   const auto& t = g_.tasks[id];
-  const std::string where = " in task '" + schedule::task_name(t) + "'";
   void* own = nullptr;
   if (t.alloc_bytes > 0) {
     auto a = dev_.allocate(static_cast<std::size_t>(t.alloc_bytes));
     if (!a) {
-      fail(a.errors()[0].message + where, a.errors()[0].hint);
+      fail(a.errors()[0].message + where(id), a.errors()[0].hint);
       return false;
     }
     own = *a;
@@ -180,7 +179,7 @@ bool DeviceRunner::run_task(std::uint32_t id) {
     case TaskKind::Optimizer: run_optimizer(); break;
     case TaskKind::EpAllToAll: run_all_to_all(id); break;
   }
-  return finish(id, own, where);
+  return finish(id, own);
 }
 
 void DeviceRunner::timed(int cls) {
@@ -405,34 +404,38 @@ void DeviceRunner::run_all_to_all(std::uint32_t id) {
 
 // Ends task `id` (its own block `own`): waits for the device, fails on a device, memory or
 // communicator error, keeps the task's activations, records its times and tells its successors.
-bool DeviceRunner::finish(std::uint32_t id, void* own, const std::string& where) {
+// " in task '…'", for a failure's message (built only then: a replay runs many small tasks).
+std::string DeviceRunner::where(std::uint32_t id) const { return " in task '" + schedule::task_name(g_.tasks[id]) + "'"; }
+
+bool DeviceRunner::finish(std::uint32_t id, void* own) {
   const auto& t = g_.tasks[id];
   dev_.record();
   const auto marks = dev_.resolve();  // waits for the device: the task is done
   std::string why, hint;
   if (const auto broken = dev_.failure(); !broken.empty()) {
-    why = dev_.name() + ": " + broken + where;
+    why = dev_.name() + ": " + broken + where(id);
     hint = "the device failed: its results and times are void";
   } else if (sc_.failed) {
-    why = dev_.name() + ": no memory for scratch buffers" + where;
+    why = dev_.name() + ": no memory for scratch buffers" + where(id);
   } else if (!comm_error_.empty()) {
-    why = comm_error_ + where;
+    why = comm_error_ + where(id);
   }
   if (!why.empty()) {
     if (own != nullptr) dev_.release(own, static_cast<std::size_t>(t.alloc_bytes));
     fail(why, hint);
     return false;
   }
-  if (!hold(t, own, where)) return false;
+  if (!hold(id, own)) return false;
   if (member_ == 0) record_times(id, marks);
   for (std::int64_t e = marks.back() - step_.t0, cur = step_.last_end.load();
        e > cur && !step_.last_end.compare_exchange_weak(cur, e);) {
   }
-  return notify(id, where);
+  return notify(id);
 }
 
 // The task's block joins what its (chunk, micro-batch) holds, less what it frees.
-bool DeviceRunner::hold(const schedule::Task& t, void* own, const std::string& where) {
+bool DeviceRunner::hold(std::uint32_t id, void* own) {
+  const auto& t = g_.tasks[id];
   if (t.alloc_bytes <= 0 && t.free_bytes <= 0) return true;
   auto& [ptr, n] = held_[{t.chunk, t.micro_batch}];
   const auto keep = static_cast<std::int64_t>(n) + t.alloc_bytes - t.free_bytes;
@@ -443,7 +446,7 @@ bool DeviceRunner::hold(const schedule::Task& t, void* own, const std::string& w
   if (keep > 0) {
     auto a = dev_.allocate(static_cast<std::size_t>(keep));
     if (!a) {
-      fail(a.errors()[0].message + where, a.errors()[0].hint);
+      fail(a.errors()[0].message + where(id), a.errors()[0].hint);
       return false;
     }
     ptr = *a;
@@ -467,14 +470,14 @@ void DeviceRunner::record_times(std::uint32_t id, const std::vector<std::int64_t
 
 // Marks the task done for this process's waiters and, under mpirun, sends its token to every
 // remote member it feeds (a message's payload is its token).
-bool DeviceRunner::notify(std::uint32_t id, const std::string& where) {
+bool DeviceRunner::notify(std::uint32_t id) {
   step_.flag(id, member_) = true;
   step_.flag(id, member_).notify_all();
   if (run_.world == nullptr || is_message(g_.tasks[id].kind)) return true;
   for (int to : remote_successors(g_, run_.layout.first_real, id, member_)) {
     const float token = 1;
     if (auto r = run_.tokens->send(&token, 1, to, static_cast<int>(2 * id)); !r) {
-      fail(dev_.name() + ": " + r.errors()[0].message + where);
+      fail(dev_.name() + ": " + r.errors()[0].message + where(id));
       return false;
     }
   }

@@ -118,10 +118,11 @@ class DeviceRunner {
   void send_message(std::uint32_t id);
   void run_optimizer();
   void run_all_to_all(std::uint32_t id);
-  bool finish(std::uint32_t id, void* own, const std::string& where);
-  bool hold(const schedule::Task& t, void* own, const std::string& where);
+  bool finish(std::uint32_t id, void* own);
+  bool hold(std::uint32_t id, void* own);
+  [[nodiscard]] std::string where(std::uint32_t id) const;
   void record_times(std::uint32_t id, const std::vector<std::int64_t>& marks);
-  bool notify(std::uint32_t id, const std::string& where);
+  bool notify(std::uint32_t id);
   void fail(const std::string& why, const std::string& hint = "");
 
   void run_ops(const std::vector<workload::Op>& ops, bool backward, bool recompute);
