@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "models/base/assert.hpp"
 #include "models/cost/compute.hpp"
 #include "models/workload/layer_ops.hpp"
 #include "models/workload/model_spec.hpp"
@@ -77,10 +78,15 @@ Result<BackendDevices> backend_devices(const Scenario& s, const schedule::TaskGr
 // Plans the executor cannot run as planned (docs/executor.md, Limits).
 std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g, bool moe_ep) {
   if (auto no = context_parallel_refusal(p)) return no;
-  if (moe_ep && p.overlap_ep_comm)
-    return Diagnostic{{}, "plan", "overlap_ep_comm is not replayed: the executor runs the expert all-to-alls blocking, "
-                                  "beside no other micro-batch's compute",
-                      "replay the plan with overlap_ep_comm = false (docs/executor.md, Limits)"};
+  // overlap_ep_comm: the schedule places the all-to-alls beside the next unit's compute under
+  // 1F1B only (the interleaved order is not worked out); the replay runs them so.
+  const bool a2a = std::any_of(g.tasks.begin(), g.tasks.end(),
+                               [](const schedule::Task& t) { return t.kind == TaskKind::EpAllToAll; });
+  if (moe_ep && p.overlap_ep_comm && p.schedule == cost::Schedule::Interleaved && a2a)
+    return Diagnostic{{}, "parallel.overlap_ep_comm",
+                      "overlap_ep_comm is replayed under the 1f1b schedule only: under the interleaved schedule the "
+                      "schedule does not place the all-to-alls beside another micro-batch's compute",
+                      "replay the plan with schedule = \"1f1b\", or with overlap_ep_comm = false (docs/executor.md, Limits)"};
   // MoE parallel folding over stages of different tp: the experts' gradient sync of a folding
   // stage and the dense chunks of a stage of another tp would meet in an order that deadlocks
   // (a member holding several chunks enters the experts' group between them), and a stage that
@@ -179,6 +185,28 @@ std::vector<io::TaskParts> predicted_parts(const Scenario& s, const plan::Plan& 
     for (int c = 0; c < kClasses; ++c)
       if (sum[static_cast<std::size_t>(c)] > 0)
         out[i].emplace_back(class_name(c), static_cast<std::int64_t>(sum[static_cast<std::size_t>(c)] * 1e9 + 0.5));
+  }
+  return out;
+}
+
+// Per task, the overlapped all-to-all it launches when it ends (kNoLaunch: none): its own unit's
+// last task before it (the TP collective, or the compute), the latest-ending of its predecessors
+// of the same device, chunk and micro-batch.
+std::vector<std::uint32_t> exchange_launches(const schedule::TaskGraph& g, const engine::Trace& predicted,
+                                             const std::vector<std::vector<std::uint32_t>>& preds) {
+  std::vector<std::uint32_t> out(g.size(), kNoLaunch);
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto& t = g.tasks[i];
+    if (!t.overlapped) continue;
+    std::uint32_t from = kNoLaunch;
+    for (const std::uint32_t pr : preds[i]) {
+      const auto& u = g.tasks[pr];
+      if (u.device != t.device || u.chunk != t.chunk || u.micro_batch != t.micro_batch || u.kind == TaskKind::EpAllToAll)
+        continue;
+      if (from == kNoLaunch || predicted.end[pr] > predicted.end[from]) from = pr;
+    }
+    HETSIM_ASSERT(from != kNoLaunch && out[from] == kNoLaunch, "an overlapped all-to-all follows its own unit");
+    out[from] = i;
   }
   return out;
 }
@@ -468,6 +496,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   out.predicted_parts = predicted_parts(s, p, g, out.predicted);
   run.order = task_order(g, out.predicted);
   run.preds = predecessors(g);
+  run.launches = exchange_launches(g, out.predicted, run.preds);
   run.adam_params = adam_params(s, p, g, moe_ep);
   run.moe_ep = moe_ep;
   run.local_experts = moe_ep ? s.model.experts / p.ep : 0;
@@ -477,7 +506,25 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   run.world = multi_process ? o.world : nullptr;
   run.me = run.world != nullptr ? run.world->rank() : -1;
   if (auto d = bad_options(s, o, run.world, needed, backend)) return *d;
+  const bool overlapped = std::any_of(g.tasks.begin(), g.tasks.end(), [](const schedule::Task& t) { return t.overlapped; });
+  if (overlapped && run.world != nullptr)
+    // The overlapped exchange runs on a second thread of the process beside the device thread's
+    // own MPI calls (tokens, payloads, the other collectives): MPI_THREAD_MULTIPLE, which
+    // mpi_world asks for but does not insist on.
+    return Diagnostic{{}, "parallel.overlap_ep_comm",
+                      "overlap_ep_comm is not replayed under mpirun: its all-to-alls would run on a second thread "
+                      "of each process beside the device thread's MPI calls",
+                      "replay the plan in one process (without mpirun), or with overlap_ep_comm = false "
+                      "(docs/executor.md, Limits)"};
   if (auto errs = open_devices(run, *devices_of, backend, out.notes); !errs.empty()) return errs;
+  if (overlapped)
+    for (const auto& d : run.devices)
+      if (d != nullptr && !d->host_memory())
+        return Diagnostic{{}, "parallel.overlap_ep_comm",
+                          "overlap_ep_comm is replayed on devices of host memory only (the cpu backend): its "
+                          "all-to-alls run on a second host thread over host buffers, and the " +
+                              backend.name() + " backend's devices are not host memory",
+                          "replay the plan on the cpu backend, or with overlap_ep_comm = false (docs/executor.md, Limits)"};
   auto comms = make_communicators({run.devices, backend, run.world, run.me, out.notes}, g, p, *layout, moe_ep, ep_nodes);
   if (!comms) return comms.errors();
   run.comms = std::move(*comms);

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <system_error>
 
+#include "models/base/assert.hpp"
 #include "models/cost/compute.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/schedule/unfold.hpp"
@@ -101,6 +103,7 @@ void DeviceRunner::run_step() {
       return;
     }
     if (!run_task(id)) return;
+    if (const std::uint32_t e = run_.launches[id]; e != kNoLaunch && !launch_exchange(e)) return;
   }
   for (auto& [key, block] : held_)
     if (block.first != nullptr) dev_.release(block.first, block.second);
@@ -352,22 +355,22 @@ void DeviceRunner::run_optimizer() {
 // rank's tokens send each EP rank (folded, its expert_tp group's sequence shards: draw_routing), h wide in the training format,
 // every message padded to the busiest pair's (the cost model charges every rank the busiest's
 // load). Its predecessor is the unit's compute, or the TP collective after it.
-void DeviceRunner::run_all_to_all(std::uint32_t id) {
+// The hierarchical dispatch over several nodes: each round a network step on the rank's rail
+// (each token once per node its experts are on) and a fabric step within its node (the copies
+// for the node's other ranks), one after the other (DeepEP runs them side by side: the measured
+// time is their sum, the prediction their larger).
+std::vector<DeviceRunner::Exchange> DeviceRunner::exchanges_of(std::uint32_t id) const {
   const auto& t = g_.tasks[id];
   const auto& preds = run_.preds;
   bool after_backward = false;
   for (std::uint32_t pr : preds[id]) {
+    // Its own unit's tasks (an overlapped one also follows the next unit's compute).
+    if (g_.tasks[pr].chunk != t.chunk || g_.tasks[pr].micro_batch != t.micro_batch) continue;
     after_backward = after_backward || g_.tasks[pr].kind == TaskKind::Backward;
-    if (g_.tasks[pr].kind == TaskKind::TpCollective && g_.tasks[pr].chunk == t.chunk &&
-        g_.tasks[pr].micro_batch == t.micro_batch)
+    if (g_.tasks[pr].kind == TaskKind::TpCollective)
       for (std::uint32_t pp : preds[pr]) after_backward = after_backward || g_.tasks[pp].kind == TaskKind::Backward;
   }
   const int rounds = after_backward && run_.p.recompute == cost::Recompute::Full ? 4 : 2;
-  bool first_a2a = true;  // its start is the task's real start (began)
-  // The hierarchical dispatch over several nodes: each round a network step on the rank's rail
-  // (each token once per node its experts are on) and a fabric step within its node (the copies
-  // for the node's other ranks), one after the other (DeepEP runs them side by side: the measured
-  // time is their sum, the prediction their larger).
   // The values (4-byte words) of `rows` rows: h wide in the training format, or under
   // fp8_dispatch for a dispatch-way round, h bytes and a 4-byte scale per 128.
   const auto values = [&](std::int64_t rows, bool fp8) {
@@ -375,37 +378,88 @@ void DeviceRunner::run_all_to_all(std::uint32_t id) {
     const auto h = static_cast<std::size_t>(run_.s.model.hidden);
     return std::max<std::size_t>(1, fp8 ? r * ((h + 3) / 4 + (h + 127) / 128) : r * h / (run_.wide ? 1 : 2));
   };
-  auto exchange = [&](Communicator& c, std::size_t per) {
-    const auto n = static_cast<std::size_t>(c.size());
-    sc_.fit(per * n * 4, 1, per * n * 4);
-    if (sc_.failed) return;
-    note(c.all_to_all(sc_.fa(), sc_.fc(), per), first_a2a);
-    first_a2a = false;
-  };
+  std::vector<Exchange> out;
   Communicator* rail = run_.comms.rail_of[real_];
   Communicator* node = run_.comms.node_of[real_];
-  for (int l = 0; l < t.layers && comm_error_.empty() && !sc_.failed; ++l) {
+  for (int l = 0; l < t.layers; ++l) {
     if (!run_.s.model.moe_layer(t.first_layer + l)) continue;  // a dense layer: no all-to-all
     const LayerRouting& rt = routing_of(t, l);
-    for (int k = 0; k < rounds && comm_error_.empty() && !sc_.failed; ++k) {
+    for (int k = 0; k < rounds; ++k) {
       // Rounds go dispatch-way, combine-way, …: a forward's dispatch, a backward's combine
       // gradient (docs/cost-models.md#fp8-dispatch).
       const bool fp8 = run_.p.fp8_dispatch && k % 2 == 0;
       if (rail != nullptr) {
-        exchange(*rail, values(rt.max_rail_rows, fp8));
-        if (node != nullptr && comm_error_.empty() && !sc_.failed) exchange(*node, values(rt.max_fanout_rows, fp8));
+        out.push_back({rail, values(rt.max_rail_rows, fp8)});
+        if (node != nullptr) out.push_back({node, values(rt.max_fanout_rows, fp8)});
       } else {
-        exchange(*epc_, values(rt.max_pair_rows, fp8));
+        out.push_back({epc_, values(rt.max_pair_rows, fp8)});
       }
     }
+  }
+  return out;
+}
+
+// The task's exchanges, one after the other; an overlapped one (Task::overlapped) was started
+// when its unit ended (launch_exchange) and ran beside the compute since: the task is the wait
+// for it, the exposed part.
+void DeviceRunner::run_all_to_all(std::uint32_t id) {
+  if (g_.tasks[id].overlapped) {
+    wait_exchange();
+    timed(kAllToAllClass);
+    return;
+  }
+  bool first = true;  // its start is the task's real start (began)
+  for (const Exchange& x : exchanges_of(id)) {
+    const auto n = static_cast<std::size_t>(x.comm->size());
+    sc_.fit(x.per * n * 4, 1, x.per * n * 4);
+    if (sc_.failed) break;
+    note(x.comm->all_to_all(sc_.fa(), sc_.fc(), x.per), first);
+    first = false;
+    if (!comm_error_.empty()) break;
   }
   timed(kAllToAllClass);
 }
 
-// Ends task `id` (its own block `own`): waits for the device, fails on a device, memory or
-// communicator error, keeps the task's activations, records its times and tells its successors.
+// Starts overlapped task `id`'s exchanges on the device's communication thread, on buffers of
+// its own (the compute goes on in the scratch buffers meanwhile). The devices are host memory
+// (replay() refuses overlap_ep_comm elsewhere), so plain host buffers serve. One at a time: the
+// task is waited for before the next unit's communication, which launches the next.
+bool DeviceRunner::launch_exchange(std::uint32_t id) {
+  HETSIM_ASSERT(!exchanger_.joinable(), "one overlapped exchange at a time per device");
+  auto jobs = exchanges_of(id);
+  std::size_t most = 1;
+  for (const Exchange& x : jobs) most = std::max(most, x.per * static_cast<std::size_t>(x.comm->size()));
+  if (xin_.size() < most) {
+    xin_.resize(most);
+    xout_.resize(most);
+  }
+  xerror_.clear();
+  try {
+    exchanger_ = std::thread([this, jobs = std::move(jobs)] {
+      for (const Exchange& x : jobs)
+        if (auto r = x.comm->all_to_all(xin_.data(), xout_.data(), x.per); !r) {
+          xerror_ = dev_.name() + ": " + r.errors()[0].message;
+          return;
+        }
+    });
+  } catch (const std::system_error& e) {
+    fail(dev_.name() + ": cannot start the thread of an overlapped all-to-all (" + e.what() + ")" + where(id));
+    return false;
+  }
+  return true;
+}
+
+void DeviceRunner::wait_exchange() {
+  if (!exchanger_.joinable()) return;
+  exchanger_.join();
+  if (!xerror_.empty() && comm_error_.empty()) comm_error_ = xerror_;
+}
+
 // " in task '…'", for a failure's message (built only then: a replay runs many small tasks).
 std::string DeviceRunner::where(std::uint32_t id) const { return " in task '" + schedule::task_name(g_.tasks[id]) + "'"; }
+
+// Ends task `id` (its own block `own`): waits for the device, fails on a device, memory or
+// communicator error, keeps the task's activations, records its times and tells its successors.
 
 bool DeviceRunner::finish(std::uint32_t id, void* own) {
   const auto& t = g_.tasks[id];
@@ -498,13 +552,10 @@ void DeviceRunner::fail(const std::string& why, const std::string& hint) {
   step_.failed = true;
   tpc_.leave();
   if (etpc_ != nullptr) etpc_->leave();
-  if (epc_ != nullptr) epc_->leave();
   for (auto& [gi, c] : dpcs_) c->leave();
   // The groups that the dense ones do not cover: the folded experts' data-parallel groups and
   // the hierarchical dispatch's rail and node groups (a peer waiting there would wait for good).
   for (auto& [gi, c] : run_.comms.edp_of[real_]) c->leave();
-  if (Communicator* rail = run_.comms.rail_of[real_]; rail != nullptr) rail->leave();
-  if (Communicator* node = run_.comms.node_of[real_]; node != nullptr) node->leave();
   for (auto& [key, block] : held_)
     if (block.first != nullptr) dev_.release(block.first, block.second);
   held_.clear();
@@ -513,6 +564,16 @@ void DeviceRunner::fail(const std::string& why, const std::string& hint) {
     step_.flag(rest, member_) = true;
     step_.flag(rest, member_).notify_all();
   }
+  // An overlapped exchange in flight uses the expert groups: it ends (its peers finish it or
+  // leave) before this member leaves them, which must not happen inside its own call.
+  wait_exchange();
+  if (epc_ != nullptr) epc_->leave();
+  if (Communicator* rail = run_.comms.rail_of[real_]; rail != nullptr) rail->leave();
+  if (Communicator* node = run_.comms.node_of[real_]; node != nullptr) node->leave();
+}
+
+DeviceRunner::~DeviceRunner() {
+  if (exchanger_.joinable()) exchanger_.join();
 }
 
 }  // namespace hetsim::exec

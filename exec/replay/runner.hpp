@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -31,6 +32,8 @@ namespace hetsim::exec {
 /// A MoE layer's routing's key: (folded device, expert_tp · ep block, micro-batch, layer): the
 /// EP groups of one block (one per expert_tp rank) route the same tokens.
 using RoutingKey = std::tuple<std::uint32_t, int, int, int>;
+
+inline constexpr std::uint32_t kNoLaunch = 0xffffffffu;
 
 /// What every device of a run shares, set up once by replay() and read by the device threads
 /// (each uses only its own devices' scratch and communicators). Members are destroyed in reverse
@@ -53,6 +56,9 @@ struct ReplayRun {
   /// Per folded device, its tasks in the predicted order (a valid topological order).
   std::vector<std::vector<std::uint32_t>> order;
   std::vector<std::vector<std::uint32_t>> preds;  ///< per task
+  /// Per task, the overlapped EP all-to-all (Task::overlapped) whose exchange starts when it
+  /// ends (the all-to-all's own unit's last task), else kNoLaunch.
+  std::vector<std::uint32_t> launches;
   std::vector<OpContext> ctx;                     ///< per folded device
   /// Per folded device, the parameters whose Adam pass moves the cost model's optimizer bytes.
   std::vector<std::size_t> adam_params;
@@ -95,6 +101,9 @@ class DeviceRunner {
  public:
   /// Member `member` (replica · tp + rank) of folded device `rep`. Requires: run.local(its real device).
   DeviceRunner(ReplayRun& run, StepState& step, std::uint32_t rep, int member);
+  DeviceRunner(const DeviceRunner&) = delete;
+  DeviceRunner& operator=(const DeviceRunner&) = delete;
+  ~DeviceRunner();
 
   /// Runs the device's tasks of the step. On a failure (no memory, a device or communicator
   /// error) records it in the step (under mpirun hands it to ReplayOptions::on_fatal), leaves its
@@ -117,7 +126,15 @@ class DeviceRunner {
   void run_dp_collective(std::uint32_t id);
   void send_message(std::uint32_t id);
   void run_optimizer();
+  // One all-to-all of an EP task: its communicator, values per member.
+  struct Exchange {
+    Communicator* comm = nullptr;
+    std::size_t per = 0;
+  };
+  [[nodiscard]] std::vector<Exchange> exchanges_of(std::uint32_t id) const;
   void run_all_to_all(std::uint32_t id);
+  bool launch_exchange(std::uint32_t id);
+  void wait_exchange();
   bool finish(std::uint32_t id, void* own);
   bool hold(std::uint32_t id, void* own);
   [[nodiscard]] std::string where(std::uint32_t id) const;
@@ -161,6 +178,11 @@ class DeviceRunner {
   std::int64_t began_ = -1;
   std::string comm_error_;
   std::vector<workload::Op> routed_;  // a MoE layer's ops as this EP rank's routing runs them
+  // overlap_ep_comm: the communication thread running an overlapped all-to-all's exchanges
+  // beside the compute, its buffers and its first error (read after join).
+  std::thread exchanger_;
+  std::vector<float> xin_, xout_;
+  std::string xerror_;
 };
 
 }  // namespace hetsim::exec

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "models/base/assert.hpp"
+#include "models/cost/memory.hpp"
 #include "sim/analytic/stage_cost.hpp"
 
 namespace hetsim::schedule {
@@ -171,8 +172,11 @@ class Builder {
   // exposed share of them), each on its own stream. `both` is the two together: the two tasks
   // split its rounded time, so that the unit takes what one task of both would, to the
   // nanosecond. The unit's done task becomes the last of them.
+  // `overlapped`: the all-to-all task runs beside the device's next compute unit (Task::overlapped):
+  // it does not block the compute stream here; settle_overlapped() places it after that unit.
   void push_unit_comm(const Task& unit, UnitIds& ids, Duration tp, Duration both, cost::Algorithm algorithm,
-                      bool regather, std::vector<CommCall> tp_calls, std::vector<CommCall> ep_calls) {
+                      bool regather, std::vector<CommCall> tp_calls, std::vector<CommCall> ep_calls,
+                      bool overlapped = false) {
     const SimTime total = to_ns(both);
     const SimTime tp_ns = std::min(total, to_ns(tp));
     if (tp_ns > 0) {
@@ -191,8 +195,24 @@ class Builder {
       t.kind = TaskKind::EpAllToAll;
       t.duration = total - tp_ns;
       set_calls(t, std::move(ep_calls));
-      ids.done = push_blocking(t);
+      if (overlapped) {
+        t.overlapped = true;
+        const std::uint32_t id = push(t);
+        edge(ids.done, id);  // its unit's compute, or the TP collective after it
+        ids.done = id;
+      } else {
+        ids.done = push_blocking(t);
+      }
     }
+  }
+
+  // The overlapped all-to-all `pending` on `dev` (kNone: none): after the compute unit just
+  // pushed, which it ran beside, and before anything that follows that unit on the compute stream.
+  void settle_overlapped(std::uint32_t dev, std::uint32_t& pending) {
+    if (pending == kNone) return;
+    edge(state_[dev].last[0], pending);
+    state_[dev].blocking = pending;
+    pending = kNone;
   }
 
   void build_group(int gi, int v) {
@@ -313,8 +333,23 @@ class Builder {
         }
       }
 
-      for (const auto& [bw, u] : order) {
+      // overlap_ep_comm (1F1B): the cost model pairs backward u with the forward after it (all
+      // but a stage's last in-flight backwards have one). On the first stage, whose backwards
+      // send nothing, a paired backward's all-to-alls run beside that forward's compute, as the
+      // model's slots put them; the task waits after it. Elsewhere they stay where they are:
+      // waiting after the forward would hold back the gradient the stage before waits for. The
+      // forwards' all-to-alls, which the model hides behind the backward before them, stay too:
+      // a forward's exchange cannot start before its compute (docs/simulation.md, Overlapped
+      // all-to-alls).
+      const bool overlap_ep = p_.overlap_ep_comm && p_.schedule == cost::Schedule::OneFOneB && M >= 2 && si == 0;
+      const int in_flight =
+          static_cast<int>(cost::in_flight_micro_batches(p_.schedule, si, P, M, p_.virtual_stages));
+      std::uint32_t pending = kNone;  // an overlapped all-to-all waiting for the next unit
+      for (std::size_t pos = 0; pos < order.size(); ++pos) {
+        const auto [bw, u] = order[pos];
         const auto [lc, mb] = unit_of(bw, u, P, v);
+        const bool overlapped = overlap_ep && bw && mb < M - in_flight && pos + 1 < order.size() &&
+                                !order[pos + 1].first;
         const int k = lc * P + si;
         const Chunk& ch = chunks[k];
         Task base_task;
@@ -345,6 +380,7 @@ class Builder {
               if (per_unit_gather) gather_for(ran.size() - 1, ch, k, l, mb);
             }
           }
+          settle_overlapped(dev, pending);
           ids.done = state_[dev].last[0];
           // The activation received from another stage, split over its sender's ranks, is
           // gathered first (StageCost::regather).
@@ -404,7 +440,8 @@ class Builder {
                              head + rg,
                          c.tp_algorithm, regather,
                          unit_tp_calls(c, ch, {&c.layer_tp_bwd_calls, &c.layer_tp_recompute_calls}, regather),
-                         unit_calls({&c.layer_ep_bwd_calls, &c.layer_ep_recompute_calls}, ch.layers));
+                         unit_calls({&c.layer_ep_bwd_calls, &c.layer_ep_recompute_calls}, ch.layers), overlapped);
+          if (overlapped && g_.tasks[ids.done].overlapped) pending = ids.done;
           if (k > 0 && chunks[k - 1].stage != si) {
             ids.send = push_blocking(base_task, Stream::PpComm, TaskKind::SendGradient,
                                      send_cost(costs, si, chunks[k - 1].stage), {c.send_call});

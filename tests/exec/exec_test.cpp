@@ -1228,18 +1228,6 @@ TEST(Replay, ExpertGradientsSyncOverTheReplicasThatHoldTheSameExperts) {
   }
 }
 
-// What it cannot replay yet is refused before anything runs: the all-to-alls beside another
-// micro-batch's compute (overlap_ep_comm).
-TEST(Replay, RefusesOverlappedAllToAllsWithAClearMessage) {
-  auto s = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\noverlap_ep_comm = true\n"));
-  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
-  auto backend = exec::make_cpu_backend(4);
-  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(test::all_errors(r.errors()).find("overlap_ep_comm is not replayed"), std::string::npos)
-      << test::all_errors(r.errors());
-}
-
 // ep_dispatch = "hierarchical": inside one node it is the all-to-all; over several nodes each
 // round is a network step among the ranks of one local index (each token once per node its
 // experts are on) and a fabric step within each node. dp 4 · ep 4 (one expert per rank, top-2)

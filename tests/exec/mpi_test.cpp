@@ -197,6 +197,34 @@ int failure_demo() {
   return r.ok() ? 0 : 1;
 }
 
+// overlap_ep_comm under mpirun is refused on every process before anything runs, naming the key:
+// the overlapped exchange would make MPI calls from a second thread beside the device thread's
+// (docs/executor.md, Limits). dp 3 · ep 3 on the three processes, two micro-batches each.
+TEST(Mpi, OverlappedAllToAllsAreRefusedNamingTheKey) {
+  ASSERT_EQ(world->size(), 3) << "ctest runs this with 3 processes";
+  auto s = test::parse(
+      "[model]\npreset = \"tiny\"\nlayers = 2\nhidden = 96\nheads = 4\nkv_heads = 4\nexperts = 3\ntop_k = 2\n"
+      "ffn_hidden = 256\nvocab = 512\n"
+      "[training]\nglobal_batch = 6\nseq_len = 64\nprecision = \"fp32\"\n"
+      "[[cluster.link]]\nname = \"shm\"\nkind = \"scale-up\"\nbandwidth = \"10GB/s\"\nlatency = \"1us\"\n"
+      "[[cluster.pool]]\nnodes = 1\n[cluster.pool.device]\nname = \"core\"\npeak = { fp32 = \"20GFLOPS\" }\n"
+      "memory = \"1GiB\"\nmemory_bandwidth = \"10GB/s\"\nnode = { devices = 3, fabric = \"shm\", nics = 1, nic = \"shm\" }\n"
+      "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
+      "[parallel]\ntp = 1\npp = 1\ndp = 3\nep = 3\nmicro_batch = 1\noverlap_ep_comm = true\n");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto backend = exec::make_cpu_backend(1);
+  exec::ReplayOptions o{1, 0};
+  o.world = world;
+  o.on_fatal = [](const Diagnostic& d) {
+    std::fprintf(stderr, "%s\n", to_string(d).c_str());
+    world->abort(1);
+  };
+  auto r = exec::replay(*s, *s->plan, *backend, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors()[0].key, "parallel.overlap_ep_comm") << test::all_errors(r.errors());
+  EXPECT_NE(r.errors()[0].message.find("under mpirun"), std::string::npos) << test::all_errors(r.errors());
+}
+
 }  // namespace
 }  // namespace hetsim
 

@@ -170,11 +170,14 @@ TEST(ExpertParallel, TheTasksSplitTheUnitsCommunicationTime) {
 
 // The native engine's step, and every task's times, are those of the graph whose TP task carries
 // the all-to-alls too (the schedule before they had their own task): for 1F1B, interleaved with
-// full recompute, overlapped all-to-alls, and tp 1 (no TP task to fold into), with routing skew.
+// full recompute (overlap_ep_comm too: the interleaved schedule places nothing beside another
+// unit), and tp 1 (no TP task to fold into), with routing skew. (Under 1F1B, overlap_ep_comm
+// places a paired backward's all-to-alls after the next unit's compute, which that fold cannot
+// express: ExpertParallel.OverlappedAllToAllsWaitAfterTheNextUnitsCompute.)
 TEST(ExpertParallel, TheNativeStepIsUnchangedToTheNanosecond) {
   for (const std::string& text :
        {moe(""), moe("schedule = \"interleaved\"\nvirtual_stages = 2\nrecompute = \"full\"\n"),
-        moe("overlap_ep_comm = true\nzero = 2\n", "routing_skew = 1.2\n"),
+        moe("overlap_ep_comm = true\nzero = 2\nschedule = \"interleaved\"\nvirtual_stages = 2\n", "routing_skew = 1.2\n"),
         moe("", "", "tp = 1\npp = 2\ndp = 8\nep = 4\n")}) {
     const Scenario s = load(text);
     ASSERT_TRUE(s.plan) << text;
@@ -236,6 +239,107 @@ TEST(ExpertParallel, OverlappedAllToAllsKeepTheCostModelsShare) {
     ++n;
   }
   EXPECT_GT(n, 0);
+}
+
+// The graph as the schedule built it before overlap_ep_comm placed tasks beside the next unit:
+// each overlapped all-to-all blocking that unit's compute again (an edge to each of its compute
+// tasks instead of one from its last).
+schedule::TaskGraph blocking_again(const schedule::TaskGraph& g) {
+  schedule::TaskGraph b;
+  b.devices = g.devices;
+  b.tasks = g.tasks;
+  b.collectives = g.collectives;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (std::uint32_t i = 0; i < g.size(); ++i)
+    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k) {
+      const auto& x = g.tasks[g.succ[k]];
+      const auto& y = g.tasks[i];
+      if (!x.overlapped || y.micro_batch == x.micro_batch || y.kind != TaskKind::Forward) {
+        edges.emplace_back(i, g.succ[k]);
+        continue;
+      }
+      for (std::uint32_t j = 0; j < g.size(); ++j)
+        if (g.tasks[j].device == y.device && g.tasks[j].kind == TaskKind::Forward &&
+            g.tasks[j].micro_batch == y.micro_batch && g.tasks[j].chunk == y.chunk)
+          edges.emplace_back(g.succ[k], j);
+    }
+  for (auto& t : b.tasks) t.overlapped = false;
+  schedule::finalize(b, edges);
+  return b;
+}
+
+// overlap_ep_comm places each paired backward's all-to-all task of the first stage (the cost
+// model pairs backward u with the forward after it: all but a stage's last in-flight backwards)
+// after that forward's compute: its exchange runs beside that compute (the replay starts it when
+// its own unit ends), the task is the exposed wait. The other stages' tasks (their backwards send
+// a gradient the stage before waits for) and every forward's stay where they were. 8 micro-batches
+// on pp 2: stage 0 (two in flight) pairs backwards 0-5. Tasks and durations are the blocking
+// graph's, and the native step is what it was: the forward after the overlapped task starts
+// earlier, and what it sends leaves when it did.
+TEST(ExpertParallel, OverlappedAllToAllsWaitAfterTheNextUnitsCompute) {
+  const Scenario a = load(moe("")), b = load(moe("overlap_ep_comm = true\n"));
+  ASSERT_TRUE(a.plan && b.plan);
+  const auto ga = schedule::build_schedule(a, *a.plan), gb = schedule::build_schedule(b, *b.plan);
+  ASSERT_EQ(ga.size(), gb.size());
+  auto tb = engine::run_native(gb);
+  ASSERT_TRUE(tb.ok());
+  std::map<int, int> per_stage;
+  for (std::uint32_t i = 0; i < gb.size(); ++i) {
+    const auto& t = gb.tasks[i];
+    EXPECT_FALSE(ga.tasks[i].overlapped);
+    ASSERT_EQ(t.kind, ga.tasks[i].kind);
+    if (!t.overlapped) continue;
+    ASSERT_EQ(t.kind, TaskKind::EpAllToAll);
+    ++per_stage[gb.devices[t.device].stage];
+    // A backward's: its predecessors are its own unit's TP collective, the previous all-to-all,
+    // and the next unit's compute (another micro-batch's forward), which it follows.
+    int own = 0, next = 0;
+    for (std::uint32_t p = 0; p < gb.size(); ++p)
+      for (std::uint32_t k = gb.succ_begin[p]; k < gb.succ_begin[p + 1]; ++k) {
+        if (gb.succ[k] != i) continue;
+        const auto& u = gb.tasks[p];
+        ASSERT_EQ(u.device, t.device);
+        if (u.micro_batch == t.micro_batch && u.chunk == t.chunk && u.kind != TaskKind::EpAllToAll) ++own;
+        if (u.micro_batch != t.micro_batch && (u.kind == TaskKind::Forward || u.kind == TaskKind::Backward)) {
+          EXPECT_EQ(u.kind, TaskKind::Forward) << schedule::task_name(u);
+          ++next;
+          EXPECT_LE(tb->end[p], tb->start[i]);
+        }
+      }
+    EXPECT_EQ(own, 1) << schedule::task_name(t);
+    EXPECT_EQ(next, 1) << schedule::task_name(t);
+    // Whatever follows it waits for it: the unit's send, the compute after the next unit's.
+    for (std::uint32_t k = gb.succ_begin[i]; k < gb.succ_begin[i + 1]; ++k) EXPECT_GE(tb->start[gb.succ[k]], tb->end[i]);
+  }
+  EXPECT_EQ(per_stage[0], 6);
+  EXPECT_EQ(per_stage.count(1), 0u);
+  auto before = engine::run_native(blocking_again(gb));
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(tb->makespan, before->makespan);
+  // Deeper and shallower pipelines (pp 1: one stage, 8 micro-batches of which 7 paired): the
+  // first stage only, the native step that of the same tasks blocking, ZeRO 3's per-layer tasks too.
+  for (const char* layout : {"tp = 2\npp = 4\ndp = 2\nep = 2\n", "tp = 2\npp = 1\ndp = 8\nep = 4\nzero = 3\n"}) {
+    SCOPED_TRACE(layout);
+    const Scenario d = load(moe("overlap_ep_comm = true\n", "", layout));
+    ASSERT_TRUE(d.plan);
+    const auto gd = schedule::build_schedule(d, *d.plan);
+    auto td = engine::run_native(gd);
+    ASSERT_TRUE(td.ok());
+    std::map<int, int> stages;
+    for (const auto& t : gd.tasks)
+      if (t.overlapped) ++stages[gd.devices[t.device].stage];
+    ASSERT_EQ(stages.size(), 1u);
+    EXPECT_EQ(stages.begin()->first, 0);
+    EXPECT_GT(stages.begin()->second, 0);
+    auto blocking = engine::run_native(blocking_again(gd));
+    ASSERT_TRUE(blocking.ok());
+    EXPECT_EQ(td->makespan, blocking->makespan);
+  }
+  // GPipe overlaps nothing (the cost model hides nothing there): no task is overlapped.
+  const Scenario g = load(moe("overlap_ep_comm = true\nschedule = \"gpipe\"\n"));
+  ASSERT_TRUE(g.plan);
+  const auto gg = schedule::build_schedule(g, *g.plan);
+  EXPECT_TRUE(std::none_of(gg.tasks.begin(), gg.tasks.end(), [](const schedule::Task& t) { return t.overlapped; }));
 }
 
 // The Chrome trace: an "ep comm" track (tid 4) on the devices that have all-to-alls, with their
