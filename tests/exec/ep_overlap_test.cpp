@@ -22,6 +22,7 @@
 #include "sim/io/trace_json.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "tests/support/flaky_backend.hpp"
+#include "tests/support/replay_checks.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -110,16 +111,13 @@ class WatchingBackend final : public exec::Backend {
     return w;
   }
   Result<exec::Communicators> communicators(const std::vector<exec::Device*>& members) override {
-    struct Logged final : exec::Communicator {
-      std::unique_ptr<exec::Communicator> c;
+    struct Logged final : test::ForwardingCommunicator {
       std::shared_ptr<Log> log;
       int id = 0;
       void note(char kind, std::size_t n) {
         const std::lock_guard lock(log->mutex);
         log->calls[id].push_back({kind, n, std::this_thread::get_id()});
       }
-      int rank() const override { return c->rank(); }
-      int size() const override { return c->size(); }
       Result<std::int64_t> all_reduce(float* b, std::size_t n) override {
         note('r', n);
         return c->all_reduce(b, n);
@@ -136,10 +134,6 @@ class WatchingBackend final : public exec::Backend {
         note('a', n);
         return c->all_to_all(in, out, n);
       }
-      Result<std::int64_t> send(const float* b, std::size_t n, int peer, int tag) override { return c->send(b, n, peer, tag); }
-      Result<std::int64_t> recv(float* b, std::size_t n, int peer, int tag) override { return c->recv(b, n, peer, tag); }
-      Diagnostics barrier() override { return c->barrier(); }
-      void leave() override { c->leave(); }
     };
     // The members are this backend's devices; the shared-memory collectives work on them as on
     // the cpu backend's (host memory, in place).
@@ -182,26 +176,6 @@ class WatchingBackend final : public exec::Backend {
   std::shared_ptr<Log> log_ = std::make_shared<Log>();
 };
 
-// Measured: every dependency kept, each device's tasks one at a time in the predicted order.
-void expect_overlap_replay_keeps_the_order(const exec::Replay& r) {
-  const auto& g = r.graph;
-  const auto& m = r.measured;
-  ASSERT_EQ(m.start.size(), g.size());
-  for (std::uint32_t i = 0; i < g.size(); ++i) {
-    EXPECT_GE(m.end[i], m.start[i]);
-    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
-      EXPECT_LE(m.end[i], m.start[g.succ[k]]) << schedule::task_name(g.tasks[i]) << " before "
-                                              << schedule::task_name(g.tasks[g.succ[k]]);
-  }
-  for (std::uint32_t d = 0; d < g.devices.size(); ++d) {
-    std::vector<std::uint32_t> ids;
-    for (std::uint32_t i = 0; i < g.size(); ++i)
-      if (g.tasks[i].device == d) ids.push_back(i);
-    std::stable_sort(ids.begin(), ids.end(), [&](auto a, auto b) { return r.predicted.start[a] < r.predicted.start[b]; });
-    for (std::size_t k = 1; k < ids.size(); ++k) EXPECT_LE(m.end[ids[k - 1]], m.start[ids[k]]);
-  }
-}
-
 // The all-to-alls an EP task makes per member: dispatch and combine of each of its MoE layers
 // (no recompute here, every layer MoE).
 int exchanges_per_member(const schedule::Task& t) { return 2 * t.layers; }
@@ -229,7 +203,7 @@ TEST(EpOverlapReplay, PairedExchangesRunOnACommunicationThreadBesideTheNextUnit)
     WatchingBackend backend(4);
     auto r = exec::replay(*s, *s->plan, backend, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-    expect_overlap_replay_keeps_the_order(*r);
+    test::check_order_and_dependencies(*r);
     int ep_tasks = 0, overlapped = 0, off_thread = 0;
     for (std::uint32_t i = 0; i < r->graph.size(); ++i) {
       const auto& t = r->graph.tasks[i];

@@ -34,6 +34,7 @@
 #include "sim/analytic/stage_cost.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "tests/support/flaky_backend.hpp"
+#include "tests/support/replay_checks.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -51,28 +52,6 @@ std::string small(const std::string& parallel, int devices = 2) {
          "[parallel]\n" + parallel;
 }
 
-// Measured: every task, every dependency kept, each device's tasks one at a time in the
-// predicted order, the planned peaks.
-void check_order_and_dependencies(const exec::Replay& r) {
-  const auto& g = r.graph;
-  const auto& m = r.measured;
-  ASSERT_EQ(m.start.size(), g.size());
-  for (std::uint32_t i = 0; i < g.size(); ++i) {
-    ASSERT_GE(m.start[i], 0);
-    ASSERT_GE(m.end[i], m.start[i]);
-    for (std::uint32_t k = g.succ_begin[i]; k < g.succ_begin[i + 1]; ++k)
-      EXPECT_LE(m.end[i], m.start[g.succ[k]]) << "measured run broke a dependency";
-  }
-  for (std::uint32_t d = 0; d < g.devices.size(); ++d) {
-    std::vector<std::uint32_t> ids;
-    for (std::uint32_t i = 0; i < g.size(); ++i)
-      if (g.tasks[i].device == d) ids.push_back(i);
-    std::stable_sort(ids.begin(), ids.end(), [&](auto a, auto b) { return r.predicted.start[a] < r.predicted.start[b]; });
-    for (std::size_t k = 1; k < ids.size(); ++k) EXPECT_LE(m.end[ids[k - 1]], m.start[ids[k]]);
-  }
-  for (std::size_t d = 0; d < g.devices.size(); ++d) EXPECT_EQ(m.peak_bytes[d], r.predicted.peak_bytes[d]);
-}
-
 TEST(Replay, RunsExactlyThePlannedTasksInOrder) {
   auto s = test::parse(small("tp = 1\npp = 2\ndp = 1\nmicro_batch = 1\n"));
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
@@ -81,7 +60,7 @@ TEST(Replay, RunsExactlyThePlannedTasksInOrder) {
   ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
   // Every task in dependency and predicted order; real buffers of the planned sizes, so the
   // measured peak is the predicted one.
-  check_order_and_dependencies(*r);
+  test::check_order_and_dependencies(*r);
 }
 
 void check_replay(const exec::Replay& r) {
@@ -496,7 +475,7 @@ TEST(Replay, PlansWithSeveralReplicaGroupsRun) {
     auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
     ASSERT_FALSE(r->graph.collectives.empty()) << "the groups' DP collectives are joined";
-    check_order_and_dependencies(*r);
+    test::check_order_and_dependencies(*r);
     // Members of one cross-group collective cannot end before the last of them started.
     for (const auto& members : r->graph.collectives) {
       std::int64_t last_start = 0;
@@ -1094,7 +1073,7 @@ TEST(Replay, MoeModelsWithDenseLayersRunTheDenseLayersDense) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = s.ok() ? exec::replay(*s, *s->plan, counting, {1, 0}) : Result<exec::Replay>(Diagnostic{});
     EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
-    if (r.ok()) check_order_and_dependencies(*r);
+    if (r.ok()) test::check_order_and_dependencies(*r);
     return std::pair{r.ok() ? std::optional<exec::Replay>(std::move(*r)) : std::nullopt, counting.all_to_all_calls()};
   };
   const auto [all_moe, a2a_moe] = run("");
@@ -1129,13 +1108,13 @@ TEST(Replay, ExpertParallelPlansRunTheirAllToAllsAndRoutedExpertGemms) {
     ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
     auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-    check_order_and_dependencies(*r);
+    test::check_order_and_dependencies(*r);
   }
   auto s = test::parse(small_moe("tp = 1\npp = 2\ndp = 2\nep = 2\nmicro_batch = 1\n"));
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
   ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-  check_order_and_dependencies(*r);
+  test::check_order_and_dependencies(*r);
   int ep_tasks = 0;
   for (std::uint32_t i = 0; i < r->graph.size(); ++i) {
     const auto& t = r->graph.tasks[i];
@@ -1217,7 +1196,7 @@ TEST(Replay, ExpertGradientsSyncOverTheReplicasThatHoldTheSameExperts) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = exec::replay(*s, *s->plan, counting, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-    check_order_and_dependencies(*r);
+    test::check_order_and_dependencies(*r);
     const auto by_size = counting.reduced_by_size();
     // Per member and step: an all-reduce of everything (ZeRO 0), or a reduce-scatter of it and
     // the gather of a 1/members shard (ZeRO 1; fp32 weights).
@@ -1243,7 +1222,7 @@ TEST(Replay, HierarchicalDispatchRunsItsNetworkAndFabricSteps) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = s.ok() ? exec::replay(*s, *s->plan, counting, {1, 0}) : Result<exec::Replay>(Diagnostic{});
     EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
-    if (r.ok()) check_order_and_dependencies(*r);
+    if (r.ok()) test::check_order_and_dependencies(*r);
     return counting.exchanged_by_size();
   };
   const auto inside = run("hierarchical", 4), plain_inside = run("all-to-all", 4);
@@ -1312,7 +1291,7 @@ TEST(Replay, FoldedExpertParallelPlansReplay) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = exec::replay(*s, *s->plan, counting, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-    check_order_and_dependencies(*r);
+    test::check_order_and_dependencies(*r);
     const auto exchanged = counting.exchanged_by_size();
     ASSERT_EQ(exchanged.size(), 1u);
     EXPECT_EQ(exchanged.begin()->first, c.ep);
@@ -1350,7 +1329,7 @@ TEST(Replay, FoldedExpertGradientsSyncOverTheRanksThatHoldTheSameExperts) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = exec::replay(*s, *s->plan, counting, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-    check_order_and_dependencies(*r);
+    test::check_order_and_dependencies(*r);
     const auto by_size = counting.reduced_by_size();
     const double moved = 4 * experts * (zero == 0 ? 1.0 : 1.5);  // 4 members; ZeRO 1 gathers a 1/2 shard
     ASSERT_TRUE(by_size.count(2));
@@ -1366,7 +1345,7 @@ TEST(Replay, FoldedExpertGradientsSyncOverTheRanksThatHoldTheSameExperts) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = exec::replay(*s, *s->plan, counting, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-    check_order_and_dependencies(*r);
+    test::check_order_and_dependencies(*r);
     EXPECT_EQ(counting.all_to_all_calls(), 0);
     const auto by_size = counting.reduced_by_size();
     ASSERT_TRUE(by_size.count(2));
@@ -1439,7 +1418,7 @@ TEST(Replay, Fp8DispatchSendsTheDispatchWayRoundsInFp8) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = s.ok() ? exec::replay(*s, *s->plan, counting, {1, 0}) : Result<exec::Replay>(Diagnostic{});
     EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
-    if (r.ok()) check_order_and_dependencies(*r);
+    if (r.ok()) test::check_order_and_dependencies(*r);
     long values = 0;
     for (const auto& [size, n] : counting.exchanged_by_size()) values += n;
     return values;
@@ -1485,7 +1464,7 @@ TEST(Replay, ReceiversRegatherScatteredPipelineMessages) {
     test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
     auto r = exec::replay(*s, *s->plan, counting, {1, 0});
     EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
-    if (r.ok()) check_order_and_dependencies(*r);
+    if (r.ok()) test::check_order_and_dependencies(*r);
     return counting.all_gather_calls();
   };
   const long whole = gathers("pipeline_scatter_gather = false\n");
@@ -1532,7 +1511,7 @@ TEST(Replay, MixedPipelinesReshardTheirMessages) {
     test::FlakyBackend counting(exec::make_cpu_backend(c.tp0 + c.tp1), 1 << 30);
     auto r = exec::replay(*s, *s->plan, counting, {1, 0});
     ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-    check_order_and_dependencies(*r);
+    test::check_order_and_dependencies(*r);
     EXPECT_EQ(counting.copied_bytes(), 4 * c.per_micro_batch);
   }
 }
@@ -1614,7 +1593,7 @@ TEST(Scale, ScalesPlansOfSeveralReplicaGroups) {
   EXPECT_NE(fit->notes.back().find("layers 4 → " + std::to_string(layers)), std::string::npos) << fit->notes.back();
   auto r = exec::replay(fit->scenario, fit->plan, *exec::make_cpu_backend(3, capacity), {1, 0});
   ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
-  check_order_and_dependencies(*r);
+  test::check_order_and_dependencies(*r);
   for (auto peak : r->predicted.peak_bytes) EXPECT_LE(peak, static_cast<std::int64_t>(capacity));
   // Nothing fits: refused, not looped.
   EXPECT_FALSE(exec::scale_to_fit(*s, *s->plan, 3, 1000).ok());

@@ -22,6 +22,17 @@ namespace {
 
 exec::ProcessGroup* world = nullptr;
 
+// One step, no warm-up, over `world`; a fatal error on any process ends them all.
+exec::ReplayOptions one_step_under_mpirun() {
+  exec::ReplayOptions o{1, 0};
+  o.world = world;
+  o.on_fatal = [](const Diagnostic& d) {
+    std::fprintf(stderr, "%s\n", to_string(d).c_str());
+    world->abort(1);
+  };
+  return o;
+}
+
 TEST(Mpi, CollectivesAndMessagesAreNumericallyRight) {
   ASSERT_NE(world, nullptr);
   const int n = world->size(), r = world->rank();
@@ -106,12 +117,7 @@ void run_two_groups(const std::string& replicas, int zero = 1, bool joined = tru
       "[parallel]\nmicro_batch = 1\nzero = " + std::to_string(zero) + "\n" + parallel + replicas);
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   auto backend = exec::make_cpu_backend(1);
-  exec::ReplayOptions o{1, 0};
-  o.world = world;
-  o.on_fatal = [](const Diagnostic& d) {
-    std::fprintf(stderr, "%s\n", to_string(d).c_str());
-    world->abort(1);
-  };
+  const exec::ReplayOptions o = one_step_under_mpirun();
   auto r = exec::replay(*s, *s->plan, *backend, o);
   ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
   if (world->rank() != 0) return;  // the results live on rank 0
@@ -213,12 +219,7 @@ TEST(Mpi, OverlappedAllToAllsAreRefusedNamingTheKey) {
       "[parallel]\ntp = 1\npp = 1\ndp = 3\nep = 3\nmicro_batch = 1\noverlap_ep_comm = true\n");
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
   auto backend = exec::make_cpu_backend(1);
-  exec::ReplayOptions o{1, 0};
-  o.world = world;
-  o.on_fatal = [](const Diagnostic& d) {
-    std::fprintf(stderr, "%s\n", to_string(d).c_str());
-    world->abort(1);
-  };
+  const exec::ReplayOptions o = one_step_under_mpirun();
   auto r = exec::replay(*s, *s->plan, *backend, o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.errors()[0].key, "parallel.overlap_ep_comm") << test::all_errors(r.errors());

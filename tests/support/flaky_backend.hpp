@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exec/backend.hpp"
+#include "tests/support/forwarding_communicator.hpp"
 
 namespace hetsim::test {
 
@@ -118,8 +119,7 @@ class FlakyBackend final : public exec::Backend {
   }
 
   Result<exec::Communicators> communicators(const std::vector<exec::Device*>& members) override {
-    struct Counting final : exec::Communicator {
-      std::unique_ptr<exec::Communicator> c;
+    struct Counting final : ForwardingCommunicator {
       std::shared_ptr<std::atomic<long>> all_gathers;
       std::shared_ptr<std::atomic<long>> all_to_alls;
       std::shared_ptr<Shapes> shapes;  // its mutex guards `reduced`
@@ -129,8 +129,6 @@ class FlakyBackend final : public exec::Backend {
         std::lock_guard lock(shapes->mutex);
         (*reduced)[c->size()] += static_cast<long>(n);
       }
-      int rank() const override { return c->rank(); }
-      int size() const override { return c->size(); }
       Result<std::int64_t> all_reduce(float* b, std::size_t n) override {
         count(n);
         return c->all_reduce(b, n);
@@ -152,10 +150,6 @@ class FlakyBackend final : public exec::Backend {
         }
         return c->all_to_all(in, out, n);
       }
-      Result<std::int64_t> send(const float* b, std::size_t n, int peer, int tag) override { return c->send(b, n, peer, tag); }
-      Result<std::int64_t> recv(float* b, std::size_t n, int peer, int tag) override { return c->recv(b, n, peer, tag); }
-      Diagnostics barrier() override { return c->barrier(); }
-      void leave() override { c->leave(); }
     };
     auto inner = exec::Backend::communicators(members);
     if (!inner) return inner;
