@@ -1,5 +1,6 @@
 #include "exec/cpu/cpu_backend.hpp"
 
+#include "exec/cpu/matmul.hpp"
 #include "exec/cpu/pacer.hpp"
 
 #include <Eigen/Core>
@@ -40,7 +41,6 @@ HETSIM_SCALAR_FN void scalar_pass(const std::uint16_t* s, std::uint16_t* d, std:
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Map = Eigen::Map<RowMatrix>;
-using ConstMap = Eigen::Map<const RowMatrix>;
 
 // 16-bit formats are stored as such and computed in fp32 (the cpu has no bf16 matrix units that
 // Eigen uses): operands are widened into scratch, results narrowed back. The conversions are
@@ -123,15 +123,15 @@ class CpuDevice final : public Device {
   }
   void gemm_kernel(int m, int n, int k, Format f, const void* a, const void* b, void* c) {
     if (f == Format::Fp32) {
-      Map(static_cast<float*>(c), m, n).noalias() =
-          ConstMap(static_cast<const float*>(a), m, k) * ConstMap(static_cast<const float*>(b), k, n);
+      cpu::matmul(static_cast<const float*>(a), false, static_cast<const float*>(b), false, static_cast<float*>(c), m,
+                  n, k, 1.0f, false);
       return;
     }
     const auto mk = std::size_t(m) * k, kn = std::size_t(k) * n, mn = std::size_t(m) * n;
     float* w = scratch(mk + kn + mn);
     widen(f, a, w, mk);
     widen(f, b, w + mk, kn);
-    Map(w + mk + kn, m, n).noalias() = ConstMap(w, m, k) * ConstMap(w + mk, k, n);
+    cpu::matmul(w, false, w + mk, false, w + mk + kn, m, n, k, 1.0f, false);
     narrow(f, w + mk + kn, c, mn);
   }
 
@@ -162,22 +162,23 @@ class CpuDevice final : public Device {
       for (int r0 = 0; r0 < s.seq; r0 += blk) {
         const int rows = std::min(blk, s.seq - r0);
         const int keys = s.causal ? r0 + rows : s.seq;  // the masked blocks are skipped
+        const float* qr = q + std::size_t(r0) * d;
         Map S(sc, rows, keys);
-        S.noalias() = ConstMap(q + std::size_t(r0) * d, rows, d) * ConstMap(kk, keys, d).transpose() * scale;
+        cpu::matmul(qr, false, kk, true, sc, rows, keys, d, scale, false);  // S = Q·Kᵀ/√d
         softmax_rows(S, s.causal, r0);
         if (!backward) {
-          Map(out + std::size_t(r0) * d, rows, d).noalias() = S * ConstMap(v, keys, d);
+          cpu::matmul(sc, false, v, false, out + std::size_t(r0) * d, rows, d, keys, 1.0f, false);  // O = P·V
           continue;
         }
-        ConstMap dO(out + std::size_t(r0) * d, rows, d);
-        Map(dv, keys, d).noalias() += S.transpose() * dO;                // dV += Pᵀ·dO
+        const float* dO = out + std::size_t(r0) * d;
+        cpu::matmul(sc, true, dO, false, dv, keys, d, rows, 1.0f, true);  // dV += Pᵀ·dO
         Map dP(ds, rows, keys);
-        dP.noalias() = dO * ConstMap(v, keys, d).transpose();           // dP = dO·Vᵀ
+        cpu::matmul(dO, false, v, true, ds, rows, keys, d, 1.0f, false);  // dP = dO·Vᵀ
         // dS = P ∘ (dP − rowsum(P ∘ dP)), the softmax gradient.
         const Eigen::VectorXf dsum = (S.array() * dP.array()).rowwise().sum();
         dP = S.array() * (dP.array().colwise() - dsum.array());
-        Map(dq + std::size_t(r0) * d, rows, d).noalias() = dP * ConstMap(kk, keys, d) * scale;  // dQ = dS·K
-        Map(dk, keys, d).noalias() += dP.transpose() * ConstMap(q + std::size_t(r0) * d, rows, d) * scale;  // dK += dSᵀ·Q
+        cpu::matmul(ds, false, kk, false, dq + std::size_t(r0) * d, rows, d, keys, scale, false);  // dQ = dS·K
+        cpu::matmul(ds, true, qr, false, dk, keys, d, rows, scale, true);                           // dK += dSᵀ·Q
       }
       if (!backward) {
         narrow(f, out, at_mut(o, h * per), per);
