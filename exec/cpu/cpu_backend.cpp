@@ -13,6 +13,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace hetsim::exec {
@@ -92,16 +93,35 @@ class CpuDevice final : public Device {
       return Diagnostic{{}, "", name() + ": out of memory allocating " + std::to_string(bytes) + " bytes (" +
                                     std::to_string(live_) + " of " + std::to_string(capacity_) + " in use)",
                         "more memory per cpu device (--memory GiB), or a smaller plan (--fit)"};
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (p == nullptr) return Diagnostic{{}, "", name() + ": the host has no memory left", ""};
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = nullptr;
+    if (auto it = cached_.find(rounded); it != cached_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= rounded;
+    } else {
+      p = std::aligned_alloc(64, rounded);
+      if (p == nullptr) return Diagnostic{{}, "", name() + ": the host has no memory left", ""};
+    }
     live_ += bytes;
     if (live_ > peak_) peak_ = live_;
     return p;
   }
 
   void release(void* p, std::size_t bytes) override {
-    std::free(p);
     live_ -= bytes;
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    if (cached_bytes_ + rounded > kCacheBytes) {
+      std::free(p);
+      return;
+    }
+    cached_[rounded].push_back(p);
+    cached_bytes_ += rounded;
+  }
+
+  ~CpuDevice() override {
+    for (auto& [size, blocks] : cached_)
+      for (void* p : blocks) std::free(p);
   }
 
   void* workspace(int slot, std::size_t bytes) override {
@@ -299,6 +319,15 @@ class CpuDevice final : public Device {
     if (scratch_.size() < floats) scratch_.resize(floats);
     return scratch_.data();
   }
+
+  // Freed blocks, kept for the next allocation of their size, as GPU frameworks' caching
+  // allocators keep theirs: a replay frees and allocates the same activation blocks task after
+  // task, and handed back to malloc they were trimmed and their pages faulted in again (about 20
+  // page faults a task: most of the executor's overhead per task, docs/benchmarks.md). Up to
+  // kCacheBytes of host memory; the device's live and peak bytes do not count them.
+  static constexpr std::size_t kCacheBytes = std::size_t{1} << 30;
+  std::unordered_map<std::size_t, std::vector<void*>> cached_;
+  std::size_t cached_bytes_ = 0;
 
   int index_;
   std::size_t capacity_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -349,12 +350,29 @@ Diagnostics make_inboxes(ReplayRun& run) {
 }
 
 // Runs one step on every local real device, a thread each.
-void run_step(ReplayRun& run, StepState& state) {
+// One thread per local device. The step's clock starts (`origin`, state.t0) once every thread
+// has started and allocated its resident state, so that starting threads is not timed as the
+// step's first task.
+void run_step(ReplayRun& run, StepState& state, const std::function<std::int64_t()>& origin) {
   std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
   for (std::uint32_t rep = 0; rep < run.g.devices.size(); ++rep)
     for (int member = 0; member < run.g.devices[rep].count; ++member)
       if (run.local(run.layout.first_real[rep] + member))
-        threads.emplace_back([&run, &state, rep, member] { DeviceRunner(run, state, rep, member).run_step(); });
+        threads.emplace_back([&run, &state, &ready, &go, rep, member] {
+          DeviceRunner runner(run, state, rep, member);
+          runner.prepare();
+          ready.fetch_add(1);
+          ready.notify_one();
+          go.wait(false);
+          runner.run_step();
+        });
+  const int n = static_cast<int>(threads.size());
+  for (int k = ready.load(); k < n; k = ready.load()) ready.wait(k);
+  state.t0 = origin();
+  go.store(true);
+  go.notify_all();
   for (auto& th : threads) th.join();
 }
 
@@ -443,9 +461,10 @@ std::optional<Diagnostic> run_steps(ReplayRun& run, Replay& out) {
   // ends and starts of dependent tasks on different processes compare.
   const std::int64_t clock_offset = run.world != nullptr ? clock_offset_to_rank0(*run.world) : 0;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
-    const std::int64_t t0 = run.world != nullptr ? common_step_origin(*run.world, clock_offset) : host_clock_ns();
-    StepState state(run.g.size(), run.max_count, run.layout.real_devices, step, t0);
-    run_step(run, state);
+    StepState state(run.g.size(), run.max_count, run.layout.real_devices, step, 0);
+    run_step(run, state, [&] {
+      return run.world != nullptr ? common_step_origin(*run.world, clock_offset) : host_clock_ns();
+    });
     if (state.failed) {
       std::pair<std::string, std::string> why{"failed", ""};
       if (const int first = state.first_failed.load(); first >= 0) why = state.error[static_cast<std::size_t>(first)];

@@ -89,13 +89,19 @@ DeviceRunner::DeviceRunner(ReplayRun& run, StepState& step, std::uint32_t rep, i
       ep_rank_(member % (et_ * std::max(1, run.p.ep)) / et_),
       dpcs_(run.comms.dp_of[real_]) {}
 
-void DeviceRunner::run_step() {
+bool DeviceRunner::prepare() {
   auto base = dev_.allocate(static_cast<std::size_t>(info_.baseline_bytes));
   if (!base) {
     fail(base.errors()[0].message + " for its resident state", base.errors()[0].hint);
-    return;
+    return false;
   }
   base_ptr_ = *base;
+  prepared_ = true;
+  return true;
+}
+
+void DeviceRunner::run_step() {
+  if (!prepared_) return;  // prepare() failed
   for (std::uint32_t id : run_.order[rep_]) {
     if (!await_predecessors(id)) return;
     if (step_.failed) {
@@ -480,11 +486,13 @@ bool DeviceRunner::finish(std::uint32_t id, void* own) {
     return false;
   }
   if (!hold(id, own)) return false;
-  if (member_ == 0) record_times(id, marks);
   for (std::int64_t e = marks.back() - step_.t0, cur = step_.last_end.load();
        e > cur && !step_.last_end.compare_exchange_weak(cur, e);) {
   }
-  return notify(id);
+  // The successors first, then the bookkeeping (read only once every thread has joined).
+  const bool notified = notify(id);
+  if (member_ == 0) record_times(id, marks);
+  return notified;
 }
 
 // The task's block joins what its (chunk, micro-batch) holds, less what it frees.
@@ -518,8 +526,10 @@ void DeviceRunner::record_times(std::uint32_t id, const std::vector<std::int64_t
   std::array<std::int64_t, kClasses> sum{};
   for (std::size_t k = 0; k < mark_class_.size(); ++k)
     sum[static_cast<std::size_t>(mark_class_[k])] += marks[k + 1] - marks[k];
+  auto& parts = step_.parts[id];
+  parts.reserve(static_cast<std::size_t>(std::count_if(sum.begin(), sum.end(), [](std::int64_t ns) { return ns > 0; })));
   for (int c = 0; c < kClasses; ++c)
-    if (sum[static_cast<std::size_t>(c)] > 0) step_.parts[id].emplace_back(class_name(c), sum[static_cast<std::size_t>(c)]);
+    if (sum[static_cast<std::size_t>(c)] > 0) parts.emplace_back(class_name(c), sum[static_cast<std::size_t>(c)]);
 }
 
 // Marks the task done for this process's waiters and, under mpirun, sends its token to every

@@ -81,7 +81,9 @@ struct ReplayRun {
 struct StepState {
   StepState(std::size_t tasks, int max_count, int real_devices, int step, std::int64_t t0);
   const int step;
-  const std::int64_t t0;  ///< the step's origin (host clock, ns; under mpirun rank 0's)
+  /// The step's origin (host clock, ns; under mpirun rank 0's): taken when every device thread
+  /// is ready (DeviceRunner::prepare), before any starts its tasks.
+  std::int64_t t0;
   const int max_count;
   /// done[task · max_count + member]: member = replica · tp + rank of the task's device.
   std::vector<std::atomic<bool>> done;
@@ -105,7 +107,10 @@ class DeviceRunner {
   DeviceRunner& operator=(const DeviceRunner&) = delete;
   ~DeviceRunner();
 
-  /// Runs the device's tasks of the step. On a failure (no memory, a device or communicator
+  /// Allocates the device's resident state (weights, gradients, optimizer state) for the step,
+  /// before its clock starts. False on a failure, recorded as run_step's are.
+  bool prepare();
+  /// Runs the device's tasks of the step (after prepare()). On a failure (no memory, a device or communicator
   /// error) records it in the step (under mpirun hands it to ReplayOptions::on_fatal), leaves its
   /// groups, frees what it holds and marks its remaining tasks done so the others finish.
   void run_step();
@@ -171,6 +176,7 @@ class DeviceRunner {
   std::map<std::pair<int, int>, std::pair<void*, std::size_t>> held_;
   TpOwed tp_owed_;  // this device's TP calls' fractions, carried from task to task
   void* base_ptr_ = nullptr;
+  bool prepared_ = false;
   std::set<std::pair<std::uint32_t, int>> received_;  // (task, process) already heard of
   // The task being run: its marks' op classes (a mark follows every timed op), a collective's
   // real start (when its last member arrived), the first communicator error.

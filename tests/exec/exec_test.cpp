@@ -648,6 +648,34 @@ TEST(CpuDevice, GemmsIn16BitFormatsMatchFp32) {
   }
 }
 
+// A freed block is kept for the next allocation of its size (the replay allocates the same
+// activation blocks task after task); the device's live and peak bytes and its capacity count
+// only what is allocated, never what is kept.
+TEST(CpuDevice, FreedBlocksAreReusedAndCountOnlyWhileAllocated) {
+  auto dev = exec::make_cpu_backend(1, 10000)->open(0);
+  auto a = dev->allocate(6000);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(dev->live_bytes(), 6000u);
+  dev->release(*a, 6000);
+  EXPECT_EQ(dev->live_bytes(), 0u);
+  auto b = dev->allocate(5990);  // the same 64-byte rounding: the kept block
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, *a);
+  EXPECT_EQ(dev->live_bytes(), 5990u);
+  auto c = dev->allocate(4000);  // a new block: 9,990 of 10,000 live
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(*c, *b);
+  static_cast<char*>(*c)[3999] = 1;  // whole and writable
+  EXPECT_FALSE(dev->allocate(100).ok());  // over the capacity
+  dev->release(*b, 5990);
+  dev->release(*c, 4000);
+  EXPECT_EQ(dev->live_bytes(), 0u);
+  EXPECT_EQ(dev->peak_bytes(), 9990u);
+  auto whole = dev->allocate(10000);  // kept blocks take nothing from the capacity
+  ASSERT_TRUE(whole.ok());
+  dev->release(*whole, 10000);
+}
+
 // Attention forward and backward against the textbook formulas, causal and not.
 TEST(CpuDevice, AttentionMatchesTheNaiveFormulas) {
   auto dev = exec::make_cpu_backend(1)->open(0);
