@@ -46,6 +46,8 @@ class Device {
   /// Reserves `bytes` of device memory (fails when the device would exceed its capacity). The
   /// bytes count towards live_bytes/peak_bytes: the planned memory.
   [[nodiscard]] virtual Result<void*> allocate(std::size_t bytes) = 0;
+  /// Gives back a block. Requires: `p` from allocate(`bytes`), with the same `bytes`, not yet
+  /// released (backends keep freed blocks by size for the next allocation of that size).
   virtual void release(void* p, std::size_t bytes) = 0;
   /// Scratch buffer `slot` (0–3) of at least `bytes`, owned by the device and not counted in its
   /// memory (the planned sizes are what allocate() counts). Grows as needed (a call may

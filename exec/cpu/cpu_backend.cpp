@@ -2,6 +2,7 @@
 
 #include "exec/cpu/matmul.hpp"
 #include "exec/cpu/pacer.hpp"
+#include "models/base/assert.hpp"
 
 #include <Eigen/Core>
 
@@ -101,6 +102,10 @@ class CpuDevice final : public Device {
       cached_bytes_ -= rounded;
     } else {
       p = std::aligned_alloc(64, rounded);
+      if (p == nullptr) {  // the kept blocks back to the host, then once more
+        drop_cache();
+        p = std::aligned_alloc(64, rounded);
+      }
       if (p == nullptr) return Diagnostic{{}, "", name() + ": the host has no memory left", ""};
     }
     live_ += bytes;
@@ -109,6 +114,7 @@ class CpuDevice final : public Device {
   }
 
   void release(void* p, std::size_t bytes) override {
+    HETSIM_ASSERT(p != nullptr && bytes <= live_, "release() of a block allocate() did not give");
     live_ -= bytes;
     const std::size_t rounded = (bytes + 63) / 64 * 64;
     if (cached_bytes_ + rounded > kCacheBytes) {
@@ -119,10 +125,7 @@ class CpuDevice final : public Device {
     cached_bytes_ += rounded;
   }
 
-  ~CpuDevice() override {
-    for (auto& [size, blocks] : cached_)
-      for (void* p : blocks) std::free(p);
-  }
+  ~CpuDevice() override { drop_cache(); }
 
   void* workspace(int slot, std::size_t bytes) override {
     auto& w = work_[static_cast<std::size_t>(slot)];
@@ -313,6 +316,13 @@ class CpuDevice final : public Device {
     const std::int64_t began = pacer_.now();
     kernel();
     pacer_.idle_after(began);
+  }
+
+  void drop_cache() {
+    for (auto& [size, blocks] : cached_)
+      for (void* p : blocks) std::free(p);
+    cached_.clear();
+    cached_bytes_ = 0;
   }
 
   float* scratch(std::size_t floats) {

@@ -18,8 +18,8 @@ void product(const A& a, const B& b, float* c, int m, int n, float alpha, bool a
 
 }  // namespace
 
-void matmul(const float* a, bool trans_a, const float* b, bool trans_b, float* c, int m, int n, int k, float alpha,
-            bool accumulate) {
+void matmul_kernel(const float* a, bool trans_a, const float* b, bool trans_b, float* c, int m, int n, int k,
+                   float alpha, bool accumulate) {
   const ConstMap A(a, trans_a ? k : m, trans_a ? m : k), B(b, trans_b ? n : k, trans_b ? k : n);
   if (!trans_a && !trans_b) product(A, B, c, m, n, alpha, accumulate);
   else if (!trans_a) product(A, B.transpose(), c, m, n, alpha, accumulate);

@@ -349,8 +349,7 @@ Diagnostics make_inboxes(ReplayRun& run) {
   return {};
 }
 
-// Runs one step on every local real device, a thread each.
-// One thread per local device. The step's clock starts (`origin`, state.t0) once every thread
+// Runs one step on every local real device, a thread each. The step's clock starts (`origin`, state.t0) once every thread
 // has started and allocated its resident state, so that starting threads is not timed as the
 // step's first task.
 void run_step(ReplayRun& run, StepState& state, const std::function<std::int64_t()>& origin) {
@@ -461,7 +460,7 @@ std::optional<Diagnostic> run_steps(ReplayRun& run, Replay& out) {
   // ends and starts of dependent tasks on different processes compare.
   const std::int64_t clock_offset = run.world != nullptr ? clock_offset_to_rank0(*run.world) : 0;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
-    StepState state(run.g.size(), run.max_count, run.layout.real_devices, step, 0);
+    StepState state(run.g.size(), run.max_count, run.layout.real_devices, step);
     run_step(run, state, [&] {
       return run.world != nullptr ? common_step_origin(*run.world, clock_offset) : host_clock_ns();
     });

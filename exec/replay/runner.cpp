@@ -53,9 +53,8 @@ std::vector<int> remote_successors(const schedule::TaskGraph& g, const std::vect
 
 }  // namespace
 
-StepState::StepState(std::size_t tasks, int count, int real_devices, int index, std::int64_t origin)
+StepState::StepState(std::size_t tasks, int count, int real_devices, int index)
     : step(index),
-      t0(origin),
       max_count(count),
       done(tasks * static_cast<std::size_t>(count)),
       start(tasks),
@@ -89,15 +88,14 @@ DeviceRunner::DeviceRunner(ReplayRun& run, StepState& step, std::uint32_t rep, i
       ep_rank_(member % (et_ * std::max(1, run.p.ep)) / et_),
       dpcs_(run.comms.dp_of[real_]) {}
 
-bool DeviceRunner::prepare() {
+void DeviceRunner::prepare() {
   auto base = dev_.allocate(static_cast<std::size_t>(info_.baseline_bytes));
   if (!base) {
     fail(base.errors()[0].message + " for its resident state", base.errors()[0].hint);
-    return false;
+    return;
   }
   base_ptr_ = *base;
   prepared_ = true;
-  return true;
 }
 
 void DeviceRunner::run_step() {
@@ -526,10 +524,8 @@ void DeviceRunner::record_times(std::uint32_t id, const std::vector<std::int64_t
   std::array<std::int64_t, kClasses> sum{};
   for (std::size_t k = 0; k < mark_class_.size(); ++k)
     sum[static_cast<std::size_t>(mark_class_[k])] += marks[k + 1] - marks[k];
-  auto& parts = step_.parts[id];
-  parts.reserve(static_cast<std::size_t>(std::count_if(sum.begin(), sum.end(), [](std::int64_t ns) { return ns > 0; })));
   for (int c = 0; c < kClasses; ++c)
-    if (sum[static_cast<std::size_t>(c)] > 0) parts.emplace_back(class_name(c), sum[static_cast<std::size_t>(c)]);
+    if (sum[static_cast<std::size_t>(c)] > 0) step_.parts[id].emplace_back(class_name(c), sum[static_cast<std::size_t>(c)]);
 }
 
 // Marks the task done for this process's waiters and, under mpirun, sends its token to every

@@ -79,11 +79,11 @@ struct ReplayRun {
 
 /// One step's shared results, written by the device threads.
 struct StepState {
-  StepState(std::size_t tasks, int max_count, int real_devices, int step, std::int64_t t0);
+  StepState(std::size_t tasks, int max_count, int real_devices, int step);
   const int step;
   /// The step's origin (host clock, ns; under mpirun rank 0's): taken when every device thread
   /// is ready (DeviceRunner::prepare), before any starts its tasks.
-  std::int64_t t0;
+  std::int64_t t0 = 0;
   const int max_count;
   /// done[task · max_count + member]: member = replica · tp + rank of the task's device.
   std::vector<std::atomic<bool>> done;
@@ -108,8 +108,9 @@ class DeviceRunner {
   ~DeviceRunner();
 
   /// Allocates the device's resident state (weights, gradients, optimizer state) for the step,
-  /// before its clock starts. False on a failure, recorded as run_step's are.
-  bool prepare();
+  /// before its clock starts. A failure is recorded as run_step's are, and run_step() then
+  /// runs nothing.
+  void prepare();
   /// Runs the device's tasks of the step (after prepare()). On a failure (no memory, a device or communicator
   /// error) records it in the step (under mpirun hands it to ReplayOptions::on_fatal), leaves its
   /// groups, frees what it holds and marks its remaining tasks done so the others finish.

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -656,11 +657,14 @@ TEST(CpuDevice, FreedBlocksAreReusedAndCountOnlyWhileAllocated) {
   auto a = dev->allocate(6000);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(dev->live_bytes(), 6000u);
+  const char mark[] = "kept, not freed";  // malloc writes its free list over a freed block's start
+  std::memcpy(*a, mark, sizeof mark);
   dev->release(*a, 6000);
   EXPECT_EQ(dev->live_bytes(), 0u);
-  auto b = dev->allocate(5990);  // the same 64-byte rounding: the kept block
+  auto b = dev->allocate(5990);  // the same 64-byte rounding: the kept block, untouched
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(*b, *a);
+  EXPECT_EQ(std::memcmp(*b, mark, sizeof mark), 0);
   EXPECT_EQ(dev->live_bytes(), 5990u);
   auto c = dev->allocate(4000);  // a new block: 9,990 of 10,000 live
   ASSERT_TRUE(c.ok());
