@@ -148,6 +148,10 @@ class ProcessGroup {
   /// buffers (staged through host memory where they are device memory).
   [[nodiscard]] virtual std::unique_ptr<Communicator> communicator(Device* dev) = 0;
   virtual void barrier() = 0;
+  /// Whether two threads of this process may use communicators of this group and of the groups
+  /// split from it at once, each thread its own (MPI: the library gave MPI_THREAD_MULTIPLE). The
+  /// replay's overlapped all-to-alls need it: they run on a second thread beside the device's.
+  [[nodiscard]] virtual bool concurrent() const { return false; }
   /// Ends every process of the run with `code` (a failure the other processes cannot learn of).
   [[noreturn]] virtual void abort(int code) = 0;
 };

@@ -120,7 +120,7 @@ class MpiCommunicator final : public Communicator {
 
 class MpiGroup final : public ProcessGroup {
  public:
-  MpiGroup(MPI_Comm c, bool world) : c_(c), world_(world) {
+  MpiGroup(MPI_Comm c, bool world, bool concurrent) : c_(c), world_(world), concurrent_(concurrent) {
     MPI_Comm_rank(c_, &rank_);
     MPI_Comm_size(c_, &size_);
   }
@@ -165,12 +165,13 @@ class MpiGroup final : public ProcessGroup {
     MPI_Comm sub = MPI_COMM_NULL;
     MPI_Comm_split(c_, member ? 0 : MPI_UNDEFINED, key, &sub);
     if (sub == MPI_COMM_NULL) return nullptr;
-    return std::make_unique<MpiGroup>(sub, false);
+    return std::make_unique<MpiGroup>(sub, false, concurrent_);
   }
   std::unique_ptr<Communicator> communicator(Device* dev) override {
     return std::make_unique<MpiCommunicator>(c_, dev != nullptr && !dev->host_memory() ? dev : nullptr);
   }
   void barrier() override { MPI_Barrier(c_); }
+  bool concurrent() const override { return concurrent_; }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(c_, code);
     std::_Exit(code);
@@ -179,6 +180,7 @@ class MpiGroup final : public ProcessGroup {
  private:
   MPI_Comm c_;
   bool world_;
+  bool concurrent_;  // MPI_THREAD_MULTIPLE
   int rank_ = 0, size_ = 1;
 };
 
@@ -204,7 +206,7 @@ Result<std::unique_ptr<ProcessGroup>> mpi_world(int& argc, char**& argv) {
     MPI_Finalize();
     return Diagnostic{{}, "", "this MPI library offers no thread support (MPI_THREAD_SERIALIZED needed)", ""};
   }
-  return std::unique_ptr<ProcessGroup>(std::make_unique<MpiGroup>(MPI_COMM_WORLD, true));
+  return std::unique_ptr<ProcessGroup>(std::make_unique<MpiGroup>(MPI_COMM_WORLD, true, provided == MPI_THREAD_MULTIPLE));
 }
 
 }  // namespace hetsim::exec

@@ -525,15 +525,16 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   run.me = run.world != nullptr ? run.world->rank() : -1;
   if (auto d = bad_options(s, o, run.world, needed, backend)) return *d;
   const bool overlapped = std::any_of(g.tasks.begin(), g.tasks.end(), [](const schedule::Task& t) { return t.overlapped; });
-  if (overlapped && run.world != nullptr)
-    // The overlapped exchange runs on a second thread of the process beside the device thread's
-    // own MPI calls (tokens, payloads, the other collectives): MPI_THREAD_MULTIPLE, which
-    // mpi_world asks for but does not insist on.
+  if (overlapped && run.world != nullptr && !run.world->concurrent())
+    // The overlapped exchange runs on a second thread of the process, on its EP group's own
+    // communicator, beside the device thread's MPI calls on the others (tokens, payloads, the
+    // other collectives): MPI_THREAD_MULTIPLE, which mpi_world asks for but does not insist on.
     return Diagnostic{{}, "parallel.overlap_ep_comm",
-                      "overlap_ep_comm is not replayed under mpirun: its all-to-alls would run on a second thread "
-                      "of each process beside the device thread's MPI calls",
-                      "replay the plan in one process (without mpirun), or with overlap_ep_comm = false "
-                      "(docs/executor.md, Limits)"};
+                      "overlap_ep_comm is not replayed under mpirun with this MPI library: its all-to-alls run on "
+                      "a second thread of each process beside the device thread's MPI calls, which needs "
+                      "MPI_THREAD_MULTIPLE, and the library gave less",
+                      "an MPI library built with thread support (Open MPI: `ompi_info | grep -i thread`), one "
+                      "process (without mpirun), or overlap_ep_comm = false (docs/executor.md, Limits)"};
   if (auto errs = open_devices(run, *devices_of, backend, out.notes); !errs.empty()) return errs;
   if (overlapped)
     for (const auto& d : run.devices)
