@@ -77,17 +77,8 @@ Result<BackendDevices> backend_devices(const Scenario& s, const schedule::TaskGr
 }
 
 // Plans the executor cannot run as planned (docs/executor.md, Limits).
-std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g, bool moe_ep) {
+std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g) {
   if (auto no = context_parallel_refusal(p)) return no;
-  // overlap_ep_comm: the schedule places the all-to-alls beside the next unit's compute under
-  // 1F1B only (the interleaved order is not worked out); the replay runs them so.
-  const bool a2a = std::any_of(g.tasks.begin(), g.tasks.end(),
-                               [](const schedule::Task& t) { return t.kind == TaskKind::EpAllToAll; });
-  if (moe_ep && p.overlap_ep_comm && p.schedule == cost::Schedule::Interleaved && a2a)
-    return Diagnostic{{}, "parallel.overlap_ep_comm",
-                      "overlap_ep_comm is replayed under the 1f1b schedule only: under the interleaved schedule the "
-                      "schedule does not place the all-to-alls beside another micro-batch's compute",
-                      "replay the plan with schedule = \"1f1b\", or with overlap_ep_comm = false (docs/executor.md, Limits)"};
   // MoE parallel folding over stages of different tp: the experts' gradient sync of a folding
   // stage and the dense chunks of a stage of another tp would meet in an order that deadlocks
   // (a member holding several chunks enters the experts' group between them), and a stage that
@@ -494,7 +485,7 @@ Result<Replay> replay(const Scenario& s, const plan::Plan& p, Backend& backend, 
   // each data-parallel collective joins the replicas of every group that hold its layer.
   const bool moe_ep = s.model.moe() && p.ep > 1;
   const std::vector<int> ep_nodes = dispatch_nodes(s, p, g, moe_ep);
-  if (auto d = unreplayable(s, p, g, moe_ep)) return *d;
+  if (auto d = unreplayable(s, p, g)) return *d;
   auto layout = dp_layout(g);
   if (!layout) return layout.errors();
   const int needed = layout->real_devices;

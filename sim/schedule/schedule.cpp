@@ -155,24 +155,27 @@ void Builder::build_group(int gi, int v) {
       }
     }
 
-    // overlap_ep_comm (1F1B): the cost model pairs backward u with the forward after it (all
-    // but a stage's last in-flight backwards have one). On the first stage, whose backwards
-    // send nothing, a paired backward's all-to-alls run beside that forward's compute, as the
-    // model's slots put them; the task waits after it. Elsewhere they stay where they are:
-    // waiting after the forward would hold back the gradient the stage before waits for. The
-    // forwards' all-to-alls, which the model hides behind the backward before them, stay too:
-    // a forward's exchange cannot start before its compute (docs/simulation.md, Overlapped
-    // all-to-alls).
-    const bool overlap_ep = p_.overlap_ep_comm && p_.schedule == cost::Schedule::OneFOneB && M >= 2 && si == 0;
+    // overlap_ep_comm (1F1B, interleaved): the cost model pairs a backward with the forward after
+    // it (all but a stage's last in-flight backwards have one). On the model's first chunk (the
+    // first stage's; interleaved, its first chunk only), whose backwards send nothing, a paired
+    // backward's all-to-alls run beside that forward's compute, as the model's slots put them;
+    // the task waits after it. Elsewhere they stay where they are: waiting after the forward
+    // would hold back the gradient the chunk before waits for (interleaved, the first stage's
+    // later chunks send theirs to the last stage). The forwards' all-to-alls, which the model
+    // hides behind the backward before them, stay too: a forward's exchange cannot start before
+    // its compute (docs/simulation.md, Overlapped all-to-alls).
+    const bool overlap_ep = p_.overlap_ep_comm && p_.schedule != cost::Schedule::GPipe && M >= 2 && si == 0;
     const int in_flight =
         static_cast<int>(cost::in_flight_micro_batches(p_.schedule, si, P, M, p_.virtual_stages));
     std::uint32_t pending = kNone;  // an overlapped all-to-all waiting for the next unit
     for (std::size_t pos = 0; pos < order.size(); ++pos) {
       const auto [bw, u] = order[pos];
       const auto [lc, mb] = unit_of(bw, u, P, v);
-      const bool overlapped = overlap_ep && bw && mb < M - in_flight && pos + 1 < order.size() &&
-                              !order[pos + 1].first;
       const int k = lc * P + si;
+      // (1F1B: the backwards before the cool-down; interleaved: any the stage's order follows
+      // with a forward.)
+      const bool overlapped = overlap_ep && bw && k == 0 && (v > 1 || mb < M - in_flight) &&
+                              pos + 1 < order.size() && !order[pos + 1].first;
       const Chunk& ch = chunks[k];
       Task base_task;
       base_task.device = dev;

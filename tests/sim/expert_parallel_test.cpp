@@ -170,14 +170,13 @@ TEST(ExpertParallel, TheTasksSplitTheUnitsCommunicationTime) {
 
 // The native engine's step, and every task's times, are those of the graph whose TP task carries
 // the all-to-alls too (the schedule before they had their own task): for 1F1B, interleaved with
-// full recompute (overlap_ep_comm too: the interleaved schedule places nothing beside another
-// unit), and tp 1 (no TP task to fold into), with routing skew. (Under 1F1B, overlap_ep_comm
-// places a paired backward's all-to-alls after the next unit's compute, which that fold cannot
-// express: ExpertParallel.OverlappedAllToAllsWaitAfterTheNextUnitsCompute.)
+// full recompute, interleaved under ZeRO 2 with routing skew, and tp 1 (no TP task to fold
+// into). (overlap_ep_comm places a paired backward's all-to-alls after the next unit's compute,
+// which that fold cannot express: ExpertParallel.OverlappedAllToAllsWaitAfterTheNextUnitsCompute.)
 TEST(ExpertParallel, TheNativeStepIsUnchangedToTheNanosecond) {
   for (const std::string& text :
        {moe(""), moe("schedule = \"interleaved\"\nvirtual_stages = 2\nrecompute = \"full\"\n"),
-        moe("overlap_ep_comm = true\nzero = 2\nschedule = \"interleaved\"\nvirtual_stages = 2\n", "routing_skew = 1.2\n"),
+        moe("zero = 2\nschedule = \"interleaved\"\nvirtual_stages = 2\n", "routing_skew = 1.2\n"),
         moe("", "", "tp = 1\npp = 2\ndp = 8\nep = 4\n")}) {
     const Scenario s = load(text);
     ASSERT_TRUE(s.plan) << text;
@@ -317,8 +316,11 @@ TEST(ExpertParallel, OverlappedAllToAllsWaitAfterTheNextUnitsCompute) {
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(tb->makespan, before->makespan);
   // Deeper and shallower pipelines (pp 1: one stage, 8 micro-batches of which 7 paired): the
-  // first stage only, the native step that of the same tasks blocking, ZeRO 3's per-layer tasks too.
-  for (const char* layout : {"tp = 2\npp = 4\ndp = 2\nep = 2\n", "tp = 2\npp = 1\ndp = 8\nep = 4\nzero = 3\n"}) {
+  // first stage only, the native step that of the same tasks blocking, ZeRO 3's per-layer tasks
+  // too; interleaved, the first stage's first chunk only (its later chunks send their gradients
+  // to the last stage).
+  for (const char* layout : {"tp = 2\npp = 4\ndp = 2\nep = 2\n", "tp = 2\npp = 1\ndp = 8\nep = 4\nzero = 3\n",
+                             "tp = 2\npp = 2\ndp = 4\nep = 4\nschedule = \"interleaved\"\nvirtual_stages = 2\n"}) {
     SCOPED_TRACE(layout);
     const Scenario d = load(moe("overlap_ep_comm = true\n", "", layout));
     ASSERT_TRUE(d.plan);
@@ -327,7 +329,10 @@ TEST(ExpertParallel, OverlappedAllToAllsWaitAfterTheNextUnitsCompute) {
     ASSERT_TRUE(td.ok());
     std::map<int, int> stages;
     for (const auto& t : gd.tasks)
-      if (t.overlapped) ++stages[gd.devices[t.device].stage];
+      if (t.overlapped) {
+        ++stages[gd.devices[t.device].stage];
+        EXPECT_EQ(t.chunk, 0) << schedule::task_name(t);
+      }
     ASSERT_EQ(stages.size(), 1u);
     EXPECT_EQ(stages.begin()->first, 0);
     EXPECT_GT(stages.begin()->second, 0);
