@@ -52,8 +52,8 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       if (si > 0) pp_comm += costs[gi][si - 1].send_next * v;
       // Interleaved: the last stage also sends v − 1 activations a micro-batch on to stage 0
       // (its chunks hand over to stage 0's next chunk), and stage 0 sends v − 1 gradients back
-      // to it; priced on stage 0's link, as the schedule prices that wrap-around.
-      if (v > 1 && pp > 1 && (si == 0 || si == pp - 1)) pp_comm += costs[gi][0].send_next * (v - 1);
+      // to it; priced on that pair's links (StageCost::send_wrap), as the schedule prices them.
+      if (v > 1 && pp > 1 && (si == 0 || si == pp - 1)) pp_comm += costs[gi][pp - 1].send_wrap * (v - 1);
       per_mb[si].add("forward", c.fwd(L));
       per_mb[si].add("backward", c.bwd(L));
       per_mb[si].add("recompute", c.recompute(L));

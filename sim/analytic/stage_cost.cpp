@@ -644,6 +644,25 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         g.inter = slower(nic_cost(pool, cl.network), nic_cost(pb, cl.network));
         c.send_next = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
       }
+      // Interleaved: the last stage's chunks hand their activation on to the first stage's next
+      // chunk, and the first stage sends the gradients back: that pair's own message, on its own
+      // links (the first stage's block and this one share a node only when every stage's block
+      // lies in that node).
+      if (last && pp > 1 && p.schedule == cost::Schedule::Interleaved && p.virtual_stages > 1) {
+        const plan::Stage& fs = grp.stages[0];
+        const hw::PoolSpec& pf = cl.pools[fs.pool];
+        const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, fs.tp) : 1;
+        CommGroup g;
+        g.ranks = 2;
+        const int dpn = std::max(1, pool.devices_per_node);
+        const int gi = static_cast<int>(&grp - p.groups.data());
+        const int a = starts[gi][0], b = starts[gi][si];
+        const bool same_node = st.pool == fs.pool && a / dpn == (b + st.tp * grp.replicas - 1) / dpn;
+        g.ranks_per_node = same_node ? 2 : 1;
+        g.intra = fabric_cost(pool);
+        g.inter = slower(nic_cost(pool, cl.network), nic_cost(pf, cl.network));
+        c.send_wrap = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
+      }
 
       // Data-parallel sync of this stage's parameters. The replicas' copies of its layers form
       // the DP group; Megatron orders ranks tp, dp, pp, so a node of D devices holds D/tp

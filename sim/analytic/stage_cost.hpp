@@ -39,6 +39,9 @@ struct StageCost {
   /// One activation message to the next stage (its gradient comes back at the same size);
   /// 0 on the last stage.
   Duration send_next;
+  /// Interleaved, on the last stage: one message between it and the first stage (its chunks
+  /// hand over to the first stage's next chunk; the gradient comes back); 0 otherwise.
+  Duration send_wrap;
   /// pipeline_scatter_gather without sequence parallelism: the sender splits each message over
   /// its TP ranks and this stage's ranks all-gather it on receipt, one TP all-gather of the
   /// micro-batch's activation per received message (0 otherwise), blocking like the layers'

@@ -376,10 +376,10 @@ TEST(Estimate, PipelineSendsAreScatteredOverTheTensorParallelRanks) {
 
 // Interleaved pipelines: every stage sends v activations a micro-batch to the next stage and v
 // gradients back, except that the last stage hands v − 1 of its chunks on to stage 0 (the
-// wrap-around) and stage 0 sends v − 1 gradients back to it, priced on stage 0's link, as the
-// schedule runs them. 3 stages, v = 2: stage 0 = v·s0 + (v−1)·s0, stage 1 = v·s1 + v·s0, stage
-// 2 = v·s1 + (v−1)·s0 (s_i the send between stages i and i + 1); without interleaving, no
-// wrap-around.
+// wrap-around) and stage 0 sends v − 1 gradients back to it, priced on that pair's links (w,
+// StageCost::send_wrap), as the schedule runs them. 3 stages, v = 2: stage 0 = v·s0 + (v−1)·w,
+// stage 1 = v·s1 + v·s0, stage 2 = v·s1 + (v−1)·w (s_i the send between stages i and i + 1);
+// without interleaving, no wrap-around. Here every stage fills its own node: w = s0.
 TEST(Estimate, InterleavedPipelinesCountTheWrapAroundSends) {
   auto stages = [](const std::string& schedule) {
     const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 6\n[training]\nglobal_batch = 6\nseq_len = 4096\n"
@@ -389,15 +389,50 @@ TEST(Estimate, InterleavedPipelinesCountTheWrapAroundSends) {
     return std::make_pair(analytic::stage_costs(s, *s.plan).at(0), analytic::estimate(s, *s.plan).stages);
   };
   const auto [c, e] = stages("schedule = \"interleaved\"\nvirtual_stages = 2\n");
-  const double s0 = c[0].send_next.v, s1 = c[1].send_next.v;
+  const double s0 = c[0].send_next.v, s1 = c[1].send_next.v, w = c[2].send_wrap.v;
   ASSERT_GT(s0, 0);
+  EXPECT_DOUBLE_EQ(w, s0);
+  EXPECT_EQ(c[0].send_wrap.v, 0);
   ASSERT_EQ(e.size(), 3u);
-  EXPECT_NEAR(e[0].per_micro_batch.get("pp comm").v, 2 * s0 + 1 * s0, 1e-15);
+  EXPECT_NEAR(e[0].per_micro_batch.get("pp comm").v, 2 * s0 + 1 * w, 1e-15);
   EXPECT_NEAR(e[1].per_micro_batch.get("pp comm").v, 2 * s1 + 2 * s0, 1e-15);
-  EXPECT_NEAR(e[2].per_micro_batch.get("pp comm").v, 2 * s1 + 1 * s0, 1e-15);
+  EXPECT_NEAR(e[2].per_micro_batch.get("pp comm").v, 2 * s1 + 1 * w, 1e-15);
   const auto [c1, plain] = stages("schedule = \"1f1b\"\n");
+  EXPECT_EQ(c1[2].send_wrap.v, 0);
   EXPECT_NEAR(plain[0].per_micro_batch.get("pp comm").v, c1[0].send_next.v, 1e-15);
   EXPECT_NEAR(plain[2].per_micro_batch.get("pp comm").v, c1[1].send_next.v, 1e-15);
+}
+
+// The wrap-around has links of its own: 4 stages of tp 1 · 4 replicas on two nodes of 8 (blocks
+// of 4 devices: stages 0-1 on node 0, 2-3 on node 1). Stage 0 sends to stage 1 over NVLink, but
+// the last stage hands on to stage 0 across the nodes, over the NICs: the estimate and the
+// schedule's wrap-around sends price that (before 2026-12-07 both took stage 0's NVLink send).
+TEST(Estimate, TheInterleavedWrapAroundCrossesTheNodesItsStagesAreOn) {
+  const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
+                          "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n"
+                          "[parallel]\ntp = 1\npp = 4\ndp = 4\nmicro_batch = 1\nschedule = \"interleaved\"\nvirtual_stages = 2\n");
+  ASSERT_TRUE(s.plan);
+  const auto c = analytic::stage_costs(s, *s.plan).at(0);
+  const double s0 = c[0].send_next.v, s1 = c[1].send_next.v, w = c[3].send_wrap.v;
+  EXPECT_GT(w, 2 * s0) << "the wrap-around crosses the nodes, stage 0 -> 1 does not";
+  EXPECT_GT(s1, 2 * s0);  // stage 1 -> 2 crosses them too
+  EXPECT_NEAR(w, s1, s1 * 1e-9);
+  const auto e = analytic::estimate(s, *s.plan).stages;
+  EXPECT_NEAR(e[0].per_micro_batch.get("pp comm").v, 2 * s0 + 1 * w, 1e-15);
+  // The schedule's sends between the last stage and the first take the same time.
+  const auto g = schedule::build_schedule(s, *s.plan);
+  int wraps = 0;
+  for (const auto& t : g.tasks) {
+    const bool send = t.kind == schedule::TaskKind::SendActivation || t.kind == schedule::TaskKind::SendGradient;
+    if (!send) continue;
+    const int stage = g.devices[t.device].stage;
+    const bool wrap = (t.kind == schedule::TaskKind::SendActivation && stage == 3) ||
+                      (t.kind == schedule::TaskKind::SendGradient && stage == 0);
+    if (!wrap) continue;
+    ++wraps;
+    EXPECT_EQ(t.duration, schedule::to_ns(c[3].send_wrap));
+  }
+  EXPECT_EQ(wraps, 2 * 4);  // (v − 1) each way per micro-batch, 4 micro-batches a replica
 }
 
 // Expert parallelism (issue 15): each rank holds experts/ep of a MoE layer's routed experts —

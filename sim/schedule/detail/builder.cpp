@@ -242,7 +242,7 @@ Duration Builder::send_cost(const std::vector<analytic::StageCost>& costs, int f
   const int lo = std::min(from, to);
   const int hi = std::max(from, to);
   if (hi == lo + 1) return costs[lo].send_next;
-  return costs[0].send_next;
+  return costs[hi].send_wrap;  // the interleaved wrap-around between the last stage and the first
 }
 
 void Builder::link_dp_collectives() {

@@ -109,8 +109,8 @@ class Builder {
                         TaskKind kind, bool cross = false, int mb = -1);
 
   // The time to send one micro-batch's activation (or gradient) between two stages: the link
-  // cost computed for the pair (a, a+1) in stage_costs; for the interleaved wrap-around from
-  // the last stage to the first, the first stage's link.
+  // cost computed for the pair (a, a+1) in stage_costs; for the interleaved wrap-around
+  // between the last stage and the first, that pair's (StageCost::send_wrap).
   static Duration send_cost(const std::vector<analytic::StageCost>& costs, int from, int to);
 
   // Every layer's DP collective joins the same layer's tasks in the other groups.
