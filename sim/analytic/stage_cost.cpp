@@ -625,44 +625,30 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         c.regathers_bwd = v - (last ? 1 : 0);
       }
       if (pp > 1) c.send_call = {Collective::SendRecv, sbh * e};
-      if (!last) {
-        const plan::Stage& nx = grp.stages[si + 1];
-        const hw::PoolSpec& pb = cl.pools[nx.pool];
-        const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, nx.tp) : 1;
-        CommGroup g;
-        g.ranks = 2;
-        // The message stays in a node when this stage's block and the next one lie in the same
-        // node (Megatron's rank order tp, dp, pp puts a stage's tp·replicas devices together and
-        // the next stage's right after: on nodes of 8, blocks of 4 pair stages 0–1, not 1–2).
+      // One message between this stage and stage `o` of its group. It stays in a node when the
+      // two stages' blocks lie in the same node (Megatron's rank order tp, dp, pp puts a stage's
+      // tp·replicas devices together and the next stage's right after: on nodes of 8, blocks of
+      // 4 pair stages 0–1, not 1–2; the first and the last stage only when every block is there).
+      auto send_to = [&](int o) {
+        const plan::Stage& os = grp.stages[static_cast<std::size_t>(o)];
+        const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, os.tp) : 1;
         const int dpn = std::max(1, pool.devices_per_node);
         const int gi = static_cast<int>(&grp - p.groups.data());
-        const int a = starts[gi][si], b = starts[gi][si + 1];
-        // (The blocks of a group are placed in stage order: b follows a.)
-        const bool same_node = st.pool == nx.pool && a / dpn == (b + nx.tp * grp.replicas - 1) / dpn;
-        g.ranks_per_node = same_node ? 2 : 1;
+        const int lo = std::min(si, o), hi = std::max(si, o);
+        // (The blocks of a group are placed in stage order: hi's follows lo's.)
+        const int lo_device = starts[gi][lo];
+        const int hi_device = starts[gi][hi] + grp.stages[static_cast<std::size_t>(hi)].tp * grp.replicas - 1;
+        CommGroup g;
+        g.ranks = 2;
+        g.ranks_per_node = st.pool == os.pool && lo_device / dpn == hi_device / dpn ? 2 : 1;
         g.intra = fabric_cost(pool);
-        g.inter = slower(nic_cost(pool, cl.network), nic_cost(pb, cl.network));
-        c.send_next = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
-      }
+        g.inter = slower(nic_cost(pool, cl.network), nic_cost(cl.pools[os.pool], cl.network));
+        return cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
+      };
+      if (!last) c.send_next = send_to(si + 1);
       // Interleaved: the last stage's chunks hand their activation on to the first stage's next
-      // chunk, and the first stage sends the gradients back: that pair's own message, on its own
-      // links (the first stage's block and this one share a node only when every stage's block
-      // lies in that node).
-      if (last && pp > 1 && p.schedule == cost::Schedule::Interleaved && p.virtual_stages > 1) {
-        const plan::Stage& fs = grp.stages[0];
-        const hw::PoolSpec& pf = cl.pools[fs.pool];
-        const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, fs.tp) : 1;
-        CommGroup g;
-        g.ranks = 2;
-        const int dpn = std::max(1, pool.devices_per_node);
-        const int gi = static_cast<int>(&grp - p.groups.data());
-        const int a = starts[gi][0], b = starts[gi][si];
-        const bool same_node = st.pool == fs.pool && a / dpn == (b + st.tp * grp.replicas - 1) / dpn;
-        g.ranks_per_node = same_node ? 2 : 1;
-        g.intra = fabric_cost(pool);
-        g.inter = slower(nic_cost(pool, cl.network), nic_cost(pf, cl.network));
-        c.send_wrap = cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
-      }
+      // chunk, and the first stage sends the gradients back: that pair's own message.
+      if (last && pp > 1 && p.schedule == cost::Schedule::Interleaved && p.virtual_stages > 1) c.send_wrap = send_to(0);
 
       // Data-parallel sync of this stage's parameters. The replicas' copies of its layers form
       // the DP group; Megatron orders ranks tp, dp, pp, so a node of D devices holds D/tp
