@@ -632,16 +632,18 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       auto send_to = [&](int o) {
         const plan::Stage& os = grp.stages[static_cast<std::size_t>(o)];
         const double scatter = p.sequence_parallel || tr.pipeline_scatter_gather ? std::max(st.tp, os.tp) : 1;
-        const int dpn = std::max(1, pool.devices_per_node);
         const int gi = static_cast<int>(&grp - p.groups.data());
         const int lo = std::min(si, o), hi = std::max(si, o);
+        // (Priced from the pair alone, whichever end asks: the lower stage's node and fabric.)
+        const hw::PoolSpec& lo_pool = cl.pools[grp.stages[static_cast<std::size_t>(lo)].pool];
+        const int dpn = std::max(1, lo_pool.devices_per_node);
         // (The blocks of a group are placed in stage order: hi's follows lo's.)
         const int lo_device = starts[gi][lo];
         const int hi_device = starts[gi][hi] + grp.stages[static_cast<std::size_t>(hi)].tp * grp.replicas - 1;
         CommGroup g;
         g.ranks = 2;
         g.ranks_per_node = st.pool == os.pool && lo_device / dpn == hi_device / dpn ? 2 : 1;
-        g.intra = fabric_cost(pool);
+        g.intra = fabric_cost(lo_pool);
         g.inter = slower(nic_cost(pool, cl.network), nic_cost(cl.pools[os.pool], cl.network));
         return cost::collective_time(Collective::SendRecv, Bytes{sbh * e / scatter}, g).time.total();
       };

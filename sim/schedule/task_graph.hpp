@@ -86,9 +86,10 @@ struct Task {
   /// sequence parallelism, or pipeline_scatter_gather; each rank sends its slice
   /// (pipeline_feeders, pipeline_share).
   bool split = false;
-  /// A first-stage backward's EP all-to-all under overlap_ep_comm whose exchange runs beside the
-  /// device's next compute unit (the forward the cost model pairs it with in the steady state of
-  /// 1F1B): it starts when its own unit's compute (and TP collective) ends; the task itself sits
+  /// A backward's EP all-to-all under overlap_ep_comm whose exchange runs beside the
+  /// device's next compute unit (the forward the cost model pairs it with; on the model's first
+  /// chunk, under 1F1B or the interleaved schedule): it starts when its own unit's compute (and
+  /// TP collective) ends; the task itself sits
   /// after that forward's compute and is the exposed wait for it (docs/simulation.md, Overlapped
   /// all-to-alls).
   bool overlapped = false;

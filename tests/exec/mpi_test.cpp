@@ -213,7 +213,9 @@ int failure_demo() {
 }
 
 // A MoE plan with overlap_ep_comm for the three processes: dp 3 · ep 3, two micro-batches each,
-// so that each device's first backward has its all-to-alls beside the second forward.
+// so that each device's first backward has its all-to-alls beside the second forward; ZeRO 2,
+// whose reduce-scatter after that backward runs on the device thread, over the DP group's own
+// communicator, while the exchange is in flight.
 Result<Scenario> overlapped_moe() {
   return test::parse(
       "[model]\npreset = \"tiny\"\nlayers = 2\nhidden = 96\nheads = 4\nkv_heads = 4\nexperts = 3\ntop_k = 2\n"
@@ -223,13 +225,14 @@ Result<Scenario> overlapped_moe() {
       "[[cluster.pool]]\nnodes = 1\n[cluster.pool.device]\nname = \"core\"\npeak = { fp32 = \"20GFLOPS\" }\n"
       "memory = \"1GiB\"\nmemory_bandwidth = \"10GB/s\"\nnode = { devices = 3, fabric = \"shm\", nics = 1, nic = \"shm\" }\n"
       "[memory]\nruntime_reserve = \"0GiB\"\ncomm_buffers = \"0GiB\"\nfragmentation = 0.0\n"
-      "[parallel]\ntp = 1\npp = 1\ndp = 3\nep = 3\nmicro_batch = 1\noverlap_ep_comm = true\n");
+      "[parallel]\ntp = 1\npp = 1\ndp = 3\nep = 3\nzero = 2\nmicro_batch = 1\noverlap_ep_comm = true\n");
 }
 
 // overlap_ep_comm under mpirun: each process's paired exchange runs on a second thread, on its
-// EP group's own communicator, while the device thread makes its other MPI calls (tokens, the
-// gradient reduction); Open MPI gives the MPI_THREAD_MULTIPLE that needs. Rank 0 gets every task
-// measured, every dependency kept, the overlapped ones among them.
+// EP group's own communicator, while the device thread makes its other MPI calls (ZeRO 2's
+// reduce-scatter of the backward before, on the DP group's communicator); Open MPI gives the
+// MPI_THREAD_MULTIPLE that needs. Rank 0 gets every task measured, every dependency kept, the
+// overlapped ones among them.
 TEST(Mpi, OverlappedAllToAllsRunOneProcessPerDevice) {
   ASSERT_EQ(world->size(), 3) << "ctest runs this with 3 processes";
   if (!world->concurrent()) GTEST_SKIP() << "this MPI library gives no MPI_THREAD_MULTIPLE";
@@ -242,6 +245,26 @@ TEST(Mpi, OverlappedAllToAllsRunOneProcessPerDevice) {
   const auto& g = r->graph;
   const auto overlapped = std::count_if(g.tasks.begin(), g.tasks.end(), [](const schedule::Task& t) { return t.overlapped; });
   EXPECT_GT(overlapped, 0);
+  // The device thread's MPI calls while an exchange is in flight: a gradient reduce-scatter of
+  // the same device that runs after the exchange's backward and before its wait.
+  int reduces_beside = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    if (!g.tasks[i].overlapped) continue;
+    // The exchange starts when its own unit's last task ends (as the replay launches it).
+    schedule::SimTime launched = 0;
+    for (std::uint32_t p = 0; p < g.size(); ++p)
+      for (std::uint32_t k = g.succ_begin[p]; k < g.succ_begin[p + 1]; ++k)
+        if (g.succ[k] == i && g.tasks[p].micro_batch == g.tasks[i].micro_batch &&
+            g.tasks[p].kind != schedule::TaskKind::EpAllToAll)
+          launched = std::max(launched, r->predicted.end[p]);
+    for (std::uint32_t j = 0; j < g.size(); ++j) {
+      const auto& u = g.tasks[j];
+      if (u.device == g.tasks[i].device && u.kind == schedule::TaskKind::GradReduce &&
+          r->predicted.start[j] >= launched && r->predicted.start[j] < r->predicted.start[i])
+        ++reduces_beside;
+    }
+  }
+  EXPECT_GT(reduces_beside, 0);
   check_measured(*r);
 }
 

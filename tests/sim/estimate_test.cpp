@@ -433,6 +433,19 @@ TEST(Estimate, TheInterleavedWrapAroundCrossesTheNodesItsStagesAreOn) {
     EXPECT_EQ(t.duration, schedule::to_ns(c[3].send_wrap));
   }
   EXPECT_EQ(wraps, 2 * 4);  // (v − 1) each way per micro-batch, 4 micro-batches a replica
+
+  // At pp 2 the wrap-around is the pair (1, 0) itself: the estimate's send_wrap and the
+  // schedule's send (stage 0's send_next) are one price, even over two pools of other fabrics.
+  const Scenario two = load("[model]\npreset = \"llama3-8b\"\nlayers = 8\n[training]\nglobal_batch = 8\nseq_len = 4096\n"
+                            "[[cluster.pool]]\nname = \"h\"\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+                            "[[cluster.pool]]\nname = \"a\"\ndevice = \"a100-sxm4-80gb\"\nnodes = 1\n"
+                            "[parallel]\nmicro_batch = 1\nschedule = \"interleaved\"\nvirtual_stages = 2\n"
+                            "[[parallel.replicas]]\ncount = 1\nmicro_batches = 8\n"
+                            "stages = [{pool = \"h\", tp = 8, layers = 4}, {pool = \"a\", tp = 8, layers = 4}]\n");
+  ASSERT_TRUE(two.plan);
+  const auto c2 = analytic::stage_costs(two, *two.plan).at(0);
+  EXPECT_GT(c2[0].send_next.v, 0);
+  EXPECT_EQ(c2[1].send_wrap.v, c2[0].send_next.v);
 }
 
 // Expert parallelism (issue 15): each rank holds experts/ep of a MoE layer's routed experts —
