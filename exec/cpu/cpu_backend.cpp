@@ -94,7 +94,7 @@ class CpuDevice final : public Device {
       return Diagnostic{{}, "", name() + ": out of memory allocating " + std::to_string(bytes) + " bytes (" +
                                     std::to_string(live_) + " of " + std::to_string(capacity_) + " in use)",
                         "more memory per cpu device (--memory GiB), or a smaller plan (--fit)"};
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    const std::size_t rounded = block_size(bytes);
     void* p = nullptr;
     if (auto it = cached_.find(rounded); it != cached_.end() && !it->second.empty()) {
       p = it->second.back();
@@ -116,7 +116,7 @@ class CpuDevice final : public Device {
   void release(void* p, std::size_t bytes) override {
     HETSIM_ASSERT(p != nullptr && bytes <= live_, "release() of a block allocate() did not give");
     live_ -= bytes;
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    const std::size_t rounded = block_size(bytes);
     if (cached_bytes_ + rounded > kCacheBytes) {
       std::free(p);
       return;
@@ -317,6 +317,9 @@ class CpuDevice final : public Device {
     kernel();
     pacer_.idle_after(began);
   }
+
+  // What allocate() hands out for `bytes`: whole 64-byte lines (aligned_alloc's alignment).
+  static std::size_t block_size(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
   void drop_cache() {
     for (auto& [size, blocks] : cached_)

@@ -340,9 +340,9 @@ Diagnostics make_inboxes(ReplayRun& run) {
   return {};
 }
 
-// Runs one step on every local real device, a thread each. The step's clock starts (`origin`, state.t0) once every thread
-// has started and allocated its resident state, so that starting threads is not timed as the
-// step's first task.
+// Runs one step on every local real device, a thread each. The step's clock starts (`origin`,
+// state.t0) once every thread has started and allocated its resident state, so that starting
+// threads is not timed as the step's first task.
 void run_step(ReplayRun& run, StepState& state, const std::function<std::int64_t()>& origin) {
   std::vector<std::thread> threads;
   std::atomic<int> ready{0};

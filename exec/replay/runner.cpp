@@ -353,16 +353,17 @@ void DeviceRunner::run_optimizer() {
   timed(kOptimizerClass);
 }
 
-// Per MoE layer of the unit: dispatch and combine (after a forward), their gradients (after a
-// backward) and, under full recompute, the forward's pair again. Each an all-to-all of this
-// expert_tp rank's share (1/expert_tp; with expert_tp = tp its tp rank's) of the rows its EP
-// rank's tokens send each EP rank (folded, its expert_tp group's sequence shards: draw_routing), h wide in the training format,
-// every message padded to the busiest pair's (the cost model charges every rank the busiest's
-// load). Its predecessor is the unit's compute, or the TP collective after it.
-// The hierarchical dispatch over several nodes: each round a network step on the rank's rail
-// (each token once per node its experts are on) and a fabric step within its node (the copies
-// for the node's other ranks), one after the other (DeepEP runs them side by side: the measured
-// time is their sum, the prediction their larger).
+// The exchanges of EP task `id`, in order. Per MoE layer of the unit: dispatch and combine
+// (after a forward), their gradients (after a backward) and, under full recompute, the forward's
+// pair again. Each an all-to-all of this expert_tp rank's share (1/expert_tp; with expert_tp = tp
+// its tp rank's) of the rows its EP rank's tokens send each EP rank (folded, its expert_tp
+// group's sequence shards: draw_routing), h wide in the training format, every message padded
+// to the busiest pair's (the cost model charges every rank the busiest's load). The task's own
+// unit is its predecessors of the same chunk and micro-batch: the compute, or the TP collective
+// after it. The hierarchical dispatch over several nodes: each round a network step on the
+// rank's rail (each token once per node its experts are on) and a fabric step within its node
+// (the copies for the node's other ranks), one after the other (DeepEP runs them side by side:
+// the measured time is their sum, the prediction their larger).
 std::vector<DeviceRunner::Exchange> DeviceRunner::exchanges_of(std::uint32_t id) const {
   const auto& t = g_.tasks[id];
   const auto& preds = run_.preds;
@@ -463,8 +464,7 @@ void DeviceRunner::wait_exchange() {
 std::string DeviceRunner::where(std::uint32_t id) const { return " in task '" + schedule::task_name(g_.tasks[id]) + "'"; }
 
 // Ends task `id` (its own block `own`): waits for the device, fails on a device, memory or
-// communicator error, keeps the task's activations, records its times and tells its successors.
-
+// communicator error, keeps the task's activations, tells its successors and records its times.
 bool DeviceRunner::finish(std::uint32_t id, void* own) {
   const auto& t = g_.tasks[id];
   dev_.record();

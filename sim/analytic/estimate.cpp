@@ -48,12 +48,8 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
     for (int si = 0; si < pp; ++si) {
       const StageCost& c = costs[gi][si];
       const int L = grp.stages[si].layers;
-      Duration pp_comm = c.send_next * v;
-      if (si > 0) pp_comm += costs[gi][si - 1].send_next * v;
-      // Interleaved: the last stage also sends v − 1 activations a micro-batch on to stage 0
-      // (its chunks hand over to stage 0's next chunk), and stage 0 sends v − 1 gradients back
-      // to it; priced on that pair's links (StageCost::send_wrap), as the schedule prices them.
-      if (v > 1 && pp > 1 && (si == 0 || si == pp - 1)) pp_comm += costs[gi][pp - 1].send_wrap * (v - 1);
+      // (Interleaved, the first and the last stage also the wrap-around between them.)
+      const Duration pp_comm = pipeline_sends(costs[gi], static_cast<std::size_t>(si), v);
       per_mb[si].add("forward", c.fwd(L));
       per_mb[si].add("backward", c.bwd(L));
       per_mb[si].add("recompute", c.recompute(L));

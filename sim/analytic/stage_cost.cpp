@@ -835,6 +835,13 @@ int group_ranks_per_node(int devices_per_node, int stride, int ranks) {
   return k;
 }
 
+Duration pipeline_sends(const std::vector<StageCost>& costs, std::size_t i, int v) {
+  Duration t = costs[i].send_next * v;
+  if (i > 0) t += costs[i - 1].send_next * v;
+  if (v > 1 && costs.size() > 1 && (i == 0 || i + 1 == costs.size())) t += costs.back().send_wrap * (v - 1);
+  return t;
+}
+
 double sharded_params(const StageCost& c, int shard, int ep) {
   return (c.params - c.expert_params) / shard + c.expert_params / std::max(1, shard * c.expert_fold / std::max(1, ep));
 }

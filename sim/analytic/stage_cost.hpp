@@ -134,5 +134,11 @@ struct StageCost {
 /// of them, the routed experts' over the shard·expert_fold/ep ranks that hold the same experts.
 [[nodiscard]] double sharded_params(const StageCost& c, int shard, int ep);
 
+/// One micro-batch's pipeline messages on stage `i` of a group (`costs`: the group's stages,
+/// `v` chunks per stage): v sends to the next stage and v from the previous one and, interleaved,
+/// the first and the last stage's v − 1 wrap-around sends each way (StageCost::send_wrap), as
+/// the schedule runs them.
+[[nodiscard]] Duration pipeline_sends(const std::vector<StageCost>& costs, std::size_t i, int v);
+
 
 }  // namespace hetsim::analytic

@@ -44,22 +44,14 @@ struct GroupTime {
   [[nodiscard]] double at(double m) const { return m * cmax + fill; }
 };
 
-// Interleaved: the first and the last stage's v − 1 wrap-around sends a micro-batch each way
-// (as the estimate counts them: StageCost::send_wrap).
-Duration wrap_around(const std::vector<analytic::StageCost>& c, std::size_t i, int v) {
-  if (v <= 1 || c.size() < 2 || (i != 0 && i + 1 != c.size())) return Duration{0};
-  return c.back().send_wrap * (v - 1);
-}
-
 std::vector<double> stage_times(const plan::Plan& p, std::size_t g, const std::vector<analytic::StageCost>& c) {
   const auto& grp = p.groups[g];
   const int v = virtual_of(p);
   std::vector<double> out;
   for (std::size_t i = 0; i < grp.stages.size(); ++i) {
     const int L = grp.stages[i].layers;
-    Duration t = c[i].fwd(L) + c[i].bwd(L) + c[i].recompute(L) + c[i].tp(L) + c[i].ep(L) + c[i].send_next * v;
-    if (i > 0) t += c[i - 1].send_next * v;
-    t += wrap_around(c, i, v);
+    const Duration t =
+        c[i].fwd(L) + c[i].bwd(L) + c[i].recompute(L) + c[i].tp(L) + c[i].ep(L) + analytic::pipeline_sends(c, i, v);
     out.push_back(t.v);
   }
   return out;
@@ -95,9 +87,7 @@ std::vector<StageLine> stage_lines(const Scenario& s, const plan::Plan& p, std::
     ln.b = (c.layer_fwd + c.layer_bwd + c.layer_recompute + c.layer_tp_fwd + c.layer_tp_bwd + c.layer_tp_recompute +
             c.layer_ep_fwd + c.layer_ep_bwd + c.layer_ep_recompute).v;
     ln.a = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.pipeline_regather() +
-            c.send_next * v).v;
-    if (i > 0) ln.a += costs[static_cast<std::size_t>(i - 1)].send_next.v * v;
-    ln.a += wrap_around(costs, static_cast<std::size_t>(i), v).v;
+            analytic::pipeline_sends(costs, static_cast<std::size_t>(i), v)).v;
     const auto& mi = c.memory;
     const double d = std::max(1, mi.dp);
     const double per_param = mi.state.weights / (mi.zero >= 3 ? d : 1) + mi.state.grads / (mi.zero >= 2 ? d : 1) +
