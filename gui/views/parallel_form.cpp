@@ -70,6 +70,10 @@ void ParallelForm::lay_out() {
   add_choice(f, tr("Schedule"), kParallel, "schedule", {"gpipe", "1f1b", "interleaved"}, tr("empty: 1f1b"), "1f1b");
   add_line(f, tr("Virtual stages"), kParallel, "virtual_stages", {},
            tr("model chunks per stage with \"interleaved\" (2 when empty), else 1"));
+  add_line(f, tr("Pipeline runs"), kParallel, "pipeline_runs", "1",
+           tr("the step's micro-batches as this many pipeline schedules one after another, each filling and "
+              "draining (gradient accumulation around a PyTorch pipeline schedule: torchtitan, NeMo Automodel); "
+              "divides every group's micro-batches"));
   add_choice(f, tr("Recompute"), kParallel, "recompute", {"none", "selective", "full", "selective_op"},
              tr("activation recomputation; empty: none"), "none");
   add_choice(f, tr("ZeRO"), kParallel, "zero", {"0", "1", "2", "3"},

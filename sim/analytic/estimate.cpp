@@ -61,7 +61,9 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
 
     // Pipeline time (docs/cost-models.md#pipeline): with c_i the per-micro-batch time of stage
     // i and m micro-batches, T = m·max c + (Σ c − max c)/v. Uniform stages give the closed form
-    // (m + p − 1)·c for 1F1B and GPipe, and (m + (p − 1)/v)·c for interleaved 1F1B.
+    // (m + p − 1)·c for 1F1B and GPipe, and (m + (p − 1)/v)·c for interleaved 1F1B. Run as R
+    // pipeline schedules of m/R micro-batches each (pipeline_runs), every run fills and drains:
+    // T = m·max c + R·(Σ c − max c)/v.
     Duration cmax{0}, csum{0};
     int bottleneck = 0;
     for (int si = 0; si < pp; ++si) {
@@ -70,7 +72,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       if (c > cmax) { cmax = c; bottleneck = si; }
     }
     const double mb = grp.micro_batches;
-    const Duration pipe = cmax * mb + (csum - cmax) / v;
+    const Duration pipe = cmax * mb + (csum - cmax) * p.pipeline_runs / v;
     est.groups.push_back({grp.replicas, grp.micro_batches, pipe});
     if (pipe >= pipe_max) {
       pipe_max = pipe;
@@ -151,7 +153,7 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       dp_exposed_max = max(dp_exposed_max, se.dp_exposed);
       optimizer_max = max(optimizer_max, se.optimizer);
 
-      se.in_flight = cost::in_flight_micro_batches(p.schedule, si, pp, grp.micro_batches, v);
+      se.in_flight = cost::in_flight_micro_batches(p.schedule, si, pp, p.run_micro_batches(grp), v);
       cost::DeviceMemoryInput mi = c.memory;
       mi.activations_per_micro_batch = c.act_per_layer * st.layers + c.act_edge;
       mi.in_flight = se.in_flight;

@@ -509,7 +509,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       c.layer_ep_fwd = lc.dispatch + lc.a2a;
       c.layer_ep_bwd = lc.dispatch + lc.a2a;
       c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.dispatch + lc.a2a : Duration{0};
-      if (p.overlap_ep_comm && p.schedule != cost::Schedule::GPipe && grp.micro_batches >= 2 && lc.a2a.v > 0) {
+      if (p.overlap_ep_comm && p.schedule != cost::Schedule::GPipe && p.run_micro_batches(grp) >= 2 && lc.a2a.v > 0) {
         // overlap_ep_comm (Megatron-Core's combined 1F1B with EP all-to-all overlap, DeepSeek-V3's
         // DualPipe): in the steady state one micro-batch's forward of a layer runs merged with
         // another's backward of it, in four slots whose exchange hides behind the other pass's
@@ -533,8 +533,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
           a2a += exchange;
           exposed += max(exchange - compute, Duration{0}) + min(exchange, compute) * slow;
         }
-        const double unpaired =
-            cost::in_flight_micro_batches(p.schedule, si, pp, grp.micro_batches, p.virtual_stages) / grp.micro_batches;
+        // (Per pipeline run: a run's last in-flight backwards have no forward after them.)
+        const double unpaired = cost::in_flight_micro_batches(p.schedule, si, pp, p.run_micro_batches(grp), p.virtual_stages) /
+                                p.run_micro_batches(grp);
         const double keep = unpaired + (1 - unpaired) * (exposed / a2a);  // each pass keeps its share
         c.layer_ep_fwd = c.layer_ep_fwd * keep;
         c.layer_ep_bwd = c.layer_ep_bwd * keep;

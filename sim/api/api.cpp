@@ -54,6 +54,7 @@ std::optional<engine::StepDistribution> sample_estimate(const Scenario& s, const
     cg.replicas = g.replicas / std::max(1, p.cp);  // a sequence's cp replicas draw as one unit
     cg.micro_batches = g.micro_batches;
     cg.virtual_stages = p.schedule == cost::Schedule::Interleaved ? p.virtual_stages : 1;
+    cg.pipeline_runs = p.pipeline_runs;
     groups.push_back(std::move(cg));
   }
   for (const auto& st : e.stages) {

@@ -268,7 +268,7 @@ StepDistribution sample_closed_form(const std::vector<ClosedFormGroup>& groups, 
       csum += x;
       if (x > cmax) cmax = x;
     }
-    return cmax * static_cast<double>(g.micro_batches) + (csum - cmax) / g.virtual_stages;
+    return cmax * static_cast<double>(g.micro_batches) + (csum - cmax) * g.pipeline_runs / g.virtual_stages;
   };
   Duration pipe0{0}, opt0{0};
   std::int64_t n = 0;

@@ -91,7 +91,7 @@ struct ClosedFormGroup {
     Duration compute;       ///< its forward, backward and recompute: what a factor scales
     Duration optimizer;     ///< the stage's optimizer step, scaled too
   };
-  int replicas = 1, micro_batches = 1, virtual_stages = 1;
+  int replicas = 1, micro_batches = 1, virtual_stages = 1, pipeline_runs = 1;
   std::vector<Stage> stages;
 };
 

@@ -132,6 +132,7 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   if (p.fp8_dispatch) j["fp8_dispatch"] = true;  // absent: false (plans written before it)
   if (p.cp > 1) j["cp"] = p.cp;  // absent: 1 (plans written before context parallelism)
   if (p.cp_comm != plan::Plan::CpComm::Ring) j["cp_comm"] = kCpComm.name(p.cp_comm);  // absent: p2p
+  if (p.pipeline_runs > 1) j["pipeline_runs"] = p.pipeline_runs;  // absent: 1 (plans written before it)
   j["groups"] = ordered_json::array();
   for (const auto& g : p.groups) {
     ordered_json gj;
@@ -154,7 +155,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",
-                       "zero", "ep", "expert_tp", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "groups"});
+                       "zero", "ep", "expert_tp", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "pipeline_runs", "groups"});
   if (!j.contains("format") || j["format"] != "hetsim-plan")
     r.error("/format", "not a hetsim plan (\"format\": \"hetsim-plan\" missing)");
   if (auto v = r.integer(j, "", "version", 1, 1000, true); v && *v != kPlanFormatVersion)
@@ -179,6 +180,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   p.fp8_dispatch = r.boolean(j, "", "fp8_dispatch").value_or(p.fp8_dispatch);
   p.cp = static_cast<int>(r.integer(j, "", "cp", 1, 1024, false).value_or(p.cp));
   p.cp_comm = r.choice(j, "", "cp_comm", kCpComm).value_or(p.cp_comm);
+  p.pipeline_runs = static_cast<int>(r.integer(j, "", "pipeline_runs", 1, 1 << 20, false).value_or(p.pipeline_runs));
   if (!j.contains("groups") || !j["groups"].is_array() || j["groups"].empty()) {
     r.error("/groups", "a plan needs a non-empty array \"groups\"");
     return d;

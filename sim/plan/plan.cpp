@@ -41,6 +41,7 @@ void copy_framework(const Plan& from, Plan& to) {
   to.ep_dispatch = from.ep_dispatch;
   to.fp8_dispatch = from.fp8_dispatch;
   to.cp_comm = from.cp_comm;
+  to.pipeline_runs = from.pipeline_runs;
 }
 
 }  // namespace hetsim::plan

@@ -4,6 +4,7 @@
 // degree and a layer range. Identical replicas are grouped, so a uniform Megatron plan is one
 // group, and a heterogeneous plan is a few.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,14 @@ struct Plan {
   int micro_batch = 1;  ///< sequences per micro-batch
   cost::Schedule schedule = cost::Schedule::OneFOneB;
   int virtual_stages = 1;  ///< model chunks per stage for the interleaved schedule
+  /// A step's micro-batches run as this many pipeline schedules one after another, each with its
+  /// own fill and drain: gradient accumulation around a PyTorch pipeline schedule (torchtitan and
+  /// NeMo Automodel call the schedule's step() once per accumulation step). 1: one schedule of
+  /// all the micro-batches (Megatron-LM, DeepSpeed). Divides every group's micro_batches.
+  /// docs/cost-models.md#pipeline.
+  int pipeline_runs = 1;
+  /// A group's micro-batches per pipeline run.
+  [[nodiscard]] int run_micro_batches(const ReplicaGroup& g) const { return g.micro_batches / std::max(1, pipeline_runs); }
   cost::Recompute recompute = cost::Recompute::None;
   int zero = 1;  ///< 1 = distributed optimizer (Megatron), the usual default
   /// Expert parallelism (mixture-of-experts models): each MoE layer's routed experts are spread
@@ -99,7 +108,8 @@ struct Plan {
 };
 
 /// Copies how the framework runs (sequence_parallel, grad_sync, overlap_grad_reduce,
-/// overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch, fp8_dispatch, cp_comm) from `from` into `to`,
+/// overlap_tp_comm, overlap_tp_backward, overlap_ep_comm, ep_dispatch, fp8_dispatch, cp_comm,
+/// pipeline_runs) from `from` into `to`,
 /// leaving the layout and what the planner searches (micro-batch, schedule, recompute, ZeRO,
 /// ep) as they are.
 void copy_framework(const Plan& from, Plan& to);

@@ -38,7 +38,7 @@ int virtual_of(const plan::Plan& p) {
 }
 
 // Per-micro-batch time of every stage of group g: c_i, and the pipeline time for m
-// micro-batches, T(m) = m·max c + (Σ c − max c)/v (docs/cost-models.md#pipeline).
+// micro-batches, T(m) = m·max c + R·(Σ c − max c)/v for R pipeline runs (docs/cost-models.md#pipeline).
 struct GroupTime {
   double cmax = 0, fill = 0;
   [[nodiscard]] double at(double m) const { return m * cmax + fill; }
@@ -65,7 +65,7 @@ GroupTime group_time(const plan::Plan& p, std::size_t g, const std::vector<analy
     gt.cmax = std::max(gt.cmax, x);
     sum += x;
   }
-  gt.fill = (sum - gt.cmax) / virtual_of(p);
+  gt.fill = (sum - gt.cmax) * p.pipeline_runs / virtual_of(p);
   return gt;
 }
 
@@ -92,7 +92,7 @@ std::vector<StageLine> stage_lines(const Scenario& s, const plan::Plan& p, std::
     const double d = std::max(1, mi.dp);
     const double per_param = mi.state.weights / (mi.zero >= 3 ? d : 1) + mi.state.grads / (mi.zero >= 2 ? d : 1) +
                              mi.state.optimizer / (mi.zero >= 1 ? d : 1);
-    const double inflight = cost::in_flight_micro_batches(p.schedule, i, S, grp.micro_batches, v);
+    const double inflight = cost::in_flight_micro_batches(p.schedule, i, S, p.run_micro_batches(grp), v);
     ln.k = c.params_layer * per_param + c.act_per_layer.v * inflight;
     ln.f = (c.params_emb + c.params_head) * per_param + c.act_edge.v * inflight + mi.transient.v + mi.comm_buffers.v;
     const auto& pool = s.cluster.pools[grp.stages[static_cast<std::size_t>(i)].pool];
@@ -636,7 +636,9 @@ class Search {
         if (st.layers < 1) return false;
       }
       if (covered != s_.model.layers || g.micro_batches < 1) return false;
-      if (p.schedule == cost::Schedule::Interleaved && g.micro_batches % static_cast<int>(g.stages.size())) return false;
+      if (g.micro_batches % p.pipeline_runs) return false;
+      if (p.schedule == cost::Schedule::Interleaved && p.run_micro_batches(g) % static_cast<int>(g.stages.size()))
+        return false;
     }
     for (std::size_t pi = 0; pi < used.size(); ++pi)
       if (used[pi] > s_.cluster.pools[pi].devices()) return false;

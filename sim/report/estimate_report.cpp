@@ -64,6 +64,7 @@ std::string plan_summary(const Scenario& s, const plan::Plan& p) {
   }
   out += fmt::format("; micro_batch {}, {}", p.micro_batch, cost::schedule_name(p.schedule));
   if (p.schedule == cost::Schedule::Interleaved) out += fmt::format(" v{}", p.virtual_stages);
+  if (p.pipeline_runs > 1) out += fmt::format(" in {} runs", p.pipeline_runs);
   out += fmt::format(", recompute {}, ZeRO {}", cost::recompute_name(p.recompute), p.zero);
   if (p.ep > 1 || p.expert_tp > 0)
     out += fmt::format(", EP {}{}{}{}{}", p.ep, p.expert_tp > 0 ? fmt::format(" ETP {}", p.expert_tp) : std::string(),

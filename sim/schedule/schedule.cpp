@@ -123,7 +123,7 @@ void Builder::build_group(int gi, int v) {
   for (int si = 0; si < P; ++si) {
     const std::uint32_t dev = base + si;
     const auto& c = costs[si];
-    const auto order = stage_order(p_.schedule, si, P, M, v);
+    const auto order = stage_order(p_.schedule, si, P, M, v, p_.pipeline_runs);
     // Layer-by-layer units: this stage's compute tasks in order, and the gather of the layer
     // of compute task `at`, issued once the task two before it has ended.
     std::vector<std::uint32_t> ran;
@@ -164,9 +164,13 @@ void Builder::build_group(int gi, int v) {
     // later chunks send theirs to the last stage). The forwards' all-to-alls, which the model
     // hides behind the backward before them, stay too: a forward's exchange cannot start before
     // its compute (docs/simulation.md, Overlapped all-to-alls).
-    const bool overlap_ep = p_.overlap_ep_comm && p_.schedule != cost::Schedule::GPipe && M >= 2 && si == 0;
+    // (Per pipeline run: a run's last backward is followed by the next run's first forward, which
+    // the model does not pair with it.)
+    const int Mr = p_.run_micro_batches(grp);
+    const int run_units = Mr * v;
+    const bool overlap_ep = p_.overlap_ep_comm && p_.schedule != cost::Schedule::GPipe && Mr >= 2 && si == 0;
     const int in_flight =
-        static_cast<int>(cost::in_flight_micro_batches(p_.schedule, si, P, M, p_.virtual_stages));
+        static_cast<int>(cost::in_flight_micro_batches(p_.schedule, si, P, Mr, p_.virtual_stages));
     std::uint32_t pending = kNone;  // an overlapped all-to-all waiting for the next unit
     for (std::size_t pos = 0; pos < order.size(); ++pos) {
       const auto [bw, u] = order[pos];
@@ -174,8 +178,9 @@ void Builder::build_group(int gi, int v) {
       const int k = lc * P + si;
       // (1F1B: the backwards before the cool-down; interleaved: any the stage's order follows
       // with a forward.)
-      const bool overlapped = overlap_ep && bw && k == 0 && (v > 1 || mb < M - in_flight) &&
-                              pos + 1 < order.size() && !order[pos + 1].first;
+      const bool overlapped = overlap_ep && bw && k == 0 && (v > 1 || mb % Mr < Mr - in_flight) &&
+                              pos + 1 < order.size() && !order[pos + 1].first &&
+                              order[pos + 1].second / run_units == u / run_units;
       const Chunk& ch = chunks[k];
       Task base_task;
       base_task.device = dev;

@@ -36,6 +36,26 @@ TEST(PlanJson, EveryRecomputeModeRoundTrips) {
   }
 }
 
+// pipeline_runs: written only when above 1 (plans before it read as one run), read back, and a
+// count that does not divide a group's micro-batches refused like [parallel]'s.
+TEST(PlanJson, PipelineRunsRoundTripAndAreValidated) {
+  Scenario s = mixed();  // groups of 92 and 36 micro-batches
+  EXPECT_EQ(io::plan_to_json(s, *s.plan).find("pipeline_runs"), std::string::npos);
+  s.plan->pipeline_runs = 4;
+  const std::string text = io::plan_to_json(s, *s.plan);
+  EXPECT_NE(text.find("\"pipeline_runs\": 4"), std::string::npos) << text;
+  auto back = io::parse_plan_json(text, "plan.json", s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_EQ(back->pipeline_runs, 4);
+  std::string bad = text;
+  bad.replace(bad.find("\"pipeline_runs\": 4"), 18, "\"pipeline_runs\": 8");
+  auto refused = io::parse_plan_json(bad, "plan.json", s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(test::all_errors(refused.errors()).find("pipeline_runs = 8 does not divide a replica group's 92 micro-batches"),
+            std::string::npos)
+      << test::all_errors(refused.errors());
+}
+
 // Expert parallelism travels with the plan (absent = 1, as plans written before it), and a
 // plan file is validated like [parallel]: ep must divide the experts.
 TEST(PlanJson, ExpertParallelismRoundTripsAndIsValidated) {

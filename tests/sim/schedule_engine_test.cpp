@@ -175,6 +175,59 @@ TEST(Schedule, InterleavedStagesOfUnevenChunks) {
       << test::all_errors(bad.errors());
 }
 
+// pipeline_runs (gradient accumulation around a PyTorch pipeline schedule): the m micro-batches
+// run as R schedules of m/R one after another, each filling and draining, so the bubble comes R
+// times: (m + R·(p − 1))·c for 1F1B, (m·v + R·(p − 1))·c_chunk interleaved; a stage keeps at most
+// a run's micro-batches; the estimate agrees where its closed form is exact.
+TEST(Schedule, PipelineRunsFillAndDrainEveryRun) {
+  const int p = 4, m = 8;
+  for (int runs : {1, 2, 4}) {
+    const std::string rl = "pipeline_runs = " + std::to_string(runs) + "\n";
+    const SimRun r = simulate(ideal(p, m, "schedule = \"1f1b\"\n" + rl));
+    const auto tf = duration_of(r.g, TaskKind::Forward), tb = duration_of(r.g, TaskKind::Backward);
+    ASSERT_GT(tf, 0);
+    EXPECT_EQ(r.t.makespan, (m + runs * (p - 1)) * (tf + tb) + m * head_extra(r.g, p) +
+                                duration_of(r.g, TaskKind::Optimizer, p - 1)) << runs << " runs";
+    check_invariants(r);
+    const auto e = analytic::estimate(r.s, *r.s.plan);
+    EXPECT_NEAR(static_cast<double>(r.t.makespan) * 1e-9, e.step_time.v, 1e-9 * 64) << runs << " runs";
+    EXPECT_NEAR(static_cast<double>(r.t.peak_bytes[0]), e.stages[0].memory.total().v, 64.0) << runs << " runs";
+    std::int64_t act = 0;
+    for (const auto& t : r.g.tasks)
+      if (t.device == 0 && t.kind == TaskKind::Forward) { act = t.alloc_bytes - t.free_bytes; break; }
+    // Stage 0 keeps min(p, m/R) micro-batches' activations, not p.
+    const SimRun one = simulate(ideal(p, m, "schedule = \"1f1b\"\n"));
+    EXPECT_EQ(one.t.peak_bytes[0] - r.t.peak_bytes[0], (p - std::min(p, m / runs)) * act) << runs << " runs";
+
+    const SimRun il = simulate(ideal(p, m, "schedule = \"interleaved\"\nvirtual_stages = 2\n" + (runs <= 2 ? rl : "")));
+    if (runs > 2) continue;  // a run of 2 micro-batches is not a multiple of the 4 stages
+    const auto tfc = duration_of(il.g, TaskKind::Forward), tbc = duration_of(il.g, TaskKind::Backward);
+    schedule::SimTime delta = 0;
+    for (TaskKind k : {TaskKind::Forward, TaskKind::Backward}) {
+      schedule::SimTime first = -1, last = -1;
+      for (const auto& task : il.g.tasks) {
+        if (task.kind != k) continue;
+        if (task.chunk == 0 && first < 0) first = task.duration;
+        if (task.chunk == p * 2 - 1 && last < 0) last = task.duration;
+      }
+      delta += last - first;
+    }
+    EXPECT_EQ(il.t.makespan, (m * 2 + runs * (p - 1)) * (tfc + tbc) + m * delta +
+                                 duration_of(il.g, TaskKind::Optimizer, p - 1)) << runs << " runs, interleaved";
+    check_invariants(il);
+  }
+  // A run count that does not divide the micro-batches is refused, naming the key.
+  for (const char* lines : {"schedule = \"1f1b\"\npipeline_runs = 3\n",
+                            "schedule = \"interleaved\"\nvirtual_stages = 2\npipeline_runs = 4\n",
+                            "schedule = \"1f1b\"\npipeline_runs = 0\n"}) {
+    auto bad = test::parse(ideal(p, m, lines));
+    ASSERT_FALSE(bad.ok()) << lines;
+    const std::string e = test::all_errors(bad.errors());
+    EXPECT_TRUE(e.find("pipeline_runs") != std::string::npos || e.find("per pipeline run (2)") != std::string::npos)
+        << e;
+  }
+}
+
 TEST(Schedule, OneFOneBPeakActivationsAreStageDepthMicroBatches) {
   // Stage i keeps min(p − i, m) micro-batches: peak = baseline + (p − i)·activations + the
   // larger of a forward's and a backward's short-lived buffers (a forward allocates its

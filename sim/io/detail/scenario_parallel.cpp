@@ -66,7 +66,7 @@ namespace detail {
 
 const std::vector<std::string> kParallelKeys = {
     "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "expert_tp", "sequence_parallel",
-    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "replicas"};
+    "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "pipeline_runs", "replicas"};
 
 void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::Plan& p) {
   p.sequence_parallel = r.boolean(t, "sequence_parallel").value_or(p.sequence_parallel);
@@ -91,6 +91,7 @@ void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::P
                                                            {"all_gather", plan::Plan::CpComm::AllGather},
                                                            {"a2a", plan::Plan::CpComm::AllToAll}}))
     p.cp_comm = *c;
+  p.pipeline_runs = as_int(r.integer(t, "pipeline_runs", 1, 1 << 20), p.pipeline_runs);
 }
 
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
@@ -355,6 +356,10 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     d.push_back({where, std::move(key), std::move(msg), std::move(hint)});
   };
   const auto& m = s.model;
+  if (p.pipeline_runs < 1) {
+    err("parallel.pipeline_runs", "pipeline_runs must be at least 1");
+    return d;
+  }
   std::vector<long long> used(s.cluster.pools.size(), 0);
   for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
     const auto& g = p.groups[gi];
@@ -406,10 +411,15 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     if (covered != m.layers)
       err(gpath + ".stages", "stages cover " + std::to_string(covered) + " of " +
           std::to_string(m.layers) + " layers");
-    if (p.schedule == cost::Schedule::Interleaved && g.micro_batches % static_cast<int>(g.stages.size()) != 0)
-      err(gpath + ".micro_batches", "the interleaved schedule needs micro-batches (" +
-          std::to_string(g.micro_batches) + ") to be a multiple of the pipeline depth (" +
-          std::to_string(g.stages.size()) + ")");
+    if (g.micro_batches % p.pipeline_runs != 0)
+      err("parallel.pipeline_runs", "pipeline_runs = " + std::to_string(p.pipeline_runs) +
+          " does not divide a replica group's " + std::to_string(g.micro_batches) + " micro-batches (each run " +
+          "takes an equal share of them)", "choose pipeline_runs among the divisors of every group's micro-batches");
+    else if (p.schedule == cost::Schedule::Interleaved &&
+             p.run_micro_batches(g) % static_cast<int>(g.stages.size()) != 0)
+      err(gpath + ".micro_batches", "the interleaved schedule needs micro-batches" +
+          std::string(p.pipeline_runs > 1 ? " per pipeline run (" : " (") + std::to_string(p.run_micro_batches(g)) +
+          ") to be a multiple of the pipeline depth (" + std::to_string(g.stages.size()) + ")");
   }
   for (std::size_t pi = 0; pi < used.size(); ++pi)
     if (used[pi] > s.cluster.pools[pi].devices())

@@ -4,7 +4,9 @@
 
 namespace hetsim::schedule::detail {
 
-std::vector<std::pair<bool, int>> stage_order(cost::Schedule sch, int stage, int stages, int mb, int v) {
+namespace {
+
+std::vector<std::pair<bool, int>> one_run(cost::Schedule sch, int stage, int stages, int mb, int v) {
   std::vector<std::pair<bool, int>> order;
   const int units = mb * v;
   if (sch == cost::Schedule::GPipe) {
@@ -22,6 +24,21 @@ std::vector<std::pair<bool, int>> stage_order(cost::Schedule sch, int stage, int
     order.push_back({true, u});
   }
   for (int u = units - warm; u < units; ++u) order.push_back({true, u});
+  return order;
+}
+
+}  // namespace
+
+std::vector<std::pair<bool, int>> stage_order(cost::Schedule sch, int stage, int stages, int mb, int v, int runs) {
+  runs = std::max(1, runs);
+  const auto run = one_run(sch, stage, stages, mb / runs, v);
+  // Run r's units are run 0's shifted by r · (units per run): unit_of maps them to the same
+  // chunks and to micro-batches r · mb/runs on (a run's units are whole groups of stages · v).
+  const int units = (mb / runs) * v;
+  std::vector<std::pair<bool, int>> order;
+  order.reserve(run.size() * static_cast<std::size_t>(runs));
+  for (int r = 0; r < runs; ++r)
+    for (const auto& [bw, u] : run) order.push_back({bw, r * units + u});
   return order;
 }
 
