@@ -46,7 +46,7 @@ TEST(Validation, EveryPublishedRunIsEstimatedWithinTheRecordedBand) {
 }
 
 // The runs kept out of the band (memory-gap/, moe-candidates/, mi300x-candidates/, ci-candidates/,
-// heterogeneous/: docs/validation.md says why each is apart) are scenarios too: each reads, with
+// fa2-candidates/, torchtitan-pp-candidates/, heterogeneous/: docs/validation.md says why each is apart) are scenarios too: each reads, with
 // its [reference], and is estimated.
 TEST(Validation, EveryRunKeptApartStillReadsAndEstimates) {
   int n = 0;
