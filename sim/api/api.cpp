@@ -208,18 +208,22 @@ Result<std::vector<io::OutputFile>> buy_files(const Scenario& s, std::string_vie
     const std::filesystem::path plan_path = dir / (stem + ".plan.json");
     const std::string header = fmt::format(
         "# Written by `hetsim buy` from {}: front point {} of {}{}: buy {}.\n"
-        "# Run it: hetsim simulate {} --plan {}\n\n",
+        "# Run it: hetsim simulate {} (its [parallel] is the point's plan; {} holds the same plan)\n\n",
         s.file, i + 1, r.front.size(), i == r.recommended ? " (the recommended one)" : "", report::what_is_bought(s, p),
         toml_path.string(), plan_path.string());
     auto text = io::bought_scenario_toml(source_text, s.file, *s.purchase, p.nodes, dir, header,
-                                         fmt::format("{} point {}", s.name, i + 1));
+                                         fmt::format("{} point {}", s.name, i + 1), &p.scenario, &p.best.plan);
     if (!text) return text.errors();
     std::string plan_text = io::plan_to_json(p.scenario, p.best.plan);
-    // Read back as `hetsim simulate` will.
+    // Read back as `hetsim simulate` (with and without --plan) will: the scenario's own
+    // [parallel] and the plan file are the same plan.
     auto back = load_text(*text, toml_path.string());
     if (!back) return with_kind(back.errors(), ErrorKind::Internal);
     auto plan_back = io::parse_plan_json(plan_text, plan_path.string(), *back);
     if (!plan_back) return with_kind(plan_back.errors(), ErrorKind::Internal);
+    if (!back->plan || io::plan_to_json(*back, *back->plan) != io::plan_to_json(*back, *plan_back))
+      return about(toml_path.string(), "parallel", "the written [parallel] does not read back as the point's plan", "",
+                   ErrorKind::Internal);
     files.push_back({toml_path, std::move(*text)});
     files.push_back({plan_path, std::move(plan_text)});
   }

@@ -1,5 +1,6 @@
 #include "sim/io/scenario_writer.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "sim/io/detail/toml_reader.hpp"
@@ -29,12 +30,63 @@ toml::table& subtable(toml::table& t, std::string_view key) {
   return *t.get_as<toml::table>(key);
 }
 
+// `plan` over the pools of `s` as a [parallel] table that the reader turns back into the same
+// plan: micro_batch, schedule, the search's choices, the framework keys (those only MoE models
+// take written only when set, as the reader refuses them on dense ones), and one
+// [[parallel.replicas]] per group, `count` data-parallel replicas of cp blocks each.
+toml::table parallel_table(const Scenario& s, const plan::Plan& p) {
+  toml::table t;
+  t.insert("micro_batch", static_cast<std::int64_t>(p.micro_batch));
+  t.insert("schedule", std::string(cost::schedule_name(p.schedule)));
+  if (p.schedule == cost::Schedule::Interleaved) t.insert("virtual_stages", static_cast<std::int64_t>(p.virtual_stages));
+  t.insert("recompute", std::string(cost::recompute_name(p.recompute)));
+  t.insert("zero", static_cast<std::int64_t>(p.zero));
+  if (p.ep > 1) t.insert("ep", static_cast<std::int64_t>(p.ep));
+  if (p.expert_tp > 0) t.insert("expert_tp", static_cast<std::int64_t>(p.expert_tp));
+  if (p.cp > 1) {
+    t.insert("cp", static_cast<std::int64_t>(p.cp));
+    t.insert("cp_comm", std::string(p.cp_comm == plan::Plan::CpComm::Ring        ? "p2p"
+                                    : p.cp_comm == plan::Plan::CpComm::AllGather ? "all_gather"
+                                                                                 : "a2a"));
+  }
+  if (p.pipeline_runs > 1) t.insert("pipeline_runs", static_cast<std::int64_t>(p.pipeline_runs));
+  t.insert("sequence_parallel", p.sequence_parallel);
+  t.insert("grad_sync", std::string(p.grad_sync == cost::Algorithm::Ring           ? "ring"
+                                    : p.grad_sync == cost::Algorithm::Tree         ? "tree"
+                                    : p.grad_sync == cost::Algorithm::Hierarchical ? "hierarchical"
+                                                                                   : "auto"));
+  t.insert("overlap_grad_reduce", p.overlap_grad_reduce);
+  t.insert("overlap_tp_comm", p.overlap_tp_comm);
+  t.insert("overlap_tp_backward", p.overlap_tp_backward);
+  if (p.overlap_ep_comm) t.insert("overlap_ep_comm", true);
+  if (p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical) t.insert("ep_dispatch", "hierarchical");
+  if (p.fp8_dispatch) t.insert("fp8_dispatch", true);
+  toml::array groups;
+  for (const auto& g : p.groups) {
+    toml::table gt;
+    gt.insert("count", static_cast<std::int64_t>(g.replicas / std::max(1, p.cp)));
+    gt.insert("micro_batches", static_cast<std::int64_t>(g.micro_batches));
+    toml::array stages;
+    for (const auto& st : g.stages) {
+      toml::table stt{{"pool", s.cluster.pools[static_cast<std::size_t>(st.pool)].name},
+                      {"tp", static_cast<std::int64_t>(st.tp)},
+                      {"layers", static_cast<std::int64_t>(st.layers)}};
+      stt.is_inline(true);
+      stages.push_back(std::move(stt));
+    }
+    gt.insert("stages", std::move(stages));
+    groups.push_back(std::move(gt));
+  }
+  t.insert("replicas", std::move(groups));
+  return t;
+}
+
 }  // namespace
 
 Result<std::string> bought_scenario_toml(std::string_view source, const std::string& source_file,
                                          const PurchaseSpec& ps, const std::vector<int>& nodes,
                                          const std::filesystem::path& out_dir, const std::string& header,
-                                         const std::string& name) {
+                                         const std::string& name, const Scenario* planned, const plan::Plan* plan) {
   Diagnostics diags;
   auto root = detail::parse_toml(source, source_file, diags);
   if (!root) return diags;
@@ -67,6 +119,7 @@ Result<std::string> bought_scenario_toml(std::string_view source, const std::str
   }
   root->erase("purchase");
   root->erase("parallel");
+  if (planned != nullptr && plan != nullptr) root->insert("parallel", parallel_table(*planned, *plan));
 
   toml::table& cluster = subtable(*root, "cluster");
   if (!cluster.get_as<toml::array>("pool")) {

@@ -216,6 +216,13 @@ std::optional<double> TomlReader::quantity(const TableRef& t, std::string_view k
     }
     return {0, ""};
   };
+  // A positive bandwidth below 1 KB/s is no link: it would stretch a step past what the
+  // simulated clock (int64 nanoseconds) holds. 0 is left to each key's own "must be positive".
+  if (dim == Dimension::Bandwidth && q.value > 0 && q.value < 1e3) {
+    error(loc(n), key_path(t, key), "bandwidth out of range in " + key_path(t, key) + ": at least 1 KB/s",
+          "a physical value, e.g. \"400Gbps\"");
+    return std::nullopt;
+  }
   if (const Cap c = cap(dim); !std::isfinite(q.value) || q.value < 0 || q.value > c.hi) {
     error(loc(n), key_path(t, key),
           std::string(dimension_name(dim)) + " out of range in " + key_path(t, key) + ": at most " + c.said,

@@ -12,9 +12,10 @@ int Plan::replicas() const {
 }
 
 int Plan::sequences_per_step() const {
-  int n = 0;
-  for (const auto& g : groups) n += g.replicas * g.micro_batches * micro_batch;
-  return n / std::max(1, cp);
+  // A plan file may ask for more than an int (or a 64-bit integer) holds: the validator says so.
+  double n = 0;
+  for (const auto& g : groups) n += static_cast<double>(g.replicas) * g.micro_batches * micro_batch;
+  return static_cast<int>(std::min(n / std::max(1, cp), static_cast<double>(std::numeric_limits<int>::max())));
 }
 
 int Plan::devices() const {

@@ -20,6 +20,11 @@ namespace hetsim::schedule {
 /// An upper bound on the tasks build_schedule would create (to refuse absurd sizes up front).
 [[nodiscard]] double estimated_tasks(const Scenario& s, const plan::Plan& p);
 
+/// The longest step (its closed-form estimate, in seconds) the engines simulate: their clock counts
+/// int64 nanoseconds (292 years), and a step past 10^8 s (about 3 years) says that a link or a
+/// device in the scenario is absurd, not that a longer clock is needed.
+inline constexpr double kMaxSimulatedStepS = 1e8;
+
 /// Converts seconds to integral nanoseconds (round half up).
 [[nodiscard]] SimTime to_ns(Duration d);
 

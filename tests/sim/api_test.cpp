@@ -44,6 +44,23 @@ TEST(Api, SimulateNativeMatchesTheReportPath) {
 
 // A long simulation reports its progress and stops when asked: an 8-stage pipeline of 4096
 // micro-batches (about 200 k tasks).
+// A step whose estimate is past what the simulated clock (int64 nanoseconds) is for says so: a
+// 405B model's gradients over a 1 KB/s network (legal, and absurd) used to overflow the schedule's
+// times into a "deadlock".
+TEST(Api, AStepBeyondTheSimulatedClockIsRefusedNotSimulated) {
+  auto s = api::load_text("[model]\npreset = \"llama3-405b\"\n[training]\nglobal_batch = 32\nseq_len = 512\n"
+                          "[[cluster.link]]\nname = \"slow\"\nkind = \"scale-out\"\nbandwidth = \"1KB/s\"\nlatency = \"1us\"\n"
+                          "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\nnic = \"slow\"\n"
+                          "[parallel]\ntp = 8\npp = 1\ndp = 2\n",
+                          "slow.toml");
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  ASSERT_GT(api::estimate(*s, *s->plan).step_time.v, 1e8);
+  auto r = api::simulate(*s, *s->plan);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(test::all_errors(r.errors()).find("beyond the 1e+08 s the simulation's clock is for"), std::string::npos)
+      << test::all_errors(r.errors());
+}
+
 TEST(Api, SimulateReportsProgressAndStopsWhenAsked) {
   const std::string text =
       "[model]\npreset = \"tiny\"\nlayers = 8\n[training]\nglobal_batch = 4096\nseq_len = 128\n"

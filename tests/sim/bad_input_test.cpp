@@ -56,6 +56,26 @@ std::vector<BadCase> cases() {
        "bad.toml:12:6", "tp·pp·dp = 2·2·3 = 12 does not match the cluster's 16 devices", "dp = 4"},
       {"batch_not_divisible", base_with(kModel, "global_batch = 10\nseq_len = 512\n", kCluster, kParallel + "micro_batch = 2\n"),
        "bad.toml:13:15", "global_batch (10) is not divisible into micro-batches of 2 over dp = 4", ""},
+      {"nic_bandwidth_zero", base_with(kModel, kTraining, kCluster + "[cluster.network]\nnic_bandwidth = \"0Gbps\"\n", kParallel),
+       "bad.toml:10:17", "nic_bandwidth must be positive", "400Gbps"},
+      {"bandwidth_below_a_kilobyte_a_second",
+       base_with(kModel, kTraining, kCluster + "[[cluster.link]]\nname = \"slow\"\nkind = \"scale-out\"\nbandwidth = \"1B/s\"\n",
+                 kParallel),
+       "bad.toml:12:13", "at least 1 KB/s", ""},
+      // micro_batch · dp = 2^20 · 4096 = 2^32: an int product had wrapped to 0 (a division by zero).
+      {"micro_batch_times_dp_past_an_int",
+       base_with(kModel, kTraining, "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 512\n", "micro_batch = 1048576\n"),
+       "bad.toml:10:15", "not divisible into micro-batches of 1048576 over dp = 4096", "4294967296"},
+      // Σ count · micro_batches · micro_batch = 2^64 + 2^20, which a 64-bit sum wraps onto global_batch.
+      {"replica_sequences_past_64_bits",
+       "[model]\npreset = \"tiny\"\n[training]\nglobal_batch = 1048576\nseq_len = 1\n[[cluster.pool]]\ndevice = \"h100-sxm5\"\n"
+       "nodes = 131073\n[parallel]\nmicro_batch = 1048576\n[[parallel.replicas]]\ncount = 1048576\nmicro_batches = 16777216\n"
+       "stages = [ { tp = 1, layers = 4 } ]\n[[parallel.replicas]]\ncount = 1\nmicro_batches = 1\nstages = [ { tp = 1, layers = 4 } ]\n",
+       "bad.toml:9:1", "sequences per step but global_batch is 1048576", "must equal global_batch"},
+      {"pipeline_runs_not_dividing_the_batch", base_with(kModel, kTraining, kCluster, kParallel + "pipeline_runs = 3\n"),
+       "bad.toml:13:17", "pipeline_runs = 3 does not divide global_batch (16)", "divisors"},
+      {"pipeline_runs_not_dividing_the_micro_batches", base_with(kModel, kTraining, kCluster, kParallel + "pipeline_runs = 8\n"),
+       "bad.toml:13:17", "pipeline_runs = 8 does not divide a replica group's 4 micro-batches", "divisors"},
       {"pp_not_dividing_layers", base_with(kModel, kTraining, kCluster, "tp = 2\npp = 8\n"),
        "bad.toml:11:6", "pp = 8 does not divide the model's 4 layers", "[[parallel.replicas]]"},
       {"tp_larger_than_node", base_with(kModel, "global_batch = 16\nseq_len = 512\n",

@@ -305,7 +305,8 @@ TEST(Buy, RefusesWhatItCannotAnswer) {
 // --out DIR: every front point as a scenario of what it owns and buys (prices kept, the
 // purchase gone) and its plan; read back, the plan estimates to the step the front reports.
 TEST(Buy, EachFrontPointIsWrittenAsAScenarioAndAPlanThatRunAsWritten) {
-  const std::string text = purchase("[cost]\nmode = \"own\"\n", "",
+  // (With framework keys of its own, which the written points keep.)
+  const std::string text = purchase("[cost]\nmode = \"own\"\n[parallel]\nsequence_parallel = false\npipeline_runs = 2\n", "",
                                     "[[purchase.candidate]]\nname = \"new\"\ndevice = \"h100-sxm5\"\nmax_nodes = 2\n"
                                     "purchase_usd = 20000\n"
                                     "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 1\n");
@@ -337,6 +338,15 @@ TEST(Buy, EachFrontPointIsWrittenAsAScenarioAndAPlanThatRunAsWritten) {
     auto pl = io::parse_plan_json(plan.content, plan.path.string(), *back);
     ASSERT_TRUE(pl.ok()) << test::all_errors(pl.errors());
     EXPECT_NEAR(api::estimate(*back, *pl).step_time.v, p.best.estimate.step_time.v, 1e-9 * p.best.estimate.step_time.v);
+    // Its [parallel] is that plan: `hetsim estimate point-N.toml` runs the point, `hetsim plan`
+    // keeps the framework.
+    auto own = api::load_text(scen.content, scen.path.string());
+    ASSERT_TRUE(own.ok()) << scen.content << test::all_errors(own.errors());
+    ASSERT_TRUE(own->plan.has_value());
+    EXPECT_EQ(io::plan_to_json(*own, *own->plan), io::plan_to_json(*own, *io::parse_plan_json(plan.content, "p.json", *own)));
+    EXPECT_EQ(own->plan->pipeline_runs, 2);
+    EXPECT_FALSE(own->framework.sequence_parallel);
+    EXPECT_NEAR(api::estimate(*own, *own->plan).step_time.v, p.best.estimate.step_time.v, 1e-9 * p.best.estimate.step_time.v);
   }
   const std::string& csv = files->back().content;
   EXPECT_EQ(files->back().path, dir / "front.csv");

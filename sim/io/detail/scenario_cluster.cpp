@@ -236,6 +236,9 @@ void read_cluster(TomlReader& r, const TableRef& root, hw::Catalog& cat, Scenari
       if (r.node(*n, "nic"))
         r.error(r.loc(r.node(*n, "nic_bandwidth")), n->path + ".nic_bandwidth",
                 "give either nic or nic_bandwidth, not both");
+      if (*bw <= 0)
+        r.error(r.loc(r.node(*n, "nic_bandwidth")), n->path + ".nic_bandwidth", "nic_bandwidth must be positive",
+                "e.g. \"400Gbps\"");
       hw::LinkSpec l;
       l.name = "custom-nic";
       l.display = "custom NIC";

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "models/base/nearest.hpp"
 #include "sim/io/scenario_reader.hpp"
 
@@ -92,6 +94,12 @@ void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::P
                                                            {"a2a", plan::Plan::CpComm::AllToAll}}))
     p.cp_comm = *c;
   p.pipeline_runs = as_int(r.integer(t, "pipeline_runs", 1, 1 << 20), p.pipeline_runs);
+  // Every group's micro-batches split into the runs, so the step's sequences do too.
+  if (p.pipeline_runs > 1 && s.training.global_batch % p.pipeline_runs != 0)
+    r.error(r.loc(r.node(t, "pipeline_runs")), t.path + ".pipeline_runs",
+            "pipeline_runs = " + std::to_string(p.pipeline_runs) + " does not divide global_batch (" +
+                std::to_string(s.training.global_batch) + "): each run takes an equal share of every replica's micro-batches",
+            "choose pipeline_runs among the divisors of global_batch / (micro_batch · dp)");
 }
 
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
@@ -165,6 +173,28 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       }
   };
   read_framework(r, *t, s, p);
+  // pipeline_runs against the plan's micro-batches, at the key (validate_plan checks plan files).
+  auto check_runs = [&](const plan::Plan& plan) {
+    if (plan.pipeline_runs <= 1) return;
+    const auto at = r.loc(r.node(*t, "pipeline_runs"));
+    for (const auto& g : plan.groups) {
+      if (g.micro_batches % plan.pipeline_runs != 0) {
+        r.error(at, t->path + ".pipeline_runs", "pipeline_runs = " + std::to_string(plan.pipeline_runs) +
+                " does not divide a replica group's " + std::to_string(g.micro_batches) +
+                " micro-batches (each run takes an equal share of them)",
+                "choose pipeline_runs among the divisors of every group's micro-batches");
+        return;
+      }
+      const int depth = static_cast<int>(g.stages.size());
+      if (plan.schedule == cost::Schedule::Interleaved && plan.run_micro_batches(g) % depth != 0) {
+        r.error(at, t->path + ".pipeline_runs", "pipeline_runs = " + std::to_string(plan.pipeline_runs) + " leaves " +
+                std::to_string(plan.run_micro_batches(g)) + " micro-batches a run, and the interleaved schedule needs a "
+                "multiple of the pipeline depth (" + std::to_string(depth) + ")",
+                "choose pipeline_runs so that a group's micro-batches / pipeline_runs is a multiple of its stages");
+        return;
+      }
+    }
+  };
   if (p.schedule != cost::Schedule::Interleaved && p.virtual_stages != 1)
     r.error(r.loc(r.node(*t, "virtual_stages")), t->path + ".virtual_stages",
             "virtual_stages applies to the interleaved schedule only", "set schedule = \"interleaved\"");
@@ -184,7 +214,8 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
                 "give tp per stage inside replicas, or drop replicas for a uniform plan");
     std::vector<std::string> pool_names;
     for (const auto& pool : s.cluster.pools) pool_names.push_back(pool.name);
-    int given_mb = 0, missing_mb = 0;
+    long long given_mb = 0;  // count ≤ 2^20 · micro_batches ≤ 2^24 each: beyond an int
+    int missing_mb = 0;
     for (const auto& rt : replicas) {
       r.check_keys(rt, {"count", "micro_batches", "stages"});
       plan::ReplicaGroup g;
@@ -199,7 +230,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       g.replicas = count * cp;
       if (auto mb = r.integer(rt, "micro_batches", 1, 1 << 24)) {
         g.micro_batches = static_cast<int>(*mb);
-        given_mb += count * g.micro_batches;
+        given_mb += static_cast<long long>(count) * g.micro_batches;
       } else {
         g.micro_batches = 0;
         missing_mb += count;
@@ -257,7 +288,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
       return std::nullopt;
     }
     if (missing_mb > 0) {
-      const int rest = per_step - given_mb;
+      const long long rest = per_step - given_mb;
       if (rest <= 0 || rest % missing_mb != 0) {
         r.error(where, t->path + ".replicas", "cannot split the remaining " + std::to_string(rest) +
                 " micro-batches evenly over " + std::to_string(missing_mb) + " replicas",
@@ -265,9 +296,10 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
         return std::nullopt;
       }
       for (auto& g : p.groups)
-        if (g.micro_batches == 0) g.micro_batches = rest / missing_mb;
+        if (g.micro_batches == 0) g.micro_batches = static_cast<int>(rest / missing_mb);
     }
     check_ep(p);
+    check_runs(p);
     return p;
   }
 
@@ -307,8 +339,9 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
                   std::to_string(pp) + "·" + std::to_string(want) +
                   " = " + std::to_string(tpc * want) + " does not match the cluster's " +
                   std::to_string(devices) + " devices",
-              devices % tpc == 0 ? "dp = " + std::to_string(devices / tpc) + " would use every device"
-                                 : tpc_name + " must divide the device count");
+              devices == 0       ? std::string("the cluster has no devices: give its pools nodes")
+              : devices % tpc == 0 ? "dp = " + std::to_string(devices / tpc) + " would use every device"
+                                   : tpc_name + " must divide the device count");
       return std::nullopt;
     }
     if (dp != want) {  // some pool not a multiple of tp·pp
@@ -327,14 +360,15 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
             "choose pp dividing " + std::to_string(L) + ", or give uneven stages with [[parallel.replicas]]");
     return std::nullopt;
   }
-  if (B % (p.micro_batch * dp) != 0) {
+  const long long per_round = static_cast<long long>(p.micro_batch) * dp;  // up to 2^20 · 2^24
+  if (B % per_round != 0) {
     r.error(r.loc(r.node(*t, "micro_batch") ? r.node(*t, "micro_batch") : t->table), t->path + ".micro_batch",
             "global_batch (" + std::to_string(B) + ") is not divisible into micro-batches of " +
                 std::to_string(p.micro_batch) + " over dp = " + std::to_string(dp) + " replicas",
-            "global_batch must be a multiple of micro_batch·dp = " + std::to_string(p.micro_batch * dp));
+            "global_batch must be a multiple of micro_batch·dp = " + std::to_string(per_round));
     return std::nullopt;
   }
-  const int mb = B / (p.micro_batch * dp);
+  const int mb = static_cast<int>(B / per_round);
   for (std::size_t pi = 0; pi < s.cluster.pools.size(); ++pi) {
     if (per_pool[pi] == 0) continue;
     plan::ReplicaGroup g;
@@ -345,6 +379,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
     p.groups.push_back(g);
   }
   check_ep(p);
+  check_runs(p);
   return p;
 }
 
@@ -361,6 +396,7 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     return d;
   }
   std::vector<long long> used(s.cluster.pools.size(), 0);
+  bool runs_told = false;  // one message for pipeline_runs, not one per group
   for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
     const auto& g = p.groups[gi];
     const std::string gpath = "parallel.replicas[" + std::to_string(gi) + "]";
@@ -411,13 +447,14 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     if (covered != m.layers)
       err(gpath + ".stages", "stages cover " + std::to_string(covered) + " of " +
           std::to_string(m.layers) + " layers");
-    if (g.micro_batches % p.pipeline_runs != 0)
+    if (g.micro_batches % p.pipeline_runs != 0 && !runs_told && (runs_told = true))
       err("parallel.pipeline_runs", "pipeline_runs = " + std::to_string(p.pipeline_runs) +
           " does not divide a replica group's " + std::to_string(g.micro_batches) + " micro-batches (each run " +
           "takes an equal share of them)", "choose pipeline_runs among the divisors of every group's micro-batches");
     else if (p.schedule == cost::Schedule::Interleaved &&
              p.run_micro_batches(g) % static_cast<int>(g.stages.size()) != 0)
-      err(gpath + ".micro_batches", "the interleaved schedule needs micro-batches" +
+      err(p.pipeline_runs > 1 ? "parallel.pipeline_runs" : gpath + ".micro_batches",
+          "the interleaved schedule needs micro-batches" +
           std::string(p.pipeline_runs > 1 ? " per pipeline run (" : " (") + std::to_string(p.run_micro_batches(g)) +
           ") to be a multiple of the pipeline depth (" + std::to_string(g.stages.size()) + ")");
   }
@@ -426,8 +463,13 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
       err("parallel.replicas", "the plan needs " + std::to_string(used[pi]) + " devices of pool '" +
           s.cluster.pools[pi].name + "' but it has " + std::to_string(s.cluster.pools[pi].devices()),
           "add nodes to the pool or use fewer replicas");
-  if (p.sequences_per_step() != s.training.global_batch)
-    err("parallel.replicas", "the replicas process " + std::to_string(p.sequences_per_step()) +
+  // (Summed in double: count · micro_batches · micro_batch can pass 2^64, where an integer sum
+  // wraps, possibly onto global_batch.)
+  double sequences = 0;
+  for (const auto& g : p.groups) sequences += static_cast<double>(g.replicas) * g.micro_batches * p.micro_batch;
+  sequences /= std::max(1, p.cp);
+  if (sequences != static_cast<double>(s.training.global_batch))
+    err("parallel.replicas", "the replicas process " + fmt::format("{:.0f}", sequences) +
         " sequences per step but global_batch is " + std::to_string(s.training.global_batch),
         "Σ count · micro_batches · micro_batch must equal global_batch");
   if (p.devices() == 0) err("parallel", "the plan uses no devices");
