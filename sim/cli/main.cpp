@@ -475,7 +475,8 @@ int main(int argc, char** argv) {
                                  "Search the best plan for the scenario's cluster (uneven layer and batch "
                                  "splits across device types), verify it by simulation, and compare it "
                                  "with the plans a homogeneous framework would use");
-  pln->add_option("scenario", plan_opts.scenario, "Scenario TOML file ([parallel] is ignored)")->required();
+  pln->add_option("scenario", plan_opts.scenario, "Scenario TOML file (of [parallel], only the framework keys count: "
+                   "sequence_parallel, grad_sync, the overlaps, ep_dispatch, fp8_dispatch, cp_comm, pipeline_runs)")->required();
   pln->add_option("--top", top, "How many plans to list")->check(CLI::Range(1, 100))->default_val(5);
   pln->add_option("--verify", verify, "How many of the best estimates to re-rank by simulation")
       ->check(CLI::Range(1, 1000))
@@ -491,11 +492,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"time", "cost"}))
       ->default_val("time");
   bool any_vendor = false, same_vendor_compat = false;
-  auto* any_flag = pln->add_flag("--any-vendor", any_vendor,
+  pln->add_flag("--any-vendor", any_vendor,
                 "Also plan pipelines and gradient syncs across vendors (labelled CROSS-VENDOR: NCCL and RCCL do "
                 "not form one communicator); by default each plan keeps to one vendor's devices");
   // The default since vendor islands became it; still accepted so that older scripts run.
-  pln->add_flag("--same-vendor", same_vendor_compat)->group("")->excludes(any_flag);
+  // (Not `excludes`: CLI11 would print the hidden flag's empty name in --any-vendor's help.)
+  pln->add_flag("--same-vendor", same_vendor_compat)->group("");
   pln->add_option("--out", plan_opts.save_plan, "Write the best plan as JSON (input of simulate --plan)")->check(kOutputPath);
   pln->add_flag("--json", plan_opts.json, "Print one JSON object (docs/formats.md#plan-search-json)");
   pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
@@ -507,7 +509,8 @@ int main(int argc, char** argv) {
                                  "Purchase planning: which [purchase] candidates to add to the owned pools; for each "
                                  "composition within the budget and power limit the best plan, and the Pareto front "
                                  "of total cost against the effective time to train (goodput included)");
-  buy->add_option("scenario", buy_opts.scenario, "Scenario TOML file with a [purchase] table ([parallel] is ignored)")
+  buy->add_option("scenario", buy_opts.scenario, "Scenario TOML file with a [purchase] table (of [parallel], only the "
+                   "framework keys count, as for plan)")
       ->required();
   buy->add_option("--verify", buy_args.verify, "Plans re-ranked by simulation per composition")
       ->check(CLI::Range(1, 100))
@@ -534,6 +537,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    if (any_vendor && same_vendor_compat) throw CLI::ExcludesError("--same-vendor", "--any-vendor");
   } catch (const CLI::ParseError& e) {
     return hetsim::cli::parse_failed(app, e, argc, argv);
   }
