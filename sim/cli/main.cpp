@@ -222,8 +222,7 @@ int run_plan(const Common& c, int top, int verify, const std::string& objective,
     // The search's report says so (under --json: "fits": false); no output file.
     if (c.json) std::cout << hetsim::report::plan_json_none_fits(sc, result, opts.objective) << std::flush;
     std::cerr << hetsim::to_string(about(c.scenario, "", fmt::format("no plan fits this cluster's memory ({} plans tried)", result.evaluated),
-                                         "more devices, devices with more memory, a shorter seq_len or a smaller global_batch",
-                                         hetsim::ErrorKind::DoesNotFit))
+                                         hetsim::report::no_plan_hint(sc), hetsim::ErrorKind::DoesNotFit))
               << "\n";
     return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
   }
@@ -358,8 +357,9 @@ int run_buy(const Common& c, const BuyArgs& a) {
                                                      r->compositions, r->planned),
                                          r->smallest_fit ? "the smallest composition that would fit is in the report "
                                                            "(\"smallest that would fit\"); raise the limit it names"
-                                                         : "a larger budget or power limit, more max_nodes, or devices "
-                                                           "with more memory",
+                                         : sc.framework.pipeline_runs > 1
+                                             ? hetsim::report::no_plan_hint(sc)
+                                             : "a larger budget or power limit, more max_nodes, or devices with more memory",
                                          hetsim::ErrorKind::DoesNotFit))
               << "\n";
     return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);

@@ -214,4 +214,12 @@ std::string plan_json_none_fits(const Scenario& s, const planner::Result& r, pla
   return j.dump(2) + "\n";
 }
 
+std::string no_plan_hint(const Scenario& s) {
+  const std::string usual = "more devices, devices with more memory, a shorter seq_len or a smaller global_batch";
+  if (s.framework.pipeline_runs <= 1) return usual;
+  return fmt::format("pipeline_runs = {} allows only plans whose every replica group's micro-batches it divides "
+                     "(interleaved: into runs of a multiple of the pipeline depth); a smaller pipeline_runs, or {}",
+                     s.framework.pipeline_runs, usual);
+}
+
 }  // namespace hetsim::report

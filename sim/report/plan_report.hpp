@@ -19,4 +19,8 @@ namespace hetsim::report {
 /// and "top", the baselines with null times.
 [[nodiscard]] std::string plan_json_none_fits(const Scenario& s, const planner::Result& r, planner::Objective o);
 
+/// The hint when no plan fits: what would make one fit, and, where [parallel] pipeline_runs > 1
+/// holds the search to plans whose micro-batches it divides, that constraint first.
+[[nodiscard]] std::string no_plan_hint(const Scenario& s);
+
 }  // namespace hetsim::report

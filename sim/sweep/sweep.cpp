@@ -12,6 +12,7 @@
 
 #include "sim/api/api.hpp"
 #include "sim/report/estimate_report.hpp"
+#include "sim/report/plan_report.hpp"
 #include "sim/sweep/detail/ordered_run.hpp"
 
 namespace hetsim::sweep {
@@ -90,7 +91,7 @@ Row run_point(const io::SweepDocument& doc, std::size_t i) {
     if (planned->result.top.empty()) {
       fail(row, {about(sc->file, "",
                        fmt::format("no plan fits this cluster's memory ({} plans tried)", planned->result.evaluated),
-                       "", ErrorKind::DoesNotFit)});
+                       report::no_plan_hint(*sc), ErrorKind::DoesNotFit)});
       return row;
     }
     const plan::Plan& best = planned->result.top.front().plan;
