@@ -13,7 +13,13 @@
 
 namespace hetsim::schedule {
 
-SimTime to_ns(Duration d) { return static_cast<SimTime>(std::floor(d.v * 1e9 + 0.5)); }
+SimTime to_ns(Duration d) {
+  // Clamped (a cast of a double beyond int64 is undefined): a task past 10^17 ns (3 years) means
+  // an absurd scenario, which run_simulation refuses before building (kMaxSimulatedStepS).
+  const double ns = std::floor(d.v * 1e9 + 0.5);
+  if (!(ns > 0)) return 0;  // (NaN too)
+  return ns >= 1e17 ? SimTime{100'000'000'000'000'000} : static_cast<SimTime>(ns);
+}
 
 namespace {
 
