@@ -12,7 +12,7 @@ namespace {
 
 using schedule::TaskKind;
 
-// The bandwidth the cost model priced a route with (sim/analytic/stage_cost.cpp): the fabric
+// The bandwidth the cost model priced a route with (sim/analytic/detail/links.cpp): the fabric
 // within a node (on a full mesh, what a device exchanging with `peers` node-mates at once
 // reaches: cost::LinkCost::reach); between nodes the NIC share per device, divided by
 // the oversubscription (the slower end's).
