@@ -229,11 +229,14 @@ std::vector<Settings> Search::settings() const {
 bool Search::simulate(Candidate& c) {
   const double n = schedule::estimated_tasks(s_, c.plan);
   if (n > o_.max_verify_tasks || tasks_simulated_ + n > o_.verify_task_budget) return false;
+  // (A step past the simulated clock keeps its estimate, as run_simulation refuses it.)
+  if (!(c.estimate.step_time.v <= schedule::kMaxSimulatedStepS)) return false;
   tasks_simulated_ += n;
   const auto g = schedule::build_schedule(s_, c.plan);
   auto t = engine::run_native(g);
-  if (t) c.simulated_step_s = static_cast<double>(t->makespan) * 1e-9;
-  if (t && o_.rank_percentile > 0 && s_.variability) sample(c, g, t->makespan, n);
+  if (!t) return false;  // not verified: it keeps its estimate and is not counted as simulated
+  c.simulated_step_s = static_cast<double>(t->makespan) * 1e-9;
+  if (o_.rank_percentile > 0 && s_.variability) sample(c, g, t->makespan, n);
   return true;
 }
 

@@ -59,7 +59,7 @@ class Search {
   bool io_valid(const plan::Plan& p) const;
   std::vector<Settings> settings() const;
   // Verifies c by the engine within the task bounds; false (c keeps its estimate) when it is
-  // too large.
+  // too large, its step past the simulated clock (kMaxSimulatedStepS), or the engine fails.
   bool simulate(Candidate& c);
   // Ranks c by the percentile of its sampled steps, within the sampling budget.
   void sample(Candidate& c, const schedule::TaskGraph& g, engine::SimTime nominal, double tasks);
