@@ -358,7 +358,8 @@ int run_buy(const Common& c, const BuyArgs& a) {
                                          r->smallest_fit ? "the smallest composition that would fit is in the report "
                                                            "(\"smallest that would fit\"); raise the limit it names"
                                          : sc.framework.pipeline_runs > 1
-                                             ? hetsim::report::no_plan_hint(sc)
+                                             ? "a larger budget or power limit, more max_nodes, devices with more memory; " +
+                                                   hetsim::report::no_plan_hint(sc)
                                              : "a larger budget or power limit, more max_nodes, or devices with more memory",
                                          hetsim::ErrorKind::DoesNotFit))
               << "\n";

@@ -43,12 +43,10 @@ toml::table parallel_table(const Scenario& s, const plan::Plan& p) {
   t.insert("zero", static_cast<std::int64_t>(p.zero));
   if (p.ep > 1) t.insert("ep", static_cast<std::int64_t>(p.ep));
   if (p.expert_tp > 0) t.insert("expert_tp", static_cast<std::int64_t>(p.expert_tp));
-  if (p.cp > 1) {
-    t.insert("cp", static_cast<std::int64_t>(p.cp));
-    t.insert("cp_comm", std::string(p.cp_comm == plan::Plan::CpComm::Ring        ? "p2p"
-                                    : p.cp_comm == plan::Plan::CpComm::AllGather ? "all_gather"
-                                                                                 : "a2a"));
-  }
+  if (p.cp > 1) t.insert("cp", static_cast<std::int64_t>(p.cp));
+  // (A framework key: kept without context parallelism too, as the plan file keeps it.)
+  if (p.cp_comm != plan::Plan::CpComm::Ring)
+    t.insert("cp_comm", std::string(p.cp_comm == plan::Plan::CpComm::AllGather ? "all_gather" : "a2a"));
   if (p.pipeline_runs > 1) t.insert("pipeline_runs", static_cast<std::int64_t>(p.pipeline_runs));
   t.insert("sequence_parallel", p.sequence_parallel);
   t.insert("grad_sync", std::string(p.grad_sync == cost::Algorithm::Ring           ? "ring"

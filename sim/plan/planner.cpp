@@ -157,18 +157,25 @@ bool split_batch(const Scenario& s, plan::Plan& p) {
   if (!nic_paths_ok(s, p)) return false;
   const int B = s.training.global_batch;
   if (B % p.micro_batch) return false;
-  const long M = B / p.micro_batch;
+  // In units of the pipeline runs (pipeline_runs): a group takes R micro-batches at a time, one
+  // for each run; its time for m units is at(R·m).
+  const long R = std::max(1, p.pipeline_runs);
+  if ((B / p.micro_batch) % R) return false;
+  const long M = B / p.micro_batch / R;
   // Data-parallel replicas of a group: its replicas are dp · cp blocks, cp to a sequence.
   auto dp = [&](std::size_t g) { return p.groups[g].replicas / std::max(1, p.cp); };
   const std::size_t G = p.groups.size();
   if (G == 1) {
     if (M % dp(0)) return false;
-    p.groups[0].micro_batches = static_cast<int>(M / dp(0));
+    p.groups[0].micro_batches = static_cast<int>(M / dp(0) * R);
     return p.groups[0].micro_batches >= 1;
   }
   const auto costs = analytic::stage_costs(s, p, false);
   std::vector<GroupTime> gt(G);
-  for (std::size_t g = 0; g < G; ++g) gt[g] = group_time(p, g, costs[g]);
+  for (std::size_t g = 0; g < G; ++g) {
+    gt[g] = group_time(p, g, costs[g]);
+    gt[g].cmax *= static_cast<double>(R);  // per unit of R micro-batches
+  }
   // Continuous optimum: every group finishes at T*, Σ r_g·(T* − fill_g)/cmax_g = M.
   double num = static_cast<double>(M), den = 0;
   for (std::size_t g = 0; g < G; ++g) {
@@ -212,7 +219,7 @@ bool split_batch(const Scenario& s, plan::Plan& p) {
     }
   }
   if (used != M) return false;
-  for (std::size_t g = 0; g < G; ++g) p.groups[g].micro_batches = static_cast<int>(m[g]);
+  for (std::size_t g = 0; g < G; ++g) p.groups[g].micro_batches = static_cast<int>(m[g] * R);
   return true;
 }
 

@@ -67,7 +67,10 @@ std::vector<std::string> explain(const Scenario& s, const planner::Candidate& c,
   if (h < 0.1) limit = fmt::format("memory (only {:.0f} % headroom on the fullest device type)", 100 * h);
   else if (u.stream_fraction[1] > 0.25) limit = "tensor-parallel communication on the intra-node fabric";
   else if (u.stream_fraction[ep] > 0.25) limit = "expert-parallel all-to-alls (token dispatch and combine)";
-  else if (sim.summary.bubble_fraction > 0.2) limit = "the pipeline bubble (too few micro-batches per replica)";
+  else if (sim.summary.bubble_fraction > 0.2)
+    limit = c.plan.pipeline_runs > 1 ? fmt::format("the pipeline bubble (too few micro-batches per replica, in {} "
+                                                   "pipeline runs that each fill and drain)", c.plan.pipeline_runs)
+                                     : "the pipeline bubble (too few micro-batches per replica)";
   else if (sim.summary.exposed_comm > sim.trace.makespan / 5) limit = "exposed communication";
   else limit = "compute on " + s.cluster.pools[g.devices[busiest].pool].name;
   lines.push_back("limited by: " + limit);

@@ -42,8 +42,6 @@ TEST(Api, SimulateNativeMatchesTheReportPath) {
   EXPECT_DOUBLE_EQ(api::estimate(*s, *p).step_time.v, analytic::estimate(*s, *p).step_time.v);
 }
 
-// A long simulation reports its progress and stops when asked: an 8-stage pipeline of 4096
-// micro-batches (about 200 k tasks).
 // A step whose estimate is past what the simulated clock (int64 nanoseconds) is for says so: a
 // 405B model's gradients over a 1 KB/s network (legal, and absurd) used to overflow the schedule's
 // times into a "deadlock".
@@ -61,6 +59,8 @@ TEST(Api, AStepBeyondTheSimulatedClockIsRefusedNotSimulated) {
       << test::all_errors(r.errors());
 }
 
+// A long simulation reports its progress and stops when asked: an 8-stage pipeline of 4096
+// micro-batches (about 200 k tasks).
 TEST(Api, SimulateReportsProgressAndStopsWhenAsked) {
   const std::string text =
       "[model]\npreset = \"tiny\"\nlayers = 8\n[training]\nglobal_batch = 4096\nseq_len = 128\n"

@@ -306,7 +306,7 @@ TEST(Buy, RefusesWhatItCannotAnswer) {
 // purchase gone) and its plan; read back, the plan estimates to the step the front reports.
 TEST(Buy, EachFrontPointIsWrittenAsAScenarioAndAPlanThatRunAsWritten) {
   // (With framework keys of its own, which the written points keep.)
-  const std::string text = purchase("[cost]\nmode = \"own\"\n[parallel]\nsequence_parallel = false\npipeline_runs = 2\n", "",
+  const std::string text = purchase("[cost]\nmode = \"own\"\n[parallel]\nsequence_parallel = false\npipeline_runs = 2\ncp_comm = \"a2a\"\n", "",
                                     "[[purchase.candidate]]\nname = \"new\"\ndevice = \"h100-sxm5\"\nmax_nodes = 2\n"
                                     "purchase_usd = 20000\n"
                                     "[[purchase.candidate]]\ndevice = \"mi300x\"\nmax_nodes = 1\n");
@@ -346,6 +346,7 @@ TEST(Buy, EachFrontPointIsWrittenAsAScenarioAndAPlanThatRunAsWritten) {
     EXPECT_EQ(io::plan_to_json(*own, *own->plan), io::plan_to_json(*own, *io::parse_plan_json(plan.content, "p.json", *own)));
     EXPECT_EQ(own->plan->pipeline_runs, 2);
     EXPECT_FALSE(own->framework.sequence_parallel);
+    EXPECT_EQ(own->plan->cp_comm, plan::Plan::CpComm::AllToAll);
     EXPECT_NEAR(api::estimate(*own, *own->plan).step_time.v, p.best.estimate.step_time.v, 1e-9 * p.best.estimate.step_time.v);
   }
   const std::string& csv = files->back().content;

@@ -16,6 +16,7 @@
 #include "sim/report/estimate_report.hpp"
 #include "sim/report/simulation_report.hpp"
 #include "sim/io/scenario_reader.hpp"
+#include "sim/report/plan_report.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -252,6 +253,70 @@ TEST(Planner, PlansRunTheFrameworkTheScenarioSays) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(test::all_errors(bad.errors()).find("overlap_ep_comm overlaps expert-parallel all-to-alls"), std::string::npos)
       << test::all_errors(bad.errors());
+}
+
+// pipeline_runs holds every plan to micro-batches it divides, and the batch split between groups
+// works in whole runs: with R = 2 on the bundled mixed cluster the pool-local family still splits
+// the batch unevenly (the fast pool takes more), rather than finding no split R divides.
+TEST(Planner, PipelineRunsHoldEveryPlanAndTheBatchSplitToWholeRuns) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixed-h100-a100.toml", test::catalog(),
+                             {.plan = false});
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  s->framework.pipeline_runs = 2;
+  planner::Options o;
+  o.top = 40;
+  o.verify = 0;
+  const auto r = planner::search(*s, o);
+  ASSERT_FALSE(r.top.empty());
+  bool uneven_split = false;
+  for (const auto& c : r.top) {
+    EXPECT_EQ(c.plan.pipeline_runs, 2);
+    for (const auto& g : c.plan.groups) EXPECT_EQ(g.micro_batches % 2, 0) << c.family;
+    if (c.plan.groups.size() > 1 && c.plan.groups[0].micro_batches != c.plan.groups[1].micro_batches)
+      uneven_split = true;
+  }
+  EXPECT_TRUE(uneven_split);
+  // split_batch itself: a two-group plan whose best split at R = 1 is odd (47 and 17 micro-batches
+  // per replica here) is split in whole runs at R = 2, and still unevenly.
+  s->framework.pipeline_runs = 1;
+  const auto one = planner::search(*s, o);
+  const planner::Candidate* odd = nullptr;
+  for (const auto& c : one.top)
+    if (c.plan.groups.size() == 2 && (c.plan.groups[0].micro_batches % 2 || c.plan.groups[1].micro_batches % 2)) {
+      odd = &c;
+      break;
+    }
+  ASSERT_NE(odd, nullptr) << "no two-group plan with an odd split at R = 1 to check against";
+  plan::Plan p = odd->plan;
+  p.pipeline_runs = 2;
+  ASSERT_TRUE(planner::split_batch(*s, p));
+  EXPECT_EQ(p.groups[0].micro_batches % 2, 0);
+  EXPECT_EQ(p.groups[1].micro_batches % 2, 0);
+  EXPECT_NE(p.groups[0].micro_batches, p.groups[1].micro_batches);
+  EXPECT_EQ(p.sequences_per_step(), s->training.global_batch);
+  // When nothing fits, the hint names the runs first where they constrain the search.
+  EXPECT_EQ(report::no_plan_hint(*s).find("pipeline_runs"), std::string::npos);
+  s->framework.pipeline_runs = 4;
+  EXPECT_EQ(report::no_plan_hint(*s).rfind("pipeline_runs = 4 allows only plans whose every replica group's", 0), 0u);
+}
+
+// A candidate whose step is past the simulated clock keeps its estimate (its verification would
+// overflow the engine's nanosecond times).
+TEST(Planner, StepsPastTheSimulatedClockAreNotVerified) {
+  // Every device pair on a 1 KB/s fabric with 10^7 s of latency: every plan's step is years long.
+  auto s = io::parse_scenario("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 32\nseq_len = 512\n"
+                              "[[cluster.link]]\nname = \"slow\"\nkind = \"scale-up\"\nbandwidth = \"1KB/s\"\n"
+                              "latency = \"10000000s\"\n[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\nfabric = \"slow\"\n",
+                              "slow.toml", test::catalog(), {.plan = false});
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  planner::Options o;
+  o.top = 3;
+  const auto r = planner::search(*s, o);
+  ASSERT_FALSE(r.top.empty());
+  for (const auto& c : r.top) {
+    ASSERT_GT(c.estimate.step_time.v, schedule::kMaxSimulatedStepS) << "the case no longer reaches the bound";
+    EXPECT_FALSE(c.verified()) << c.family;
+  }
 }
 
 TEST(Planner, EveryReportedPlanFitsInMemory) {

@@ -447,12 +447,14 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     if (covered != m.layers)
       err(gpath + ".stages", "stages cover " + std::to_string(covered) + " of " +
           std::to_string(m.layers) + " layers");
-    if (g.micro_batches % p.pipeline_runs != 0 && !runs_told && (runs_told = true))
-      err("parallel.pipeline_runs", "pipeline_runs = " + std::to_string(p.pipeline_runs) +
-          " does not divide a replica group's " + std::to_string(g.micro_batches) + " micro-batches (each run " +
-          "takes an equal share of them)", "choose pipeline_runs among the divisors of every group's micro-batches");
-    else if (p.schedule == cost::Schedule::Interleaved &&
-             p.run_micro_batches(g) % static_cast<int>(g.stages.size()) != 0)
+    if (g.micro_batches % p.pipeline_runs != 0) {
+      if (!runs_told)
+        err("parallel.pipeline_runs", "pipeline_runs = " + std::to_string(p.pipeline_runs) +
+            " does not divide a replica group's " + std::to_string(g.micro_batches) + " micro-batches (each run " +
+            "takes an equal share of them)", "choose pipeline_runs among the divisors of every group's micro-batches");
+      runs_told = true;
+    } else if (p.schedule == cost::Schedule::Interleaved &&
+               p.run_micro_batches(g) % static_cast<int>(g.stages.size()) != 0)
       err(p.pipeline_runs > 1 ? "parallel.pipeline_runs" : gpath + ".micro_batches",
           "the interleaved schedule needs micro-batches" +
           std::string(p.pipeline_runs > 1 ? " per pipeline run (" : " (") + std::to_string(p.run_micro_batches(g)) +

@@ -106,6 +106,8 @@ class Search {
 
   const Scenario& s_;
   const Options& o_;
+  /// [parallel] pipeline_runs: every group's micro-batches are a multiple of it.
+  const int runs_ = std::max(1, s_.framework.pipeline_runs);
   std::vector<int> micro_batches_;
   std::map<std::pair<std::string, int>, std::priority_queue<double>> best_;
   std::map<std::tuple<int, int, int, int>, StageRates> rates_;

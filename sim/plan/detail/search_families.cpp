@@ -62,7 +62,8 @@ std::vector<Candidate> Search::single_pool(int pi) {
         if (done) continue;
         const long M = s_.training.global_batch / st.micro_batch;
         int r = rmax;
-        while (r > 1 && M % r) --r;
+        // (Each replica's micro-batches split into the pipeline runs.)
+        while (r > 1 && (M % r || (M / r) % runs_)) --r;
         plan::Plan p = base(st);
         plan::ReplicaGroup g;
         g.replicas = r;
@@ -148,7 +149,7 @@ void Search::mixed_pipelines(const std::vector<std::vector<Candidate>>& alone, s
         for (int mb : micro_batches_) {
           const long M = s_.training.global_batch / mb;
           for (long R = 1; R <= M; ++R) {
-            if (M % R) continue;
+            if (M % R || (M / R) % runs_) continue;
             // Stages per pool: fill the pool, or half of that.
             std::vector<std::vector<int>> depth_opts;
             bool fits = true;
@@ -249,7 +250,7 @@ std::optional<Candidate> Search::uniform(std::vector<Candidate>& all) {
         const long M = s_.training.global_batch / mb;
         int R = 0;
         for (const auto& pool : s_.cluster.pools) R += pool.devices() / (tp * pp);
-        if (R == 0 || M % R) continue;
+        if (R == 0 || M % R || (M / R) % runs_) continue;
         for (auto rc : {cost::Recompute::None, cost::Recompute::Selective, cost::Recompute::Full}) {
           plan::Plan p = base({mb, cost::Schedule::OneFOneB, rc});
           for (std::size_t pi = 0; pi < s_.cluster.pools.size(); ++pi) {
