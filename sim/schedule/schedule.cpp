@@ -175,17 +175,14 @@ void Builder::build_group(int gi, int v) {
     const int Mr = p_.run_micro_batches(grp);
     const int run_units = Mr * v;
     const bool overlap_ep = p_.overlap_ep_comm && p_.schedule != cost::Schedule::GPipe && Mr >= 2 && si == 0;
-    const int in_flight =
-        static_cast<int>(cost::in_flight_micro_batches(p_.schedule, si, P, Mr, p_.virtual_stages));
     std::uint32_t pending = kNone;  // an overlapped all-to-all waiting for the next unit
     for (std::size_t pos = 0; pos < order.size(); ++pos) {
       const auto [bw, u] = order[pos];
       const auto [lc, mb] = unit_of(bw, u, P, v);
       const int k = lc * P + si;
-      // (1F1B: the backwards before the cool-down; interleaved: any the stage's order follows
-      // with a forward.)
-      const bool overlapped = overlap_ep && bw && k == 0 && (v > 1 || mb % Mr < Mr - in_flight) &&
-                              pos + 1 < order.size() && !order[pos + 1].first &&
+      // (Any backward the stage's order follows with a forward of the same run: under 1F1B the
+      // backwards before the cool-down, the first Mr − in-flight of a run.)
+      const bool overlapped = overlap_ep && bw && k == 0 && pos + 1 < order.size() && !order[pos + 1].first &&
                               order[pos + 1].second / run_units == u / run_units;
       const Chunk& ch = chunks[k];
       Task base_task;
