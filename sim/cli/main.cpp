@@ -390,13 +390,8 @@ int run_platform(const Common& c) {
   hetsim::plan::Plan plan;
   if (int rc = load(c, sc, plan); rc != kExitOk) return rc;
   const auto pf = hetsim::platform::build(sc.cluster);
-  if (const double step = hetsim::analytic::estimate(sc, plan).step_time.v;
-      !(step <= hetsim::schedule::kMaxSimulatedStepS))
-    return fail(c, hetsim::Diagnostics{hetsim::Diagnostic{{sc.file, 0, 0}, "",
-                                      fmt::format("the step would last about {:.3g} s (its estimate), beyond the "
-                                                  "{:.0e} s the simulation's clock is for",
-                                                  step, hetsim::schedule::kMaxSimulatedStepS),
-                                      "check the scenario's link bandwidths and device peaks"}});
+  if (auto d = hetsim::report::beyond_the_clock(sc, hetsim::analytic::estimate(sc, plan).step_time.v))
+    return fail(c, hetsim::Diagnostics{*d});
   const auto g = hetsim::schedule::build_schedule(sc, plan);
   auto d = hetsim::platform::decompose(g, sc.cluster, pf);
   if (!d) return fail(c, d.errors());

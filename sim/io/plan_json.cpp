@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "models/base/nearest.hpp"
+#include "sim/io/detail/plan_names.hpp"
 #include "sim/io/input_file.hpp"
 #include "sim/io/json_strict.hpp"
 #include "sim/io/scenario_reader.hpp"
@@ -15,32 +16,12 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-template <class E>
-struct Names {
-  std::vector<std::pair<std::string, E>> all;
-  std::string name(E e) const {
-    for (const auto& [n, v] : all)
-      if (v == e) return n;
-    return "?";
-  }
-};
-
-const Names<cost::Schedule> kSchedules{{{"gpipe", cost::Schedule::GPipe},
-                                        {"1f1b", cost::Schedule::OneFOneB},
-                                        {"interleaved", cost::Schedule::Interleaved}}};
-const Names<cost::Recompute> kRecompute{{{"none", cost::Recompute::None},
-                                         {"selective", cost::Recompute::Selective},
-                                         {"full", cost::Recompute::Full},
-                                         {"selective_op", cost::Recompute::SelectiveOp}}};
-const Names<cost::Algorithm> kAlgorithms{{{"auto", cost::Algorithm::Auto},
-                                          {"ring", cost::Algorithm::Ring},
-                                          {"tree", cost::Algorithm::Tree},
-                                          {"hierarchical", cost::Algorithm::Hierarchical}}};
-const Names<plan::Plan::EpDispatch> kEpDispatch{{{"all-to-all", plan::Plan::EpDispatch::AllToAll},
-                                                  {"hierarchical", plan::Plan::EpDispatch::Hierarchical}}};
-const Names<plan::Plan::CpComm> kCpComm{{{"p2p", plan::Plan::CpComm::Ring},
-                                         {"all_gather", plan::Plan::CpComm::AllGather},
-                                         {"a2a", plan::Plan::CpComm::AllToAll}}};
+using detail::kAlgorithms;
+using detail::kCpComm;
+using detail::kEpDispatch;
+using detail::kRecompute;
+using detail::kSchedules;
+using detail::Names;
 
 class Reader {
  public:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "sim/io/detail/plan_names.hpp"
 #include "sim/io/detail/toml_reader.hpp"
 
 namespace hetsim::io {
@@ -37,27 +38,23 @@ toml::table& subtable(toml::table& t, std::string_view key) {
 toml::table parallel_table(const Scenario& s, const plan::Plan& p) {
   toml::table t;
   t.insert("micro_batch", static_cast<std::int64_t>(p.micro_batch));
-  t.insert("schedule", std::string(cost::schedule_name(p.schedule)));
+  t.insert("schedule", detail::kSchedules.name(p.schedule));
   if (p.schedule == cost::Schedule::Interleaved) t.insert("virtual_stages", static_cast<std::int64_t>(p.virtual_stages));
-  t.insert("recompute", std::string(cost::recompute_name(p.recompute)));
+  t.insert("recompute", detail::kRecompute.name(p.recompute));
   t.insert("zero", static_cast<std::int64_t>(p.zero));
   if (p.ep > 1) t.insert("ep", static_cast<std::int64_t>(p.ep));
   if (p.expert_tp > 0) t.insert("expert_tp", static_cast<std::int64_t>(p.expert_tp));
   if (p.cp > 1) t.insert("cp", static_cast<std::int64_t>(p.cp));
   // (A framework key: kept without context parallelism too, as the plan file keeps it.)
-  if (p.cp_comm != plan::Plan::CpComm::Ring)
-    t.insert("cp_comm", std::string(p.cp_comm == plan::Plan::CpComm::AllGather ? "all_gather" : "a2a"));
+  if (p.cp_comm != plan::Plan::CpComm::Ring) t.insert("cp_comm", detail::kCpComm.name(p.cp_comm));
   if (p.pipeline_runs > 1) t.insert("pipeline_runs", static_cast<std::int64_t>(p.pipeline_runs));
   t.insert("sequence_parallel", p.sequence_parallel);
-  t.insert("grad_sync", std::string(p.grad_sync == cost::Algorithm::Ring           ? "ring"
-                                    : p.grad_sync == cost::Algorithm::Tree         ? "tree"
-                                    : p.grad_sync == cost::Algorithm::Hierarchical ? "hierarchical"
-                                                                                   : "auto"));
+  t.insert("grad_sync", detail::kAlgorithms.name(p.grad_sync));
   t.insert("overlap_grad_reduce", p.overlap_grad_reduce);
   t.insert("overlap_tp_comm", p.overlap_tp_comm);
   t.insert("overlap_tp_backward", p.overlap_tp_backward);
   if (p.overlap_ep_comm) t.insert("overlap_ep_comm", true);
-  if (p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical) t.insert("ep_dispatch", "hierarchical");
+  if (p.ep_dispatch != plan::Plan::EpDispatch::AllToAll) t.insert("ep_dispatch", detail::kEpDispatch.name(p.ep_dispatch));
   if (p.fp8_dispatch) t.insert("fp8_dispatch", true);
   toml::array groups;
   for (const auto& g : p.groups) {

@@ -9,14 +9,18 @@
 
 namespace hetsim::report {
 
+std::optional<Diagnostic> beyond_the_clock(const Scenario& s, double step_s) {
+  if (step_s <= schedule::kMaxSimulatedStepS) return std::nullopt;  // (NaN is beyond it too)
+  return Diagnostic{{s.file, 0, 0}, "",
+                    fmt::format("the step would last about {:.3g} s (its estimate), beyond the {:.0e} s the "
+                                "simulation's clock is for", step_s, schedule::kMaxSimulatedStepS),
+                    "check the scenario's link bandwidths and device peaks; `hetsim estimate` gives the closed form"};
+}
+
 Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p, const engine::RunControl& control) {
   Simulation sim;
   sim.estimate = analytic::estimate(s, p);
-  if (!(sim.estimate.step_time.v <= schedule::kMaxSimulatedStepS))
-    return Diagnostic{{s.file, 0, 0}, "",
-                      fmt::format("the step would last about {:.3g} s (its estimate), beyond the {:.0e} s the "
-                                  "simulation's clock is for", sim.estimate.step_time.v, schedule::kMaxSimulatedStepS),
-                      "check the scenario's link bandwidths and device peaks; `hetsim estimate` gives the closed form"};
+  if (auto d = beyond_the_clock(s, sim.estimate.step_time.v)) return *d;
   sim.graph = schedule::build_schedule(s, p);
   auto trace = engine::run_native(sim.graph, control);
   if (!trace) return trace.errors();

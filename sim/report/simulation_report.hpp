@@ -42,8 +42,12 @@ struct SimgridReport {
   std::vector<Link> contended;  ///< most overloaded first
 };
 
+/// Why a step whose estimate is `step_s` seconds cannot be simulated (past the clock,
+/// schedule::kMaxSimulatedStepS), or nothing when it can.
+[[nodiscard]] std::optional<Diagnostic> beyond_the_clock(const Scenario& s, double step_s);
+
 /// Estimates, schedules and simulates `p` on `s`: everything `hetsim simulate` shows.
-/// Fails only if the schedule deadlocks (a bug).
+/// Fails when the step is beyond the clock (beyond_the_clock), and if the schedule deadlocks (a bug).
 [[nodiscard]] Result<Simulation> run_simulation(const Scenario& s, const plan::Plan& p,
                                                 const engine::RunControl& control = {});
 

@@ -1,0 +1,45 @@
+#pragma once
+// The names a plan's enumerations take in its files (private to sim/io): the plan JSON
+// (plan_json.cpp) and the [parallel] table of a written scenario (scenario_writer.cpp) use the
+// same words as the scenario reader's [parallel].
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/cost/collectives.hpp"
+#include "models/cost/memory.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace hetsim::io::detail {
+
+/// An enumeration's names, each with its value.
+template <class E>
+struct Names {
+  std::vector<std::pair<std::string, E>> all;
+  /// The name of `e` ("?" for a value the table lacks).
+  [[nodiscard]] std::string name(E e) const {
+    for (const auto& [n, v] : all)
+      if (v == e) return n;
+    return "?";
+  }
+};
+
+inline const Names<cost::Schedule> kSchedules{{{"gpipe", cost::Schedule::GPipe},
+                                               {"1f1b", cost::Schedule::OneFOneB},
+                                               {"interleaved", cost::Schedule::Interleaved}}};
+inline const Names<cost::Recompute> kRecompute{{{"none", cost::Recompute::None},
+                                                {"selective", cost::Recompute::Selective},
+                                                {"full", cost::Recompute::Full},
+                                                {"selective_op", cost::Recompute::SelectiveOp}}};
+inline const Names<cost::Algorithm> kAlgorithms{{{"auto", cost::Algorithm::Auto},
+                                                 {"ring", cost::Algorithm::Ring},
+                                                 {"tree", cost::Algorithm::Tree},
+                                                 {"hierarchical", cost::Algorithm::Hierarchical}}};
+inline const Names<plan::Plan::EpDispatch> kEpDispatch{{{"all-to-all", plan::Plan::EpDispatch::AllToAll},
+                                                        {"hierarchical", plan::Plan::EpDispatch::Hierarchical}}};
+inline const Names<plan::Plan::CpComm> kCpComm{{{"p2p", plan::Plan::CpComm::Ring},
+                                                {"all_gather", plan::Plan::CpComm::AllGather},
+                                                {"a2a", plan::Plan::CpComm::AllToAll}}};
+
+}  // namespace hetsim::io::detail
