@@ -251,11 +251,17 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     ops.push_back(rep);
   }
 
-  // Attention core, per rank: heads/t heads. The full score and value products cost
-  // 4·tokens·s·(q/t) FLOPs, s the whole sequence's keys (seq_len · cp under context
-  // parallelism: the rank's queries meet every key; its 2 causal chunks balance the mask).
+  // Attention core, per rank: heads/t heads. The score product costs 2·d_qk and the value
+  // product 2·d_v FLOPs per query, key and head, s the whole sequence's keys (seq_len · cp
+  // under context parallelism: the rank's queries meet every key; its 2 causal chunks balance
+  // the mask): 4·tokens·s·(q/t) when d_v = d_qk. The backward's five products cost
+  // 2·(3·d_qk + 2·d_v), 2.5× the forward at d_v = d_qk (multi-head latent attention: 192/128,
+  // 2.6×; cuDNN's FLOP count, docs/research-attention-head-dim.md).
   const double cp = std::max(1, s.cp);
-  const double full = 4.0 * tokens * s.seq_len * cp * q / t;
+  const double dv = m.mla() ? m.v_head_dim : hd;
+  const double pairs = tokens * s.seq_len * cp * (m.heads / t);  // query-key pairs × heads
+  const double full = 2.0 * pairs * (hd + dv);
+  const double full_bwd = 2.0 * pairs * (3 * hd + 2 * dv);
   const double heads_rank = static_cast<double>(s.micro_batch) * m.heads / t;
   if (s.flash_attention) {
     // Fused: a causal kernel skips the masked half; backward is 2.5× the forward
@@ -273,9 +279,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.attention_kernel = s.attention_kernel;
     const double exec = s.causal ? full / 2 : full;
     attn.fwd_flops = Flops{exec};
-    attn.bwd_flops = Flops{2.5 * exec};
+    attn.bwd_flops = Flops{s.causal ? full_bwd / 2 : full_bwd};
     attn.model_flops = Flops{full};
-    const double qkvo = tokens * (2 * q / t + 2 * kv_rank) * e;
+    // Q and K d_qk wide, V and O d_v (MLA's K and V come whole from the up projection).
+    const double qkvo = m.mla() ? tokens * (m.heads / t) * (2 * hd + 2 * dv) * e : tokens * (2 * q / t + 2 * kv_rank) * e;
     const bool ring = s.cp > 1 && s.cp_exchange == CpExchange::Ring;
     const double blocks = heads_split ? 1 : cp;  // blocks of keys the rank's queries read
     attn.fwd_bytes = Bytes{qkvo * blocks};
@@ -314,7 +321,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     Op qk = gemm("attn_scores", sl, sl, hd, e, static_cast<int>(heads_rank), true);
     Op softmax = streaming("softmax", OpKind::Elementwise, scores, e,
                            fused ? Stream{2, 1, 3, 1} : Stream{4, 2, 6, 2}, 5);
-    Op pv = gemm("attn_context", sl, hd, sl, e, static_cast<int>(heads_rank), true);
+    Op pv = gemm("attn_context", sl, dv, sl, e, static_cast<int>(heads_rank), true);
     for (Op* op : {&qk, &softmax, &pv}) op->selective_recompute = true;
     ops.push_back(qk);
     ops.push_back(softmax);

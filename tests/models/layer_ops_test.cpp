@@ -567,6 +567,27 @@ TEST(LayerOps, MultiHeadLatentAttentionProjections) {
   EXPECT_NEAR(proj, 2 * 4096 * params, 1.0);
 }
 
+// MLA's attention core: the score product at d_qk = 192, the value product at d_v = 128 (not
+// both at 192): forward 2·pairs·(192 + 128), backward 2·pairs·(3·192 + 2·128) = 2.6× the
+// forward (cuDNN's count, docs/research-attention-head-dim.md); a causal kernel runs half the
+// pairs. A model whose value heads equal its key heads keeps 4·pairs·d and 2.5×.
+TEST(LayerOps, LatentAttentionCountsItsValueHeadsAtTheirOwnWidth) {
+  const ModelSpec m = *preset("deepseek-v3");
+  MicroBatchShape s;
+  s.micro_batch = 1;
+  s.seq_len = 4096;
+  s.tp = 8;
+  const Op& a = find(layer_ops(m, s), "attention");
+  const double pairs = 4096.0 * 4096 * 16;  // tokens × keys × heads a rank
+  EXPECT_NEAR(a.model_flops.v, 2 * pairs * (192 + 128), 1.0);
+  EXPECT_NEAR(a.fwd_flops.v, pairs * (192 + 128), 1.0);
+  EXPECT_NEAR(a.bwd_flops.v, pairs * (3 * 192 + 2 * 128), 1.0);
+  const ModelSpec llama = *preset("llama3-8b");
+  const Op& b = find(layer_ops(llama, s), "attention");
+  EXPECT_NEAR(b.model_flops.v, 4 * 4096.0 * 4096 * 4096 / 8, 1.0);
+  EXPECT_NEAR(b.bwd_flops.v, 2.5 * b.fwd_flops.v, 1.0);
+}
+
 // A MoE model's model FLOPs count its dense layers as dense: 3 dense + 58 MoE for DeepSeek-V3.
 TEST(ModelFlops, DenseLayersOfAMoeModelCountAsDense) {
   const ModelSpec m = *preset("deepseek-v3");
