@@ -124,6 +124,7 @@ StateBytes state_bytes(hw::Dtype precision, workload::Optimizer opt, bool autoca
   StateBytes sb;
   sb.weights = mixed ? 2 : 4;
   sb.grads = 4;  // fp32 main gradients (Megatron accumulates in fp32 by default)
+  sb.expert_grads = sb.grads;
   const double master = mixed ? 4 : 0;
   sb.optimizer = master + (opt == workload::Optimizer::Adam ? 8 : 4);
   return sb;
@@ -133,13 +134,13 @@ MemoryBreakdown device_memory(const DeviceMemoryInput& in) {
   const double d = std::max(1, in.dp);
   const double de = std::max(1.0, d * std::max(1, in.expert_fold) / std::max(1, in.ep));  // the experts' data-parallel ranks
   const double dense = in.params - in.expert_params;
-  auto state = [&](double bytes, bool sharded) {
-    return Bytes{dense * bytes / (sharded ? d : 1.0) + in.expert_params * bytes / (sharded ? de : 1.0)};
+  auto state = [&](double bytes, double expert_bytes, bool sharded) {
+    return Bytes{dense * bytes / (sharded ? d : 1.0) + in.expert_params * expert_bytes / (sharded ? de : 1.0)};
   };
   MemoryBreakdown mb;
-  mb.add("weights", state(in.state.weights, in.zero >= 3));
-  mb.add("gradients", state(in.state.grads, in.zero >= 2));
-  mb.add("optimizer", state(in.state.optimizer, in.zero >= 1));
+  mb.add("weights", state(in.state.weights, in.state.weights, in.zero >= 3));
+  mb.add("gradients", state(in.state.grads, in.state.expert_grads, in.zero >= 2));
+  mb.add("optimizer", state(in.state.optimizer, in.state.optimizer, in.zero >= 1));
   mb.add("activations", in.activations_per_micro_batch * in.in_flight);
   mb.add("transient", in.transient);
   mb.add("comm buffers", in.comm_buffers);

@@ -50,6 +50,9 @@ struct StateBytes {
   double weights = 2;
   double grads = 4;
   double optimizer = 12;
+  /// The routed experts' gradient buffers where a framework keeps them apart (NeMo Automodel:
+  /// bf16 expert gradients beside fp32 accumulators for the rest); `grads` where they are alike.
+  double expert_grads = 4;
 };
 /// Mixed precision (bf16/fp16/fp8) Adam: 2 + 4 + 12 (bf16 weights, fp32 main gradients, fp32
 /// master weights + two moments; Megatron-LM distributed optimizer docs). fp32 Adam: 4 + 4 + 8.

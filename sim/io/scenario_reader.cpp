@@ -61,11 +61,14 @@ void read_cost(TomlReader& r, const TableRef& root, Scenario& s) {
 void read_memory(TomlReader& r, const TableRef& root, Scenario& s) {
   auto t = r.table(root, "memory");
   if (!t) return;
-  r.check_keys(*t, {"runtime_reserve", "comm_buffers", "fragmentation", "gradient_bytes"});
+  r.check_keys(*t, {"runtime_reserve", "comm_buffers", "fragmentation", "gradient_bytes", "expert_gradient_bytes",
+                    "optimizer_bytes"});
   if (auto v = r.quantity(*t, "runtime_reserve", Dimension::Size)) s.memory.runtime_reserve = Bytes{*v};
   if (auto v = r.quantity(*t, "comm_buffers", Dimension::Size)) s.memory.comm_buffers = Bytes{*v};
   s.memory.fragmentation = r.number(*t, "fragmentation", 0, 0.9).value_or(s.memory.fragmentation);
   s.memory.gradient_bytes = r.number(*t, "gradient_bytes", 1, 16).value_or(s.memory.gradient_bytes);
+  if (auto v = r.number(*t, "expert_gradient_bytes", 1, 16)) s.memory.expert_gradient_bytes = *v;
+  if (auto v = r.number(*t, "optimizer_bytes", 0, 32)) s.memory.optimizer_bytes = *v;
 }
 
 void read_reliability(TomlReader& r, const TableRef& root, Scenario& s) {

@@ -116,8 +116,10 @@ Result search(const Scenario& s, const Options& o) {
     double lead = 0;  ///< lead time, s: the time axis bound is lead + t_lb
   };
   const cost::StateBytes sb = cost::state_bytes(s.training.precision, s.training.optimizer, s.training.autocast);
+  // (A lower bound: the smaller of the two gradient widths for every parameter.)
   const double state = workload::count_params(s.model).total(s.model.layers) *
-                       (sb.weights + s.memory.gradient_bytes + sb.optimizer);
+                       (sb.weights + std::min(s.memory.gradient_bytes, s.memory.expert_gradient_bytes.value_or(s.memory.gradient_bytes)) +
+                        s.memory.optimizer_bytes.value_or(sb.optimizer));
   std::vector<Screened> todo, refused;  // refused: by the budget or the power limit alone
   auto big_enough = [&](const Screened& c) {
     double memory = 0;

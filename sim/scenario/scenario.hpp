@@ -32,6 +32,15 @@ struct MemorySpec {
   /// gradients (the default); 6 = DeepSpeed's BF16 optimizer (the bf16 param.grad beside its fp32
   /// accumulator). Memory only: gradients are reduced from the fp32 buffer either way.
   double gradient_bytes = 4;
+  /// Bytes per parameter of the routed experts' gradient buffers; unset: gradient_bytes. NeMo
+  /// Automodel keeps its experts (outside FSDP) with bf16 gradients, 2, beside fp32 accumulators
+  /// for the FSDP-managed rest (docs/research-automodel-memory.md).
+  std::optional<double> expert_gradient_bytes;
+  /// Bytes per parameter of optimizer state; unset: the precision's and optimizer's own
+  /// (cost::state_bytes: 12 for Adam over 16-bit weights, an fp32 master copy and two fp32
+  /// moments). 4: Adam's two moments in bf16 on a model cast to bf16, no master copy (NeMo
+  /// Automodel, torch.optim.Adam's zeros_like). Memory only, as gradient_bytes.
+  std::optional<double> optimizer_bytes;
 };
 
 /// Interruptions, checkpoints and restarts of a long run ([reliability];

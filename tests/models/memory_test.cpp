@@ -166,5 +166,24 @@ TEST(DeviceMemory, ZeroStagesShardStateOverDataParallelRanks) {
   EXPECT_DOUBLE_EQ(device_memory(in).total().v, 18e9 * 1.1 + 1e9);
 }
 
+// Routed experts keep gradients of their own width (NeMo Automodel: bf16 experts outside FSDP),
+// and their ZeRO shards span dp·fold/ep ranks: 1 B dense + 3 B expert parameters at dp 8, ep 4
+// (experts' data-parallel ranks: 2), ZeRO 1, optimizer 4 B (bf16 moments, no master).
+TEST(DeviceMemory, ExpertGradientsAndOptimizerStateTakeTheirOwnWidths) {
+  DeviceMemoryInput in;
+  in.params = 4e9;
+  in.expert_params = 3e9;
+  in.ep = 4;
+  in.dp = 8;
+  in.zero = 1;
+  in.state = state_bytes(hw::Dtype::Bf16, workload::Optimizer::Adam);
+  in.state.expert_grads = 2;
+  in.state.optimizer = 4;
+  const auto mb = device_memory(in);
+  EXPECT_DOUBLE_EQ(mb.get("weights").v, 4e9 * 2);
+  EXPECT_DOUBLE_EQ(mb.get("gradients").v, 1e9 * 4 + 3e9 * 2);
+  EXPECT_DOUBLE_EQ(mb.get("optimizer").v, 1e9 * 4 / 8 + 3e9 * 4 / 2);
+}
+
 }  // namespace
 }  // namespace hetsim::cost

@@ -55,7 +55,10 @@ void price_memory(const PlanContext& ctx, const plan::Stage& st, bool sp, bool f
   c.memory.ep = ep;
   c.memory.expert_fold = c.expert_fold;
   c.memory.state = sb;
-  c.memory.state.grads = s.memory.gradient_bytes;  // what the framework keeps (memory only)
+  // What the framework keeps (memory only).
+  c.memory.state.grads = s.memory.gradient_bytes;
+  c.memory.state.expert_grads = s.memory.expert_gradient_bytes.value_or(s.memory.gradient_bytes);
+  if (s.memory.optimizer_bytes) c.memory.state.optimizer = *s.memory.optimizer_bytes;
   c.memory.zero = p.zero;
   c.memory.dp = shard;
   // A layer's backward holds more than what was kept for it: what recompute re-creates
