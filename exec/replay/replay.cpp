@@ -160,7 +160,7 @@ std::vector<io::TaskParts> predicted_parts(const Scenario& s, const plan::Plan& 
     // share: the part of each op this task runs (1, or its recompute share in a recompute task).
     auto add = [&](const std::vector<workload::Op>& ops, cost::Pass pass, double times, bool recompute) {
       for (const auto& op : ops) {
-        const double share = recompute ? cost::recompute_share(op, p.recompute) : 1.0;
+        const double share = recompute ? cost::recompute_share(op, p.recompute, p.recompute_modules) : 1.0;
         if (share > 0)
           sum[static_cast<std::size_t>(op_class(op))] += cost::op_time(dev, s.training.precision, op, pass).v * times * share;
       }

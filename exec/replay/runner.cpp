@@ -203,7 +203,7 @@ void DeviceRunner::note(const Result<std::int64_t>& r, bool first) {
 // share of its columns).
 void DeviceRunner::run_ops(const std::vector<workload::Op>& ops, bool backward, bool recompute) {
   for (const auto& op : ops) {
-    const double share = recompute ? cost::recompute_share(op, run_.p.recompute) : 1.0;
+    const double share = recompute ? cost::recompute_share(op, run_.p.recompute, run_.p.recompute_modules) : 1.0;
     if (share <= 0) continue;
     if (share < 1) {
       workload::Op part = op;
@@ -375,7 +375,7 @@ std::vector<DeviceRunner::Exchange> DeviceRunner::exchanges_of(std::uint32_t id)
     if (g_.tasks[pr].kind == TaskKind::TpCollective)
       for (std::uint32_t pp : preds[pr]) after_backward = after_backward || g_.tasks[pp].kind == TaskKind::Backward;
   }
-  const int rounds = after_backward && run_.p.recompute == cost::Recompute::Full ? 4 : 2;
+  const int rounds = after_backward && run_.p.recomputes(workload::RecomputeModule::Moe) ? 4 : 2;
   // The values (4-byte words) of `rows` rows: h wide in the training format, or under
   // fp8_dispatch for a dispatch-way round, h bytes and a 4-byte scale per 128.
   const auto values = [&](std::int64_t rows, bool fp8) {

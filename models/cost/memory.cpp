@@ -14,10 +14,10 @@ std::string_view recompute_name(Recompute r) {
   return "?";
 }
 
-double recompute_share(const workload::Op& op, Recompute r) {
+double recompute_share(const workload::Op& op, Recompute r, workload::RecomputeModules modules) {
   switch (r) {
     case Recompute::None: return 0;
-    case Recompute::Selective: return op.selective_recompute ? 1 : 0;
+    case Recompute::Selective: return (op.modules & modules) != 0 ? 1 : 0;
     case Recompute::Full: return 1;
     case Recompute::SelectiveOp: return op.op_recompute;
   }
@@ -35,7 +35,7 @@ std::string_view schedule_name(Schedule s) {
 
 Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s, int tp,
                                  bool sequence_parallel, Recompute r, bool flash_attention,
-                                 hw::Dtype precision, bool eager, int ep) {
+                                 hw::Dtype precision, bool eager, int ep, workload::RecomputeModules modules) {
   const double t = tp;
   const double h = m.hidden;
   const double a = m.heads;
@@ -64,17 +64,34 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   const double kv = eager_none ? qr : g;
   // Q and the out-projection input (Q's width each), K and V.
   double split = e * (2 * qr + 2 * kv);
+  // Selective recompute's modules (Megatron-Core, docs/research-recompute-modules.md): what each
+  // re-creates in the backward is not kept. layernorm: the outputs of the norms that are modules
+  // of their own (MLA's input norm, a MoE layer's pre-MLP norm; Transformer Engine fuses the
+  // others into the next GEMM); mla_up_proj: MLA's Q, K and V (its latents, kept instead, are
+  // not counted either way: ~); mlp: a dense MLP's internals and its fused norm's output; moe:
+  // the whole MoE block's (its input, the norm output counted above, is kept); moe_act: one
+  // f-wide tensor a routed row (the activation's output); shared_experts: their internals.
+  const bool selective = r == Recompute::Selective;
+  const auto on = [&](workload::RecomputeModule x) { return selective && workload::has_module(modules, x); };
+  double replicated_kept = replicated;
+  if (on(workload::RecomputeModule::LayerNorm)) replicated_kept -= e * ((m.mla() ? 1 : 0) + (m.moe() ? 1 : 0));
+  if (!m.moe() && on(workload::RecomputeModule::Mlp)) replicated_kept -= e;
+  if (m.mla() && on(workload::RecomputeModule::MlaUpProj)) split -= e * (qr + 2 * kv);
   if (m.moe()) {
     // Each token visits top_k experts, padded to capacity: the permuted input and the expert
     // internals are duplicated top_k·capacity times (on the most loaded of the ep ranks under
     // routing imbalance: top_k·moe_rank_load); the router keeps fp32 logits. Shared experts keep
     // what a dense MLP of their total width does.
     const double dup = m.top_k * workload::moe_rank_load(m, ep);
-    split += dup * e * (1 + act_tensors * f) + 4.0 * m.experts / h + e * act_tensors * m.shared_width() / h;
-  } else {
+    if (!on(workload::RecomputeModule::Moe)) {
+      const double routed_act = act_tensors - (on(workload::RecomputeModule::MoeAct) ? 1 : 0);
+      split += dup * e * (1 + routed_act * f) + 4.0 * m.experts / h;
+      if (!on(workload::RecomputeModule::SharedExperts)) split += e * act_tensors * m.shared_width() / h;
+    }
+  } else if (!on(workload::RecomputeModule::Mlp)) {
     split += e * act_tensors * f;
   }
-  const double per_sbh = replicated / (sequence_parallel ? t : 1.0) + split / t;
+  const double per_sbh = replicated_kept / (sequence_parallel ? t : 1.0) + split / t;
 
   if (r == Recompute::SelectiveOp) {
     // What the per-op policy keeps (dense models; docs/cost-models.md#activations): the layer
@@ -93,7 +110,8 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   }
 
   double bytes = per_sbh * sbh;
-  if (r == Recompute::None && !flash_attention) {
+  const bool scores_kept = r == Recompute::None || (selective && !workload::has_module(modules, workload::RecomputeModule::CoreAttn));
+  if (scores_kept && !flash_attention) {
     // Softmax output (e), dropout mask (1) and dropout output (e) of the a·s×s scores.
     bytes += (2 * e + mask) * a * s * s * b / t;
   }

@@ -18,8 +18,10 @@ enum class Recompute { None, Selective, Full, SelectiveOp };
 enum class Schedule { GPipe, OneFOneB, Interleaved };
 [[nodiscard]] std::string_view recompute_name(Recompute r);
 [[nodiscard]] std::string_view schedule_name(Schedule s);
-/// Share (0..1) of an op's forward pass re-run in the backward under recompute `r`.
-[[nodiscard]] double recompute_share(const workload::Op& op, Recompute r);
+/// Share (0..1) of an op's forward pass re-run in the backward under recompute `r`; selective
+/// re-runs the ops of `modules` (Megatron-Core's --recompute-modules).
+[[nodiscard]] double recompute_share(const workload::Op& op, Recompute r,
+                                     workload::RecomputeModules modules = workload::kDefaultRecomputeModules);
 
 /// Activation bytes one transformer layer keeps for backward, for one micro-batch of `b`
 /// sequences of length `s` on one of `tp` ranks. With MHA, a GeLU 4h MLP, dropout and 2-byte
@@ -34,10 +36,13 @@ enum class Schedule { GPipe, OneFOneB, Interleaved };
 /// (repeat_kv before scaled_dot_product_attention, which saves its inputs), and SwiGLU's
 /// F.silu(gate) · up keeps the SiLU output beside the gate (4 tensors of width f, not 3).
 /// `ep`: expert parallelism, for the most loaded rank's MoE rows (workload::moe_rank_load).
+/// `modules`: what selective recompute re-runs (Megatron-Core's --recompute-modules); each
+/// module's activations are not kept (docs/cost-models.md#activations).
 [[nodiscard]] Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double s,
                                                int tp, bool sequence_parallel, Recompute r,
                                                bool flash_attention, hw::Dtype precision,
-                                               bool eager = false, int ep = 1);
+                                               bool eager = false, int ep = 1,
+                                               workload::RecomputeModules modules = workload::kDefaultRecomputeModules);
 
 /// Micro-batches whose activations stage `stage` (0-based, of `stages`) holds at its peak:
 /// GPipe m; 1F1B min(p − i, m); interleaved (p − i − 1)·2/v + (v − 1)·p/v + 1/v… see docs.

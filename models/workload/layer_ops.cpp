@@ -288,7 +288,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     attn.fwd_bytes = Bytes{qkvo * blocks};
     attn.bwd_bytes = Bytes{2.5 * qkvo * blocks};
     attn.bwd_kernels = 3;
-    attn.selective_recompute = true;
+    attn.modules = module_bit(RecomputeModule::CoreAttn);
     if (ring) {
       // Transformer Engine's ring runs one attention kernel per block of keys (cp of them, each
       // over the rank's seq_len queries and a block's seq_len keys: the efficiency of that
@@ -310,7 +310,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
       merge.fwd_bytes = Bytes{(cp - 1) * 3 * out * e};
       merge.bwd_bytes = Bytes{(cp - 1) * 3 * tokens * (q / t + 2 * kv_rank) * e};
       merge.bwd_kernels = 2 * (s.cp - 1);
-      merge.selective_recompute = true;
+      merge.modules = module_bit(RecomputeModule::CoreAttn);
       ops.push_back(merge);
     }
   } else {
@@ -322,12 +322,12 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     Op softmax = streaming("softmax", OpKind::Elementwise, scores, e,
                            fused ? Stream{2, 1, 3, 1} : Stream{4, 2, 6, 2}, 5);
     Op pv = gemm("attn_context", sl, dv, sl, e, static_cast<int>(heads_rank), true);
-    for (Op* op : {&qk, &softmax, &pv}) op->selective_recompute = true;
+    for (Op* op : {&qk, &softmax, &pv}) op->modules = module_bit(RecomputeModule::CoreAttn);
     ops.push_back(qk);
     ops.push_back(softmax);
     if (m.dropout) {
       Op drop = streaming("attn_dropout", OpKind::Elementwise, scores, e, Stream{2, 1, 2, 1, 1, 1}, 1);
-      drop.selective_recompute = true;
+      drop.modules = module_bit(RecomputeModule::CoreAttn);
       ops.push_back(drop);
     }
     ops.push_back(pv);
@@ -425,6 +425,29 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     else if (op.name == "mlp_up") op.op_recompute = swiglu ? 0.5 : 0;
     else if (op.name == "mlp_down") op.op_recompute = swiglu ? 0 : 1;
     else op.op_recompute = op.kind == OpKind::Gemm && !op.batched ? 0 : 1;
+  }
+  // Megatron-Core's selective recompute modules, by op (the attention core's are set above;
+  // docs/cost-models.md#activations, read in Megatron-Core: docs/research-recompute-modules.md).
+  // layernorm re-runs only the norms that are modules of their own: MLA's input norm (its down
+  // projections are plain linears) and a MoE layer's pre-MLP norm (the router reads it); the
+  // others are fused into Transformer Engine's LayerNormLinear / LayerNormMLP, which mlp
+  // re-runs whole, norm included. A routed expert's activation and a shared expert's ops belong
+  // to the MoE block too. Not tagged: the fp8 casts below (the recomputed GEMMs' casts are not
+  // re-priced: ~).
+  const auto bit = [](RecomputeModule x) { return module_bit(x); };
+  const auto both = [&](RecomputeModule x, RecomputeModule y) { return static_cast<RecomputeModules>(bit(x) | bit(y)); };
+  for (Op& op : ops) {
+    const std::string& n = op.name;
+    if (n == "attn_norm" && m.mla()) op.modules |= bit(RecomputeModule::LayerNorm);
+    else if (n == "mlp_norm") op.modules |= bit(m.moe() ? RecomputeModule::LayerNorm : RecomputeModule::Mlp);
+    else if (m.mla() && (n == "mla_q_up" || n == "qkv" || n == "rope")) op.modules |= bit(RecomputeModule::MlaUpProj);
+    else if (n == "mlp_up" || n == "swiglu" || n == "gelu" || n == "mlp_down") op.modules |= bit(RecomputeModule::Mlp);
+    else if (n == "router" || n == "moe_permute" || n == "expert_up" || n == "expert_down" || n == "moe_unpermute")
+      op.modules |= bit(RecomputeModule::Moe);
+    else if (n == "expert_swiglu" || n == "expert_gelu")
+      op.modules |= both(RecomputeModule::Moe, RecomputeModule::MoeAct);
+    else if (n == "shared_up" || n == "shared_swiglu" || n == "shared_gelu" || n == "shared_down")
+      op.modules |= both(RecomputeModule::Moe, RecomputeModule::SharedExperts);
   }
   if (s.dtype == hw::Dtype::Fp8) {
     // Transformer Engine's fp8 GEMMs take fp8 copies of their inputs: one cast-transpose kernel

@@ -15,6 +15,21 @@
 namespace hetsim::workload {
 
 enum class OpKind { Gemm, Attention, Norm, Elementwise, Embedding, Loss };
+
+/// Megatron-Core's selective recompute modules (`--recompute-modules`), a bit each: which ops
+/// recompute = "selective" re-runs in the backward, and which activations a layer stops keeping
+/// (docs/cost-models.md#activations). core_attn: the attention core; layernorm: the two
+/// pre-block norms; moe_act: the routed experts' activation function; mla_up_proj: MLA's up
+/// projections and RoPE; mlp: a dense layer's MLP; shared_experts: a MoE layer's shared
+/// experts; moe: the whole MoE block (router, dispatch, experts, combine).
+enum class RecomputeModule : std::uint8_t { CoreAttn, LayerNorm, MoeAct, MlaUpProj, Mlp, SharedExperts, Moe };
+using RecomputeModules = std::uint8_t;  ///< a set of RecomputeModule bits
+[[nodiscard]] constexpr RecomputeModules module_bit(RecomputeModule m) {
+  return static_cast<RecomputeModules>(1u << static_cast<unsigned>(m));
+}
+[[nodiscard]] constexpr bool has_module(RecomputeModules set, RecomputeModule m) { return (set & module_bit(m)) != 0; }
+/// Megatron-Core's default modules under selective recompute (Korthikanti et al.'s selective).
+inline constexpr RecomputeModules kDefaultRecomputeModules = module_bit(RecomputeModule::CoreAttn);
 [[nodiscard]] std::string_view op_kind_name(OpKind k);
 
 /// One op (a kernel, or `count` identical kernels) on one TP rank for one micro-batch.
@@ -41,7 +56,7 @@ struct Op {
   Flops model_flops;           ///< forward FLOPs by the MFU convention (full s×s attention)
   int fwd_kernels = 1;
   int bwd_kernels = 1;
-  bool selective_recompute = false;  ///< re-run in backward under selective recompute
+  RecomputeModules modules = 0;  ///< the recompute modules the op belongs to (selective recompute)
   /// Share of the forward re-run in backward under per-op selective checkpointing (PyTorch's
   /// selective activation checkpointing with torchtitan's "op" policy: every second matmul of
   /// a layer and every op that is neither a matmul nor fused attention are recomputed; the

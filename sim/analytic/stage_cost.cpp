@@ -118,14 +118,14 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       if (with_calls && lc.a2a.v > 0) {
         c.layer_ep_fwd_calls = {lc.dispatch_call, lc.a2a_call};
         c.layer_ep_bwd_calls = {lc.dispatch_call, lc.a2a_call};
-        if (p.recompute == cost::Recompute::Full) c.layer_ep_recompute_calls = {lc.dispatch_call, lc.a2a_call};
+        if (p.recomputes(workload::RecomputeModule::Moe)) c.layer_ep_recompute_calls = {lc.dispatch_call, lc.a2a_call};
       }
       // Forward: dispatch and combine; backward: their gradients the same way back (the
       // combine's gradient travels as a dispatch does, fp8 under fp8_dispatch; the dispatch's as
-      // a combine); full recompute re-runs the forward's pair.
+      // a combine); recompute of the MoE block (full, or selective's "moe") re-runs the forward's pair.
       c.layer_ep_fwd = lc.dispatch + lc.a2a;
       c.layer_ep_bwd = lc.dispatch + lc.a2a;
-      c.layer_ep_recompute = p.recompute == cost::Recompute::Full ? lc.dispatch + lc.a2a : Duration{0};
+      c.layer_ep_recompute = p.recomputes(workload::RecomputeModule::Moe) ? lc.dispatch + lc.a2a : Duration{0};
       if (p.overlap_ep_comm && p.schedule != cost::Schedule::GPipe && p.run_micro_batches(grp) >= 2 && lc.a2a.v > 0) {
         // overlap_ep_comm (Megatron-Core's combined 1F1B with EP all-to-all overlap, DeepSeek-V3's
         // DualPipe): in the steady state one micro-batch's forward of a layer runs merged with
@@ -134,7 +134,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
         // combine gradient; the backward's MLP beside the forward's dispatch; the forward's MLP
         // beside the backward's dispatch gradient; the backward's attention beside the forward's
         // combine. What a slot's exchange exceeds its compute by is exposed, and the compute loses
-        // overlap_slowdown of its speed while the exchange runs beside it. Full recompute's
+        // overlap_slowdown of its speed while the exchange runs beside it. A recomputed MoE block's
         // exchanges go with the backward's first slot, its compute with the backward's blocks.
         // The warm-up forwards (and as many cool-down backwards) have no partner: their
         // exchanges are exposed (docs/cost-models.md#expert-parallelism).

@@ -20,6 +20,8 @@ using detail::kAlgorithms;
 using detail::kCpComm;
 using detail::kEpDispatch;
 using detail::kRecompute;
+using detail::kRecomputeModules;
+using detail::recompute_module_names;
 using detail::kSchedules;
 using detail::Names;
 
@@ -100,6 +102,9 @@ std::string plan_to_json(const Scenario& s, const plan::Plan& p) {
   j["schedule"] = kSchedules.name(p.schedule);
   j["virtual_stages"] = p.virtual_stages;
   j["recompute"] = kRecompute.name(p.recompute);
+  // absent: the attention core (plans written before the key)
+  if (p.recompute == cost::Recompute::Selective && p.recompute_modules != workload::kDefaultRecomputeModules)
+    j["recompute_modules"] = recompute_module_names(p.recompute_modules);
   j["zero"] = p.zero;
   if (p.ep > 1) j["ep"] = p.ep;  // absent: 1 (plans written before expert parallelism)
   if (p.expert_tp > 0) j["expert_tp"] = p.expert_tp;  // absent: each stage's tp
@@ -136,7 +141,7 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   Reader r(file, d);
   if (!j.is_object()) return Diagnostic{{file, 1, 1}, "", "a plan must be a JSON object", ""};
   r.check_keys(j, "", {"format", "version", "scenario", "micro_batch", "schedule", "virtual_stages", "recompute",
-                       "zero", "ep", "expert_tp", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "pipeline_runs", "groups"});
+                       "recompute_modules", "zero", "ep", "expert_tp", "sequence_parallel", "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "pipeline_runs", "groups"});
   if (!j.contains("format") || j["format"] != "hetsim-plan")
     r.error("/format", "not a hetsim plan (\"format\": \"hetsim-plan\" missing)");
   if (auto v = r.integer(j, "", "version", 1, 1000, true); v && *v != kPlanFormatVersion)
@@ -148,6 +153,32 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
   p.virtual_stages = static_cast<int>(r.integer(j, "", "virtual_stages", 1, 1024, false)
                                           .value_or(p.schedule == cost::Schedule::Interleaved ? 2 : 1));
   p.recompute = r.choice(j, "", "recompute", kRecompute).value_or(p.recompute);
+  if (j.contains("recompute_modules")) {
+    // An array of Megatron-Core module names (validate_plan checks them against the model).
+    const json& mods = j["recompute_modules"];
+    const auto names = recompute_module_names();
+    if (p.recompute != cost::Recompute::Selective) {
+      r.error("/recompute_modules", "recompute_modules chooses what selective recompute re-runs, and recompute is \"" +
+              kRecompute.name(p.recompute) + "\"", "set \"recompute\": \"selective\", or remove recompute_modules");
+    } else if (!mods.is_array()) {
+      r.error("/recompute_modules", "expected an array of module names", "e.g. [\"layernorm\", \"moe_act\"]");
+    } else {
+      workload::RecomputeModules set = 0;
+      for (std::size_t i = 0; i < mods.size(); ++i) {
+        const std::string at = "/recompute_modules/" + std::to_string(i);
+        const auto it = mods[i].is_string()
+                            ? std::find_if(kRecomputeModules.all.begin(), kRecomputeModules.all.end(),
+                                           [&](const auto& pair) { return pair.first == mods[i].get<std::string>(); })
+                            : kRecomputeModules.all.end();
+        if (it == kRecomputeModules.all.end()) {
+          r.error(at, "unknown recompute module " + mods[i].dump(), suggest(mods[i].is_string() ? mods[i].get<std::string>() : "", names));
+          continue;
+        }
+        set = static_cast<workload::RecomputeModules>(set | workload::module_bit(it->second));
+      }
+      p.recompute_modules = set;
+    }
+  }
   p.zero = static_cast<int>(r.integer(j, "", "zero", 0, 3, false).value_or(p.zero));
   p.ep = static_cast<int>(r.integer(j, "", "ep", 1, 1 << 20, false).value_or(p.ep));
   p.expert_tp = static_cast<int>(r.integer(j, "", "expert_tp", 1, 1024, false).value_or(p.expert_tp));

@@ -184,6 +184,7 @@ Result<Scenario> read_scenario_document(const toml::table& doc, const std::strin
     if (auto t = r.table(root, "parallel")) {
       r.check_keys(*t, kParallelKeys);
       read_framework(r, *t, s, s.framework);
+      read_recompute_modules(r, *t, s, s.framework, true);
     }
     if (r.failed()) return diags;
     return s;

@@ -41,6 +41,11 @@ toml::table parallel_table(const Scenario& s, const plan::Plan& p) {
   t.insert("schedule", detail::kSchedules.name(p.schedule));
   if (p.schedule == cost::Schedule::Interleaved) t.insert("virtual_stages", static_cast<std::int64_t>(p.virtual_stages));
   t.insert("recompute", detail::kRecompute.name(p.recompute));
+  if (p.recompute == cost::Recompute::Selective && p.recompute_modules != workload::kDefaultRecomputeModules) {
+    toml::array mods;
+    for (const auto& n : detail::recompute_module_names(p.recompute_modules)) mods.push_back(n);
+    t.insert("recompute_modules", mods);
+  }
   t.insert("zero", static_cast<std::int64_t>(p.zero));
   if (p.ep > 1) t.insert("ep", static_cast<std::int64_t>(p.ep));
   if (p.expert_tp > 0) t.insert("expert_tp", static_cast<std::int64_t>(p.expert_tp));

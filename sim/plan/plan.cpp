@@ -43,6 +43,7 @@ void copy_framework(const Plan& from, Plan& to) {
   to.fp8_dispatch = from.fp8_dispatch;
   to.cp_comm = from.cp_comm;
   to.pipeline_runs = from.pipeline_runs;
+  to.recompute_modules = from.recompute_modules;
 }
 
 }  // namespace hetsim::plan

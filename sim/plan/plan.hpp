@@ -45,6 +45,15 @@ struct Plan {
   /// A group's micro-batches per pipeline run.
   [[nodiscard]] int run_micro_batches(const ReplicaGroup& g) const { return g.micro_batches / std::max(1, pipeline_runs); }
   cost::Recompute recompute = cost::Recompute::None;
+  /// What recompute = selective re-runs: Megatron-Core's --recompute-modules (default: the
+  /// attention core). docs/cost-models.md#activations.
+  workload::RecomputeModules recompute_modules = workload::kDefaultRecomputeModules;
+  /// Whether the backward re-runs module `m`'s forward: full recompute every module, selective
+  /// those of recompute_modules.
+  [[nodiscard]] bool recomputes(workload::RecomputeModule m) const {
+    return recompute == cost::Recompute::Full ||
+           (recompute == cost::Recompute::Selective && workload::has_module(recompute_modules, m));
+  }
   int zero = 1;  ///< 1 = distributed optimizer (Megatron), the usual default
   /// Expert parallelism (mixture-of-experts models): each MoE layer's routed experts are spread
   /// over `ep` data-parallel replicas of a stage (Megatron-Core: EP ranks drawn from the DP

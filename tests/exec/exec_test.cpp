@@ -1133,6 +1133,26 @@ TEST(Replay, MoeModelsWithDenseLayersRunTheDenseLayersDense) {
   EXPECT_GT(class_sum(*mixed, "expert gemm", false), 0);
 }
 
+// Selective recompute's modules replay as the schedule prices them: recomputing the MoE block
+// ("moe") runs its dispatch and combine again before the backward, as full recompute does;
+// recomputing the experts' activation ("moe_act") runs no all-to-all more than no recompute.
+TEST(Replay, RecomputedMoeBlocksRunTheirAllToAllsAgain) {
+  auto calls = [](const std::string& recompute) {
+    auto s = test::parse(small_moe("tp = 2\npp = 1\ndp = 2\nep = 2\nmicro_batch = 1\n" + recompute));
+    EXPECT_TRUE(s.ok()) << test::all_errors(s.errors());
+    test::FlakyBackend counting(exec::make_cpu_backend(4), 1 << 30);
+    auto r = s.ok() ? exec::replay(*s, *s->plan, counting, {1, 0}) : Result<exec::Replay>(Diagnostic{});
+    EXPECT_TRUE(r.ok()) << test::all_errors(r.errors());
+    if (r.ok()) test::check_order_and_dependencies(*r);
+    return counting.all_to_all_calls();
+  };
+  const long none = calls("");
+  const long full = calls("recompute = \"full\"\n");
+  EXPECT_GT(full, none);
+  EXPECT_EQ(calls("recompute = \"selective\"\nrecompute_modules = [\"moe\", \"layernorm\"]\n"), full);
+  EXPECT_EQ(calls("recompute = \"selective\"\nrecompute_modules = [\"moe_act\"]\n"), none);
+}
+
 TEST(Replay, ExpertParallelPlansRunTheirAllToAllsAndRoutedExpertGemms) {
   auto backend = exec::make_cpu_backend(4);
   {

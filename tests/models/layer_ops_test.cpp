@@ -116,7 +116,7 @@ TEST(LayerOps, CausalFusedAttentionExecutesHalfTheModelFlops) {
   EXPECT_DOUBLE_EQ(attn.model_flops.v, 1073741824.0);
   EXPECT_DOUBLE_EQ(attn.fwd_flops.v, 1073741824.0 / 2);
   EXPECT_DOUBLE_EQ(attn.bwd_flops.v, 2.5 * attn.fwd_flops.v);
-  EXPECT_TRUE(attn.selective_recompute);
+  EXPECT_TRUE(has_module(attn.modules, RecomputeModule::CoreAttn));
 }
 
 TEST(LayerOps, UnfusedAttentionIsTwoBatchedGemmsOverTheWholeScoreMatrix) {
@@ -131,7 +131,7 @@ TEST(LayerOps, UnfusedAttentionIsTwoBatchedGemmsOverTheWholeScoreMatrix) {
   EXPECT_DOUBLE_EQ(qk.k, 64);
   EXPECT_DOUBLE_EQ(pv.n, 64);
   EXPECT_DOUBLE_EQ(qk.model_flops.v + pv.model_flops.v, 1073741824.0);
-  EXPECT_TRUE(find(ops, "softmax").selective_recompute);
+  EXPECT_TRUE(has_module(find(ops, "softmax").modules, RecomputeModule::CoreAttn));
   EXPECT_DOUBLE_EQ(find(ops, "softmax").elems, 16.0 * 512 * 512);
 }
 

@@ -104,10 +104,55 @@ TEST(Activations, QueryWidthAndSharedExperts) {
   EXPECT_NEAR(bytes() - routed, 2.0 * 3 * 1024 / 2048 * sbh, 1.0);
 }
 
+// Megatron-Core's selective recompute modules (docs/research-recompute-modules.md): each stops
+// keeping what it re-creates. DeepSeek-V3 (MLA, MoE with a shared expert) at tp 2 with sequence
+// parallelism, one 4096-token sequence, bf16, fused attention; per unit of s·b·h:
+//  layernorm    its two separate norms' outputs (MLA's input norm, the MoE's pre-MLP norm): 2·2/t
+//  mla_up_proj  Q, K, V: 2·(qr + 2·kv)/t
+//  moe_act      one f-wide tensor a routed row: top_k·2·f/t
+//  shared_experts  their gate, up and product: 2·3·shared/h/t
+//  moe          the whole block: (top_k·2·(1 + 3f) + 4·experts/h + 2·3·shared/h)/t
+// A dense Llama layer (TE fuses its norms into the GEMMs): layernorm keeps it all; mlp drops the
+// MLP's gate, up and product and its fused norm's output: (2·3·f)/t + 2/t.
+TEST(Activations, RecomputeModulesDropWhatTheyReCreate) {
+  using workload::RecomputeModule;
+  const double s = 4096, b = 1;
+  const auto with = [&](const workload::ModelSpec& m, std::initializer_list<RecomputeModule> mods) {
+    workload::RecomputeModules set = 0;
+    for (auto x : mods) set = static_cast<workload::RecomputeModules>(set | workload::module_bit(x));
+    return activation_bytes_per_layer(m, b, s, 2, true, Recompute::Selective, true, hw::Dtype::Bf16, false, 1, set).v;
+  };
+  const workload::ModelSpec ds = *workload::preset("deepseek-v3");
+  const double h = ds.hidden, sbh = s * b * h, t = 2;
+  const double base = with(ds, {RecomputeModule::CoreAttn});
+  EXPECT_DOUBLE_EQ(base, activation_bytes_per_layer(ds, b, s, 2, true, Recompute::None, true, hw::Dtype::Bf16).v);
+  EXPECT_NEAR(base - with(ds, {RecomputeModule::LayerNorm}), 2.0 * 2 / t * sbh, 1.0);
+  EXPECT_NEAR(base - with(ds, {RecomputeModule::MlaUpProj}), 2.0 * (ds.q_width() + 2 * ds.kv_width()) / h / t * sbh, 1.0);
+  const double f = ds.ffn_hidden / h, k = ds.top_k * workload::moe_rank_load(ds, 1), shared = ds.shared_width() / h;
+  EXPECT_NEAR(base - with(ds, {RecomputeModule::MoeAct}), k * 2 * f / t * sbh, 1.0);
+  EXPECT_NEAR(base - with(ds, {RecomputeModule::SharedExperts}), 2.0 * 3 * shared / t * sbh, 1.0);
+  EXPECT_NEAR(base - with(ds, {RecomputeModule::Moe}), (k * 2 * (1 + 3 * f) + 4.0 * ds.experts / h + 2.0 * 3 * shared) / t * sbh,
+              1.0);
+  // moe covers moe_act and shared_experts; modules add up.
+  EXPECT_DOUBLE_EQ(with(ds, {RecomputeModule::Moe, RecomputeModule::MoeAct, RecomputeModule::SharedExperts}),
+                   with(ds, {RecomputeModule::Moe}));
+  EXPECT_NEAR(base - with(ds, {RecomputeModule::LayerNorm, RecomputeModule::MoeAct}),
+              (base - with(ds, {RecomputeModule::LayerNorm})) + (base - with(ds, {RecomputeModule::MoeAct})), 1.0);
+  const workload::ModelSpec ll = *workload::preset("llama3-8b");
+  const double lsbh = s * b * ll.hidden, lbase = with(ll, {RecomputeModule::CoreAttn});
+  EXPECT_DOUBLE_EQ(with(ll, {RecomputeModule::LayerNorm}), lbase);
+  EXPECT_NEAR(lbase - with(ll, {RecomputeModule::Mlp}), (2.0 * 3 * ll.ffn_hidden / ll.hidden / t + 2.0 / t) * lsbh, 1.0);
+  // Unfused attention keeps its scores unless core_attn is recomputed.
+  const double scores = activation_bytes_per_layer(ll, b, s, 2, true, Recompute::Selective, false, hw::Dtype::Bf16, false, 1,
+                                                   workload::module_bit(RecomputeModule::LayerNorm)).v -
+                        activation_bytes_per_layer(ll, b, s, 2, true, Recompute::Selective, false, hw::Dtype::Bf16).v;
+  EXPECT_NEAR(scores, 2.0 * 2 * ll.heads * s * s * b / t, 1.0);
+}
+
 TEST(Recompute, SharesFollowTheRecomputeMode) {
   workload::Op attention;
   attention.kind = workload::OpKind::Attention;
-  attention.selective_recompute = true;
+  attention.modules = workload::module_bit(workload::RecomputeModule::CoreAttn);
   attention.op_recompute = 0;
   workload::Op norm;
   norm.kind = workload::OpKind::Norm;
@@ -118,6 +163,12 @@ TEST(Recompute, SharesFollowTheRecomputeMode) {
   EXPECT_EQ(recompute_share(norm, Recompute::Selective), 0);
   EXPECT_EQ(recompute_share(norm, Recompute::SelectiveOp), 1);
   EXPECT_EQ(recompute_share(norm, Recompute::Full), 1);
+  // Selective re-runs the ops of the chosen modules.
+  norm.modules = workload::module_bit(workload::RecomputeModule::LayerNorm);
+  EXPECT_EQ(recompute_share(norm, Recompute::Selective), 0);
+  EXPECT_EQ(recompute_share(norm, Recompute::Selective, norm.modules), 1);
+  EXPECT_EQ(recompute_share(attention, Recompute::Selective, norm.modules), 0);
+  EXPECT_EQ(recompute_share(norm, Recompute::None, norm.modules), 0);
   EXPECT_EQ(recompute_name(Recompute::SelectiveOp), "selective_op");
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <tuple>
 
 #include "models/workload/model_spec.hpp"
@@ -490,6 +491,50 @@ TEST(Estimate, ExpertParallelismSplitsTheExpertsAndAddsAllToAlls) {
   EXPECT_NEAR(cost::device_memory(in4).get("optimizer").v,
               ((in4.params - in4.expert_params) / 4 + in4.expert_params / 1) * per_param_opt, 1.0);
   EXPECT_NEAR(cost::device_memory(in1).get("optimizer").v, in1.params / 4 * per_param_opt, 1.0);
+}
+
+// Selective recompute's modules (Megatron-Core's --recompute-modules) re-run the forward of
+// their ops before the backward, and the collectives a recomputed block issues: moe_act the
+// experts' activation alone; moe the whole block, its dispatch and combine and its TP gathers;
+// a dense model's mlp the MLP and its gather and reduce-scatter (half the layer's forward TP
+// collectives, both blocks' being alike). Full recompute still re-runs it all.
+TEST(Estimate, RecomputeModulesReRunTheirOpsAndCollectives) {
+  const auto stage = [](const std::string& model, const std::string& recompute) {
+    const Scenario s = load("[model]\n" + model + "[training]\nglobal_batch = 16\nseq_len = 4096\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+                            "[parallel]\ntp = 2\npp = 1\ndp = 4\nsequence_parallel = true\n" + recompute);
+    EXPECT_TRUE(s.plan);
+    return std::make_pair(s, analytic::stage_costs(s, *s.plan).at(0).at(0));
+  };
+  const std::string moe = "preset = \"mixtral-8x7b\"\nlayers = 4\n";
+  const auto fwd_of = [](const Scenario& s, const analytic::StageCost& c, const std::set<std::string>& names) {
+    double t = 0;
+    for (const auto& op : *c.layer_ops)
+      if (names.count(op.name)) t += cost::op_time(s.cluster.pools[0].device, s.training.precision, op, cost::Pass::Forward).v;
+    return t;
+  };
+  const auto [sa, act] = stage(moe, "ep = 4\nrecompute = \"selective\"\nrecompute_modules = [\"moe_act\"]\n");
+  EXPECT_NEAR(act.layer_recompute.v, fwd_of(sa, act, {"expert_swiglu"}), 1e-12);
+  EXPECT_EQ(act.layer_ep_recompute.v, 0);
+  EXPECT_EQ(act.layer_tp_recompute.v, 0);
+  const auto [sm, whole] = stage(moe, "ep = 4\nrecompute = \"selective\"\nrecompute_modules = [\"moe\"]\n");
+  EXPECT_NEAR(whole.layer_recompute.v,
+              fwd_of(sm, whole, {"router", "moe_permute", "expert_up", "expert_swiglu", "expert_down", "moe_unpermute"}), 1e-12);
+  EXPECT_GT(whole.layer_ep_recompute.v, 0);
+  EXPECT_DOUBLE_EQ(whole.layer_ep_recompute.v, whole.layer_ep_fwd.v);
+  EXPECT_GT(whole.layer_tp_recompute.v, 0);
+  const auto [sf, full] = stage(moe, "ep = 4\nrecompute = \"full\"\n");
+  EXPECT_DOUBLE_EQ(full.layer_ep_recompute.v, whole.layer_ep_recompute.v);
+  const std::string dense = "preset = \"llama3-8b\"\nlayers = 4\n";
+  const auto [sd, mlp] = stage(dense, "recompute = \"selective\"\nrecompute_modules = [\"mlp\"]\n");
+  EXPECT_NEAR(mlp.layer_recompute.v, fwd_of(sd, mlp, {"mlp_norm", "mlp_up", "swiglu", "mlp_down"}), 1e-12);
+  EXPECT_NEAR(mlp.layer_tp_recompute.v, mlp.layer_tp_fwd.v / 2, 1e-12);
+  // The default module list is the attention core: today's selective to the bit.
+  const auto [s0, core] = stage(dense, "recompute = \"selective\"\n");
+  const auto [s1, listed] = stage(dense, "recompute = \"selective\"\nrecompute_modules = [\"core_attn\"]\n");
+  EXPECT_DOUBLE_EQ(core.layer_recompute.v, listed.layer_recompute.v);
+  EXPECT_DOUBLE_EQ(core.act_per_layer.v, listed.act_per_layer.v);
+  EXPECT_EQ(core.layer_tp_recompute.v, 0);
 }
 
 // [memory] expert_gradient_bytes and optimizer_bytes (NeMo Automodel: bf16 expert gradients,

@@ -56,6 +56,35 @@ TEST(PlanJson, PipelineRunsRoundTripAndAreValidated) {
       << test::all_errors(refused.errors());
 }
 
+// Selective recompute's modules: written only when not the default attention core (plans
+// written before the key read as it), read back, and validated like [parallel]: a module the
+// model lacks (MLA's up projections on Mixtral), a name hetsim does not know, or modules
+// without selective recompute are refused at their JSON path.
+TEST(PlanJson, RecomputeModulesRoundTripAndAreValidated) {
+  auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  s->plan->recompute = cost::Recompute::Selective;
+  EXPECT_EQ(io::plan_to_json(*s, *s->plan).find("recompute_modules"), std::string::npos);
+  s->plan->recompute_modules = static_cast<workload::RecomputeModules>(workload::module_bit(workload::RecomputeModule::MoeAct) |
+                                                                       workload::module_bit(workload::RecomputeModule::LayerNorm));
+  const std::string text = io::plan_to_json(*s, *s->plan);
+  EXPECT_NE(text.find("\"recompute_modules\": [\n    \"layernorm\",\n    \"moe_act\"\n  ]"), std::string::npos) << text;
+  auto back = io::parse_plan_json(text, "plan.json", *s);
+  ASSERT_TRUE(back.ok()) << test::all_errors(back.errors());
+  EXPECT_EQ(back->recompute_modules, s->plan->recompute_modules);
+  const auto refused = [&](const std::string& from, const std::string& to) {
+    std::string bad = text;
+    bad.replace(bad.find(from), from.size(), to);
+    auto r = io::parse_plan_json(bad, "plan.json", *s);
+    EXPECT_FALSE(r.ok()) << bad;
+    return r.ok() ? std::string() : test::all_errors(r.errors());
+  };
+  EXPECT_NE(refused("\"moe_act\"", "\"mla_up_proj\"").find("needs multi-head latent attention"), std::string::npos);
+  EXPECT_NE(refused("\"moe_act\"", "\"moe_activation\"").find("unknown recompute module \"moe_activation\" [/recompute_modules/1]"), std::string::npos);
+  EXPECT_NE(refused("\"recompute\": \"selective\"", "\"recompute\": \"full\"").find("chooses what selective recompute re-runs"),
+            std::string::npos);
+}
+
 // Expert parallelism travels with the plan (absent = 1, as plans written before it), and a
 // plan file is validated like [parallel]: ep must divide the experts.
 TEST(PlanJson, ExpertParallelismRoundTripsAndIsValidated) {

@@ -69,7 +69,7 @@ void LayerCosts::context_parallel(Duration& fwd, Duration& bwd, Duration& rec, c
   const double slow = dev.efficiency.overlap_slowdown;
   double share = 0;  // how much of the attention a recompute re-runs
   for (const auto& op : layer)
-    if (op.kind == workload::OpKind::Attention) share = cost::recompute_share(op, p.recompute);
+    if (op.kind == workload::OpKind::Attention) share = cost::recompute_share(op, p.recompute, p.recompute_modules);
   switch (p.cp_comm) {
     case plan::Plan::CpComm::Ring: {
       // One step: every rank sends to the next (the slowest hop: the NICs once the ring leaves a node).
@@ -166,7 +166,7 @@ const LayerCost& LayerCosts::get(int pool_index, int tp, const workload::MicroBa
     lc.recompute_attn = lc.fwd_attn;
   } else {
     for (std::size_t i = 0; i < layer.size(); ++i) {
-      const Duration r = tf[i] * cost::recompute_share(layer[i], p.recompute);
+      const Duration r = tf[i] * cost::recompute_share(layer[i], p.recompute, p.recompute_modules);
       lc.recompute += r;
       if (i < mlp_start) lc.recompute_attn += r;
     }
@@ -317,6 +317,19 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
     if (p.recompute == cost::Recompute::SelectiveOp)
       lc.tp_recompute += sp ? call(lc.tp_recompute_calls, Collective::AllGather, bag, col_f, ov)
                             : call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
+    // Selective recompute of a whole block re-runs its forward collectives: a dense layer's MLP
+    // ("mlp"), a MoE layer's block ("moe"); MLA's up projections ("mla_up_proj") their input's
+    // gather under sequence parallelism (docs/research-recompute-modules.md).
+    if (p.recompute == cost::Recompute::Selective) {
+      const bool whole = moe_block && p.recomputes(lm.moe() ? workload::RecomputeModule::Moe : workload::RecomputeModule::Mlp);
+      if (whole && sp)
+        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, bag, col_f, ov) +
+                           call(lc.tp_recompute_calls, Collective::ReduceScatter, brs, row_f, ov);
+      else if (whole)
+        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
+      else if (!moe_block && sp && lm.mla() && p.recomputes(workload::RecomputeModule::MlaUpProj))
+        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, bag, col_f, ov);
+    }
     if (sp) {
       const Duration f0 = call(lc.tp_fwd_calls, Collective::AllGather, bag, col_f, ov);
       const Duration f1 = call(lc.tp_fwd_calls, Collective::ReduceScatter, brs, row_f, ov);

@@ -22,11 +22,11 @@ void price_memory(const PlanContext& ctx, const plan::Stage& st, bool sp, bool f
   // SwiGLU's SiLU output).
   const bool eager = !tr.fused_kernels;
   c.act_per_layer = cost::activation_bytes_per_layer(m, p.micro_batch, seq, st.tp, sp,
-                                                     p.recompute, tr.flash_attention, dt, eager, ep);
+                                                     p.recompute, tr.flash_attention, dt, eager, ep, p.recompute_modules);
   if (mixed)
     c.act_per_layer = Bytes{c.act_per_layer.v * moe_share +
                             cost::activation_bytes_per_layer(dense_m, p.micro_batch, seq, st.tp, sp, p.recompute,
-                                                             tr.flash_attention, dt, eager)
+                                                             tr.flash_attention, dt, eager, 1, p.recompute_modules)
                                     .v * (1 - moe_share)};
   if (first) c.act_edge = Bytes{e * sbh / (sp ? st.tp : 1)};  // embedding output
   // The loss's peak per logit: Megatron-LM's fused vocabulary-parallel cross-entropy keeps

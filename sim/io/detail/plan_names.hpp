@@ -32,6 +32,22 @@ inline const Names<cost::Recompute> kRecompute{{{"none", cost::Recompute::None},
                                                 {"selective", cost::Recompute::Selective},
                                                 {"full", cost::Recompute::Full},
                                                 {"selective_op", cost::Recompute::SelectiveOp}}};
+/// Megatron-Core's --recompute-modules names.
+inline const Names<workload::RecomputeModule> kRecomputeModules{
+    {{"core_attn", workload::RecomputeModule::CoreAttn},   {"layernorm", workload::RecomputeModule::LayerNorm},
+     {"moe_act", workload::RecomputeModule::MoeAct},       {"mla_up_proj", workload::RecomputeModule::MlaUpProj},
+     {"mlp", workload::RecomputeModule::Mlp},              {"shared_experts", workload::RecomputeModule::SharedExperts},
+     {"moe", workload::RecomputeModule::Moe}}};
+/// The names of the modules in `set`, in kRecomputeModules' order.
+inline std::vector<std::string> recompute_module_names(workload::RecomputeModules set) {
+  std::vector<std::string> out;
+  for (const auto& [n, m] : kRecomputeModules.all)
+    if (workload::has_module(set, m)) out.push_back(n);
+  return out;
+}
+/// Every module name, for messages.
+inline std::vector<std::string> recompute_module_names() { return recompute_module_names(0x7f); }
+
 inline const Names<cost::Algorithm> kAlgorithms{{{"auto", cost::Algorithm::Auto},
                                                  {"ring", cost::Algorithm::Ring},
                                                  {"tree", cost::Algorithm::Tree},

@@ -8,7 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include "models/base/nearest.hpp"
+#include "sim/io/detail/plan_names.hpp"
 #include "sim/io/scenario_reader.hpp"
 
 namespace hetsim::io {
@@ -23,6 +26,26 @@ using detail::dense_model_message;
 constexpr const char* kSelectiveOpDenseOnly =
     "recompute = \"selective_op\" (per-op selective checkpointing) is modelled for dense models only";
 constexpr const char* kSelectiveOpHint = "use \"selective\" or \"full\" for a mixture-of-experts model";
+
+// What recompute_modules asks of the model, one sentence a module it cannot have (none: all
+// fine). Said where [parallel] reads the key and where a plan file is validated.
+constexpr const char* kModulesHint = "see docs/scenario-format.md#parallel for what each module re-runs";
+std::vector<std::string> recompute_module_problems(const workload::ModelSpec& m, const plan::Plan& p) {
+  std::vector<std::string> out;
+  if (p.recompute != cost::Recompute::Selective) return out;
+  using workload::RecomputeModule;
+  const auto has = [&](RecomputeModule x) { return workload::has_module(p.recompute_modules, x); };
+  if (p.recompute_modules == 0) out.push_back("recompute_modules is empty: selective recompute would re-run nothing");
+  for (auto x : {RecomputeModule::MoeAct, RecomputeModule::Moe, RecomputeModule::SharedExperts})
+    if (has(x) && !m.moe())
+      out.push_back("recompute module \"" + detail::kRecomputeModules.name(x) +
+                    "\" needs a mixture-of-experts model, and this one has experts = " + std::to_string(m.experts));
+  if (has(RecomputeModule::SharedExperts) && m.moe() && m.shared_experts == 0)
+    out.push_back("recompute module \"shared_experts\" needs shared experts, and this model has none");
+  if (has(RecomputeModule::MlaUpProj) && !m.mla())
+    out.push_back("recompute module \"mla_up_proj\" needs multi-head latent attention (kv_lora_rank > 0)");
+  return out;
+}
 
 // What context parallelism (plan::Plan::cp) cannot do with this model and plan, one sentence
 // each (none: it can). The replicas of every group come in blocks of cp that share sequences.
@@ -66,8 +89,47 @@ std::vector<std::string> context_parallel_problems(const Scenario& s, const plan
 
 namespace detail {
 
+void read_recompute_modules(TomlReader& r, const TableRef& t, const Scenario& s, plan::Plan& p, bool searched) {
+  const toml::node* mods = r.node(t, "recompute_modules");
+  if (!mods) return;
+  const std::string key = t.path + ".recompute_modules";
+  const auto names = recompute_module_names();
+  if (!searched && p.recompute != cost::Recompute::Selective) {
+    r.error(r.loc(mods), key, "recompute_modules chooses what selective recompute re-runs, and recompute is \"" +
+            kRecompute.name(p.recompute) + "\"", "set recompute = \"selective\", or remove recompute_modules");
+    return;
+  }
+  const toml::array* a = mods->as_array();
+  if (!a) {
+    r.error(r.loc(mods), key, "expected an array of module names, got " + type_name(*mods),
+            "e.g. recompute_modules = [\"layernorm\", \"moe_act\"]");
+    return;
+  }
+  workload::RecomputeModules set = 0;
+  for (const toml::node& el : *a) {
+    const auto* str = el.as_string();
+    if (!str) {
+      r.error(r.loc(&el), key, "expected a module name, got " + type_name(el), "one of: " + fmt::format("{}", fmt::join(names, ", ")));
+      return;
+    }
+    const std::string n = str->get();
+    const auto it = std::find_if(kRecomputeModules.all.begin(), kRecomputeModules.all.end(),
+                                 [&](const auto& pair) { return pair.first == n; });
+    if (it == kRecomputeModules.all.end()) {
+      r.error(r.loc(&el), key, "unknown recompute module '" + n + "'", suggest(n, names));
+      return;
+    }
+    set = static_cast<workload::RecomputeModules>(set | workload::module_bit(it->second));
+  }
+  p.recompute_modules = set;
+  // (The planner's search tries selective recompute with these modules.)
+  plan::Plan selective = p;
+  selective.recompute = cost::Recompute::Selective;
+  for (const auto& msg : recompute_module_problems(s.model, selective)) r.error(r.loc(mods), key, msg, kModulesHint);
+}
+
 const std::vector<std::string> kParallelKeys = {
-    "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "zero", "ep", "expert_tp", "sequence_parallel",
+    "tp", "pp", "dp", "micro_batch", "schedule", "virtual_stages", "recompute", "recompute_modules", "zero", "ep", "expert_tp", "sequence_parallel",
     "grad_sync", "overlap_grad_reduce", "overlap_tp_comm", "overlap_tp_backward", "overlap_ep_comm", "ep_dispatch", "fp8_dispatch", "cp", "cp_comm", "pipeline_runs", "replicas"};
 
 void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::Plan& p) {
@@ -124,6 +186,7 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
     if (*rc == cost::Recompute::SelectiveOp && s.model.moe())
       r.error(r.loc(r.node(*t, "recompute")), "parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
   }
+  read_recompute_modules(r, *t, s, p, false);
   p.zero = as_int(r.integer(*t, "zero", 0, 3), p.zero);
   p.cp = as_int(r.integer(*t, "cp", 1, 1024), p.cp);
   const int cp = p.cp;
@@ -482,6 +545,7 @@ Diagnostics validate_plan(const Scenario& s, const plan::Plan& p, SourceLoc wher
     err("parallel.virtual_stages", "the interleaved schedule needs virtual_stages ≥ 2");
   if (p.recompute == cost::Recompute::SelectiveOp && m.moe())
     err("parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
+  for (const auto& msg : recompute_module_problems(m, p)) err("parallel.recompute_modules", msg, kModulesHint);
   if (!m.moe())
     for (const auto& [key, set] : {std::pair{"overlap_ep_comm", p.overlap_ep_comm},
                                    std::pair{"ep_dispatch", p.ep_dispatch != plan::Plan::EpDispatch::AllToAll},

@@ -56,6 +56,9 @@ extern const std::vector<std::string> kParallelKeys;
 // The framework keys of [parallel] into `p` (how the framework runs, not the layout): read for
 // every command, `hetsim plan` and `hetsim buy` included (Scenario::framework).
 void read_framework(TomlReader& r, const TableRef& t, const Scenario& s, plan::Plan& p);
+/// [parallel] recompute_modules into p.recompute_modules: with `searched` (the planner picks
+/// recompute) whatever [parallel] recompute says; otherwise only with recompute = "selective".
+void read_recompute_modules(TomlReader& r, const TableRef& t, const Scenario& s, plan::Plan& p, bool searched);
 // [parallel] as a plan: tp, pp and dp, or [[parallel.replicas]]; `where` becomes the table's
 // place (scenario_parallel.cpp).
 std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, const Scenario& s,
