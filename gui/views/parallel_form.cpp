@@ -75,7 +75,9 @@ void ParallelForm::lay_out() {
               "draining (gradient accumulation around a PyTorch pipeline schedule: torchtitan, NeMo Automodel); "
               "divides every group's micro-batches"));
   add_choice(f, tr("Recompute"), kParallel, "recompute", {"none", "selective", "full", "selective_op"},
-             tr("activation recomputation; empty: none"), "none");
+             tr("activation recomputation; empty: none. With selective, recompute_modules (edited in the text) chooses "
+                "what it re-runs, Megatron-Core's modules; empty: the attention core"),
+             "none");
   add_choice(f, tr("ZeRO"), kParallel, "zero", {"0", "1", "2", "3"},
              tr("0: none; 1: optimizer state sharded (Megatron's distributed optimizer); 2: and gradients; 3: and "
                 "weights; empty: 1"),

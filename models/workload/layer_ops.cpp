@@ -185,6 +185,19 @@ std::string_view op_kind_name(OpKind k) {
   return "?";
 }
 
+std::string_view recompute_module_name(RecomputeModule m) {
+  switch (m) {
+    case RecomputeModule::CoreAttn: return "core_attn";
+    case RecomputeModule::LayerNorm: return "layernorm";
+    case RecomputeModule::MoeAct: return "moe_act";
+    case RecomputeModule::MlaUpProj: return "mla_up_proj";
+    case RecomputeModule::Mlp: return "mlp";
+    case RecomputeModule::SharedExperts: return "shared_experts";
+    case RecomputeModule::Moe: return "moe";
+  }
+  return "?";
+}
+
 std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   HETSIM_ASSERT(s.tp >= 1 && m.heads % s.tp == 0, "tp must divide heads");
   const double t = s.tp;

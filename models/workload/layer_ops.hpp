@@ -5,6 +5,7 @@
 // forward and backward pass of one micro-batch on one tensor-parallel rank.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/base/units.hpp"
@@ -28,6 +29,11 @@ using RecomputeModules = std::uint8_t;  ///< a set of RecomputeModule bits
   return static_cast<RecomputeModules>(1u << static_cast<unsigned>(m));
 }
 [[nodiscard]] constexpr bool has_module(RecomputeModules set, RecomputeModule m) { return (set & module_bit(m)) != 0; }
+inline constexpr RecomputeModule kRecomputeModuleList[] = {
+    RecomputeModule::CoreAttn, RecomputeModule::LayerNorm,     RecomputeModule::MoeAct, RecomputeModule::MlaUpProj,
+    RecomputeModule::Mlp,      RecomputeModule::SharedExperts, RecomputeModule::Moe};
+/// Megatron-Core's name of a module ("core_attn", "layernorm", …), as scenarios and plans spell it.
+[[nodiscard]] std::string_view recompute_module_name(RecomputeModule m);
 /// Megatron-Core's default modules under selective recompute (Korthikanti et al.'s selective).
 inline constexpr RecomputeModules kDefaultRecomputeModules = module_bit(RecomputeModule::CoreAttn);
 [[nodiscard]] std::string_view op_kind_name(OpKind k);

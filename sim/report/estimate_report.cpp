@@ -1,6 +1,7 @@
 #include "sim/report/estimate_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -65,7 +66,14 @@ std::string plan_summary(const Scenario& s, const plan::Plan& p) {
   out += fmt::format("; micro_batch {}, {}", p.micro_batch, cost::schedule_name(p.schedule));
   if (p.schedule == cost::Schedule::Interleaved) out += fmt::format(" v{}", p.virtual_stages);
   if (p.pipeline_runs > 1) out += fmt::format(" in {} runs", p.pipeline_runs);
-  out += fmt::format(", recompute {}, ZeRO {}", cost::recompute_name(p.recompute), p.zero);
+  out += fmt::format(", recompute {}", cost::recompute_name(p.recompute));
+  if (p.recompute == cost::Recompute::Selective && p.recompute_modules != workload::kDefaultRecomputeModules) {
+    std::vector<std::string_view> mods;
+    for (auto m : workload::kRecomputeModuleList)
+      if (workload::has_module(p.recompute_modules, m)) mods.push_back(workload::recompute_module_name(m));
+    out += fmt::format(" ({})", fmt::join(mods, ", "));
+  }
+  out += fmt::format(", ZeRO {}", p.zero);
   if (p.ep > 1 || p.expert_tp > 0)
     out += fmt::format(", EP {}{}{}{}{}", p.ep, p.expert_tp > 0 ? fmt::format(" ETP {}", p.expert_tp) : std::string(),
                        p.overlap_ep_comm ? " overlapped" : "",

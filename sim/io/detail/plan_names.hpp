@@ -32,12 +32,12 @@ inline const Names<cost::Recompute> kRecompute{{{"none", cost::Recompute::None},
                                                 {"selective", cost::Recompute::Selective},
                                                 {"full", cost::Recompute::Full},
                                                 {"selective_op", cost::Recompute::SelectiveOp}}};
-/// Megatron-Core's --recompute-modules names.
-inline const Names<workload::RecomputeModule> kRecomputeModules{
-    {{"core_attn", workload::RecomputeModule::CoreAttn},   {"layernorm", workload::RecomputeModule::LayerNorm},
-     {"moe_act", workload::RecomputeModule::MoeAct},       {"mla_up_proj", workload::RecomputeModule::MlaUpProj},
-     {"mlp", workload::RecomputeModule::Mlp},              {"shared_experts", workload::RecomputeModule::SharedExperts},
-     {"moe", workload::RecomputeModule::Moe}}};
+/// Megatron-Core's --recompute-modules names (workload::recompute_module_name).
+inline const Names<workload::RecomputeModule> kRecomputeModules = [] {
+  Names<workload::RecomputeModule> n;
+  for (auto m : workload::kRecomputeModuleList) n.all.emplace_back(std::string(workload::recompute_module_name(m)), m);
+  return n;
+}();
 /// The names of the modules in `set`, in kRecomputeModules' order.
 inline std::vector<std::string> recompute_module_names(workload::RecomputeModules set) {
   std::vector<std::string> out;
