@@ -170,8 +170,12 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
                             ? std::find_if(kRecomputeModules.all.begin(), kRecomputeModules.all.end(),
                                            [&](const auto& pair) { return pair.first == mods[i].get<std::string>(); })
                             : kRecomputeModules.all.end();
+        if (!mods[i].is_string()) {
+          r.error(at, "expected a module name (a string)", suggest("", names));
+          continue;
+        }
         if (it == kRecomputeModules.all.end()) {
-          r.error(at, "unknown recompute module " + mods[i].dump(), suggest(mods[i].is_string() ? mods[i].get<std::string>() : "", names));
+          r.error(at, "unknown recompute module " + mods[i].dump(), suggest(mods[i].get<std::string>(), names));
           continue;
         }
         set = static_cast<workload::RecomputeModules>(set | workload::module_bit(it->second));
