@@ -63,7 +63,10 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   // inputs), not the kv_heads-wide projections (freed once repeated).
   const double kv = eager_none ? qr : g;
   // Q and the out-projection input (Q's width each), K and V.
-  double split = e * (2 * qr + 2 * kv);
+  // Multi-head latent attention: Q and K are heads·d wide, V and the out-projection input
+  // heads·d_v (DeepSeek-V3: 192 and 128 a head).
+  const double vo = m.mla() ? static_cast<double>(m.heads) * m.v_head_dim / h : 0;
+  double split = m.mla() ? e * (2 * qr + 2 * vo) : e * (2 * qr + 2 * kv);
   // Selective recompute's modules (Megatron-Core, docs/research-recompute-modules.md): what each
   // re-creates in the backward is not kept. layernorm: the outputs of the norms that are modules
   // of their own (MLA's input norm, a MoE layer's pre-MLP norm; Transformer Engine fuses the
@@ -76,7 +79,7 @@ Bytes activation_bytes_per_layer(const workload::ModelSpec& m, double b, double 
   double replicated_kept = replicated;
   if (on(workload::RecomputeModule::LayerNorm)) replicated_kept -= e * ((m.mla() ? 1 : 0) + (m.moe() ? 1 : 0));
   if (!m.moe() && on(workload::RecomputeModule::Mlp)) replicated_kept -= e;
-  if (m.mla() && on(workload::RecomputeModule::MlaUpProj)) split -= e * (qr + 2 * kv);
+  if (m.mla() && on(workload::RecomputeModule::MlaUpProj)) split -= e * (2 * qr + vo);
   if (m.moe()) {
     // Each token visits top_k experts, padded to capacity: the permuted input and the expert
     // internals are duplicated top_k·capacity times (on the most loaded of the ep ranks under

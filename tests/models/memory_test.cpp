@@ -108,7 +108,7 @@ TEST(Activations, QueryWidthAndSharedExperts) {
 // keeping what it re-creates. DeepSeek-V3 (MLA, MoE with a shared expert) at tp 2 with sequence
 // parallelism, one 4096-token sequence, bf16, fused attention; per unit of s·b·h:
 //  layernorm    its two separate norms' outputs (MLA's input norm, the MoE's pre-MLP norm): 2·2/t
-//  mla_up_proj  Q, K, V: 2·(qr + 2·kv)/t
+//  mla_up_proj  Q, K (heads·192), V (heads·128): 2·(2·heads·192 + heads·128)/h/t
 //  moe_act      one f-wide tensor a routed row: top_k·2·f/t
 //  shared_experts  their gate, up and product: 2·3·shared/h/t
 //  moe          the whole block: (top_k·2·(1 + 3f) + 4·experts/h + 2·3·shared/h)/t
@@ -127,7 +127,9 @@ TEST(Activations, RecomputeModulesDropWhatTheyReCreate) {
   const double base = with(ds, {RecomputeModule::CoreAttn});
   EXPECT_DOUBLE_EQ(base, activation_bytes_per_layer(ds, b, s, 2, true, Recompute::None, true, hw::Dtype::Bf16).v);
   EXPECT_NEAR(base - with(ds, {RecomputeModule::LayerNorm}), 2.0 * 2 / t * sbh, 1.0);
-  EXPECT_NEAR(base - with(ds, {RecomputeModule::MlaUpProj}), 2.0 * (ds.q_width() + 2 * ds.kv_width()) / h / t * sbh, 1.0);
+  // (MLA keeps Q and K heads·192 wide, V and the attention output heads·128.)
+  EXPECT_NEAR(base - with(ds, {RecomputeModule::MlaUpProj}), 2.0 * (2 * ds.q_width() + ds.heads * ds.v_head_dim) / h / t * sbh,
+              1.0);
   const double f = ds.ffn_hidden / h, k = ds.top_k * workload::moe_rank_load(ds, 1), shared = ds.shared_width() / h;
   EXPECT_NEAR(base - with(ds, {RecomputeModule::MoeAct}), k * 2 * f / t * sbh, 1.0);
   EXPECT_NEAR(base - with(ds, {RecomputeModule::SharedExperts}), 2.0 * 3 * shared / t * sbh, 1.0);
