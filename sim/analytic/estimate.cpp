@@ -217,11 +217,12 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
   est.mfu = peak_sum > 0 ? model_rate / peak_sum : 0;
   est.usd_per_hour = usd_per_hour;
   est.usd_per_million_tokens = usd_per_hour / 3600.0 / est.tokens_per_s * 1e6;
-  // Goodput: a checkpoint holds the weights and the optimizer state, written by all used
-  // devices together.
+  // Goodput: a checkpoint holds the weights and the optimizer state (as wide as the framework
+  // keeps it: [memory] optimizer_bytes), written by all used devices together.
   {
     const cost::StateBytes sb = cost::state_bytes(dt, tr.optimizer, tr.autocast);
-    est.checkpoint = Bytes{workload::count_params(s.model).total(s.model.layers) * (sb.weights + sb.optimizer)};
+    est.checkpoint = Bytes{workload::count_params(s.model).total(s.model.layers) *
+                           (sb.weights + s.memory.optimizer_bytes.value_or(sb.optimizer))};
     cost::GoodputInput gi;
     gi.interruptions_per_hour = interruptions_per_hour;
     gi.checkpoint = est.checkpoint;

@@ -67,7 +67,14 @@ void read_memory(TomlReader& r, const TableRef& root, Scenario& s) {
   if (auto v = r.quantity(*t, "comm_buffers", Dimension::Size)) s.memory.comm_buffers = Bytes{*v};
   s.memory.fragmentation = r.number(*t, "fragmentation", 0, 0.9).value_or(s.memory.fragmentation);
   s.memory.gradient_bytes = r.number(*t, "gradient_bytes", 1, 16).value_or(s.memory.gradient_bytes);
-  if (auto v = r.number(*t, "expert_gradient_bytes", 1, 16)) s.memory.expert_gradient_bytes = *v;
+  if (auto v = r.number(*t, "expert_gradient_bytes", 1, 16)) {
+    s.memory.expert_gradient_bytes = *v;
+    if (!s.model.moe())
+      r.error(r.loc(r.node(*t, "expert_gradient_bytes")), r.key_path(*t, "expert_gradient_bytes"),
+              "expert_gradient_bytes sets the routed experts' gradient width, and this model has experts = " +
+                  std::to_string(s.model.experts),
+              "remove it (gradient_bytes is every parameter's), or set [model] experts (> 1) and top_k");
+  }
   if (auto v = r.number(*t, "optimizer_bytes", 0, 32)) s.memory.optimizer_bytes = *v;
 }
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "models/base/nearest.hpp"
 #include "sim/io/detail/scenario_document.hpp"
 #include "sim/io/detail/toml_reader.hpp"
@@ -136,9 +138,31 @@ std::string put(toml::table& doc, const std::vector<Step>& steps, const toml::no
   return "";
 }
 
-// A value as a column shows it: a string without quotes, others as TOML writes them.
+std::string value_text(const toml::node& n);
+
+// A TOML value as JSON: strings, numbers, booleans and arrays of them; anything else as its text.
+nlohmann::json as_json(const toml::node& n) {
+  if (const auto* s = n.as_string()) return s->get();
+  if (const auto* i = n.as_integer()) return i->get();
+  if (const auto* f = n.as_floating_point()) return f->get();
+  if (const auto* b = n.as_boolean()) return b->get();
+  if (const auto* a = n.as_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& el : *a) out.push_back(as_json(el));
+    return out;
+  }
+  return value_text(n);
+}
+
+// An array as compact JSON ([\"moe_act\",\"layernorm\"]): a row's typed JSON reads it back as an
+// array, and a row read back from JSON dumps it to the same text (sweep/rows.cpp).
+std::string array_text(const toml::array& a) { return as_json(a).dump(); }
+
+// A value as a column shows it: a string without quotes, an array as JSON writes it, others as
+// TOML writes them.
 std::string value_text(const toml::node& n) {
   if (const auto* s = n.as_string()) return s->get();
+  if (const auto* a = n.as_array()) return array_text(*a);
   if (const auto* f = n.as_floating_point()) {  // the shortest text that reads back the same
     char buf[64];
     const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f->get());

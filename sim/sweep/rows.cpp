@@ -36,10 +36,15 @@ std::string number(double v) {
   return fmt::format("{}", v);
 }
 
-// A column's value typed for JSON: an integer, a float, a boolean, else the text.
+// A column's value typed for JSON: an integer, a float, a boolean, an array (written as JSON by
+// the sweep reader), else the text.
 nlohmann::ordered_json typed(const std::string& s) {
   if (s == "true") return true;
   if (s == "false") return false;
+  if (!s.empty() && s.front() == '[') {
+    auto a = nlohmann::ordered_json::parse(s, nullptr, /*allow_exceptions=*/false);
+    if (a.is_array()) return a;
+  }
   const char* b = s.data();
   const char* e = s.data() + s.size();
   std::int64_t i = 0;

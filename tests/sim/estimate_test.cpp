@@ -538,10 +538,10 @@ TEST(Estimate, RecomputeModulesReRunTheirOpsAndCollectives) {
 }
 
 // [memory] expert_gradient_bytes and optimizer_bytes (NeMo Automodel: bf16 expert gradients,
-// bf16 Adam moments on a bf16 model) reach each stage's memory, and nothing else: the routed
-// experts' gradients at 2 B beside the rest at 4, the optimizer state at 4 B per parameter
-// (its ZeRO 1 shards as before), the step time unchanged.
-TEST(Estimate, ExpertGradientAndOptimizerWidthsReachTheMemoryOnly) {
+// bf16 Adam moments on a bf16 model) reach each stage's memory and the checkpoint, no time: the
+// routed experts' gradients at 2 B beside the rest at 4, the optimizer state at 4 B per
+// parameter (its ZeRO 1 shards as before), a checkpoint of 2 + 4 B per parameter (14 without).
+TEST(Estimate, ExpertGradientAndOptimizerWidthsReachTheMemoryAndTheCheckpoint) {
   const std::string base =
       "[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\n[training]\nglobal_batch = 16\nseq_len = 4096\n"
       "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 2\npp = 1\ndp = 4\nzero = 1\nep = 4\n";
@@ -556,6 +556,7 @@ TEST(Estimate, ExpertGradientAndOptimizerWidthsReachTheMemoryOnly) {
   const auto a = analytic::estimate(plain, *plain.plan), b = analytic::estimate(lean, *lean.plan);
   EXPECT_LT(b.device_types[0].peak_memory.v, a.device_types[0].peak_memory.v);
   EXPECT_DOUBLE_EQ(b.step_time.v, a.step_time.v);
+  EXPECT_NEAR(b.checkpoint.v / a.checkpoint.v, 6.0 / 14.0, 1e-12);
 }
 
 // Routing imbalance (issue 15, docs/cost-models.md#routing-imbalance). Uniform routing, given

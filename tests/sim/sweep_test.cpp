@@ -537,6 +537,21 @@ TEST(SweepFiles, ResumeTakesTheSameSweepReadFromAnotherPath) {
   }
 }
 
+// An array value (recompute_modules) is a column of compact JSON, and a JSON array in a row's
+// values, which a JSONL row read back (resume) turns into the same column.
+TEST(SweepFiles, AnArrayAxisIsAJsonArrayInTheRowsAndReadsBack) {
+  const auto d = sweep_of(with_sweep("\"parallel.recompute_modules\" = [[\"core_attn\"], [\"mlp\", \"core_attn\"]]\n",
+                                     "tp = 2\npp = 2\ndp = 4\nmicro_batch = 1\nrecompute = \"selective\"\n"));
+  EXPECT_EQ(grid(d), (Values{{"[\"core_attn\"]"}, {"[\"mlp\",\"core_attn\"]"}}));
+  sweep::Layout l{&d.spec(), {"h100-sxm5"}};
+  const sweep::Row r = sweep::run_point(d, 1);
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  const auto j = sweep::row_json(l, r);
+  EXPECT_EQ(j["values"]["parallel.recompute_modules"], nlohmann::ordered_json::parse("[\"mlp\", \"core_attn\"]"));
+  // (A JSONL row's values read back as their dump: sweep::read_rows.)
+  EXPECT_EQ(nlohmann::json::parse(j.dump())["values"]["parallel.recompute_modules"].dump(), r.values[0]);
+}
+
 TEST(SweepFiles, ARowReadBackFromJsonIsTheSameRow) {
   const auto d = sweep_of(with_sweep("\"model.preset\" = [\"tiny\", \"llama3-70b\"]\n"));
   sweep::Layout l{&d.spec(), {"h100-sxm5"}};

@@ -44,6 +44,14 @@ std::vector<std::string> recompute_module_problems(const workload::ModelSpec& m,
     out.push_back("recompute module \"shared_experts\" needs shared experts, and this model has none");
   if (has(RecomputeModule::MlaUpProj) && !m.mla())
     out.push_back("recompute module \"mla_up_proj\" needs multi-head latent attention (kv_lora_rank > 0)");
+  // Modules Megatron-Core accepts and skips in this model: said, as they would change nothing.
+  if (has(RecomputeModule::Mlp) && m.moe() && m.moe_layers(0, m.layers) == m.layers)
+    out.push_back("recompute module \"mlp\" re-runs a dense layer's MLP, and every layer of this model is a MoE layer "
+                  "(\"moe\", \"moe_act\" or \"shared_experts\" re-run parts of those)");
+  if (has(RecomputeModule::LayerNorm) && !m.moe() && !m.mla())
+    out.push_back("recompute module \"layernorm\" re-runs the norms that are modules of their own (MLA's input norm, a "
+                  "MoE layer's pre-MLP norm); this model's norms are fused into the GEMMs after them, which Megatron-Core "
+                  "skips (\"mlp\" re-runs the MLP's with it)");
   return out;
 }
 
