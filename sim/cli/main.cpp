@@ -133,8 +133,9 @@ int does_not_fit(const Common& c, const hetsim::analytic::Estimate& est, const s
                                                                       hetsim::format_bytes(d.capacity), d.worst_stage),
                                            "", hetsim::ErrorKind::DoesNotFit))
                 << "\n";
-  std::cerr << "  hint: more pipeline or tensor parallelism, recompute = \"selective\" or \"full\", "
-               "a higher zero stage, or a smaller micro_batch\n";
+  std::cerr << "  hint: more pipeline or tensor parallelism, recompute = \"selective\" (with more recompute_modules) or "
+               "\"full\", a higher zero stage, or a smaller micro_batch; [memory] says what the framework keeps "
+               "(gradient_bytes, optimizer_bytes)\n";
   return hetsim::exit_status(hetsim::ErrorKind::DoesNotFit);
 }
 
