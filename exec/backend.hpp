@@ -30,10 +30,15 @@ enum class Format { Fp32, Bf16, Fp16 };
 }
 
 /// Softmax attention over `heads` independent heads (micro-batch × heads per rank), each with
-/// Q, K, V and O of [seq × head_dim], stored head after head.
+/// Q and K of [seq × head_dim], V and O of [seq × value_dim()], stored head after head: all the
+/// heads' Q, then their K, then their V (the gradients alike).
 struct AttentionShape {
   int heads = 1, seq = 1, head_dim = 1;
   bool causal = true;  ///< causal: row i attends to keys 0..i only (the masked half is skipped)
+  /// V's and O's width a head where it differs from Q's and K's (multi-head latent attention:
+  /// 128 against 192); 0: head_dim.
+  int v_dim = 0;
+  [[nodiscard]] int value_dim() const { return v_dim > 0 ? v_dim : head_dim; }
 };
 
 /// One compute device. Not thread-safe: one thread drives one device. Kernels may run

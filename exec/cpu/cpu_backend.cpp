@@ -162,25 +162,28 @@ class CpuDevice final : public Device {
     paced([&] { attention_kernel(s, f, qkv, o, grads, backward); });
   }
   void attention_kernel(const AttentionShape& s, Format f, const void* qkv, void* o, void* grads, bool backward) {
-    const std::size_t per = std::size_t(s.seq) * s.head_dim, heads = std::size_t(s.heads);
+    // per: one head's Q or K (seq × d); pv: its V or O (seq × dv).
+    const int d = s.head_dim, dvw = s.value_dim();
+    const std::size_t per = std::size_t(s.seq) * d, pv = std::size_t(s.seq) * dvw, heads = std::size_t(s.heads);
     const int blk = std::min(s.seq, 128);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     // fp32 views of one head: q, k, v, o (dO in backward), dq, dk, dv, then the score block and
     // its gradient.
-    float* w = scratch(7 * per + 2 * std::size_t(blk) * s.seq);
-    float *q = w, *kk = w + per, *v = w + 2 * per, *out = w + 3 * per, *dq = w + 4 * per, *dk = w + 5 * per,
-          *dv = w + 6 * per, *sc = w + 7 * per, *ds = sc + std::size_t(blk) * s.seq;
+    float* w = scratch(4 * per + 3 * pv + 2 * std::size_t(blk) * s.seq);
+    float *q = w, *kk = w + per, *dq = w + 2 * per, *dk = w + 3 * per, *v = w + 4 * per, *out = v + pv, *dv = out + pv,
+          *sc = dv + pv, *ds = sc + std::size_t(blk) * s.seq;
     const std::size_t eb = format_bytes(f);
     auto at = [&](const void* base, std::size_t elems) { return static_cast<const char*>(base) + elems * eb; };
     auto at_mut = [&](void* base, std::size_t elems) { return static_cast<char*>(base) + elems * eb; };
-    const int d = s.head_dim;
+    const std::size_t v_at = 2 * heads * per;  // where the heads' V (dV) begin
     for (std::size_t h = 0; h < heads; ++h) {
       widen(f, at(qkv, h * per), q, per);
       widen(f, at(qkv, (heads + h) * per), kk, per);
-      widen(f, at(qkv, (2 * heads + h) * per), v, per);
+      widen(f, at(qkv, v_at + h * pv), v, pv);
       if (backward) {
-        widen(f, at(o, h * per), out, per);  // dO
-        std::fill(dk, dk + 2 * per, 0.0f);   // dk and dv accumulate over row blocks
+        widen(f, at(o, h * pv), out, pv);  // dO
+        std::fill(dk, dk + per, 0.0f);     // dk and dv accumulate over row blocks
+        std::fill(dv, dv + pv, 0.0f);
       }
       for (int r0 = 0; r0 < s.seq; r0 += blk) {
         const int rows = std::min(blk, s.seq - r0);
@@ -190,13 +193,13 @@ class CpuDevice final : public Device {
         cpu::matmul(qr, false, kk, true, sc, rows, keys, d, scale, false);  // S = Q·Kᵀ/√d
         softmax_rows(S, s.causal, r0);
         if (!backward) {
-          cpu::matmul(sc, false, v, false, out + std::size_t(r0) * d, rows, d, keys, 1.0f, false);  // O = P·V
+          cpu::matmul(sc, false, v, false, out + std::size_t(r0) * dvw, rows, dvw, keys, 1.0f, false);  // O = P·V
           continue;
         }
-        const float* dO = out + std::size_t(r0) * d;
-        cpu::matmul(sc, true, dO, false, dv, keys, d, rows, 1.0f, true);  // dV += Pᵀ·dO
+        const float* dO = out + std::size_t(r0) * dvw;
+        cpu::matmul(sc, true, dO, false, dv, keys, dvw, rows, 1.0f, true);  // dV += Pᵀ·dO
         Map dP(ds, rows, keys);
-        cpu::matmul(dO, false, v, true, ds, rows, keys, d, 1.0f, false);  // dP = dO·Vᵀ
+        cpu::matmul(dO, false, v, true, ds, rows, keys, dvw, 1.0f, false);  // dP = dO·Vᵀ
         // dS = P ∘ (dP − rowsum(P ∘ dP)), the softmax gradient.
         const Eigen::VectorXf dsum = (S.array() * dP.array()).rowwise().sum();
         dP = S.array() * (dP.array().colwise() - dsum.array());
@@ -204,11 +207,11 @@ class CpuDevice final : public Device {
         cpu::matmul(ds, true, qr, false, dk, keys, d, rows, scale, true);                           // dK += dSᵀ·Q
       }
       if (!backward) {
-        narrow(f, out, at_mut(o, h * per), per);
+        narrow(f, out, at_mut(o, h * pv), pv);
       } else {
         narrow(f, dq, at_mut(grads, h * per), per);
         narrow(f, dk, at_mut(grads, (heads + h) * per), per);
-        narrow(f, dv, at_mut(grads, (2 * heads + h) * per), per);
+        narrow(f, dv, at_mut(grads, v_at + h * pv), pv);
       }
     }
   }

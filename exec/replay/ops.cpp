@@ -99,8 +99,9 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
       const auto& a = c.attention;
       // Inputs come from a and b, results go to c (forward: O; backward: dQ, dK, dV from dO in
       // b): no result is read back, so values stay as bounded as the workspaces' fill.
-      const std::size_t one = std::size_t(a.heads) * a.seq * a.head_dim * eb;
-      sc.fit(3 * one, one, 3 * one);
+      const std::size_t qk = std::size_t(a.heads) * a.seq * a.head_dim * eb;
+      const std::size_t vo = std::size_t(a.heads) * a.seq * a.value_dim() * eb;
+      sc.fit(2 * qk + vo, vo, 2 * qk + vo);
       if (sc.failed) return;
       if (backward) dev.attention(a, c.format, sc.pa, sc.pb, sc.pc, true);
       else dev.attention(a, c.format, sc.pa, sc.pc, sc.pb, false);

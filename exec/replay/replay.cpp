@@ -141,7 +141,7 @@ std::vector<OpContext> op_contexts(const Scenario& s, const plan::Plan& p, const
     c.format = format_for(s.training.precision);
     c.norm_format = s.training.autocast ? Format::Fp32 : c.format;  // the residual stream stays fp32
     c.attention = {p.micro_batch * s.model.heads / sh.tp, s.training.seq_len, s.model.head_dim(),
-                   s.training.causal && s.training.flash_attention};
+                   s.training.causal && s.training.flash_attention, s.model.mla() ? s.model.v_head_dim : 0};
     c.hidden = s.model.hidden;
     c.vocab_rank = std::max(1, s.model.vocab / sh.tp);
   }

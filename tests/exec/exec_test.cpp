@@ -53,6 +53,24 @@ std::string small(const std::string& parallel, int devices = 2) {
          "[parallel]\n" + parallel;
 }
 
+// A multi-head latent attention model (keys 48 a head: 32 + 16 RoPE; values 32) replays under
+// selective recompute of its up projections and attention core: every task runs in order on
+// buffers of the planned sizes (check_order_and_dependencies: the measured peak is the
+// predicted one). The attention kernel's value width is checked in
+// CpuDevice.AttentionMatchesTheNaiveFormulas.
+TEST(Replay, LatentAttentionModelsReplayUnderTheirRecomputeModules) {
+  auto text = small("tp = 1\npp = 2\ndp = 1\nmicro_batch = 1\nrecompute = \"selective\"\n"
+                    "recompute_modules = [\"mla_up_proj\", \"core_attn\"]\n");
+  text.replace(text.find("kv_heads = 4"), 12,
+               "kv_heads = 4\nhead_dim = 48\nq_lora_rank = 64\nkv_lora_rank = 32\nqk_rope_dim = 16\nv_head_dim = 32\n");
+  auto s = test::parse(text);
+  ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
+  auto backend = exec::make_cpu_backend(2);
+  auto r = exec::replay(*s, *s->plan, *backend, {1, 0});
+  ASSERT_TRUE(r.ok()) << test::all_errors(r.errors());
+  test::check_order_and_dependencies(*r);
+}
+
 TEST(Replay, RunsExactlyThePlannedTasksInOrder) {
   // (Also as two pipeline runs a step, each filling and draining: the same tasks, run after run.)
   for (const char* runs : {"", "pipeline_runs = 2\n"}) {
@@ -683,22 +701,25 @@ TEST(CpuDevice, FreedBlocksAreReusedAndCountOnlyWhileAllocated) {
   dev->release(*whole, 10000);
 }
 
-// Attention forward and backward against the textbook formulas, causal and not.
+// Attention forward and backward against the textbook formulas, causal and not, with values as
+// wide as the keys and narrower (multi-head latent attention's d_v < d: here 5 against 8).
 TEST(CpuDevice, AttentionMatchesTheNaiveFormulas) {
   auto dev = exec::make_cpu_backend(1)->open(0);
+  for (const int v_dim : {0, 5})
   for (const bool causal : {true, false}) {
-    const exec::AttentionShape s{2, 300, 8, causal};  // 300 > one 128-row block: blocks and mask meet
+    const exec::AttentionShape s{2, 300, 8, causal, v_dim};  // 300 > one 128-row block: blocks and mask meet
     const std::size_t per = std::size_t(s.seq) * s.head_dim, H = std::size_t(s.heads);
-    const auto qkv = ramp(3 * H * per, 0.5f, 3), dO = ramp(H * per, 1.0f, 4);
-    std::vector<float> o(H * per), o_grad = dO, grads(3 * H * per);
+    const std::size_t pv = std::size_t(s.seq) * s.value_dim();
+    const auto qkv = ramp(2 * H * per + H * pv, 0.5f, 3), dO = ramp(H * pv, 1.0f, 4);
+    std::vector<float> o(H * pv), o_grad = dO, grads(2 * H * per + H * pv);
     dev->attention(s, exec::Format::Fp32, qkv.data(), o.data(), nullptr, false);
     dev->attention(s, exec::Format::Fp32, qkv.data(), o_grad.data(), grads.data(), true);
     const float scale = 1.0f / std::sqrt(float(s.head_dim));
-    const int S = s.seq, D = s.head_dim;
+    const int S = s.seq, D = s.head_dim, V = s.value_dim();
     for (std::size_t h = 0; h < H; ++h) {
       const float* q = qkv.data() + h * per;
       const float* k = qkv.data() + (H + h) * per;
-      const float* v = qkv.data() + (2 * H + h) * per;
+      const float* v = qkv.data() + 2 * H * per + h * pv;
       // P = softmax(QKᵀ·scale) with the mask.
       std::vector<double> P(std::size_t(S) * S, 0.0);
       for (int i = 0; i < S; ++i) {
@@ -714,30 +735,30 @@ TEST(CpuDevice, AttentionMatchesTheNaiveFormulas) {
         for (int j = 0; j <= last; ++j) z += (P[std::size_t(i) * S + j] = std::exp(P[std::size_t(i) * S + j] - mx));
         for (int j = 0; j <= last; ++j) P[std::size_t(i) * S + j] /= z;
       }
-      const float* g = dO.data() + h * per;
+      const float* g = dO.data() + h * pv;
       for (int i = 0; i < S; i += 37)
-        for (int d = 0; d < D; ++d) {
+        for (int d = 0; d < V; ++d) {
           double ov = 0, dv = 0;
           for (int j = 0; j < S; ++j) {
-            ov += P[std::size_t(i) * S + j] * v[j * D + d];
-            dv += P[std::size_t(j) * S + i] * g[j * D + d];  // dV = Pᵀ·dO (row i of dV)
+            ov += P[std::size_t(i) * S + j] * v[j * V + d];
+            dv += P[std::size_t(j) * S + i] * g[j * V + d];  // dV = Pᵀ·dO (row i of dV)
           }
-          EXPECT_NEAR(o[h * per + std::size_t(i) * D + d], ov, 1e-4) << "O " << causal << " " << i;
-          EXPECT_NEAR(grads[(2 * H + h) * per + std::size_t(i) * D + d], dv, 1e-3) << "dV " << causal << " " << i;
+          EXPECT_NEAR(o[h * pv + std::size_t(i) * V + d], ov, 1e-4) << "O " << causal << " " << i << " v " << v_dim;
+          EXPECT_NEAR(grads[2 * H * per + h * pv + std::size_t(i) * V + d], dv, 1e-3) << "dV " << causal << " " << i;
         }
       // dQ row i = Σ_j dS_ij K_j · scale, dS = P∘(dP − rowsum(P∘dP)), dP = dO·Vᵀ.
       for (int i = 0; i < S; i += 41) {
         std::vector<double> dP(S), dS(S);
         double dot = 0;
         for (int j = 0; j < S; ++j) {
-          for (int d = 0; d < D; ++d) dP[j] += double(g[i * D + d]) * v[j * D + d];
+          for (int d = 0; d < V; ++d) dP[j] += double(g[i * V + d]) * v[j * V + d];
           dot += P[std::size_t(i) * S + j] * dP[j];
         }
         for (int j = 0; j < S; ++j) dS[j] = P[std::size_t(i) * S + j] * (dP[j] - dot);
         for (int d = 0; d < D; ++d) {
           double dq = 0;
           for (int j = 0; j < S; ++j) dq += dS[j] * k[j * D + d] * scale;
-          EXPECT_NEAR(grads[h * per + std::size_t(i) * D + d], dq, 1e-3) << "dQ " << causal << " " << i;
+          EXPECT_NEAR(grads[h * per + std::size_t(i) * D + d], dq, 1e-3) << "dQ " << causal << " " << i << " v " << v_dim;
         }
       }
     }
