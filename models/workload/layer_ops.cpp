@@ -453,7 +453,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     const std::string& n = op.name;
     if (n == "attn_norm" && m.mla()) op.modules |= bit(RecomputeModule::LayerNorm);
     else if (n == "mlp_norm") op.modules |= bit(m.moe() ? RecomputeModule::LayerNorm : RecomputeModule::Mlp);
-    else if (m.mla() && (n == "mla_q_up" || n == "qkv" || n == "rope")) op.modules |= bit(RecomputeModule::MlaUpProj);
+    else if (m.mla() && (n == "mla_norm" || n == "mla_q_up" || n == "qkv" || n == "rope"))
+      op.modules |= bit(RecomputeModule::MlaUpProj);  // (the latents' norms: TE fuses them into the up projections)
     else if (n == "mlp_up" || n == "swiglu" || n == "gelu" || n == "mlp_down") op.modules |= bit(RecomputeModule::Mlp);
     else if (n == "router" || n == "moe_permute" || n == "expert_up" || n == "expert_down" || n == "moe_unpermute")
       op.modules |= bit(RecomputeModule::Moe);

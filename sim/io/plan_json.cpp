@@ -166,19 +166,16 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
       workload::RecomputeModules set = 0;
       for (std::size_t i = 0; i < mods.size(); ++i) {
         const std::string at = "/recompute_modules/" + std::to_string(i);
-        const auto it = mods[i].is_string()
-                            ? std::find_if(kRecomputeModules.all.begin(), kRecomputeModules.all.end(),
-                                           [&](const auto& pair) { return pair.first == mods[i].get<std::string>(); })
-                            : kRecomputeModules.all.end();
         if (!mods[i].is_string()) {
           r.error(at, "expected a module name (a string)", suggest("", names));
           continue;
         }
-        if (it == kRecomputeModules.all.end()) {
+        const auto mod = kRecomputeModules.find(mods[i].get<std::string>());
+        if (!mod) {
           r.error(at, "unknown recompute module " + mods[i].dump(), suggest(mods[i].get<std::string>(), names));
           continue;
         }
-        set = static_cast<workload::RecomputeModules>(set | workload::module_bit(it->second));
+        set = static_cast<workload::RecomputeModules>(set | workload::module_bit(*mod));
       }
       p.recompute_modules = set;
     }

@@ -17,7 +17,9 @@ namespace hetsim::io {
 /// The purchase scenario `source` (the text of `source_file`, which `ps` was read from) as the
 /// cluster one front point buys: [purchase] removed, [parallel] replaced by `plan` (the point's
 /// plan over `planned`, the point's scenario: its layout as [[parallel.replicas]] and every
-/// framework key, so that `hetsim estimate` runs it and `hetsim plan` keeps its framework) or
+/// framework key, so that `hetsim estimate` runs it and `hetsim plan` keeps its framework; the
+/// one exception, recompute_modules, is written only with a selective plan, as the reader takes
+/// it only there) or
 /// removed when `plan` is null, each candidate with
 /// nodes[k] > 0 appended to [[cluster.pool]] as it was written (its name made explicit, the
 /// purchase-only keys dropped, its purchase_usd / rent_usd_per_hour moved into [cost]), every

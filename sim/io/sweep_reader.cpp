@@ -140,7 +140,8 @@ std::string put(toml::table& doc, const std::vector<Step>& steps, const toml::no
 
 std::string value_text(const toml::node& n);
 
-// A TOML value as JSON: strings, numbers, booleans and arrays of them; anything else as its text.
+// A TOML value as JSON: strings, numbers, booleans, arrays and tables of them; anything else
+// (dates, times) as its text.
 nlohmann::json as_json(const toml::node& n) {
   if (const auto* s = n.as_string()) return s->get();
   if (const auto* i = n.as_integer()) return i->get();
@@ -149,6 +150,11 @@ nlohmann::json as_json(const toml::node& n) {
   if (const auto* a = n.as_array()) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& el : *a) out.push_back(as_json(el));
+    return out;
+  }
+  if (const auto* t = n.as_table()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : *t) out[std::string(k.str())] = as_json(v);
     return out;
   }
   return value_text(n);

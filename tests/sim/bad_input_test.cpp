@@ -275,6 +275,9 @@ std::vector<BadCase> cases() {
       {"recompute_modules_without_selective",
        base_with(kModel, kTraining, kCluster, kParallel + "recompute = \"full\"\nrecompute_modules = [\"mlp\"]\n"),
        "bad.toml:14:21", "chooses what selective recompute re-runs, and recompute is \"full\"", "recompute = \"selective\""},
+      {"recompute_misspelt_beside_modules",  // one message: the modules are not judged against "none"
+       base_with(kModel, kTraining, kCluster, kParallel + "recompute = \"selctive\"\nrecompute_modules = [\"mlp\"]\n"),
+       "bad.toml:13:13", "selctive", "selective"},
       {"recompute_module_unknown",
        base_with(kModel, kTraining, kCluster, kParallel + "recompute = \"selective\"\nrecompute_modules = [\"mlp\", \"layer_norm\"]\n"),
        "bad.toml:14:29", "unknown recompute module 'layer_norm'", "did you mean 'layernorm'?"},
@@ -376,6 +379,16 @@ TEST_P(BadInput, GetsOneClearLocatedMessage) {
       found = true;
   }
   EXPECT_TRUE(found) << "want " << c.where << " … " << c.says << " (hint: " << c.hint << ")\ngot:\n" << all;
+}
+
+// A misspelt recompute is said once, at its key: the modules beside it are not also judged
+// against the default (which would tell the user to write the "selective" they meant).
+TEST(BadInputOnce, AMisspeltRecomputeBesideItsModulesIsOneMessage) {
+  auto s = test::parse(base_with(kModel, kTraining, kCluster,
+                                 kParallel + "recompute = \"selctive\"\nrecompute_modules = [\"mlp\"]\n"),
+                       "bad.toml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.errors().size(), 1u) << test::all_errors(s.errors());
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, BadInput, ::testing::ValuesIn(cases()),

@@ -537,6 +537,31 @@ TEST(Estimate, RecomputeModulesReRunTheirOpsAndCollectives) {
   EXPECT_EQ(core.layer_tp_recompute.v, 0);
 }
 
+// A recompute of tiny kernels is issued by the host with the backward's: where the host issues
+// both more slowly than an H100 runs them, the recompute takes what the host needs beyond the
+// backward, kernels · host_overhead − backward (a 128-wide layer of 64 tokens: microsecond
+// kernels against 9 µs of host each).
+TEST(Estimate, AHostBoundRecomputeTakesTheHostsPace) {
+  const Scenario s = load("[model]\nname = \"m\"\nlayers = 2\nhidden = 128\nheads = 2\nkv_heads = 2\nffn_hidden = 512\n"
+                          "vocab = 256\n[training]\nglobal_batch = 8\nseq_len = 64\n"
+                          "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+                          "[parallel]\ntp = 1\npp = 1\ndp = 8\nmicro_batch = 1\nrecompute = \"selective\"\n"
+                          "recompute_modules = [\"core_attn\", \"mlp\"]\n");
+  ASSERT_TRUE(s.plan);
+  const auto c = analytic::stage_costs(s, *s.plan).at(0).at(0);
+  const auto& dev = s.cluster.pools[0].device;
+  double ops = 0, kernels = 0;
+  for (const auto& op : *c.layer_ops)
+    if (cost::recompute_share(op, s.plan->recompute, s.plan->recompute_modules) > 0) {
+      ops += cost::op_time(dev, s.training.precision, op, cost::Pass::Forward).v;
+      kernels += op.fwd_kernels;
+    }
+  const double host = dev.efficiency.host_overhead.v * (kernels + cost::kernels(*c.layer_ops, cost::Pass::Backward)) -
+                      c.layer_bwd.v;
+  ASSERT_GT(host, ops);  // the case binds
+  EXPECT_NEAR(c.layer_recompute.v, host, 1e-15);
+}
+
 // [memory] expert_gradient_bytes and optimizer_bytes (NeMo Automodel: bf16 expert gradients,
 // bf16 Adam moments on a bf16 model) reach each stage's memory and the checkpoint, no time: the
 // routed experts' gradients at 2 B beside the rest at 4, the optimizer state at 4 B per
@@ -548,7 +573,7 @@ TEST(Estimate, ExpertGradientAndOptimizerWidthsReachTheMemoryAndTheCheckpoint) {
   const Scenario plain = load(base);
   const Scenario lean = load(base + "[memory]\nexpert_gradient_bytes = 2\noptimizer_bytes = 4\n");
   ASSERT_TRUE(plain.plan && lean.plan);
-  const auto& c = analytic::stage_costs(lean, *lean.plan).at(0).at(0);
+  const auto c = analytic::stage_costs(lean, *lean.plan).at(0).at(0);
   const auto mem = cost::device_memory(c.memory);
   const double experts = c.expert_params, dense = c.params - c.expert_params;
   EXPECT_NEAR(mem.get("gradients").v, dense * 4 + experts * 2, 1.0);

@@ -57,9 +57,10 @@ TEST(PlanJson, PipelineRunsRoundTripAndAreValidated) {
 }
 
 // Selective recompute's modules: written only when not the default attention core (plans
-// written before the key read as it), read back, and validated like [parallel]: a module the
-// model lacks (MLA's up projections on Mixtral), a name hetsim does not know, or modules
-// without selective recompute are refused at their JSON path.
+// written before the key read as it), read back, and validated like [parallel]: a name hetsim
+// does not know, or modules without selective recompute, refused at their JSON path; a module
+// the model lacks (MLA's up projections on Mixtral) by the plan's validation, at the key
+// [parallel] would have.
 TEST(PlanJson, RecomputeModulesRoundTripAndAreValidated) {
   auto s = io::read_scenario(std::string(HETSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-mi300x.toml", test::catalog());
   ASSERT_TRUE(s.ok()) << test::all_errors(s.errors());
@@ -79,7 +80,9 @@ TEST(PlanJson, RecomputeModulesRoundTripAndAreValidated) {
     EXPECT_FALSE(r.ok()) << bad;
     return r.ok() ? std::string() : test::all_errors(r.errors());
   };
-  EXPECT_NE(refused("\"moe_act\"", "\"mla_up_proj\"").find("needs multi-head latent attention"), std::string::npos);
+  const std::string lacks = refused("\"moe_act\"", "\"mla_up_proj\"");
+  EXPECT_NE(lacks.find("needs multi-head latent attention"), std::string::npos) << lacks;
+  EXPECT_NE(lacks.find("[parallel.recompute_modules]"), std::string::npos) << lacks;
   EXPECT_NE(refused("\"moe_act\"", "\"moe_activation\"").find("unknown recompute module \"moe_activation\" [/recompute_modules/1]"), std::string::npos);
   EXPECT_NE(refused("\"recompute\": \"selective\"", "\"recompute\": \"full\"").find("chooses what selective recompute re-runs"),
             std::string::npos);

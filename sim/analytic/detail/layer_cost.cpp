@@ -165,10 +165,21 @@ const LayerCost& LayerCosts::get(int pool_index, int tp, const workload::MicroBa
     lc.recompute = lc.fwd;
     lc.recompute_attn = lc.fwd_attn;
   } else {
+    // The re-run ops, each kernel issued again among the backward's: where the host issues the
+    // two together more slowly than the device runs them, it sets their pace (kernels ·
+    // host_overhead, as for a pass; a GEMM re-run in part is still one kernel).
+    double kernels = 0;
     for (std::size_t i = 0; i < layer.size(); ++i) {
-      const Duration r = tf[i] * cost::recompute_share(layer[i], p.recompute, p.recompute_modules);
+      const double share = cost::recompute_share(layer[i], p.recompute, p.recompute_modules);
+      const Duration r = tf[i] * share;
       lc.recompute += r;
       if (i < mlp_start) lc.recompute_attn += r;
+      if (share > 0) kernels += layer[i].fwd_kernels;
+    }
+    const Duration host = dev.efficiency.host_overhead * (kernels + cost::kernels(layer, Pass::Backward)) - lc.bwd;
+    if (host > lc.recompute && lc.recompute.v > 0) {
+      lc.recompute_attn = lc.recompute_attn * (host / lc.recompute);
+      lc.recompute = host;
     }
   }
   if (p.cp > 1) context_parallel(lc.cp_fwd, lc.cp_bwd, lc.cp_recompute, layer, tf, tb, pool, tp, shape);

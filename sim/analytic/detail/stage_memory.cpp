@@ -62,7 +62,7 @@ void price_memory(const PlanContext& ctx, const plan::Stage& st, bool sp, bool f
   c.memory.zero = p.zero;
   c.memory.dp = shard;
   // A layer's backward holds more than what was kept for it: what recompute re-creates
-  // (the whole layer under full recompute, the attention core under selective), and the
+  // (the whole layer under full recompute, the recompute modules' activations under selective), and the
   // gradients in flight (the layer's output gradient and the MLP's intermediate
   // gradients). The head's logits are freed before the layers' backward starts, so the
   // larger of the two counts (docs/cost-models.md#other-parts).

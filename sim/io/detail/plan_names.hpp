@@ -3,7 +3,9 @@
 // (plan_json.cpp) and the [parallel] table of a written scenario (scenario_writer.cpp) use the
 // same words as the scenario reader's [parallel].
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,12 @@ struct Names {
     for (const auto& [n, v] : all)
       if (v == e) return n;
     return "?";
+  }
+  /// The value named `n`, if any.
+  [[nodiscard]] std::optional<E> find(std::string_view n) const {
+    for (const auto& [name, v] : all)
+      if (name == n) return v;
+    return std::nullopt;
   }
 };
 
@@ -46,7 +54,11 @@ inline std::vector<std::string> recompute_module_names(workload::RecomputeModule
   return out;
 }
 /// Every module name, for messages.
-inline std::vector<std::string> recompute_module_names() { return recompute_module_names(0x7f); }
+inline std::vector<std::string> recompute_module_names() {
+  workload::RecomputeModules all = 0;
+  for (auto m : workload::kRecomputeModuleList) all = static_cast<workload::RecomputeModules>(all | workload::module_bit(m));
+  return recompute_module_names(all);
+}
 
 inline const Names<cost::Algorithm> kAlgorithms{{{"auto", cost::Algorithm::Auto},
                                                  {"ring", cost::Algorithm::Ring},

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-
 #include <fmt/ranges.h>
 
 #include "models/base/nearest.hpp"
@@ -121,13 +120,12 @@ void read_recompute_modules(TomlReader& r, const TableRef& t, const Scenario& s,
       return;
     }
     const std::string n = str->get();
-    const auto it = std::find_if(kRecomputeModules.all.begin(), kRecomputeModules.all.end(),
-                                 [&](const auto& pair) { return pair.first == n; });
-    if (it == kRecomputeModules.all.end()) {
+    const auto mod = kRecomputeModules.find(n);
+    if (!mod) {
       r.error(r.loc(&el), key, "unknown recompute module '" + n + "'", suggest(n, names));
       return;
     }
-    set = static_cast<workload::RecomputeModules>(set | workload::module_bit(it->second));
+    set = static_cast<workload::RecomputeModules>(set | workload::module_bit(*mod));
   }
   p.recompute_modules = set;
   // (The planner's search tries selective recompute with these modules.)
@@ -186,15 +184,17 @@ std::optional<plan::Plan> read_parallel(TomlReader& r, const TableRef& root, con
     p.schedule = *sch;
   p.virtual_stages = as_int(r.integer(*t, "virtual_stages", 1, 1024),
                             p.schedule == cost::Schedule::Interleaved ? 2 : 1);
-  if (auto rc = pick<cost::Recompute>(r, *t, "recompute", {{"none", cost::Recompute::None},
-                                                           {"selective", cost::Recompute::Selective},
-                                                           {"full", cost::Recompute::Full},
-                                                           {"selective_op", cost::Recompute::SelectiveOp}})) {
+  const auto rc = pick<cost::Recompute>(r, *t, "recompute", {{"none", cost::Recompute::None},
+                                                              {"selective", cost::Recompute::Selective},
+                                                              {"full", cost::Recompute::Full},
+                                                              {"selective_op", cost::Recompute::SelectiveOp}});
+  if (rc) {
     p.recompute = *rc;
     if (*rc == cost::Recompute::SelectiveOp && s.model.moe())
       r.error(r.loc(r.node(*t, "recompute")), "parallel.recompute", kSelectiveOpDenseOnly, kSelectiveOpHint);
   }
-  read_recompute_modules(r, *t, s, p, false);
+  // (A recompute that did not read, said at its key, leaves the modules unjudged.)
+  if (rc || !r.node(*t, "recompute")) read_recompute_modules(r, *t, s, p, false);
   p.zero = as_int(r.integer(*t, "zero", 0, 3), p.zero);
   p.cp = as_int(r.integer(*t, "cp", 1, 1024), p.cp);
   const int cp = p.cp;
