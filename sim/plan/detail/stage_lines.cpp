@@ -51,9 +51,16 @@ std::vector<StageLine> stage_lines(const Scenario& s, const plan::Plan& p, std::
     ln.a = (c.emb_fwd + c.emb_bwd + c.emb_tp + c.head_fwd + c.head_bwd + c.head_tp + c.pipeline_regather() +
             analytic::pipeline_sends(costs, static_cast<std::size_t>(i), v)).v;
     const auto& mi = c.memory;
+    // Bytes per parameter, as cost::device_memory counts them: the routed experts' state
+    // sharded over their own data-parallel ranks, their gradients at their own width.
     const double d = std::max(1, mi.dp);
-    const double per_param = mi.state.weights / (mi.zero >= 3 ? d : 1) + mi.state.grads / (mi.zero >= 2 ? d : 1) +
-                             mi.state.optimizer / (mi.zero >= 1 ? d : 1);
+    const double de = std::max(1.0, d * std::max(1, mi.expert_fold) / std::max(1, mi.ep));
+    const auto per = [&](double ranks, double grads) {
+      return mi.state.weights / (mi.zero >= 3 ? ranks : 1) + grads / (mi.zero >= 2 ? ranks : 1) +
+             mi.state.optimizer / (mi.zero >= 1 ? ranks : 1);
+    };
+    const double expert_share = mi.params > 0 ? mi.expert_params / mi.params : 0;
+    const double per_param = (1 - expert_share) * per(d, mi.state.grads) + expert_share * per(de, mi.state.expert_grads);
     const double inflight = cost::in_flight_micro_batches(p.schedule, i, S, p.run_micro_batches(grp), v);
     ln.k = c.params_layer * per_param + c.act_per_layer.v * inflight;
     ln.f = (c.params_emb + c.params_head) * per_param + c.act_edge.v * inflight + mi.transient.v + mi.comm_buffers.v;
