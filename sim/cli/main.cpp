@@ -473,7 +473,8 @@ int main(int argc, char** argv) {
                                  "splits across device types), verify it by simulation, and compare it "
                                  "with the plans a homogeneous framework would use");
   pln->add_option("scenario", plan_opts.scenario, "Scenario TOML file (of [parallel], only the framework keys count: "
-                   "sequence_parallel, grad_sync, the overlaps, ep_dispatch, fp8_dispatch, cp_comm, pipeline_runs)")->required();
+                   "sequence_parallel, grad_sync, the overlaps, ep_dispatch, fp8_dispatch, cp_comm, pipeline_runs, "
+                   "recompute_modules)")->required();
   pln->add_option("--top", top, "How many plans to list")->check(CLI::Range(1, 100))->default_val(5);
   pln->add_option("--verify", verify, "How many of the best estimates to re-rank by simulation")
       ->check(CLI::Range(1, 1000))
@@ -495,7 +496,9 @@ int main(int argc, char** argv) {
   // The default since vendor islands became it; still accepted so that older scripts run.
   // (Not `excludes`: CLI11 would print the hidden flag's empty name in --any-vendor's help.)
   pln->add_flag("--same-vendor", same_vendor_compat)->group("");
-  pln->add_option("--out", plan_opts.save_plan, "Write the best plan as JSON (input of simulate --plan)")->check(kOutputPath);
+  pln->add_option("--out,--save-plan", plan_opts.save_plan,
+                  "Write the best plan as JSON (input of simulate --plan; --save-plan as estimate and simulate name it)")
+      ->check(kOutputPath);
   pln->add_flag("--json", plan_opts.json, "Print one JSON object (docs/formats.md#plan-search-json)");
   pln->add_option("-o,--output", plan_opts.output, "Write to this file (atomically) instead of stdout")->check(kOutputPath);
 
