@@ -577,13 +577,15 @@ TEST(LayerOps, LatentAttentionCountsItsValueHeadsAtTheirOwnWidth) {
   s.micro_batch = 1;
   s.seq_len = 4096;
   s.tp = 8;
-  const Op& a = find(layer_ops(m, s), "attention");
+  const auto ops = layer_ops(m, s);
+  const Op& a = find(ops, "attention");
   const double pairs = 4096.0 * 4096 * 16;  // tokens × keys × heads a rank
   EXPECT_NEAR(a.model_flops.v, 2 * pairs * (192 + 128), 1.0);
   EXPECT_NEAR(a.fwd_flops.v, pairs * (192 + 128), 1.0);
   EXPECT_NEAR(a.bwd_flops.v, pairs * (3 * 192 + 2 * 128), 1.0);
   const ModelSpec llama = *preset("llama3-8b");
-  const Op& b = find(layer_ops(llama, s), "attention");
+  const auto llama_ops = layer_ops(llama, s);
+  const Op& b = find(llama_ops, "attention");
   EXPECT_NEAR(b.model_flops.v, 4 * 4096.0 * 4096 * 4096 / 8, 1.0);
   EXPECT_NEAR(b.bwd_flops.v, 2.5 * b.fwd_flops.v, 1.0);
 }
