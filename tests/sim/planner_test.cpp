@@ -249,6 +249,18 @@ TEST(Planner, PlansRunTheFrameworkTheScenarioSays) {
     EXPECT_EQ(c.plan.grad_sync, cost::Algorithm::Ring);
     EXPECT_EQ(analytic::estimate(*s, c.plan).step_time.v, c.estimate.step_time.v);
   }
+  // recompute_modules too, read whatever the layout's recompute says: every plan carries it, and
+  // the selective ones run it (a plan file then keeps it).
+  auto mods = io::parse_scenario(text + "recompute = \"none\"\nrecompute_modules = [\"mlp\"]\n", "fw.toml", test::catalog(),
+                                 {.plan = false});
+  ASSERT_TRUE(mods.ok()) << test::all_errors(mods.errors());
+  const auto mlp = workload::module_bit(workload::RecomputeModule::Mlp);
+  EXPECT_EQ(mods->framework.recompute_modules, mlp);
+  planner::Options every = o;
+  every.top = 50;
+  const auto rm = planner::search(*mods, every);
+  ASSERT_FALSE(rm.top.empty());
+  for (const auto& c : rm.top) EXPECT_EQ(c.plan.recompute_modules, mlp);
   auto bad = io::parse_scenario(text + "overlap_ep_comm = true\n", "fw.toml", test::catalog(), {.plan = false});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(test::all_errors(bad.errors()).find("overlap_ep_comm overlaps expert-parallel all-to-alls"), std::string::npos)
