@@ -119,7 +119,11 @@ double attention_pass_efficiency(const hw::DeviceSpec& dev, Pass pass, double se
   const double eta = attention_efficiency(dev, seq, head_dim, causal);
   const double rho = dev.efficiency.attention_bwd > 0 ? dev.efficiency.attention_bwd : 1.0;
   const double fwd = eta * (1 + 2.5 / rho) / 3.5;
-  return pass == Pass::Forward ? fwd : rho * fwd;
+  if (pass == Pass::Forward) return fwd;
+  // Wide heads: the backward's dQ, dK, dV accumulators crowd the registers above d = 192
+  // (attention_bwd_wide at d ≥ 256, linear between; docs/cost-models.md, "Attention").
+  const double wide = std::clamp((head_dim - 192.0) / 64.0, 0.0, 1.0);
+  return rho * fwd * (1 - wide * (1 - dev.efficiency.attention_bwd_wide));
 }
 
 double attention_kernel_share(const hw::DeviceSpec& dev, workload::AttentionKernel kernel, Pass pass) {

@@ -50,7 +50,8 @@ enum class Pass { Forward, Backward };
                                           bool causal = true);
 
 /// The same for one pass: forward η·(1 + 2.5/ρ)/3.5, backward ρ times that (ρ = attention_bwd),
-/// so that a forward and a backward together take what attention_efficiency says.
+/// so that a forward and a backward together take what attention_efficiency says; above head
+/// dim 192 the backward loses more, to attention_bwd_wide at d ≥ 256.
 [[nodiscard]] double attention_pass_efficiency(const hw::DeviceSpec& dev, Pass pass, double seq,
                                                double head_dim = 0, bool causal = true);
 

@@ -70,6 +70,9 @@ struct Efficiency {
   double attention_half_seq = 0;   ///< sequence length at which it halves (0: flat)
   double attention_head_half = 0;  ///< head dim at which it halves (0: flat in d)
   double attention_bwd = 1;        ///< backward / forward throughput per counted FLOP
+  /// The backward's throughput at head dim ≥ 256 / at d ≤ 192, linear in d between (cuDNN on
+  /// Hopper: 0.68–0.75; register pressure of the dQ, dK, dV accumulators); 1: no loss.
+  double attention_bwd_wide = 1;
   double attention_noncausal = 1;  ///< non-causal / causal throughput at the same length
   /// FlashAttention-2's kernels (what PyTorch's scaled_dot_product_attention runs as its flash
   /// backend) / the fused attention above, at the same shape: 1 where the figure above is

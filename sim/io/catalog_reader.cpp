@@ -180,7 +180,7 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
 
   if (auto eff = r.table(t, "efficiency")) {
     r.check_keys(*eff, {"gemm", "gemm_fp8", "gemm_half_dim", "sms", "tile_m", "tile_n", "tile_overhead",
-                        "attention", "attention_half_seq", "attention_head_half", "attention_bwd",
+                        "attention", "attention_half_seq", "attention_head_half", "attention_bwd", "attention_bwd_wide",
                         "attention_noncausal", "attention_fa2", "memory", "launch_overhead",
                         "host_overhead", "overlap_slowdown", "norm_memory", "loss_memory",
                         "optimizer_memory", "unvectorized_memory"});
@@ -195,6 +195,7 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
     e.attention_half_seq = r.number(*eff, "attention_half_seq", 0, 1e7).value_or(e.attention_half_seq);
     e.attention_head_half = r.number(*eff, "attention_head_half", 0, 4096).value_or(e.attention_head_half);
     e.attention_bwd = r.number(*eff, "attention_bwd", 0.1, 10).value_or(e.attention_bwd);
+    e.attention_bwd_wide = r.number(*eff, "attention_bwd_wide", 0.1, 1).value_or(e.attention_bwd_wide);
     e.attention_noncausal = r.number(*eff, "attention_noncausal", 0.5, 2).value_or(e.attention_noncausal);
     e.attention_fa2 = r.number(*eff, "attention_fa2", 0.05, 1).value_or(e.attention_fa2);
     e.memory = r.number(*eff, "memory", 0.01, 1).value_or(e.memory);

@@ -315,6 +315,7 @@ std::string catalog_json(const hw::Catalog& c) {
                         {"tile_m", e.tile_m}, {"tile_n", e.tile_n}, {"tile_overhead_s", e.tile_overhead.v},
                         {"attention", e.attention}, {"attention_half_seq", e.attention_half_seq},
                         {"attention_head_half", e.attention_head_half}, {"attention_bwd", e.attention_bwd},
+                        {"attention_bwd_wide", e.attention_bwd_wide},
                         {"attention_noncausal", e.attention_noncausal}, {"attention_fa2", e.attention_fa2},
                         {"memory", e.memory}, {"launch_overhead_s", e.launch_overhead.v},
                         {"host_overhead_s", e.host_overhead.v}, {"overlap_slowdown", e.overlap_slowdown}};

@@ -353,6 +353,22 @@ TEST(AttentionEfficiency, PassesSplitSoThatBothTogetherTakeTheCombinedTime) {
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 1e12 / (1e15 * ef) + 5e-6, 1e-12);
 }
 
+// Wide heads slow the backward alone: attention_bwd_wide at d ≥ 256, none up to 192, halfway
+// at 224; the forward keeps its rate.
+TEST(AttentionEfficiency, WideHeadsSlowTheBackwardAlone) {
+  auto d = device();
+  d.efficiency.attention_bwd_wide = 0.7;
+  const auto bwd = [&](double hd) { return attention_pass_efficiency(d, Pass::Backward, 0, hd); };
+  const auto fwd = [&](double hd) { return attention_pass_efficiency(d, Pass::Forward, 0, hd); };
+  EXPECT_DOUBLE_EQ(bwd(192), bwd(128));
+  EXPECT_NEAR(bwd(224), bwd(128) * 0.85, 1e-12);
+  EXPECT_NEAR(bwd(256), bwd(128) * 0.7, 1e-12);
+  EXPECT_NEAR(bwd(512), bwd(128) * 0.7, 1e-12);
+  EXPECT_DOUBLE_EQ(fwd(256), fwd(128));
+  d.efficiency.attention_bwd_wide = 1;
+  EXPECT_DOUBLE_EQ(attention_pass_efficiency(d, Pass::Backward, 0, 256), bwd(128));
+}
+
 TEST(OpTimeParts, PartsAddUpAndNameWhatBinds) {
   // A 1 GB elementwise kernel is memory-bound; a 8192³ GEMM compute-bound; the total is op_time.
   workload::Op ew;
