@@ -158,8 +158,8 @@ Result<plan::Plan> parse_plan_json(std::string_view text, const std::string& fil
     const json& mods = j["recompute_modules"];
     const auto names = recompute_module_names();
     if (p.recompute != cost::Recompute::Selective) {
-      r.error("/recompute_modules", "recompute_modules chooses what selective recompute re-runs, and recompute is \"" +
-              kRecompute.name(p.recompute) + "\"", "set \"recompute\": \"selective\", or remove recompute_modules");
+      r.error("/recompute_modules", detail::modules_without_selective(p.recompute),
+              "set \"recompute\": \"selective\", or remove recompute_modules");
     } else if (!mods.is_array()) {
       r.error("/recompute_modules", "expected an array of module names", "e.g. [\"layernorm\", \"moe_act\"]");
     } else {

@@ -547,13 +547,18 @@ TEST(LayerOps, RoutingImbalanceScalesTheMostLoadedRanksExpertGemms) {
 // MLA (DeepSeek-V3 at tp 8): the down projections whole on every rank, the up projections and O
 // split over the heads; the model FLOPs of a layer's projections are 2·tokens·(its parameters):
 // Q down 7168·1536, Q up 1536·16·192, KV down 7168·576, KV up 512·16·256, O 16·128·7168.
-TEST(LayerOps, MultiHeadLatentAttentionProjections) {
-  const ModelSpec m = *preset("deepseek-v3");
+// One 4096-token sequence on each of 8 TP ranks.
+MicroBatchShape one_sequence_at_tp8() {
   MicroBatchShape s;
   s.micro_batch = 1;
   s.seq_len = 4096;
   s.tp = 8;
-  const auto ops = layer_ops(m, s);
+  return s;
+}
+
+TEST(LayerOps, MultiHeadLatentAttentionProjections) {
+  const ModelSpec m = *preset("deepseek-v3");
+  const auto ops = layer_ops(m, one_sequence_at_tp8());
   EXPECT_DOUBLE_EQ(find(ops, "mla_q_down").n, 1536);
   EXPECT_DOUBLE_EQ(find(ops, "mla_q_down").k, 7168);
   EXPECT_DOUBLE_EQ(find(ops, "mla_q_up").n, 16 * 192);
@@ -573,10 +578,7 @@ TEST(LayerOps, MultiHeadLatentAttentionProjections) {
 // pairs. A model whose value heads equal its key heads keeps 4·pairs·d and 2.5×.
 TEST(LayerOps, LatentAttentionCountsItsValueHeadsAtTheirOwnWidth) {
   const ModelSpec m = *preset("deepseek-v3");
-  MicroBatchShape s;
-  s.micro_batch = 1;
-  s.seq_len = 4096;
-  s.tp = 8;
+  const MicroBatchShape s = one_sequence_at_tp8();
   const auto ops = layer_ops(m, s);
   const Op& a = find(ops, "attention");
   const double pairs = 4096.0 * 4096 * 16;  // tokens × keys × heads a rank

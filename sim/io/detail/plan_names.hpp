@@ -53,6 +53,12 @@ inline std::vector<std::string> recompute_module_names(workload::RecomputeModule
     if (workload::has_module(set, m)) out.push_back(n);
   return out;
 }
+/// Why recompute_modules cannot stand beside recompute `r` (not "selective"), for the scenario
+/// reader and the plan files alike.
+inline std::string modules_without_selective(cost::Recompute r) {
+  return "recompute_modules chooses what selective recompute re-runs, and recompute is \"" + kRecompute.name(r) + "\"";
+}
+
 /// Every module name, for messages.
 inline std::vector<std::string> recompute_module_names() {
   workload::RecomputeModules all = 0;

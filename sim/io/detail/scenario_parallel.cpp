@@ -102,8 +102,8 @@ void read_recompute_modules(TomlReader& r, const TableRef& t, const Scenario& s,
   const std::string key = t.path + ".recompute_modules";
   const auto names = recompute_module_names();
   if (!searched && p.recompute != cost::Recompute::Selective) {
-    r.error(r.loc(mods), key, "recompute_modules chooses what selective recompute re-runs, and recompute is \"" +
-            kRecompute.name(p.recompute) + "\"", "set recompute = \"selective\", or remove recompute_modules");
+    r.error(r.loc(mods), key, modules_without_selective(p.recompute),
+            "set recompute = \"selective\", or remove recompute_modules");
     return;
   }
   const toml::array* a = mods->as_array();
