@@ -222,18 +222,20 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, re, norm, 5));
   if (m.mla()) {
     // Multi-head latent attention (docs/cost-models.md#multi-head-latent-attention): the down
-    // projections run whole on every TP rank (Megatron-Core duplicates them), the up projections
-    // are column-parallel: queries to heads·hd, the KV latent to heads·(nope + v); the shared
-    // RoPE key comes with the KV down projection.
+    // projections run whole on every TP rank (Megatron-Core duplicates them), on the rank's
+    // sequence shard under sequence parallelism, as do the latents' norms (before the up
+    // projections gather them); the up projections are column-parallel: queries to heads·hd,
+    // the KV latent to heads·(nope + v); the shared RoPE key comes with the KV down projection.
     const double heads_t = m.heads / t, rope = m.qk_rope_dim;
+    const double local = s.sequence_parallel ? tokens / t : tokens;
     if (m.q_lora_rank > 0) {
-      ops.push_back(linear("mla_q_down", tokens, m.q_lora_rank, h, ge));
+      ops.push_back(linear("mla_q_down", local, m.q_lora_rank, h, ge));
       ops.push_back(linear("mla_q_up", tokens, heads_t * hd, m.q_lora_rank, ge));
     } else {
       ops.push_back(linear("mla_q_up", tokens, heads_t * hd, h, ge));
     }
-    ops.push_back(linear("mla_kv_down", tokens, m.kv_lora_rank + rope, h, ge));
-    ops.push_back(streaming("mla_norm", OpKind::Norm, tokens * (m.q_lora_rank + m.kv_lora_rank), e, norm, 5));
+    ops.push_back(linear("mla_kv_down", local, m.kv_lora_rank + rope, h, ge));
+    ops.push_back(streaming("mla_norm", OpKind::Norm, local * (m.q_lora_rank + m.kv_lora_rank), e, norm, 5));
     ops.push_back(linear("qkv", tokens, heads_t * (hd - rope + m.v_head_dim), m.kv_lora_rank, ge));
   } else {
     ops.push_back(linear("qkv", tokens, q / t + 2 * kv_rank, h, ge));

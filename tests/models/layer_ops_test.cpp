@@ -544,10 +544,10 @@ TEST(LayerOps, RoutingImbalanceScalesTheMostLoadedRanksExpertGemms) {
   EXPECT_DOUBLE_EQ(find(skewed, "moe_permute").fwd_bytes.v, find(uniform, "moe_permute").fwd_bytes.v);
 }
 
-// MLA (DeepSeek-V3 at tp 8): the down projections whole on every rank, the up projections and O
-// split over the heads; the model FLOPs of a layer's projections are 2·tokens·(its parameters):
-// Q down 7168·1536, Q up 1536·16·192, KV down 7168·576, KV up 512·16·256, O 16·128·7168.
-// One 4096-token sequence on each of 8 TP ranks.
+// MLA (DeepSeek-V3 at tp 8, no sequence parallelism): the down projections whole on every rank,
+// the up projections and O split over the heads; the model FLOPs of a layer's projections are
+// 2·tokens·(its parameters): Q down 7168·1536, Q up 1536·16·192, KV down 7168·576, KV up
+// 512·16·256, O 16·128·7168. One 4096-token sequence on each of 8 TP ranks.
 MicroBatchShape one_sequence_at_tp8() {
   MicroBatchShape s;
   s.micro_batch = 1;
@@ -558,7 +558,9 @@ MicroBatchShape one_sequence_at_tp8() {
 
 TEST(LayerOps, MultiHeadLatentAttentionProjections) {
   const ModelSpec m = *preset("deepseek-v3");
-  const auto ops = layer_ops(m, one_sequence_at_tp8());
+  MicroBatchShape s = one_sequence_at_tp8();
+  s.sequence_parallel = false;
+  const auto ops = layer_ops(m, s);
   EXPECT_DOUBLE_EQ(find(ops, "mla_q_down").n, 1536);
   EXPECT_DOUBLE_EQ(find(ops, "mla_q_down").k, 7168);
   EXPECT_DOUBLE_EQ(find(ops, "mla_q_up").n, 16 * 192);
@@ -570,6 +572,25 @@ TEST(LayerOps, MultiHeadLatentAttentionProjections) {
   for (const char* n : {"mla_q_down", "mla_q_up", "mla_kv_down", "qkv", "attn_out"}) proj += find(ops, n).model_flops.v;
   const double params = 7168.0 * 1536 + 1536.0 * 16 * 192 + 7168.0 * 576 + 512.0 * 16 * 256 + 16.0 * 128 * 7168;
   EXPECT_NEAR(proj, 2 * 4096 * params, 1.0);
+}
+
+// Under sequence parallelism each TP rank runs the duplicated down projections and the latents'
+// norms on its own sequence shard (Megatron-Core's hidden states are [s/tp, b, h] there); the up
+// projections see every token after their gather. Model FLOPs over the 8 ranks then count the
+// down projections once.
+TEST(LayerOps, LatentDownProjectionsRunOnTheSequenceShard) {
+  const ModelSpec m = *preset("deepseek-v3");
+  MicroBatchShape s = one_sequence_at_tp8();
+  s.sequence_parallel = false;
+  const auto whole = layer_ops(m, s);
+  s.sequence_parallel = true;
+  const auto shard = layer_ops(m, s);
+  for (const char* n : {"mla_q_down", "mla_kv_down"}) {
+    EXPECT_DOUBLE_EQ(find(whole, n).m, 4096) << n;
+    EXPECT_DOUBLE_EQ(find(shard, n).m, 4096.0 / 8) << n;
+  }
+  EXPECT_DOUBLE_EQ(find(shard, "mla_norm").fwd_bytes.v * 8, find(whole, "mla_norm").fwd_bytes.v);
+  for (const char* n : {"mla_q_up", "qkv", "attn_out"}) EXPECT_DOUBLE_EQ(find(shard, n).m, find(whole, n).m) << n;
 }
 
 // MLA's attention core: the score product at d_qk = 192, the value product at d_v = 128 (not

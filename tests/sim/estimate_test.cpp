@@ -795,6 +795,49 @@ TEST(Estimate, Fp8TrainingGathersItsSequenceParallelInputsInFp8WhereTransformerE
               1e-12);
 }
 
+// Multi-head latent attention under tensor parallelism: the attention block's column-parallel
+// GEMMs are the up projections, so its column-side collectives carry the compressed latents
+// (q_lora_rank + kv_lora_rank, plus the shared RoPE key under sequence parallelism), not the hidden
+// state; the row side (O's output) and the MLP keep the hidden width. Overlaps off: every
+// collective exposed whole. Per layer, sequence parallel: forward gather(latent) + scatter(h) +
+// gather(h) + scatter(h); backward gather(h) + gather(latent) + scatter(latent) for the attention,
+// gather(h) × 2 + scatter(h) for the MLP. Without: all-reduce(h) forward, all-reduce(latent)
+// backward for the attention.
+TEST(Estimate, LatentAttentionGathersItsLatentsNotTheHiddenState) {
+  auto scenario = [](bool sp, const std::string& q_lora) {
+    Scenario s = load("[model]\nlayers = 2\nhidden = 2048\nheads = 16\nhead_dim = 192\nkv_lora_rank = 512\n" + q_lora +
+                      "qk_rope_dim = 64\nv_head_dim = 128\nffn_hidden = 8192\nvocab = 32000\n"
+                      "[training]\nglobal_batch = 8\nseq_len = 4096\n"
+                      "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 4\npp = 1\ndp = 2\n"
+                      "micro_batch = 1\noverlap_tp_comm = false\noverlap_tp_backward = false\nsequence_parallel = " +
+                      (sp ? "true" : "false") + "\n");
+    EXPECT_TRUE(s.plan);
+    return s;
+  };
+  for (const char* q_lora : {"q_lora_rank = 1536\n", ""}) {
+    const double q_in = std::string(q_lora).empty() ? 2048 : 1536;  // queries without a bottleneck: from h
+    const Scenario s = scenario(true, q_lora);
+    cost::CommGroup g;
+    g.ranks = g.ranks_per_node = 4;
+    g.intra = cost::fabric_link(s.cluster.pools[0].fabric);
+    const double tokens = 4096, h = 2048;
+    auto t = [&](cost::Collective c, double elems) { return cost::collective_time(c, Bytes{2 * elems}, g).time.total().v; };
+    using C = cost::Collective;
+    const double latent_sp = tokens * (q_in + 512 + 64), latent = tokens * (q_in + 512), hid = tokens * h;
+    const auto c = analytic::stage_costs(s, *s.plan).at(0).at(0);
+    EXPECT_NEAR(c.layer_tp_fwd.v, t(C::AllGather, latent_sp) + t(C::ReduceScatter, hid) + t(C::AllGather, hid) +
+                                      t(C::ReduceScatter, hid), 1e-12) << q_lora;
+    EXPECT_NEAR(c.layer_tp_bwd.v, t(C::AllGather, hid) + t(C::AllGather, latent_sp) + t(C::ReduceScatter, latent_sp) +
+                                      2 * t(C::AllGather, hid) + t(C::ReduceScatter, hid), 1e-12) << q_lora;
+    // The calls the schedule and the replay carry say the same bytes.
+    ASSERT_FALSE(c.layer_tp_fwd_calls.empty());
+    EXPECT_DOUBLE_EQ(c.layer_tp_fwd_calls[0].bytes, 2 * latent_sp) << q_lora;
+    const auto n = analytic::stage_costs(scenario(false, q_lora), *scenario(false, q_lora).plan).at(0).at(0);
+    EXPECT_NEAR(n.layer_tp_fwd.v, 2 * t(C::AllReduce, hid), 1e-12) << q_lora;
+    EXPECT_NEAR(n.layer_tp_bwd.v, t(C::AllReduce, latent) + t(C::AllReduce, hid), 1e-12) << q_lora;
+  }
+}
+
 // Megatron-Core's gradient buckets (docs/cost-models.md#data-parallel-sync): ZeRO ≤ 1 with
 // overlap_grad_reduce cuts each stage-0 sync into buckets of max(40 M, 1 M · dp) parameters; one
 // bucket without the overlap and on later pipeline stages; ZeRO 2 keeps buckets of 40 M.

@@ -303,17 +303,36 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
     mrs = cost::collective_time(Collective::ReduceScatter, part, eg).time.total();
     mar = cost::collective_time(Collective::AllReduce, part, eg).time.total();
   }
+  // Multi-head latent attention: the attention block's column-parallel GEMMs are the up
+  // projections, so its column-side collectives carry the compressed latents (q_lora_rank +
+  // kv_lora_rank wide; the hidden width for queries without a bottleneck), and under sequence
+  // parallelism the shared RoPE key, not the hidden state (Megatron-Core
+  // multi_latent_attention.py; docs/cost-models.md#multi-head-latent-attention).
+  const double col_elems =
+      m.mla() ? sbh / m.hidden * ((m.q_lora_rank > 0 ? m.q_lora_rank : m.hidden) + m.kv_lora_rank + (sp ? m.qk_rope_dim : 0))
+              : sbh;
+  Duration cag = dag, crs = lc.rs, car = lc.ar;
+  if (m.mla()) {
+    cag = cost::collective_time(Collective::AllGather, Bytes{col_elems * (fp8_gather ? 1.0 : e)}, g).time.total();
+    crs = cost::collective_time(Collective::ReduceScatter, Bytes{col_elems * e}, g).time.total();
+    car = cost::collective_time(Collective::AllReduce, Bytes{col_elems * e}, g).time.total();
+  }
   for (const auto& b : blocks) {
     const bool moe_block = &b == &blocks[1];
+    // The row-side collectives (of the output's width) and the column-side ones.
     const Duration bag = moe_block ? mag : dag, brs = moe_block ? mrs : lc.rs, bar = moe_block ? mar : lc.ar;
+    const Duration cbag = moe_block ? mag : cag, cbrs = moe_block ? mrs : crs, cbar = moe_block ? mar : car;
     // The experts' gathers (the dispatcher's) stay 16-bit; a dense block's gather carries
     // fp8 values when TE gathers in fp8 training (fp8_gather).
     const bool experts = moe_block && lm.moe();
-    // One collective of the block, recorded in `calls`: its exposed time.
+    // One collective of the block, recorded in `calls`: its exposed time; `col`: on the column
+    // GEMM's input side.
     auto call = [&, moe_block, experts](std::vector<cost::CommCall>& calls, Collective kind, Duration comm,
-                                        Duration gemm, bool overlap) {
+                                        Duration gemm, bool overlap, bool col = false) {
       const Duration x = tp_exposed(comm, gemm, overlap, slow);
-      const double buffer = kind == Collective::AllGather && fp8_gather && !experts ? sbh : (moe_block ? part : act).v;
+      const double elems = col && !moe_block ? col_elems : sbh;
+      const double buffer =
+          kind == Collective::AllGather && fp8_gather && !experts ? elems : (moe_block ? part.v : elems * e);
       cost::CommCall c{kind, buffer};
       c.ranks = moe_block && et != tp ? et : 0;
       c.exposed = comm.v > 0 ? x / comm : 1.0;
@@ -326,7 +345,7 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
     // Per-op selective checkpointing re-runs the block's collectives that the policy does
     // not keep: the all-gathers (reduce-scatter outputs are kept), or the all-reduce.
     if (p.recompute == cost::Recompute::SelectiveOp)
-      lc.tp_recompute += sp ? call(lc.tp_recompute_calls, Collective::AllGather, bag, col_f, ov)
+      lc.tp_recompute += sp ? call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true)
                             : call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
     // Selective recompute of a whole block re-runs its forward collectives: a dense layer's MLP
     // ("mlp"), a MoE layer's block ("moe"); MLA's up projections ("mla_up_proj") their input's
@@ -334,27 +353,28 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
     if (p.recompute == cost::Recompute::Selective) {
       const bool whole = moe_block && p.recomputes(lm.moe() ? workload::RecomputeModule::Moe : workload::RecomputeModule::Mlp);
       if (whole && sp)
-        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, bag, col_f, ov) +
+        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true) +
                            call(lc.tp_recompute_calls, Collective::ReduceScatter, brs, row_f, ov);
       else if (whole)
         lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
       else if (!moe_block && sp && lm.mla() && p.recomputes(workload::RecomputeModule::MlaUpProj))
-        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, bag, col_f, ov);
+        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true);
     }
     if (sp) {
-      const Duration f0 = call(lc.tp_fwd_calls, Collective::AllGather, bag, col_f, ov);
+      const Duration f0 = call(lc.tp_fwd_calls, Collective::AllGather, cbag, col_f, ov, true);
       const Duration f1 = call(lc.tp_fwd_calls, Collective::ReduceScatter, brs, row_f, ov);
       lc.tp_fwd += f0 + f1;
       // The column GEMM's input gathered again for its weight gradient, unless the framework
       // gathered it and the GEMM kept it (a MoE block's experts gather in the dispatcher).
       const bool regather = !by_framework || experts;
       const Duration b0 = call(lc.tp_bwd_calls, Collective::AllGather, bag, row_b, ov);
-      const Duration b1 = regather ? call(lc.tp_bwd_calls, Collective::AllGather, bag, col_b, ov_bwd) : Duration{0};
-      const Duration b2 = call(lc.tp_bwd_calls, Collective::ReduceScatter, brs, col_b, ov_bwd);
+      const Duration b1 =
+          regather ? call(lc.tp_bwd_calls, Collective::AllGather, cbag, col_b, ov_bwd, true) : Duration{0};
+      const Duration b2 = call(lc.tp_bwd_calls, Collective::ReduceScatter, cbrs, col_b, ov_bwd, true);
       lc.tp_bwd += b0 + b1 + b2;
     } else {
       lc.tp_fwd += call(lc.tp_fwd_calls, Collective::AllReduce, bar, row_f, ov);
-      lc.tp_bwd += call(lc.tp_bwd_calls, Collective::AllReduce, bar, col_b, ov_bwd);
+      lc.tp_bwd += call(lc.tp_bwd_calls, Collective::AllReduce, cbar, col_b, ov_bwd, true);
     }
   }
   if (p.recompute == cost::Recompute::Full) {
