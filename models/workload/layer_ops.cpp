@@ -135,16 +135,46 @@ NormKernel norm_kernel(const ModelSpec& m, const MicroBatchShape& s) {
   if (s.fused_kernels) return NormKernel::Fused;
   return m.norm == Norm::LayerNorm ? NormKernel::Native : NormKernel::Eager;
 }
-Stream norm_stream(const ModelSpec& m, const MicroBatchShape& s) {
+// A norm over `elems` elements of `eb` bytes (the residual stream's format), as the kernels
+// that run it (norm_kernel) move them; `flops` per element.
+//  - Fused: forward reads x, writes y (+ fp32 statistics, negligible); backward reads dy and x,
+//    writes dx, and reduces dgamma (dbeta) from per-block partial sums in a second, small kernel.
+//  - PyTorch's native layer_norm / rms_norm: the backward's second kernel (GammaBetaBackward)
+//    reads dy and x again for the weight gradient.
+//  - RMSNorm in elementary ops (torchtitan's 2024 RMSNorm, Hugging Face's LlamaRMSNorm:
+//    `x.float()`, `pow(2).mean(-1)`, `+ eps`, `rsqrt`, `x·r`, the cast back, `·weight`), kernel
+//    by kernel with its fp32 intermediates, and autograd's backward of each. Two ops: the
+//    vectorized kernels (`name`) and, as `name`_unvec, those PyTorch runs on its non-vectorized
+//    paths (Op::unvectorized): the 16 → 32-bit casts and the products with a broadcast operand
+//    (r, the weight). Per element, 16-bit x (eb = 2): forward 18 B vectorized (pow 8, mean 4,
+//    cast back 6) + 18 B not (cast up 6, x·r 8, ·weight 4); backward 70 B vectorized (dy·y for the
+//    weight gradient 6 and its column sum 2, g·x 12 and its row sum 4, pow's backward — copy,
+//    ×2, ×g — 28, the two branches' sum 12, the cast back 6) + 22 B not (dy·weight 4, cast up 6,
+//    g·r 8, mean's broadcast 4). fp32 x (autocast's residual stream) drops the casts.
+//    docs/cost-models.md#the-ops-of-one-layer; checked against Liger-Kernel's measured
+//    Hugging Face RMSNorm (docs/research-liger-kernels.md).
+void push_norm(std::vector<Op>& ops, std::string name, double elems, double eb, const ModelSpec& m,
+               const MicroBatchShape& s) {
   const NormKernel k = norm_kernel(m, s);
-  // Fused: forward reads x, writes y (+ fp32 statistics, negligible); backward reads dy and x,
-  // writes dx, and reduces dgamma (dbeta) from per-block partial sums in a second, small kernel.
-  if (k == NormKernel::Fused) return {2, 1, 3, 2};
-  // PyTorch's native layer_norm / rms_norm: the backward's second kernel
-  // (GammaBetaBackward) reads dy and x again for the weight gradient.
-  if (k == NormKernel::Native || m.norm == Norm::LayerNorm) return {2, 1, 5, 2};
-  // RMSNorm in elementary ops: pow, mean, x·rsqrt, ·weight; autograd runs each backward.
-  return {7, 4, 14, 8};
+  if (k == NormKernel::Fused) {
+    ops.push_back(streaming(std::move(name), OpKind::Norm, elems, eb, Stream{2, 1, 3, 2}, 5));
+    return;
+  }
+  if (k == NormKernel::Native || m.norm == Norm::LayerNorm) {
+    ops.push_back(streaming(std::move(name), OpKind::Norm, elems, eb, Stream{2, 1, 5, 2}, 5));
+    return;
+  }
+  const bool cast = eb < 4;  // x.float() and the cast back are kernels
+  const double up = cast ? eb + 4 : 0, down = cast ? 4 + eb : 0;
+  const int c = cast ? 1 : 0;
+  // + eps and rsqrt over one value a row, and their backwards: tiny kernels, counted for launches.
+  const Stream vec{12 + down, 4 + c, 4 * eb + 56 + down, 10 + c};
+  const Stream unvec{up + 8 + 2 * eb, 2 + c, 2 * eb + up + 12, 3 + c};
+  Op v = streaming(name, OpKind::Norm, elems, 1, vec, 3);
+  Op u = streaming(name + "_unvec", OpKind::Elementwise, elems, 1, unvec, 2);
+  u.unvectorized = true;
+  ops.push_back(std::move(v));
+  ops.push_back(std::move(u));
 }
 
 // Residual join after the attention or MLP block: bias add, dropout, residual add.
@@ -214,12 +244,11 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double f = m.ffn_hidden;
   // Norms, residuals and dropouts work on a sequence shard under sequence parallelism.
   const double seq_elems = tokens * h / (s.sequence_parallel ? t : 1.0);
-  const Stream norm = norm_stream(m, s);
   const Stream residual = residual_stream(m, fused);
   const double re = residual_bytes(s, e);
 
   std::vector<Op> ops;
-  ops.push_back(streaming("attn_norm", OpKind::Norm, seq_elems, re, norm, 5));
+  push_norm(ops, "attn_norm", seq_elems, re, m, s);
   if (m.mla()) {
     // Multi-head latent attention (docs/cost-models.md#multi-head-latent-attention): the down
     // projections run whole on every TP rank (Megatron-Core duplicates them), on the rank's
@@ -235,14 +264,14 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
       ops.push_back(linear("mla_q_up", tokens, heads_t * hd, h, ge));
     }
     ops.push_back(linear("mla_kv_down", local, m.kv_lora_rank + rope, h, ge));
-    ops.push_back(streaming("mla_norm", OpKind::Norm, local * (m.q_lora_rank + m.kv_lora_rank), e, norm, 5));
+    push_norm(ops, "mla_norm", local * (m.q_lora_rank + m.kv_lora_rank), e, m, s);
     ops.push_back(linear("qkv", tokens, heads_t * (hd - rope + m.v_head_dim), m.kv_lora_rank, ge));
   } else {
     ops.push_back(linear("qkv", tokens, q / t + 2 * kv_rank, h, ge));
   }
   if (m.qk_norm) {
     // An RMSNorm over each query and key head before RoPE (Qwen3): one norm kernel over both.
-    ops.push_back(streaming("qk_norm", OpKind::Norm, tokens * (q / t + kv_rank), e, norm, 5));
+    push_norm(ops, "qk_norm", tokens * (q / t + kv_rank), e, m, s);
   }
   if (m.positions == Positions::Rope) {
     // Rotary embedding of Q and K: one fused kernel each. Eager, per tensor, about ten passes
@@ -350,7 +379,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
 
   ops.push_back(linear("attn_out", tokens, h, m.mla() ? m.heads / t * m.v_head_dim : q / t, ge));
   ops.push_back(streaming("attn_residual", OpKind::Elementwise, seq_elems, re, residual, 2));
-  ops.push_back(streaming("mlp_norm", OpKind::Norm, seq_elems, re, norm, 5));
+  push_norm(ops, "mlp_norm", seq_elems, re, m, s);
 
   const bool swiglu = m.activation == Activation::SwiGlu;
   const double up_cols = (swiglu ? 2 : 1) * f / t;  // gate and up fused into one GEMM
@@ -452,7 +481,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const auto bit = [](RecomputeModule x) { return module_bit(x); };
   const auto both = [&](RecomputeModule x, RecomputeModule y) { return static_cast<RecomputeModules>(bit(x) | bit(y)); };
   for (Op& op : ops) {
-    const std::string& n = op.name;
+    // An eager norm's non-vectorized kernels (push_norm) belong where the norm does.
+    const std::string n = op.name.ends_with("_norm_unvec") ? op.name.substr(0, op.name.size() - 6) : op.name;
     if (n == "attn_norm" && m.mla()) op.modules |= bit(RecomputeModule::LayerNorm);
     else if (n == "mlp_norm") op.modules |= bit(m.moe() ? RecomputeModule::LayerNorm : RecomputeModule::Mlp);
     else if (m.mla() && (n == "mla_norm" || n == "mla_q_up" || n == "qkv" || n == "rope"))
@@ -514,7 +544,7 @@ std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
   const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
   const double seq_elems = tokens * m.hidden / (s.sequence_parallel ? t : 1.0);
   std::vector<Op> ops;
-  ops.push_back(streaming("final_norm", OpKind::Norm, seq_elems, residual_bytes(s, e), norm_stream(m, s), 5));
+  push_norm(ops, "final_norm", seq_elems, residual_bytes(s, e), m, s);
   // The output projection stays in bf16 even in fp8 training (Transformer Engine keeps the
   // first and last layers in higher precision).
   Op output = linear("output", tokens, m.vocab / t, m.hidden, e);

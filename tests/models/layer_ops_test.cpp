@@ -340,7 +340,7 @@ TEST(LayerOps, EagerGqaRepeatsKeysAndValues) {
 
 // Norm kernels: fused (one pass back), PyTorch's native kernels (the weight gradient's second
 // backward kernel re-reads x and dy: 5 tensors), RMSNorm in elementary ops; auto picks by
-// fused_kernels and the norm.
+// fused_kernels and the norm. Bytes per element of 16-bit x (both ops of an eager norm).
 TEST(LayerOps, NormKernelsMoveWhatTheirBackwardsRead) {
   ModelSpec m = gpt(4, 1024, 16, 1000);
   m.norm = Norm::RmsNorm;
@@ -351,16 +351,56 @@ TEST(LayerOps, NormKernelsMoveWhatTheirBackwardsRead) {
     x.fused_kernels = fused;
     const auto ops = layer_ops(m, x);
     const Op& n = find(ops, "attn_norm");
-    return n.bwd_bytes.v / (n.elems * 2);
+    const bool split = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.name == "attn_norm_unvec"; });
+    return (n.bwd_bytes.v + (split ? find(ops, "attn_norm_unvec").bwd_bytes.v : 0)) / n.elems;
   };
-  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Fused, false), 3);
-  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Native, false), 5);
-  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Eager, false), 14);
-  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, false), 14);  // eager RMSNorm
-  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, true), 3);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Fused, false), 3 * 2);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Native, false), 5 * 2);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Eager, false), 92);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, false), 92);  // eager RMSNorm
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, true), 3 * 2);
   m.norm = Norm::LayerNorm;
-  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, false), 5);  // nn.LayerNorm's native kernels
-  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Eager, false), 5);
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Auto, false), 5 * 2);  // nn.LayerNorm's native kernels
+  EXPECT_DOUBLE_EQ(norm_bwd(NormKernel::Eager, false), 5 * 2);
+}
+
+// RMSNorm in elementary ops, kernel by kernel with its fp32 intermediates (docs/cost-models.md):
+// per element of 16-bit x, forward x.float() 2 + 4 B, pow 4 + 4, mean 4, x·r 4 + 4, the cast back
+// 4 + 2, ·weight 2 + 2; backward dy·weight 2 + 2, dy·y 2 + 2 + 2 and its column sum 2, the cast up
+// 2 + 4, g·r 4 + 4, g·x 4 + 4 + 4 and its row sum 4, mean's broadcast 4, pow's backward (copy 4 + 4,
+// ×2 4 + 4, ×g 4 + 4 + 4), the branches' sum 4 + 4 + 4, the cast back 4 + 2. The casts up and the
+// products with a broadcast operand take PyTorch's non-vectorized path: a second op. Under
+// autocast (fp32 x) there are no casts. Recompute modules tag both ops alike.
+TEST(LayerOps, EagerRmsNormCountsItsFp32IntermediatesKernelByKernel) {
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  m.norm = Norm::RmsNorm;
+  MicroBatchShape s{2, 512, 1, false, hw::Dtype::Bf16, true, true, false};
+  s.fused_kernels = false;
+  const auto ops = layer_ops(m, s);
+  for (const char* name : {"attn_norm", "mlp_norm"}) {
+    const Op& v = find(ops, name);
+    const Op& u = find(ops, std::string(name) + "_unvec");
+    EXPECT_DOUBLE_EQ(v.elems, 1024.0 * 1024) << name;
+    EXPECT_DOUBLE_EQ(v.fwd_bytes.v / v.elems, 8 + 4 + 6) << name;
+    EXPECT_DOUBLE_EQ(u.fwd_bytes.v / u.elems, 6 + 8 + 4) << name;
+    EXPECT_DOUBLE_EQ(v.bwd_bytes.v / v.elems, 6 + 2 + 12 + 4 + 28 + 12 + 6) << name;
+    EXPECT_DOUBLE_EQ(u.bwd_bytes.v / u.elems, 4 + 6 + 8 + 4) << name;
+    EXPECT_FALSE(v.unvectorized) << name;
+    EXPECT_TRUE(u.unvectorized) << name;
+    EXPECT_EQ(v.kind, OpKind::Norm) << name;
+    EXPECT_EQ(v.fwd_kernels + u.fwd_kernels, 8) << name;  // 6 whole-tensor kernels + eps and rsqrt
+    EXPECT_EQ(v.op_recompute, u.op_recompute) << name;
+    EXPECT_EQ(v.modules, u.modules) << name;
+  }
+  EXPECT_EQ(find(ops, "mlp_norm_unvec").modules, module_bit(RecomputeModule::Mlp));
+  const auto head = head_ops(m, s);
+  EXPECT_DOUBLE_EQ(find(head, "final_norm_unvec").fwd_bytes.v, find(ops, "attn_norm_unvec").fwd_bytes.v);
+  s.autocast = true;  // fp32 residual stream: pow 8, mean 4 | x·r 8, ·weight 8
+  const auto fp32 = layer_ops(m, s);
+  EXPECT_DOUBLE_EQ(find(fp32, "attn_norm").fwd_bytes.v / (1024.0 * 1024), 12);
+  EXPECT_DOUBLE_EQ(find(fp32, "attn_norm_unvec").fwd_bytes.v / (1024.0 * 1024), 16);
+  EXPECT_DOUBLE_EQ(find(fp32, "attn_norm").bwd_bytes.v / (1024.0 * 1024), 16 + 56);
+  EXPECT_DOUBLE_EQ(find(fp32, "attn_norm_unvec").bwd_bytes.v / (1024.0 * 1024), 8 + 12);
 }
 
 TEST(HeadOps, CrossEntropyStreamsItsFp32LogitsAsMegatronDoes) {
