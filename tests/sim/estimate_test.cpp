@@ -525,6 +525,18 @@ TEST(Estimate, RecomputeModulesReRunTheirOpsAndCollectives) {
   EXPECT_GT(whole.layer_tp_recompute.v, 0);
   const auto [sf, full] = stage(moe, "ep = 4\nrecompute = \"full\"\n");
   EXPECT_DOUBLE_EQ(full.layer_ep_recompute.v, whole.layer_ep_recompute.v);
+  // shared_experts: the shared experts re-run, with their TP gather and reduce-scatter (the MoE
+  // block's collectives when it has shared experts, a dense MLP's over the tp ranks), not the
+  // dispatch; with moe as well, the block's collectives re-run once.
+  const std::string with_shared = moe + "shared_experts = 1\n";
+  const auto [ss, shared] = stage(with_shared, "ep = 4\nrecompute = \"selective\"\nrecompute_modules = [\"shared_experts\"]\n");
+  EXPECT_NEAR(shared.layer_recompute.v, fwd_of(ss, shared, {"shared_up", "shared_swiglu", "shared_down"}), 1e-12);
+  EXPECT_EQ(shared.layer_ep_recompute.v, 0);
+  EXPECT_NEAR(shared.layer_tp_recompute.v, shared.layer_tp_fwd.v / 2, 1e-12);
+  const auto [sb, both] =
+      stage(with_shared, "ep = 4\nrecompute = \"selective\"\nrecompute_modules = [\"shared_experts\", \"moe\"]\n");
+  EXPECT_DOUBLE_EQ(both.layer_tp_recompute.v, shared.layer_tp_recompute.v);
+  EXPECT_GT(both.layer_ep_recompute.v, 0);
   const std::string dense = "preset = \"llama3-8b\"\nlayers = 4\n";
   const auto [sd, mlp] = stage(dense, "recompute = \"selective\"\nrecompute_modules = [\"mlp\"]\n");
   EXPECT_NEAR(mlp.layer_recompute.v, fwd_of(sd, mlp, {"mlp_norm", "mlp_up", "swiglu", "mlp_down"}), 1e-12);

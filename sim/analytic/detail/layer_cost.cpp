@@ -348,10 +348,14 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
       lc.tp_recompute += sp ? call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true)
                             : call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
     // Selective recompute of a whole block re-runs its forward collectives: a dense layer's MLP
-    // ("mlp"), a MoE layer's block ("moe"); MLA's up projections ("mla_up_proj") their input's
-    // gather under sequence parallelism (docs/research-recompute-modules.md).
+    // ("mlp"), a MoE layer's block ("moe"), or its shared experts ("shared_experts": the
+    // block's TP collectives are theirs, a dense MLP's over all tp ranks); MLA's up projections
+    // ("mla_up_proj") their input's gather under sequence parallelism
+    // (docs/research-recompute-modules.md).
     if (p.recompute == cost::Recompute::Selective) {
-      const bool whole = moe_block && p.recomputes(lm.moe() ? workload::RecomputeModule::Moe : workload::RecomputeModule::Mlp);
+      const bool shared = lm.moe() && m.shared_experts > 0 && p.recomputes(workload::RecomputeModule::SharedExperts);
+      const bool whole =
+          moe_block && (shared || p.recomputes(lm.moe() ? workload::RecomputeModule::Moe : workload::RecomputeModule::Mlp));
       if (whole && sp)
         lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true) +
                            call(lc.tp_recompute_calls, Collective::ReduceScatter, brs, row_f, ov);
