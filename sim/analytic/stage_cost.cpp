@@ -88,7 +88,7 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // group, and use one bucket without overlap_grad_reduce and on pipeline stages after the
       // first ("not on the critical path"; distributed_data_parallel.py of core_r0.7–0.9); the
       // interleaved schedule's later chunks of the first stage are bucketed like its first here.
-      // ZeRO 2/3 keep the 40 M of before (FSDP and DeepSpeed bucket otherwise).
+      // ZeRO 2 keeps buckets of 40 M; ZeRO 3 gathers and reduces a layer at a time (below).
       c.bucket = p.zero >= 2                          ? kBucketParams
                  : !p.overlap_grad_reduce || si > 0 ? std::numeric_limits<double>::infinity()
                                                     : bucket_params(shard);
@@ -227,6 +227,11 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       if (last)
         c.params_head = (m.tied_embeddings ? (pp > 1 ? token_embedding : 0) : pc.output) / st.tp + pc.final_norm;
       c.params = c.params_layer * st.layers + c.params_emb + c.params_head;
+      // ZeRO 3 (FSDP, FSDP2, Megatron-FSDP) gathers and reduce-scatters a wrapped block's
+      // parameters at a time: a layer's, not Megatron-LM's 40 M-parameter buckets (64-H100 nsys
+      // profiles of Llama 3.1 70B count one to two all-gathers per layer and pass under FSDP2
+      // and Megatron-FSDP, docs/research-nsys-reports.md).
+      if (p.zero >= 3) c.bucket = std::max(kBucketParams, c.params_layer);
 
       // Pipeline point-to-point to the next stage: the activation, 1/tp of it per rank when
       // sequence parallelism has split it already or the framework scatters it

@@ -308,6 +308,50 @@ TEST(Estimate, ZeroThreeCopiesEachGatheredLayerOut) {
   EXPECT_NEAR(flat.per_micro_batch.get("forward").v, z1.per_micro_batch.get("forward").v, 1e-12);
 }
 
+// A full recompute runs on the weights the backward's gather brought in: the forward and the
+// backward copy them out, the recompute does not (two copy-outs per layer and micro-batch).
+TEST(Estimate, ZeroThreeFullRecomputeCopiesNothingOfItsOwn) {
+  auto layer = [](const std::string& training) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 2\n[training]\nglobal_batch = 8\nseq_len = 4096\n" +
+                            training + "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n[parallel]\ntp = 1\npp = 1\ndp = 8\n"
+                            "recompute = \"full\"\nzero = 3\n");
+    EXPECT_TRUE(s.plan);
+    return analytic::stage_costs(s, *s.plan).at(0).at(0);
+  };
+  const auto copied = layer(""), flat = layer("zero3_copy_out = false\n");
+  EXPECT_GT(copied.layer_fwd.v, flat.layer_fwd.v);
+  EXPECT_NEAR(copied.layer_bwd.v - flat.layer_bwd.v, copied.layer_fwd.v - flat.layer_fwd.v, 1e-15);
+  EXPECT_DOUBLE_EQ(copied.layer_recompute.v, flat.layer_recompute.v);
+  EXPECT_DOUBLE_EQ(flat.layer_recompute.v, flat.layer_fwd.v);
+}
+
+// ZeRO 3 gathers and reduces a layer at a time (one collective per layer and pass, as FSDP and
+// Megatron-FSDP do), not in 40 M-parameter buckets; FSDP2 (zero3_copy_out) first packs the 16-bit
+// gradients into the reduce-scatter's input in its dtype: (2 + 4) bytes a parameter at the
+// non-vectorized rate when it casts to fp32, (2 + 2) at the streaming rate for bf16 reduces.
+TEST(Estimate, ZeroThreeSyncsALayerAtATimeAndFsdp2PacksItsGradients) {
+  auto stage = [](const std::string& extra) {
+    const Scenario s = load("[model]\npreset = \"llama3-8b\"\nlayers = 4\n[training]\nglobal_batch = 16\nseq_len = 4096\n" + extra +
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 2\n[parallel]\ntp = 1\npp = 1\ndp = 16\nzero = 3\n");
+    EXPECT_TRUE(s.plan);
+    return std::make_pair(analytic::stage_costs(s, *s.plan).at(0).at(0), s);
+  };
+  const auto [flat, sf] = stage("zero3_copy_out = false\n");
+  const auto [fsdp2, s2] = stage("");
+  const auto [bf16, sb] = stage("grad_reduce_dtype = \"bf16\"\n");
+  const auto [bf16_flat, sbf] = stage("grad_reduce_dtype = \"bf16\"\nzero3_copy_out = false\n");
+  const auto pc = workload::count_params(sf.model);
+  EXPECT_DOUBLE_EQ(flat.bucket, pc.per_layer);  // 218 M: above the 40 M floor
+  EXPECT_DOUBLE_EQ(flat.dp_buckets, std::ceil(flat.params / pc.per_layer));
+  const hw::DeviceSpec& d = sf.cluster.pools[0].device;
+  const double launches = flat.dp_buckets * d.efficiency.launch_overhead.v;
+  EXPECT_NEAR(fsdp2.dp_reduce.v - flat.dp_reduce.v,
+              flat.params * 6 / (d.memory_bandwidth.v * d.efficiency.unvectorized_memory) + launches, 1e-12);
+  EXPECT_NEAR(bf16.dp_reduce.v - bf16_flat.dp_reduce.v,
+              flat.params * 4 / (d.memory_bandwidth.v * d.efficiency.memory) + launches, 1e-12);
+  EXPECT_DOUBLE_EQ(fsdp2.dp_gather.v, flat.dp_gather.v);  // the gathers are the same
+}
+
 // PyTorch FSDP leaves three buffers whole (docs/cost-models.md#zero-3-buffers): the root unit
 // (embedding, output layer, final norm) stays gathered through the backward; a layer's backward
 // stages its unsharded bf16 weight gradients and their fp32 reduce-scatter input; the output

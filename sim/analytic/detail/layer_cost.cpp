@@ -149,16 +149,17 @@ const LayerCost& LayerCosts::get(int pool_index, int tp, const workload::MicroBa
   // A host-bound pass stretches both blocks alike.
   lc.fwd_attn = sf.v > 0 ? lc.fwd * (af / sf) : Duration{0};
   lc.bwd_attn = sb_.v > 0 ? lc.bwd * (ab / sb_) : Duration{0};
+  Duration copy_out{0};
   if (p.zero >= 3 && sharded && tr.zero3_copy_out && dev.vendor != "google") {
     // FSDP2 gathers a layer's weights into one flat buffer and copies them out into the
     // parameters' own tensors before its forward and again before its backward: the layer's
     // weights read and written, on the compute stream (docs/cost-models.md#data-parallel-sync).
     // FSDP1's flat parameters are views into the gathered buffer (zero3_copy_out = false);
     // TPUs run JAX/XLA, whose sharded all-gather writes the weights where they are read.
-    const Duration copy_out = Bytes{2 * layer_params * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
-                              dev.efficiency.launch_overhead;
-    lc.fwd += copy_out;
-    lc.bwd += copy_out;
+    // A full recompute runs on the weights the backward's gather brought in: no copy of its own
+    // (two copy-outs per layer and micro-batch in the FSDP2 profiles of docs/research-nsys-reports.md).
+    copy_out = Bytes{2 * layer_params * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
+               dev.efficiency.launch_overhead;
   }
   if (ep > 1 && moe_kind) expert_exchange(lc, tp, pool);
   if (p.recompute == cost::Recompute::Full) {
@@ -182,6 +183,8 @@ const LayerCost& LayerCosts::get(int pool_index, int tp, const workload::MicroBa
       lc.recompute = host;
     }
   }
+  lc.fwd += copy_out;
+  lc.bwd += copy_out;
   if (p.cp > 1) context_parallel(lc.cp_fwd, lc.cp_bwd, lc.cp_recompute, layer, tf, tb, pool, tp, shape);
   if (tp > 1) tensor_parallel(lc, lm, tp, pool, shape, tf, tb);
   return lc;
