@@ -70,6 +70,11 @@ LayerRouting route_layer(const workload::ModelSpec& m, int ep, std::int64_t toke
   std::vector<std::vector<std::int64_t>> to_node(static_cast<std::size_t>(ep),
                                                  std::vector<std::int64_t>(static_cast<std::size_t>(nodes), 0));
   std::vector<char> hit(static_cast<std::size_t>(nodes));
+  const std::size_t local = E / static_cast<std::size_t>(ep);
+  // to_rank[src][dst]: src's tokens with at least one expert on EP rank dst.
+  std::vector<std::vector<std::int64_t>> to_rank(static_cast<std::size_t>(ep),
+                                                 std::vector<std::int64_t>(static_cast<std::size_t>(ep), 0));
+  std::vector<char> rank_hit(static_cast<std::size_t>(ep));
   for (std::size_t s = 0; s < picked.size(); ++s)
     for (std::int64_t t = 0; t < tokens; ++t) {
       mine.clear();
@@ -77,6 +82,7 @@ LayerRouting route_layer(const workload::ModelSpec& m, int ep, std::int64_t toke
       for (int q = 0; q < std::min(G, m.expert_group_topk); ++q)
         groups.push_back(draw(gcdf, G, [&](int z) { return std::find(groups.begin(), groups.end(), z) != groups.end(); }));
       std::fill(hit.begin(), hit.end(), 0);
+      std::fill(rank_hit.begin(), rank_hit.end(), 0);
       for (int k = 0; k < m.top_k; ++k) {
         const int x = draw(cdf, m.experts, [&](int z) {
           return !in_groups(z) || std::find(mine.begin(), mine.end(), z) != mine.end();
@@ -84,8 +90,10 @@ LayerRouting route_layer(const workload::ModelSpec& m, int ep, std::int64_t toke
         mine.push_back(x);
         ++picked[s][static_cast<std::size_t>(x)];
         hit[static_cast<std::size_t>(x) / experts_per_node] = 1;
+        rank_hit[static_cast<std::size_t>(x) / local] = 1;
       }
       for (std::size_t b = 0; b < hit.size(); ++b) to_node[s][b] += hit[b];
+      for (std::size_t q = 0; q < rank_hit.size(); ++q) to_rank[s][q] += rank_hit[q];
     }
   // What each expert's buffer holds per source: its tokens (dropless; at least the capacity when
   // one is set), or exactly the capacity (dropping: the rest dropped, the buffer padded).
@@ -95,7 +103,6 @@ LayerRouting route_layer(const workload::ModelSpec& m, int ep, std::int64_t toke
   r.rows = picked;
   for (auto& src : r.rows)
     for (auto& n : src) n = m.dropless ? (m.capacity_factor > 0 ? std::max(n, capacity) : n) : capacity;
-  const std::size_t local = E / static_cast<std::size_t>(ep);
   // pair[src][dst]: the rows src's tokens send EP rank dst.
   std::vector<std::vector<std::int64_t>> pair(static_cast<std::size_t>(ep), std::vector<std::int64_t>(static_cast<std::size_t>(ep), 0));
   for (std::size_t src = 0; src < r.rows.size(); ++src)
@@ -104,19 +111,21 @@ LayerRouting route_layer(const workload::ModelSpec& m, int ep, std::int64_t toke
       for (std::size_t x = dst * local; x < (dst + 1) * local; ++x) n += r.rows[src][x];
       pair[src][dst] = n;
       r.max_pair_rows = std::max(r.max_pair_rows, n);
+      r.max_rank_rows = std::max(r.max_rank_rows, to_rank[src][dst]);
     }
   if (nodes > 1) {
     const auto k = static_cast<std::size_t>(per_node_ranks);
     for (std::size_t src = 0; src < to_node.size(); ++src)
       for (std::size_t b = 0; b < to_node[src].size(); ++b)
         if (b != src / k) r.max_rail_rows = std::max(r.max_rail_rows, to_node[src][b]);
-    // Rank (b, i) forwards to rank (b, j ≠ i) the rows for j of every source at local index i.
+    // Rank (b, i) forwards to rank (b, j ≠ i) each token of every source at local index i with
+    // an expert on j, once.
     for (std::size_t b = 0; b < static_cast<std::size_t>(nodes); ++b)
       for (std::size_t i = 0; i < k; ++i)
         for (std::size_t j = 0; j < k; ++j) {
           if (i == j) continue;
           std::int64_t n = 0;
-          for (std::size_t a = 0; a < static_cast<std::size_t>(nodes); ++a) n += pair[a * k + i][b * k + j];
+          for (std::size_t a = 0; a < static_cast<std::size_t>(nodes); ++a) n += to_rank[a * k + i][b * k + j];
           r.max_fanout_rows = std::max(r.max_fanout_rows, n);
         }
   }

@@ -33,6 +33,11 @@ struct LayerRouting {
   /// those its local index received from the other nodes). 0 when nodes ≤ 1.
   std::int64_t max_rail_rows = 0;
   std::int64_t max_fanout_rows = 0;
+  /// The hierarchical dispatch inside one node: the most tokens one EP rank sends another
+  /// (itself included), each token once per rank its experts are on (DeepEP's rank-wise
+  /// dispatch; the receiving rank expands it to its experts). The fan-out above counts tokens
+  /// per rank likewise.
+  std::int64_t max_rank_rows = 0;
 };
 
 /// Routes `tokens` tokens of each of `ep` EP ranks to `top_k` distinct experts each, with the

@@ -362,8 +362,9 @@ void DeviceRunner::run_optimizer() {
 // unit is its predecessors of the same chunk and micro-batch: the compute, or the TP collective
 // after it. The hierarchical dispatch over several nodes: each round a network step on the
 // rank's rail (each token once per node its experts are on) and a fabric step within its node
-// (the copies for the node's other ranks), one after the other (DeepEP runs them side by side:
-// the measured time is their sum, the prediction their larger).
+// (a token once for each other rank of the node its experts are on), one after the other (DeepEP
+// runs them side by side: the measured time is their sum, the prediction their larger); inside
+// one node, a token once per rank its experts are on.
 std::vector<DeviceRunner::Exchange> DeviceRunner::exchanges_of(std::uint32_t id) const {
   const auto& t = g_.tasks[id];
   const auto& preds = run_.preds;
@@ -397,7 +398,9 @@ std::vector<DeviceRunner::Exchange> DeviceRunner::exchanges_of(std::uint32_t id)
         out.push_back({rail, values(rt.max_rail_rows, fp8)});
         if (node != nullptr) out.push_back({node, values(rt.max_fanout_rows, fp8)});
       } else {
-        out.push_back({epc_, values(rt.max_pair_rows, fp8)});
+        // Inside one node the hierarchical (DeepEP) dispatch sends a token once per rank.
+        const bool by_rank = run_.p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical;
+        out.push_back({epc_, values(by_rank ? rt.max_rank_rows : rt.max_pair_rows, fp8)});
       }
     }
   }

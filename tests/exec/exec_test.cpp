@@ -1525,6 +1525,16 @@ TEST(Routing, HierarchicalDispatchCountsTokensOncePerNode) {
   const auto g = exec::route_layer(m, 4, tokens, 11, 0, 0, 0, 2);
   EXPECT_NEAR(static_cast<double>(g.max_rail_rows) / tokens, 0.5, 0.03);
   for (const auto& src : g.rows) EXPECT_EQ(src[0] + src[1] + src[2] + src[3], 2 * tokens);
+  // Inside one node DeepEP sends a token once per rank its experts are on: 8 experts, two a rank,
+  // top-2 over ep 4. A rank receives 2 · 2/8 = 1/2 row a token as per-expert copies, but a token
+  // reaches it with probability 1 − C(6,2)/C(8,2) = 13/28.
+  m = workload::ModelSpec{};
+  m.experts = 8;
+  m.top_k = 2;
+  const auto one = exec::route_layer(m, 4, tokens, 11, 0, 0, 0, 1);
+  EXPECT_NEAR(static_cast<double>(one.max_pair_rows) / tokens, 0.5, 0.03);
+  EXPECT_NEAR(static_cast<double>(one.max_rank_rows) / tokens, 13.0 / 28, 0.03);
+  EXPECT_LT(one.max_rank_rows, one.max_pair_rows);
 }
 
 // pipeline_scatter_gather without sequence parallelism: each stage sends 1/tp of the message per

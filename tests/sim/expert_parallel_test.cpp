@@ -453,11 +453,13 @@ TEST(ExpertDispatch, EpGroupsThatDoNotFillNodesEvenlyArePriced) {
   }
 }
 
-// ep_dispatch = "hierarchical": across nodes a token crosses the network once per other node its
-// experts are on instead of once per expert; inside one node it is the all-to-all. 16 experts,
-// top-2, ep 16 over two nodes of 8 H100 (tp 1): both NIC-bound, so the bandwidth parts (the
-// difference of two sequence lengths: latencies cancel) stand as D·(N−1)/N = 2(1 − 28/120)/2
-// copies against the all-to-all's top_k·(n − k)/n = 1.
+// ep_dispatch = "hierarchical" (DeepEP): across nodes a token crosses the network once per other
+// node its experts are on instead of once per expert, and over the fabric once per other rank
+// that holds any of its experts. 16 experts, top-2, ep 16 over two nodes of 8 H100 (tp 1): both
+// NIC-bound, so the bandwidth parts (the difference of two sequence lengths: latencies cancel)
+// stand as D·(N−1)/N = 2(1 − 28/120)/2 copies against the all-to-all's top_k·(n − k)/n = 1.
+// Inside one node (ep 8, two experts a rank): 8·(1 − C(14,2)/C(16,2)) = 1.933 distinct ranks a
+// token against top_k = 2 copies, all but the own rank's either way.
 TEST(ExpertDispatch, HierarchicalDispatchCrossesEachNodeOnce) {
   auto ep_time = [](const std::string& dispatch, int seq, const std::string& layout) {
     const Scenario s = load("[model]\npreset = \"mixtral-8x7b\"\nlayers = 4\nexperts = 16\n"
@@ -473,9 +475,31 @@ TEST(ExpertDispatch, HierarchicalDispatchCrossesEachNodeOnce) {
   const double remote = 2 * (1 - 28.0 / 120) / 2;
   EXPECT_NEAR(bandwidth("hierarchical") / bandwidth("all-to-all"), remote / 1.0, 1e-9);
   EXPECT_LT(ep_time("hierarchical", 4096, two_nodes), ep_time("all-to-all", 4096, two_nodes));
-  // Inside one node (ep 8 of the 8 ranks a node holds): the same time.
+  // Inside one node (ep 8 of the 8 ranks a node holds).
   const std::string one_node = "tp = 1\npp = 1\ndp = 16\nep = 8\n";
-  EXPECT_EQ(ep_time("hierarchical", 4096, one_node), ep_time("all-to-all", 4096, one_node));
+  auto fabric = [&](const std::string& dispatch) {
+    return ep_time(dispatch, 8192, one_node) - ep_time(dispatch, 4096, one_node);
+  };
+  EXPECT_NEAR(fabric("hierarchical") / fabric("all-to-all"), 8 * (1 - 91.0 / 120) / 2, 1e-9);
+  EXPECT_LT(ep_time("hierarchical", 4096, one_node), ep_time("all-to-all", 4096, one_node));
+}
+
+// DeepEP's rank-wise dispatch under Automodel's force-balanced gate, which gives a token one
+// aligned block of top_k experts (expert_groups = experts / top_k, one group a token): a block
+// sits on one rank, so a token crosses the fabric at most once (7/8 of a copy at ep 8) where the
+// all-to-all sends top_k = 8 copies.
+TEST(ExpertDispatch, DeepEpSendsATokenOncePerRank) {
+  auto ep_time = [](const std::string& dispatch, int seq) {
+    const Scenario s = load("[model]\npreset = \"qwen3-30b-a3b\"\nlayers = 2\nexpert_groups = 16\nexpert_group_topk = 1\n"
+                            "[training]\nglobal_batch = 8\nseq_len = " + std::to_string(seq) + "\n"
+                            "[[cluster.pool]]\ndevice = \"h100-sxm5\"\nnodes = 1\n"
+                            "[parallel]\ntp = 1\npp = 1\ndp = 8\nep = 8\nmicro_batch = 1\nep_dispatch = \"" + dispatch + "\"\n");
+    EXPECT_TRUE(s.plan);
+    return analytic::stage_costs(s, *s.plan)[0][0].layer_ep_fwd.v;
+  };
+  const double one = ep_time("hierarchical", 8192) - ep_time("hierarchical", 4096);
+  const double all = ep_time("all-to-all", 8192) - ep_time("all-to-all", 4096);
+  EXPECT_NEAR(one / all, 1.0 / 8, 1e-9);
 }
 
 // fp8_dispatch: the dispatch-way all-to-all of each pass moves 1 + 4/128 bytes a value instead

@@ -212,14 +212,17 @@ void LayerCosts::expert_exchange(LayerCost& lc, int tp, const hw::PoolSpec& pool
   const double load = workload::moe_rank_load(m, ep);
   // One exchange of `width` bytes per routed value.
   auto exchange = [&](double width) {
-    if (p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical && g.nodes() > 1) {
-      // By node (DeepEP): a token crosses the network once per other node its experts sit
-      // on (moe_nodes_per_token, group-limited routing included), and its top_k copies fan
-      // out over the fabric, all but the one for the receiving rank
+    if (p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical) {
+      // By node and by rank (DeepEP): a token crosses the network once per other node its
+      // experts sit on (moe_nodes_per_token over the nodes, group-limited routing included),
+      // and goes over the fabric once per other rank that holds any of its experts, not once
+      // per expert (DeepEP's is_token_in_rank; the receiving rank expands it to its experts):
+      // moe_nodes_per_token over the ep ranks, all but the receiving one
       // (docs/cost-models.md#hierarchical-dispatch).
       const double k = g.ranks_per_node, nodes = g.nodes();
-      const double remote = workload::moe_nodes_per_token(m, g.nodes()) * (nodes - 1) / nodes;
-      return cost::hierarchical_dispatch_time(Bytes{sbh / tp * load * width}, remote, m.top_k * (k - 1) / k, g).total();
+      const double remote = nodes > 1 ? workload::moe_nodes_per_token(m, g.nodes()) * (nodes - 1) / nodes : 0.0;
+      const double ranks = workload::moe_nodes_per_token(m, ep);
+      return cost::hierarchical_dispatch_time(Bytes{sbh / tp * load * width}, remote, ranks * (k - 1) / k, g).total();
     }
     return cost::collective_time(Collective::AllToAll, Bytes{sbh / tp * m.top_k * load * width}, g).time.total();
   };
