@@ -120,13 +120,10 @@ void run_op(Device& dev, Scratch& sc, const workload::Op& op, bool backward, con
       if (sc.failed) return;
       dev.norm(rows, cols, f, sc.pa, sc.pc, backward);
       // The cross-entropy moves more than one normalisation (its casts, max, exp, sum; see
-      // head_ops), and so do a norm's backward kernels beyond the fused one's pass (native: the
-      // weight gradient's re-read) and RMSNorm in elementary ops: the rest of the bytes the cost
-      // model counts, as elementwise passes. A fused norm moves none.
-      const double own = (loss || !backward ? 2.0 : 3.0) * static_cast<double>(bytes);
-      const double rest = (backward ? op.bwd_bytes : op.fwd_bytes).v - own;
+      // head_ops): the rest of the bytes the cost model counts, as an elementwise pass.
+      const double rest = (backward ? op.bwd_bytes : op.fwd_bytes).v - 2.0 * static_cast<double>(bytes);
       const std::size_t count = std::min(as_size(std::max(0.0, rest) / 8.0), bytes / 4);
-      if (count > 0) {
+      if (loss && count > 0) {
         for (double left = rest; left > 0; left -= 8.0 * static_cast<double>(count))
           dev.elementwise(count, Format::Fp32, sc.pa, sc.pc);
       }

@@ -97,7 +97,7 @@ std::optional<Diagnostic> unreplayable(const Scenario& s, const plan::Plan& p, c
 
 // The hierarchical dispatch (ep_dispatch): per folded device, the nodes its EP groups span (EP
 // ranks expert_tp apart, devices_per_node / expert_tp of them on a node, as stage_costs places
-// them); 1 where the dispatch is the all-to-all.
+// them); 1 where the dispatch is one all-to-all (the plain one, or DeepEP's inside one node).
 std::vector<int> dispatch_nodes(const Scenario& s, const plan::Plan& p, const schedule::TaskGraph& g, bool moe_ep) {
   std::vector<int> ep_nodes(g.devices.size(), 1);
   if (moe_ep && p.ep_dispatch == plan::Plan::EpDispatch::Hierarchical)

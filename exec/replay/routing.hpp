@@ -28,9 +28,9 @@ struct LayerRouting {
   /// The hierarchical dispatch (plan::Plan::EpDispatch::Hierarchical) over `nodes` nodes of
   /// ep/nodes EP ranks each (EP rank q on node q / (ep/nodes), at local index q mod (ep/nodes)):
   /// the most tokens one rank sends the rank of its local index on another node (each token
-  /// once per node its experts are on), and the most rows one rank forwards to another rank of
-  /// its node (the copies for that rank's experts of the tokens that landed on it: its own and
-  /// those its local index received from the other nodes). 0 when nodes ≤ 1.
+  /// once per node its experts are on), and the most tokens one rank forwards to another rank
+  /// of its node (those with an expert there, once each, of the tokens that landed on it: its own
+  /// and those its local index received from the other nodes). 0 when nodes ≤ 1.
   std::int64_t max_rail_rows = 0;
   std::int64_t max_fanout_rows = 0;
   /// The hierarchical dispatch inside one node: the most tokens one EP rank sends another

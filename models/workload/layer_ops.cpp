@@ -136,15 +136,16 @@ NormKernel norm_kernel(const ModelSpec& m, const MicroBatchShape& s) {
   return m.norm == Norm::LayerNorm ? NormKernel::Native : NormKernel::Eager;
 }
 // A norm over `elems` elements of `eb` bytes (the residual stream's format), as the kernels
-// that run it (norm_kernel) move them; `flops` per element.
+// that run it (norm_kernel) move them.
 //  - Fused: forward reads x, writes y (+ fp32 statistics, negligible); backward reads dy and x,
 //    writes dx, and reduces dgamma (dbeta) from per-block partial sums in a second, small kernel.
 //  - PyTorch's native layer_norm / rms_norm: the backward's second kernel (GammaBetaBackward)
 //    reads dy and x again for the weight gradient.
 //  - RMSNorm in elementary ops (torchtitan's 2024 RMSNorm, Hugging Face's LlamaRMSNorm:
 //    `x.float()`, `pow(2).mean(-1)`, `+ eps`, `rsqrt`, `x·r`, the cast back, `·weight`), kernel
-//    by kernel with its fp32 intermediates, and autograd's backward of each. Two ops: the
-//    vectorized kernels (`name`) and, as `name`_unvec, those PyTorch runs on its non-vectorized
+//    by kernel with its fp32 intermediates, and autograd's backward of each. Two elementwise ops
+//    (ordinary PyTorch kernels, no norm kernel among them): the vectorized kernels (`name`) and,
+//    as `name`_unvec, those PyTorch runs on its non-vectorized
 //    paths (Op::unvectorized): the 16 → 32-bit casts and the products with a broadcast operand
 //    (r, the weight). Per element, 16-bit x (eb = 2): forward 18 B vectorized (pow 8, mean 4,
 //    cast back 6) + 18 B not (cast up 6, x·r 8, ·weight 4); backward 70 B vectorized (dy·y for the
@@ -170,7 +171,7 @@ void push_norm(std::vector<Op>& ops, std::string name, double elems, double eb, 
   // + eps and rsqrt over one value a row, and their backwards: tiny kernels, counted for launches.
   const Stream vec{12 + down, 4 + c, 4 * eb + 56 + down, 10 + c};
   const Stream unvec{up + 8 + 2 * eb, 2 + c, 2 * eb + up + 12, 3 + c};
-  Op v = streaming(name, OpKind::Norm, elems, 1, vec, 3);
+  Op v = streaming(name, OpKind::Elementwise, elems, 1, vec, 3);
   Op u = streaming(name + "_unvec", OpKind::Elementwise, elems, 1, unvec, 2);
   u.unvectorized = true;
   ops.push_back(std::move(v));

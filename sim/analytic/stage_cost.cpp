@@ -230,8 +230,9 @@ std::vector<std::vector<StageCost>> stage_costs(const Scenario& s, const plan::P
       // ZeRO 3 (FSDP, FSDP2, Megatron-FSDP) gathers and reduce-scatters a wrapped block's
       // parameters at a time: a layer's, not Megatron-LM's 40 M-parameter buckets (64-H100 nsys
       // profiles of Llama 3.1 70B count one to two all-gathers per layer and pass under FSDP2
-      // and Megatron-FSDP, docs/research-nsys-reports.md).
-      if (p.zero >= 3) c.bucket = std::max(kBucketParams, c.params_layer);
+      // and Megatron-FSDP, docs/research-nsys-reports.md); price_dp_sync cuts each sync into
+      // one collective per layer.
+      if (p.zero >= 3) c.bucket = c.params_layer;
 
       // Pipeline point-to-point to the next stage: the activation, 1/tp of it per rank when
       // sequence parallelism has split it already or the framework scatters it

@@ -50,7 +50,8 @@ struct StageCost {
   Duration regather;
   int regathers_fwd = 0, regathers_bwd = 0;
   double params = 0;    ///< parameters on one device, after TP, before ZeRO
-  /// Parameters per gradient bucket (bucket_params of the DP group; infinity: one bucket).
+  /// Parameters per gradient bucket (bucket_params of the DP group; infinity: one bucket; ZeRO 2:
+  /// 40 M; ZeRO 3: a layer's, one collective per layer).
   double bucket = kBucketParams;
   double dp_buckets = 0;  ///< collectives each DP sync of the stage is cut into (dense + experts)
   double params_layer = 0;  ///< of which each transformer layer holds this many
@@ -63,7 +64,9 @@ struct StageCost {
   Bytes logits;         ///< bf16 logits and their fp32 copy (last stage), during its head work
   Bytes gathered;       ///< ZeRO-3: two layers' weights gathered ahead of use, during compute
   Bytes backward_working;  ///< a layer's backward: recomputed activations + gradients in flight
-  Duration dp_reduce;   ///< one gradient all-reduce (ZeRO 0) / reduce-scatter of the whole stage
+  /// One gradient all-reduce (ZeRO 0) / reduce-scatter of the whole stage; under FSDP2 (ZeRO 3
+  /// with zero3_copy_out) with the gradients' pack into its input on the same stream.
+  Duration dp_reduce;
   Duration dp_gather;   ///< one parameter all-gather of the whole stage (ZeRO ≥ 1)
   /// Hybrid sharding (ZeRO 2/3 with several replica groups): the dp collectives above run
   /// within the group over `shard_replicas`, and once per step the groups all-reduce their

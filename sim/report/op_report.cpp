@@ -31,20 +31,20 @@ std::string ops_text(const std::vector<analytic::StageOps>& stages) {
     o += fmt::format("\nops of one micro-batch on pool '{}' ({}), tp {}, {} layers (group {} stage {}{})\n", st.pool,
                      st.device, st.tp, st.layers, st.group, st.stage,
                      st.alike > 1 ? fmt::format("; {} stages alike", st.alike) : "");
-    o += fmt::format("  {:<14} {:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {:<7} {:<7}\n", "op", "kind", "fwd ms",
+    o += fmt::format("  {:<16} {:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {:<7} {:<7}\n", "op", "kind", "fwd ms",
                      "bwd ms", "fwd TF/s", "bwd TF/s", "fwd MB", "bwd MB", "fwd", "bwd");
     for (const analytic::OpPart& part : st.parts) {
       o += fmt::format("  {}{}\n", part.part, part.repeat > 1 ? fmt::format(" (× {})", part.repeat) : "");
       for (const analytic::OpCost& oc : part.ops) {
         const workload::Op& c = oc.op;
         const bool has_flops = c.kind == workload::OpKind::Gemm || c.kind == workload::OpKind::Attention;
-        o += fmt::format("  {:<14} {:<11} {:>9.3f} {:>9.3f} {:>9} {:>9} {:>9.1f} {:>9.1f}  {:<7} {:<7}\n",
+        o += fmt::format("  {:<16} {:<11} {:>9.3f} {:>9.3f} {:>9} {:>9} {:>9.1f} {:>9.1f}  {:<7} {:<7}\n",
                          c.name, workload::op_kind_name(c.kind), oc.fwd.total.v * 1e3, oc.bwd.total.v * 1e3,
                          has_flops ? fmt::format("{:.1f}", tflops(c.fwd_flops, oc.fwd.total)) : "-",
                          has_flops ? fmt::format("{:.1f}", tflops(c.bwd_flops, oc.bwd.total)) : "-",
                          c.fwd_bytes.v * 1e-6, c.bwd_bytes.v * 1e-6, bound(oc.fwd), bound(oc.bwd));
       }
-      o += fmt::format("  {:<26} {:>9.3f} {:>9.3f}{}\n", fmt::format("= {}", part.part), part.fwd.v * 1e3,
+      o += fmt::format("  {:<28} {:>9.3f} {:>9.3f}{}\n", fmt::format("= {}", part.part), part.fwd.v * 1e3,
                        part.bwd.v * 1e3,
                        part.fwd_host_bound || part.bwd_host_bound ? "  (host-bound: kernels × host_overhead)" : "");
     }

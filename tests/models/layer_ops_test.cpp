@@ -387,7 +387,7 @@ TEST(LayerOps, EagerRmsNormCountsItsFp32IntermediatesKernelByKernel) {
     EXPECT_DOUBLE_EQ(u.bwd_bytes.v / u.elems, 4 + 6 + 8 + 4) << name;
     EXPECT_FALSE(v.unvectorized) << name;
     EXPECT_TRUE(u.unvectorized) << name;
-    EXPECT_EQ(v.kind, OpKind::Norm) << name;
+    EXPECT_EQ(v.kind, OpKind::Elementwise) << name;  // ordinary kernels, no norm kernel among them
     EXPECT_EQ(v.fwd_kernels + u.fwd_kernels, 8) << name;  // 6 whole-tensor kernels + eps and rsqrt
     EXPECT_EQ(v.op_recompute, u.op_recompute) << name;
     EXPECT_EQ(v.modules, u.modules) << name;

@@ -66,7 +66,9 @@ void price_dp_sync(const PlanContext& ctx, const plan::Stage& st, int shard, boo
         call.bytes = params * sb.weights;
         c.dp_gather_calls.push_back(call);
       }
-      const double buckets = std::max(1.0, std::ceil(params / c.bucket));
+      // ZeRO 3: one collective per layer for the dense part and one for the experts (the
+      // embedding and the head ride with the stage's first and last layer).
+      const double buckets = p.zero >= 3 ? std::max(1, st.layers) : std::max(1.0, std::ceil(params / c.bucket));
       c.dp_buckets += buckets;
       const Bytes grads{params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
       const Bytes weights{params * sb.weights / buckets};
@@ -84,7 +86,7 @@ void price_dp_sync(const PlanContext& ctx, const plan::Stage& st, int shard, boo
         // casts (16 → 32 bits). Measured in 64-H100 FSDP2 profiles of Llama 3.1 70B: 238 ms per
         // micro-batch with fp32 reduces, 102 ms with bf16 (docs/research-nsys-reports.md).
         if (p.zero >= 3 && tr.zero3_copy_out && dev.vendor != "google") {
-          const bool cast = sb.weights != tr.grad_reduce_bytes;
+          const bool cast = tr.grad_reduce_bytes > sb.weights;  // 16 → 32 bits: not vectorized
           const double f = cast && dev.efficiency.unvectorized_memory > 0 ? dev.efficiency.unvectorized_memory
                                                                         : dev.efficiency.memory;
           c.dp_reduce += Bytes{params * (sb.weights + tr.grad_reduce_bytes)} / (dev.memory_bandwidth * f) +
@@ -124,7 +126,8 @@ void price_dp_sync(const PlanContext& ctx, const plan::Stage& st, int shard, boo
     x.inter = nic_cost(pool, cl.network);
     other_links(x);
     const double params = sharded(true);
-    const double buckets = std::max(1.0, std::ceil(params / c.bucket));
+    // ZeRO 3 (HSDP): a layer's shard at a time, after its reduce-scatter.
+    const double buckets = p.zero >= 3 ? std::max(1, st.layers) : std::max(1.0, std::ceil(params / c.bucket));
     const auto r = cost::collective_time(Collective::AllReduce, Bytes{params * tr.grad_reduce_bytes / buckets}, x,
                                          p.grad_sync);
     c.dp_cross = r.time.total() * buckets;

@@ -161,9 +161,11 @@ const LayerCost& LayerCosts::get(int pool_index, int tp, const workload::MicroBa
     copy_out = Bytes{2 * layer_params * sb.weights} / (dev.memory_bandwidth * dev.efficiency.memory) +
                dev.efficiency.launch_overhead;
   }
+  lc.fwd += copy_out;
+  lc.bwd += copy_out;
   if (ep > 1 && moe_kind) expert_exchange(lc, tp, pool);
   if (p.recompute == cost::Recompute::Full) {
-    lc.recompute = lc.fwd;
+    lc.recompute = lc.fwd - copy_out;
     lc.recompute_attn = lc.fwd_attn;
   } else {
     // The re-run ops, each kernel issued again among the backward's: where the host issues the
@@ -183,8 +185,6 @@ const LayerCost& LayerCosts::get(int pool_index, int tp, const workload::MicroBa
       lc.recompute = host;
     }
   }
-  lc.fwd += copy_out;
-  lc.bwd += copy_out;
   if (p.cp > 1) context_parallel(lc.cp_fwd, lc.cp_bwd, lc.cp_recompute, layer, tf, tb, pool, tp, shape);
   if (tp > 1) tensor_parallel(lc, lm, tp, pool, shape, tf, tb);
   return lc;
@@ -317,8 +317,11 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
   const double col_elems =
       m.mla() ? sbh / m.hidden * ((m.q_lora_rank > 0 ? m.q_lora_rank : m.hidden) + m.kv_lora_rank + (sp ? m.qk_rope_dim : 0))
               : sbh;
-  Duration cag = dag, crs = lc.rs, car = lc.ar;
+  // The backward's re-gather is of the up projections' inputs alone (no RoPE key).
+  const double regather_elems = m.mla() && sp ? col_elems - sbh / m.hidden * m.qk_rope_dim : col_elems;
+  Duration cag = dag, crs = lc.rs, car = lc.ar, crg = dag;
   if (m.mla()) {
+    crg = cost::collective_time(Collective::AllGather, Bytes{regather_elems * (fp8_gather ? 1.0 : e)}, g).time.total();
     cag = cost::collective_time(Collective::AllGather, Bytes{col_elems * (fp8_gather ? 1.0 : e)}, g).time.total();
     crs = cost::collective_time(Collective::ReduceScatter, Bytes{col_elems * e}, g).time.total();
     car = cost::collective_time(Collective::AllReduce, Bytes{col_elems * e}, g).time.total();
@@ -328,15 +331,16 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
     // The row-side collectives (of the output's width) and the column-side ones.
     const Duration bag = moe_block ? mag : dag, brs = moe_block ? mrs : lc.rs, bar = moe_block ? mar : lc.ar;
     const Duration cbag = moe_block ? mag : cag, cbrs = moe_block ? mrs : crs, cbar = moe_block ? mar : car;
+    const Duration crgb = moe_block ? mag : crg;
     // The experts' gathers (the dispatcher's) stay 16-bit; a dense block's gather carries
     // fp8 values when TE gathers in fp8 training (fp8_gather).
     const bool experts = moe_block && lm.moe();
-    // One collective of the block, recorded in `calls`: its exposed time; `col`: on the column
-    // GEMM's input side.
+    // One collective of the block, recorded in `calls`: its exposed time; `col`: its elements on
+    // the column GEMM's input side (0: the hidden state's).
     auto call = [&, moe_block, experts](std::vector<cost::CommCall>& calls, Collective kind, Duration comm,
-                                        Duration gemm, bool overlap, bool col = false) {
+                                        Duration gemm, bool overlap, double col = 0) {
       const Duration x = tp_exposed(comm, gemm, overlap, slow);
-      const double elems = col && !moe_block ? col_elems : sbh;
+      const double elems = col > 0 && !moe_block ? col : sbh;
       const double buffer =
           kind == Collective::AllGather && fp8_gather && !experts ? elems : (moe_block ? part.v : elems * e);
       cost::CommCall c{kind, buffer};
@@ -351,7 +355,7 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
     // Per-op selective checkpointing re-runs the block's collectives that the policy does
     // not keep: the all-gathers (reduce-scatter outputs are kept), or the all-reduce.
     if (p.recompute == cost::Recompute::SelectiveOp)
-      lc.tp_recompute += sp ? call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true)
+      lc.tp_recompute += sp ? call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, col_elems)
                             : call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
     // Selective recompute of a whole block re-runs its forward collectives: a dense layer's MLP
     // ("mlp"), a MoE layer's block ("moe"), or its shared experts ("shared_experts": the
@@ -363,15 +367,15 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
       const bool whole =
           moe_block && (shared || p.recomputes(lm.moe() ? workload::RecomputeModule::Moe : workload::RecomputeModule::Mlp));
       if (whole && sp)
-        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true) +
+        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, col_elems) +
                            call(lc.tp_recompute_calls, Collective::ReduceScatter, brs, row_f, ov);
       else if (whole)
         lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllReduce, bar, row_f, ov);
       else if (!moe_block && sp && lm.mla() && p.recomputes(workload::RecomputeModule::MlaUpProj))
-        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, true);
+        lc.tp_recompute += call(lc.tp_recompute_calls, Collective::AllGather, cbag, col_f, ov, col_elems);
     }
     if (sp) {
-      const Duration f0 = call(lc.tp_fwd_calls, Collective::AllGather, cbag, col_f, ov, true);
+      const Duration f0 = call(lc.tp_fwd_calls, Collective::AllGather, cbag, col_f, ov, col_elems);
       const Duration f1 = call(lc.tp_fwd_calls, Collective::ReduceScatter, brs, row_f, ov);
       lc.tp_fwd += f0 + f1;
       // The column GEMM's input gathered again for its weight gradient, unless the framework
@@ -379,12 +383,12 @@ void LayerCosts::tensor_parallel(LayerCost& lc, const workload::ModelSpec& lm, i
       const bool regather = !by_framework || experts;
       const Duration b0 = call(lc.tp_bwd_calls, Collective::AllGather, bag, row_b, ov);
       const Duration b1 =
-          regather ? call(lc.tp_bwd_calls, Collective::AllGather, cbag, col_b, ov_bwd, true) : Duration{0};
-      const Duration b2 = call(lc.tp_bwd_calls, Collective::ReduceScatter, cbrs, col_b, ov_bwd, true);
+          regather ? call(lc.tp_bwd_calls, Collective::AllGather, crgb, col_b, ov_bwd, regather_elems) : Duration{0};
+      const Duration b2 = call(lc.tp_bwd_calls, Collective::ReduceScatter, cbrs, col_b, ov_bwd, col_elems);
       lc.tp_bwd += b0 + b1 + b2;
     } else {
       lc.tp_fwd += call(lc.tp_fwd_calls, Collective::AllReduce, bar, row_f, ov);
-      lc.tp_bwd += call(lc.tp_bwd_calls, Collective::AllReduce, cbar, col_b, ov_bwd, true);
+      lc.tp_bwd += call(lc.tp_bwd_calls, Collective::AllReduce, cbar, col_b, ov_bwd, col_elems);
     }
   }
   if (p.recompute == cost::Recompute::Full) {
