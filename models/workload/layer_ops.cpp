@@ -1,14 +1,14 @@
 #include "models/workload/layer_ops.hpp"
 
 #include "models/base/assert.hpp"
+#include "models/workload/detail/op_builders.hpp"
 
 namespace hetsim::workload {
-namespace {
+namespace detail {
 
 // C[m×n] = A[m×k]·B[k×n]: 2mnk FLOPs forward; backward the data and weight gradients, 4mnk.
 // The byte counts here are for reports; op_time prices each kernel from its own shape.
-Op gemm(std::string name, double m, double n, double k, double elem_bytes, int count = 1,
-        bool batched = false) {
+Op gemm(std::string name, double m, double n, double k, double elem_bytes, int count, bool batched) {
   Op op;
   op.name = std::move(name);
   op.kind = OpKind::Gemm;
@@ -27,25 +27,13 @@ Op gemm(std::string name, double m, double n, double k, double elem_bytes, int c
 }
 
 // A weight GEMM: its weight gradient accumulates into an fp32 main gradient (read + write).
-Op linear(std::string name, double m, double n, double k, double elem_bytes, int count = 1,
-          bool batched = false) {
+Op linear(std::string name, double m, double n, double k, double elem_bytes, int count, bool batched) {
   Op op = gemm(std::move(name), m, n, k, elem_bytes, count, batched);
   op.wgrad_out_bytes = 8;
   op.bwd_bytes = Bytes{((2 * m * n + n * k + 2 * m * k) * elem_bytes + k * n * 8) * count};
   return op;
 }
 
-// A memory-bound op over `elems` elements of `eb` bytes. The forward pass streams
-// `fwd_tensors` such tensors (reads + writes) in `fwd_kernels` kernels, plus `fwd_extra` bytes
-// per element (1-byte dropout masks); the backward `bwd_tensors` in `bwd_kernels`.
-// `flops_per_elem` counts the arithmetic (small; it matters only for the roofline).
-struct Stream {
-  double fwd_tensors = 2;
-  int fwd_kernels = 1;
-  double bwd_tensors = 3;
-  int bwd_kernels = 1;
-  double fwd_extra = 0, bwd_extra = 0;
-};
 Op streaming(std::string name, OpKind kind, double elems, double eb, Stream s, double flops_per_elem) {
   Op op;
   op.name = std::move(name);
@@ -202,7 +190,17 @@ Stream residual_stream(const ModelSpec& m, bool fused) {
   return s;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::linear;
+using detail::push_norm;
+using detail::residual_bytes;
+using detail::residual_stream;
+using detail::Stream;
+using detail::streaming;
+using detail::accumulate_outside_gemms;
+using detail::autocast_casts;
+using detail::gemm;
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {
@@ -521,95 +519,6 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
   }
   accumulate_outside_gemms(ops, s, e);
   return ops;
-}
-
-std::vector<Op> embedding_ops(const ModelSpec& m, const MicroBatchShape& s) {
-  const double e = hw::dtype_bytes(s.dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : s.dtype);
-  const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
-  // Vocabulary-parallel lookup: each rank gathers its rows (read and write tokens·h). The
-  // backward builds the dense gradient of the rank's V/t × h table (zero-filled, rows added)
-  // and adds it into the fp32 main gradient: per table element e + (e + 4 + 4) bytes. Under
-  // cast_add the gradient is cast to fp32 first: e + (e + 4) + (4 + 4 + 4); under add16 the
-  // accumulator is 16-bit: e + (e + e + e).
-  Op op = streaming("embedding", OpKind::Embedding, tokens * m.hidden, e, Stream{2, 1, 2, 3}, 0);
-  const double table = static_cast<double>(m.vocab) / s.tp * m.hidden;
-  const double acc = s.grad_accumulation == GradAccumulation::CastAdd ? 16 : s.grad_accumulation == GradAccumulation::Add16 ? 2 * e : 8;
-  op.bwd_bytes += Bytes{table * (2 * e + acc)};
-  if (s.grad_accumulation == GradAccumulation::CastAdd) op.bwd_kernels += 1;  // the cast
-  return {op};
-}
-
-std::vector<Op> head_ops(const ModelSpec& m, const MicroBatchShape& s) {
-  const double t = s.tp;
-  const double e = hw::dtype_bytes(s.dtype == hw::Dtype::Fp8 ? hw::Dtype::Bf16 : s.dtype);
-  const double tokens = static_cast<double>(s.micro_batch) * s.seq_len;
-  const double seq_elems = tokens * m.hidden / (s.sequence_parallel ? t : 1.0);
-  std::vector<Op> ops;
-  push_norm(ops, "final_norm", seq_elems, residual_bytes(s, e), m, s);
-  // The output projection stays in bf16 even in fp8 training (Transformer Engine keeps the
-  // first and last layers in higher precision).
-  Op output = linear("output", tokens, m.vocab / t, m.hidden, e);
-  output.keep_16bit = true;
-  ops.push_back(output);
-  // The cross-entropy over the T·V/t logits (docs/cost-models.md#the-ops-of-one-layer), bytes per
-  // logit, split by the path PyTorch runs each kernel on: broadcast operands and 16 → 32-bit copies
-  // take TensorIterator's non-vectorized path (Op::unvectorized; microbenchmarks.md §9g).
-  const double logits = tokens * m.vocab / t;
-  if (s.loss_kernel == LossKernel::Fused) {
-    // One fused kernel each way over the 16-bit logits (Inductor, FlashAttention's xentropy,
-    // Liger): the forward's online softmax reads them in two passes (max and sum of exponentials,
-    // then the picked logit), 4 bytes; the backward reads them once more and writes the 16-bit
-    // gradient in place, 4 bytes.
-    ops.push_back(streaming("loss", OpKind::Loss, logits, 1, Stream{4, 1, 4, 1}, 5));
-  } else if (s.fused_kernels) {
-    // Megatron-LM's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/
-    // cross_entropy.py): forward `.float()` (2 + 4), max (4), in-place subtract of the broadcast
-    // max (4 + 4), exp in place (4 + 4), sum (4), in-place divide by the broadcast sum (4 + 4) =
-    // 38 bytes in 6 kernels, of which the cast and the two broadcasts (22 bytes) are
-    // non-vectorized; backward, multiply by the broadcast output gradient in place (4 + 4,
-    // non-vectorized) and the fp32 → 16-bit cast of `.float()`'s gradient (4 + 2) = 14 bytes.
-    ops.push_back(streaming("loss", OpKind::Loss, logits, 1, Stream{16, 3, 6, 1}, 5));
-    Op bc = streaming("loss_broadcast", OpKind::Elementwise, logits, 1, Stream{22, 3, 8, 1}, 0);
-    bc.unvectorized = true;
-    ops.push_back(bc);
-  } else {
-    // PyTorch's `cross_entropy` on `.float()` logits (eager): forward the non-vectorized 16 →
-    // 32-bit copy (2 + 4), then log_softmax, one kernel that reads each row three times (max,
-    // sum of exponentials, output) and writes it (16), and a per-token NLL gather; backward the
-    // zero-filled NLL gradient (4), log_softmax's backward (reads the gradient twice and the
-    // output, writes: 16) and the vectorized fp32 → 16-bit cast (4 + 2) = 26 bytes. Kernel list
-    // and bytes as profiled on the H200 (cunn_SoftMaxForward/Backward at 4.2/3.9 TB/s for 16
-    // bytes per logit; microbenchmarks.md §9f).
-    ops.push_back(streaming("loss", OpKind::Loss, logits, 1, Stream{16, 2, 26, 4}, 5));
-    Op cast = streaming("loss_cast", OpKind::Elementwise, logits, 1, Stream{6, 1, 0, 0}, 0);
-    cast.unvectorized = true;
-    ops.push_back(cast);
-  }
-  if (s.autocast)
-    for (Op& c : autocast_casts(ops, seq_elems, s.fused_kernels, 0, 0)) ops.push_back(std::move(c));
-  accumulate_outside_gemms(ops, s, e);
-  return ops;
-}
-
-Flops model_flops_per_step(const ModelSpec& m, const TrainingSpec& t) {
-  MicroBatchShape s;
-  s.micro_batch = 1;
-  s.seq_len = t.seq_len;
-  s.tp = 1;
-  s.dtype = t.precision;
-  s.flash_attention = t.flash_attention;
-  s.causal = t.causal;
-  double per_seq = 0;
-  const int moe_layers = m.moe_layers(0, m.layers);
-  for (const Op& op : layer_ops(m, s)) per_seq += op.model_flops.v;
-  per_seq *= m.moe() ? moe_layers : m.layers;  // a dense model's layers, or the MoE ones
-  if (m.moe() && moe_layers < m.layers) {
-    double dense = 0;
-    for (const Op& op : layer_ops(dense_layer_model(m), s)) dense += op.model_flops.v;
-    per_seq += dense * (m.layers - moe_layers);
-  }
-  for (const Op& op : head_ops(m, s)) per_seq += op.model_flops.v;
-  return Flops{3.0 * per_seq * t.global_batch};
 }
 
 }  // namespace hetsim::workload
