@@ -40,6 +40,13 @@ struct PlanContext {
   [[nodiscard]] double moe_layer_params(int tp) const;
 };
 
+/// FSDP2's per-parameter tensors under ZeRO 3 (TrainingSpec::zero3_copy_out) on a GPU: each
+/// gathered layer is copied out of the all-gather buffer, and each reduce-scatter's input packed
+/// from the gradients first. TPUs (JAX/XLA) gather where the computation reads.
+[[nodiscard]] inline bool fsdp2_copies(const plan::Plan& p, const workload::TrainingSpec& tr, const hw::DeviceSpec& dev) {
+  return p.zero >= 3 && tr.zero3_copy_out && dev.vendor != "google";
+}
+
 /// The context of pricing plan `p` on scenario `s`. Requires: p validated against s.
 [[nodiscard]] PlanContext plan_context(const Scenario& s, const plan::Plan& p);
 

@@ -38,6 +38,12 @@ void price_dp_sync(const PlanContext& ctx, const plan::Stage& st, int shard, boo
         g.inter = slower(g.inter, nic_cost(cl.pools[os.pool], cl.network));
       }
   };
+  // The collectives a sync of `params` is cut into: ZeRO 3 one per layer (the embedding and the
+  // head ride with the stage's first and last layer; the experts' sync likewise), else buckets
+  // of c.bucket parameters.
+  auto buckets_of = [&](double params) {
+    return p.zero >= 3 ? std::max(1.0, static_cast<double>(st.layers)) : std::max(1.0, std::ceil(params / c.bucket));
+  };
   // Expert-data-parallel ranks (docs/cost-models.md#expert-tensor-parallelism): folded TP
   // ranks hold the same experts too, so they sync even without data-parallel replicas.
   const int edp = std::max(1, shard * c.expert_fold / ep);
@@ -66,9 +72,7 @@ void price_dp_sync(const PlanContext& ctx, const plan::Stage& st, int shard, boo
         call.bytes = params * sb.weights;
         c.dp_gather_calls.push_back(call);
       }
-      // ZeRO 3: one collective per layer for the dense part and one for the experts (the
-      // embedding and the head ride with the stage's first and last layer).
-      const double buckets = p.zero >= 3 ? std::max(1, st.layers) : std::max(1.0, std::ceil(params / c.bucket));
+      const double buckets = buckets_of(params);
       c.dp_buckets += buckets;
       const Bytes grads{params * tr.grad_reduce_bytes / buckets};  // in the reduce's dtype
       const Bytes weights{params * sb.weights / buckets};
@@ -85,7 +89,7 @@ void price_dp_sync(const PlanContext& ctx, const plan::Stage& st, int shard, boo
         // 16-bit gradient, write it in that dtype, at PyTorch's non-vectorized rate when it
         // casts (16 → 32 bits). Measured in 64-H100 FSDP2 profiles of Llama 3.1 70B: 238 ms per
         // micro-batch with fp32 reduces, 102 ms with bf16 (docs/research-nsys-reports.md).
-        if (p.zero >= 3 && tr.zero3_copy_out && dev.vendor != "google") {
+        if (fsdp2_copies(p, tr, dev)) {
           const bool cast = tr.grad_reduce_bytes > sb.weights;  // 16 → 32 bits: not vectorized
           const double f = cast && dev.efficiency.unvectorized_memory > 0 ? dev.efficiency.unvectorized_memory
                                                                         : dev.efficiency.memory;
@@ -126,8 +130,7 @@ void price_dp_sync(const PlanContext& ctx, const plan::Stage& st, int shard, boo
     x.inter = nic_cost(pool, cl.network);
     other_links(x);
     const double params = sharded(true);
-    // ZeRO 3 (HSDP): a layer's shard at a time, after its reduce-scatter.
-    const double buckets = p.zero >= 3 ? std::max(1, st.layers) : std::max(1.0, std::ceil(params / c.bucket));
+    const double buckets = buckets_of(params);  // ZeRO 3 (HSDP): a layer's shard at a time
     const auto r = cost::collective_time(Collective::AllReduce, Bytes{params * tr.grad_reduce_bytes / buckets}, x,
                                          p.grad_sync);
     c.dp_cross = r.time.total() * buckets;

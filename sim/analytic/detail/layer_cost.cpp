@@ -150,7 +150,7 @@ const LayerCost& LayerCosts::get(int pool_index, int tp, const workload::MicroBa
   lc.fwd_attn = sf.v > 0 ? lc.fwd * (af / sf) : Duration{0};
   lc.bwd_attn = sb_.v > 0 ? lc.bwd * (ab / sb_) : Duration{0};
   Duration copy_out{0};
-  if (p.zero >= 3 && sharded && tr.zero3_copy_out && dev.vendor != "google") {
+  if (sharded && fsdp2_copies(p, tr, dev)) {
     // FSDP2 gathers a layer's weights into one flat buffer and copies them out into the
     // parameters' own tensors before its forward and again before its backward: the layer's
     // weights read and written, on the compute stream (docs/cost-models.md#data-parallel-sync).
