@@ -284,9 +284,11 @@ void Builder::build_group(int gi, int v) {
     }
 
     // Gradient reduction: per layer, right after its backward in the last micro-batch when
-    // overlapped, else after the whole backward. Then the optimizer; then (not overlapped)
-    // the parameter gathers.
-    const std::uint32_t last_compute = state_[dev].last[0];
+    // overlapped, else after the whole backward: its compute and the blocking collectives and
+    // sends that end it (a backward's TP collectives run inside it, between its GEMMs; the task
+    // graph puts them after its compute). Then the optimizer; then (not overlapped) the
+    // parameter gathers.
+    const std::uint32_t backward_end = state_[dev].blocking;
     std::vector<std::uint32_t> reduces;
     for (std::uint32_t r : unit_reduces)
       if (g_.tasks[r].device == dev) reduces.push_back(r);
@@ -298,7 +300,7 @@ void Builder::build_group(int gi, int v) {
           const std::uint32_t r = dp_task(dev, c, ch, k, l, TaskKind::GradReduce, hybrid);
           edge(per_unit_reduce ? last_unit_reduce.at(ch.first_layer + l)
                : split_bwd      ? bwd_layer_task[k][ch.layers - 1 - l]
-                                : last_compute,
+                                : backward_end,
                r);
           reduces.push_back(r);
         }
