@@ -1,6 +1,7 @@
 #include "sim/analytic/estimate.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "models/workload/layer_ops.hpp"
 #include "sim/analytic/stage_cost.hpp"
@@ -133,7 +134,47 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
           return max(max(comm - hide, comm * bucket - other), Duration{0}) + min(comm, hide) * slow;
         };
         if (p.zero <= 1) {
-          se.dp_exposed = exposed(c.dp_reduce, bwd, drain) + exposed(c.dp_gather, fwd, fill);
+          // Chunk by chunk (Megatron-Core syncs each model chunk's gradients once its last
+          // backward has run, one DDP per chunk; docs/cost-models.md#data-parallel-sync). The
+          // stage's last backward is chunk 0's of the last micro-batch; chunk c's ran before the
+          // last round's backwards of the chunks below it, g = min(pp, micro-batches) of each:
+          // its reduce can start during its own last backward (bucket by bucket, the chunk's last
+          // bucket after it) and hides behind those, and the DP stream takes the chunks in turn.
+          // The first forwards mirror it for the gathers. (With v = 1 it is `exposed` above.)
+          const int g = std::min(pp, p.run_micro_batches(grp));
+          auto chunked = [&](Duration comm, Duration pass, Duration other) {
+            if (v == 1 || comm.v <= 0) return exposed(comm, pass, other);
+            std::vector<double> w(static_cast<std::size_t>(v)), share(static_cast<std::size_t>(v));
+            double wsum = 0;
+            for (int ch = 0; ch < v; ++ch) {
+              const int layers = st.layers / v + (ch < st.layers % v ? 1 : 0);
+              share[static_cast<std::size_t>(ch)] = st.layers > 0 ? static_cast<double>(layers) / st.layers : 0;
+              double params = c.params_layer * layers;
+              if (si == 0 && ch == 0) params += c.params_emb;
+              if (si == pp - 1 && ch == v - 1) params += c.params_head;
+              w[static_cast<std::size_t>(ch)] = params;
+              wsum += params;
+            }
+            if (wsum <= 0) return exposed(comm, pass, other);
+            // Times relative to the end of the stage's last backward (chunk 0's).
+            Duration below{0};  // the last round's backwards of the chunks below chunk c
+            std::vector<Duration> end(static_cast<std::size_t>(v));
+            for (int ch = 0; ch < v; ++ch) {
+              end[static_cast<std::size_t>(ch)] = Duration{0} - below;
+              below += pass * share[static_cast<std::size_t>(ch)] * static_cast<double>(g);
+            }
+            double finish = -std::numeric_limits<double>::infinity();
+            for (int ch = v - 1; ch >= 0; --ch) {
+              const auto i = static_cast<std::size_t>(ch);
+              const Duration r = comm * (w[i] / wsum);
+              const double last_bucket = std::min(1.0, c.bucket / std::max(1.0, w[i]));
+              const double start = std::max(finish, (end[i] - pass * share[i]).v);
+              finish = std::max(start + r.v, (end[i] + r * last_bucket).v);
+            }
+            const Duration hide = Duration{0} - (end.back() - pass * share.back()) + other;
+            return max(Duration{finish} - other, Duration{0}) + min(comm, hide) * slow;
+          };
+          se.dp_exposed = chunked(c.dp_reduce, bwd, drain) + chunked(c.dp_gather, fwd, fill);
         } else {
           // One DP stream carries each micro-batch's collectives while the stage computes the
           // micro-batches around them: what exceeds a micro-batch's compute is exposed.
