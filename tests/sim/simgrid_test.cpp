@@ -164,9 +164,10 @@ TEST(Simgrid, SharedLinksSlowTheStepAndAreNamed) {
 // histogram of 30, 10 ×7 tokens loads EP rank 0 (one expert each) with 2.4× the mean rows, which
 // the cost model charges every rank (docs/cost-models.md#routing-imbalance).
 // 32 sequences: 4 micro-batches per replica, 8 EP tasks. Gradient reduction after the backward
-// (overlap_grad_reduce = false) leaves every all-to-all but the last backward's alone on the
-// network (the reductions start with that backward's TP and EP tasks); with it overlapped, the
-// last backward's per-layer reductions cross the same NICs and uplinks while it computes.
+// (overlap_grad_reduce = false) leaves every all-to-all alone on the network (the reductions
+// wait for the last backward's TP and EP tasks; until 2026-12-07 they started beside them); with
+// it overlapped, the last backward's per-layer reductions cross the same NICs and uplinks while
+// it computes.
 std::string ep_scenario(double oversubscription, bool overlap_grad_reduce) {
   return "[model]\npreset = \"mixtral-8x7b\"\nlayers = 2\nrouting_histogram = [30, 10, 10, 10, 10, 10, 10, 10]\n"
          "[training]\nglobal_batch = 32\nseq_len = 4096\n"
@@ -217,8 +218,9 @@ TEST(Simgrid, AnExpertAllToAllTakesItsClosedFormOnAFullBisectionFabric) {
     if (t.kind != schedule::TaskKind::EpAllToAll) continue;
     EXPECT_NEAR(static_cast<double>(t.duration) * 1e-9, kA2asPerTask * a2a, 1e-9);  // the cost model
   }
-  // (forward, backward) × 4 micro-batches, less the last backward's
-  EXPECT_EQ(check_ep_tasks(b, kA2asPerTask * a2a, 1e-3), 2 * 4 - 1);
+  // (forward, backward) × 4 micro-batches: the gradient reduce waits for the last backward's
+  // all-to-all (since 2026-12-07; it ran beside it before), so every one runs alone
+  EXPECT_EQ(check_ep_tasks(b, kA2asPerTask * a2a, 1e-3), 2 * 4);
 }
 
 // On a 2:1 oversubscribed fat-tree every byte between the nodes crosses both nodes' uplinks of
@@ -231,7 +233,7 @@ TEST(Simgrid, AnExpertAllToAllAcrossNodesIsSlowedByTheBisection) {
   ASSERT_FALSE(b.simgrid.trace.end.empty());
   const double bisection = 8 * 4 * (kA2aBytes / 8) / (8 * 50e9 / 2);
   EXPECT_NEAR(bisection, 2 * 0.5 * kA2aBytes / 50e9, 1e-12);
-  EXPECT_EQ(check_ep_tasks(b, kA2asPerTask * bisection, 1e-3), 2 * 4 - 1);
+  EXPECT_EQ(check_ep_tasks(b, kA2asPerTask * bisection, 1e-3), 2 * 4);
 }
 
 // With the gradient reductions overlapped, the last backward's per-layer reductions (rings over
