@@ -27,6 +27,7 @@ BytesPerSec class_bandwidth(const hw::DeviceSpec& dev, const workload::Op& op) {
   if (op.kind == workload::OpKind::Norm) f = e.norm_memory;
   if (op.kind == workload::OpKind::Loss) f = e.loss_memory;
   if (op.unvectorized && e.unvectorized_memory > 0) f = e.unvectorized_memory;
+  if (op.score_traffic && e.score_memory > 0) f = e.score_memory;
   return dev.memory_bandwidth * (f > 0 ? f : e.memory);
 }
 
@@ -152,7 +153,8 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       const double repeat = op.batched ? 1 : op.count;
       const double ge = op.operand_bytes;
       const double m = op.m, n = op.n, k = op.k;
-      const BytesPerSec bw = stream_bandwidth(dev);
+      // (Unfused attention's batched s×s products stream at their own measured rate.)
+      const BytesPerSec bw = op.score_traffic ? class_bandwidth(dev, op) : stream_bandwidth(dev);
       const double main = dev.efficiency.main_loop(fmt);
       // One GEMM kernel of shape (a, b, c), scaled by what the measured GEMMs say of it.
       auto gemm = [&](double a, double b, double c, Bytes bytes) {

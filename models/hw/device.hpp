@@ -91,6 +91,10 @@ struct Efficiency {
   /// ops on strided or broadcast operands (eager RoPE on transposed heads, GQA's repeated K and
   /// V); 0: `memory`.
   double unvectorized_memory = 0;
+  /// Unfused attention's s×s tensors (the batched score and context products, the softmax
+  /// between them, workload::Op::score_traffic), streamed well under `memory` where measured;
+  /// 0: `memory`.
+  double score_memory = 0;
   Duration launch_overhead{4e-6};  ///< device-side cost per kernel (launch gap)
   /// Host (framework) time to issue one kernel; a layer takes at least its kernels × this.
   /// 0: the host never limits.

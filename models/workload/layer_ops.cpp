@@ -365,7 +365,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     Op softmax = streaming("softmax", OpKind::Elementwise, scores, e,
                            fused ? Stream{2, 1, 3, 1} : Stream{4, 2, 6, 2}, 5);
     Op pv = gemm("attn_context", sl, dv, sl, e, static_cast<int>(heads_rank), true);
-    for (Op* op : {&qk, &softmax, &pv}) op->modules = module_bit(RecomputeModule::CoreAttn);
+    for (Op* op : {&qk, &softmax, &pv}) {
+      op->modules = module_bit(RecomputeModule::CoreAttn);
+      op->score_traffic = true;  // their s×s traffic at score_memory (docs/cost-models.md)
+    }
     ops.push_back(qk);
     ops.push_back(softmax);
     if (m.dropout) {

@@ -72,6 +72,9 @@ struct Op {
   /// Memory-bound op whose kernels take PyTorch's non-vectorized paths (strided or broadcast
   /// operands, dtype-converting copies): priced at hw::Efficiency::unvectorized_memory.
   bool unvectorized = false;
+  /// One of unfused attention's s×s ops (attn_scores, softmax, attn_context): its traffic
+  /// priced at hw::Efficiency::score_memory.
+  bool score_traffic = false;
 };
 
 /// The shape of the work one TP rank does for one micro-batch.

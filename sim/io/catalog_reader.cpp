@@ -183,7 +183,7 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
                         "attention", "attention_half_seq", "attention_head_half", "attention_bwd", "attention_bwd_wide",
                         "attention_noncausal", "attention_fa2", "memory", "launch_overhead",
                         "host_overhead", "overlap_slowdown", "norm_memory", "loss_memory",
-                        "optimizer_memory", "unvectorized_memory"});
+                        "optimizer_memory", "unvectorized_memory", "score_memory"});
     auto& e = d.efficiency;
     e.gemm = r.number(*eff, "gemm", 0.01, 1).value_or(e.gemm);
     e.gemm_fp8 = r.number(*eff, "gemm_fp8", 0.01, 1).value_or(e.gemm_fp8);
@@ -203,6 +203,7 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
     e.loss_memory = r.number(*eff, "loss_memory", 0.001, 1).value_or(e.loss_memory);
     e.optimizer_memory = r.number(*eff, "optimizer_memory", 0.001, 1).value_or(e.optimizer_memory);
     e.unvectorized_memory = r.number(*eff, "unvectorized_memory", 0.001, 1).value_or(e.unvectorized_memory);
+    e.score_memory = r.number(*eff, "score_memory", 0.001, 1).value_or(e.score_memory);
     e.overlap_slowdown = r.number(*eff, "overlap_slowdown", 0, 0.9).value_or(e.overlap_slowdown);
     // Per-kernel and per-tile times: physical only between 0 and a millisecond (a kernel that
     // costs more than that to start is a unit mistake).

@@ -273,6 +273,36 @@ TEST(OpTime, UnvectorizedKernelsStreamAtTheirOwnFraction) {
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
 }
 
+// Unfused attention's s×s ops (workload::Op::score_traffic) stream at score_memory where the
+// device has it: the softmax's bytes, and a batched score product whose s×s output binds it
+// (2048 × 2048 × 64 per head, 128 heads: 1.07 GB written against 69 GFLOP).
+TEST(OpTime, UnfusedAttentionScoresStreamAtTheirOwnFraction) {
+  workload::Op softmax;
+  softmax.kind = workload::OpKind::Elementwise;
+  softmax.fwd_bytes = Bytes{1e9};
+  softmax.score_traffic = true;
+  auto d = device();
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, softmax, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
+  d.efficiency.score_memory = 0.5;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, softmax, Pass::Forward).v, 1e9 / 1e12 + 5e-6, 1e-12);
+  softmax.score_traffic = false;  // dropout of the probabilities: `memory`
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, softmax, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
+
+  workload::Op qk;
+  qk.kind = workload::OpKind::Gemm;
+  qk.m = 2048; qk.n = 2048; qk.k = 64;
+  qk.count = 128;
+  qk.batched = true;
+  qk.operand_bytes = 2;
+  qk.score_traffic = true;
+  const double bytes = (2048.0 * 64 * 2 + 2048.0 * 2048) * 2 * 128;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, bytes / 1e12 + 5e-6, 1e-9);
+  d.efficiency.score_memory = 0;
+  const double at_memory = op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v;
+  EXPECT_LT(at_memory, bytes / 1e12 + 5e-6);
+  EXPECT_GE(at_memory, bytes / 1.8e12 + 5e-6 - 1e-12);
+}
+
 TEST(OpTime, AttentionUsesAttentionEfficiency) {
   workload::Op op;
   op.kind = workload::OpKind::Attention;

@@ -70,6 +70,24 @@ TEST(LayerOps, GemmShapesAndFlopsOfOneRank) {
   EXPECT_DOUBLE_EQ(down.k, 4 * 1024 / 2);
 }
 
+// Unfused attention (flash_attention = false): the score product, the softmax and the context
+// product carry its s×s traffic (priced at score_memory); the dropout of the probabilities and
+// every other op do not.
+TEST(LayerOps, UnfusedAttentionMarksItsScoreTraffic) {
+  MicroBatchShape s{2, 512, 2, true, hw::Dtype::Bf16, true, true};
+  s.flash_attention = false;
+  auto m = gpt(4, 1024, 16, 1000);
+  m.dropout = true;
+  const auto ops = layer_ops(m, s);
+  for (const auto& op : ops) {
+    const bool scores = op.name == "attn_scores" || op.name == "softmax" || op.name == "attn_context";
+    EXPECT_EQ(op.score_traffic, scores) << op.name;
+  }
+  find(ops, "attn_dropout");  // present, and unmarked above
+  s.flash_attention = true;
+  for (const auto& op : layer_ops(m, s)) EXPECT_FALSE(op.score_traffic) << op.name;
+}
+
 // Heads wider than hidden/heads (Qwen3: 32 heads of 128 over hidden 2048): Q and the attention
 // work are heads·head_dim wide, the residual stream hidden; a QK-norm runs over Q and K.
 TEST(LayerOps, HeadDimSetsTheQueryWidth) {
