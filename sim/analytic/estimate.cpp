@@ -142,13 +142,18 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
           // bucket after it) and hides behind those, and the DP stream takes the chunks in turn.
           // The first forwards mirror it for the gathers. (With v = 1 it is `exposed` above.)
           const int g = std::min(pp, p.run_micro_batches(grp));
-          auto chunked = [&](Duration comm, Duration pass, Duration other) {
+          // `per_layer`: a layer's pass; the embedding's runs in the stage's first chunk (the
+          // first stage's), the head's in its last (the last stage's): zero elsewhere.
+          auto chunked = [&](Duration comm, Duration per_layer, Duration emb, Duration head, Duration other) {
+            const Duration pass = per_layer * st.layers + emb + head;
             if (v == 1 || comm.v <= 0) return exposed(comm, pass, other);
-            std::vector<double> w(static_cast<std::size_t>(v)), share(static_cast<std::size_t>(v));
+            std::vector<double> w(static_cast<std::size_t>(v));
+            std::vector<Duration> unit(static_cast<std::size_t>(v));  // the chunk's pass, one micro-batch
             double wsum = 0;
             for (int ch = 0; ch < v; ++ch) {
               const int layers = st.layers / v + (ch < st.layers % v ? 1 : 0);
-              share[static_cast<std::size_t>(ch)] = st.layers > 0 ? static_cast<double>(layers) / st.layers : 0;
+              unit[static_cast<std::size_t>(ch)] =
+                  per_layer * layers + (ch == 0 ? emb : Duration{0}) + (ch == v - 1 ? head : Duration{0});
               double params = c.params_layer * layers;
               if (si == 0 && ch == 0) params += c.params_emb;
               if (si == pp - 1 && ch == v - 1) params += c.params_head;
@@ -161,20 +166,21 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
             std::vector<Duration> end(static_cast<std::size_t>(v));
             for (int ch = 0; ch < v; ++ch) {
               end[static_cast<std::size_t>(ch)] = Duration{0} - below;
-              below += pass * share[static_cast<std::size_t>(ch)] * static_cast<double>(g);
+              below += unit[static_cast<std::size_t>(ch)] * static_cast<double>(g);
             }
             double finish = -std::numeric_limits<double>::infinity();
             for (int ch = v - 1; ch >= 0; --ch) {
               const auto i = static_cast<std::size_t>(ch);
               const Duration r = comm * (w[i] / wsum);
               const double last_bucket = std::min(1.0, c.bucket / std::max(1.0, w[i]));
-              const double start = std::max(finish, (end[i] - pass * share[i]).v);
+              const double start = std::max(finish, (end[i] - unit[i]).v);
               finish = std::max(start + r.v, (end[i] + r * last_bucket).v);
             }
-            const Duration hide = Duration{0} - (end.back() - pass * share.back()) + other;
+            const Duration hide = Duration{0} - (end.back() - unit.back()) + other;
             return max(Duration{finish} - other, Duration{0}) + min(comm, hide) * slow;
           };
-          se.dp_exposed = chunked(c.dp_reduce, bwd, drain) + chunked(c.dp_gather, fwd, fill);
+          se.dp_exposed = chunked(c.dp_reduce, c.layer_bwd + c.layer_recompute, c.emb_bwd, c.head_bwd, drain) +
+                          chunked(c.dp_gather, c.layer_fwd, c.emb_fwd, c.head_fwd, fill);
         } else {
           // One DP stream carries each micro-batch's collectives while the stage computes the
           // micro-batches around them: what exceeds a micro-batch's compute is exposed.
