@@ -127,12 +127,18 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
         // While a bucket's collective runs beside the compute it hides behind, the compute
         // loses overlap_slowdown of its speed (the collective's kernels hold SMs).
         const double slow = cl.pools[st.pool].device.efficiency.overlap_slowdown;
-        // `own`: the stage's compute the collectives run beside; `other`: the other stages' drain
-        // or fill, which the last (first) bucket can still hide behind.
-        auto exposed = [&](Duration comm, Duration own, Duration other) {
-          const Duration hide = own + other;
-          return max(max(comm - hide, comm * bucket - other), Duration{0}) + min(comm, hide) * slow;
+        // `own`: the stage's compute the collectives run beside, `own_comm` its blocking TP, CP
+        // and EP collectives in between (the DP stream runs on through them); `other`: the other
+        // stages' drain or fill, which the last (first) bucket can still hide behind.
+        auto exposed = [&](Duration comm, Duration own, Duration own_comm, Duration other) {
+          const Duration hide = own + own_comm + other;
+          return max(max(comm - hide, comm * bucket - other), Duration{0}) + min(comm, own + other) * slow;
         };
+        // A pass's blocking collectives: per layer, and the embedding's and head's (half a step's
+        // each way, as the task graph splits them).
+        const Duration comm_bwd = c.layer_tp_bwd + c.layer_tp_recompute + c.layer_cp_bwd + c.layer_cp_recompute +
+                                  c.layer_ep_bwd + c.layer_ep_recompute;
+        const Duration comm_fwd = c.layer_tp_fwd + c.layer_cp_fwd + c.layer_ep_fwd;
         if (p.zero <= 1) {
           // Chunk by chunk (Megatron-Core syncs each model chunk's gradients once its last
           // backward has run, one DDP per chunk; docs/cost-models.md#data-parallel-sync). The
@@ -144,23 +150,29 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
           const int g = std::min(pp, p.run_micro_batches(grp));
           // `per_layer`: a layer's pass; the embedding's runs in the stage's first chunk (the
           // first stage's), the head's in its last (the last stage's): zero elsewhere.
-          auto chunked = [&](Duration comm, Duration per_layer, Duration emb, Duration head, Duration other) {
+          // `per_layer_comm`, `edge_comm`: the blocking collectives among them (the embedding's
+          // and head's together, on the chunks that hold them).
+          auto chunked = [&](Duration comm, Duration per_layer, Duration emb, Duration head, Duration per_layer_comm,
+                             Duration edge_comm, Duration other) {
             const Duration pass = per_layer * st.layers + emb + head;
-            if (v == 1 || comm.v <= 0) return exposed(comm, pass, other);
+            const Duration pass_comm = per_layer_comm * st.layers + edge_comm;
+            if (v == 1 || comm.v <= 0) return exposed(comm, pass, pass_comm, other);
             std::vector<double> w(static_cast<std::size_t>(v));
             std::vector<Duration> unit(static_cast<std::size_t>(v));  // the chunk's pass, one micro-batch
             double wsum = 0;
             for (int ch = 0; ch < v; ++ch) {
               const int layers = st.layers / v + (ch < st.layers % v ? 1 : 0);
-              unit[static_cast<std::size_t>(ch)] =
-                  per_layer * layers + (ch == 0 ? emb : Duration{0}) + (ch == v - 1 ? head : Duration{0});
+              const bool edge = (ch == 0 && emb.v > 0) || (ch == v - 1 && head.v > 0);
+              unit[static_cast<std::size_t>(ch)] = (per_layer + per_layer_comm) * layers +
+                                                   (ch == 0 ? emb : Duration{0}) + (ch == v - 1 ? head : Duration{0}) +
+                                                   (edge ? edge_comm : Duration{0});
               double params = c.params_layer * layers;
               if (si == 0 && ch == 0) params += c.params_emb;
               if (si == pp - 1 && ch == v - 1) params += c.params_head;
               w[static_cast<std::size_t>(ch)] = params;
               wsum += params;
             }
-            if (wsum <= 0) return exposed(comm, pass, other);
+            if (wsum <= 0) return exposed(comm, pass, pass_comm, other);
             // Times relative to the end of the stage's last backward (chunk 0's).
             Duration below{0};  // the last round's backwards of the chunks below chunk c
             std::vector<Duration> end(static_cast<std::size_t>(v));
@@ -176,20 +188,24 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
               const double start = std::max(finish, (end[i] - unit[i]).v);
               finish = std::max(start + r.v, (end[i] + r * last_bucket).v);
             }
-            const Duration hide = Duration{0} - (end.back() - unit.back()) + other;
-            return max(Duration{finish} - other, Duration{0}) + min(comm, hide) * slow;
+            // (The slow-down is the compute's: the window less its collectives.)
+            const Duration window = Duration{0} - (end.back() - unit.back());
+            const Duration busy = window.v > 0 ? window * ((pass.v) / std::max(1e-300, (pass + pass_comm).v)) : Duration{0};
+            return max(Duration{finish} - other, Duration{0}) + min(comm, busy + other) * slow;
           };
-          se.dp_exposed = chunked(c.dp_reduce, c.layer_bwd + c.layer_recompute, c.emb_bwd, c.head_bwd, drain) +
-                          chunked(c.dp_gather, c.layer_fwd, c.emb_fwd, c.head_fwd, fill);
+          const Duration edge_tp = (c.emb_tp + c.head_tp) / 2.0;
+          se.dp_exposed =
+              chunked(c.dp_reduce, c.layer_bwd + c.layer_recompute, c.emb_bwd, c.head_bwd, comm_bwd, edge_tp, drain) +
+              chunked(c.dp_gather, c.layer_fwd, c.emb_fwd, c.head_fwd, comm_fwd, edge_tp, fill);
         } else {
           // One DP stream carries each micro-batch's collectives while the stage computes the
           // micro-batches around them: what exceeds a micro-batch's compute is exposed.
           const Duration load = c.dp_reduce + (p.zero >= 3 ? c.dp_gather * 2 : Duration{0});
-          se.dp_exposed = exposed(load, fwd + bwd, Duration{0}) * mb_count;
-          if (p.zero == 2) se.dp_exposed += exposed(c.dp_gather, fwd, fill);
+          se.dp_exposed = exposed(load, fwd + bwd, Duration{0}, Duration{0}) * mb_count;
+          if (p.zero == 2) se.dp_exposed += exposed(c.dp_gather, fwd, Duration{0}, fill);
           // The shards' all-reduce follows each layer's last reduce-scatter on the same
           // stream: it hides behind what of the last backward that reduce leaves, and the drain.
-          if (c.dp_cross.v > 0) se.dp_exposed += exposed(c.dp_cross, max(bwd - c.dp_reduce, Duration{0}), drain);
+          if (c.dp_cross.v > 0) se.dp_exposed += exposed(c.dp_cross, max(bwd - c.dp_reduce, Duration{0}), Duration{0}, drain);
         }
       } else {
         se.dp_exposed = se.dp_comm;
