@@ -33,12 +33,13 @@ TEST(Validation, EveryPublishedRunIsEstimatedWithinTheRecordedBand) {
     if (s->reference->step_time_s <= 0) continue;
     const double err = est.step_time.v / s->reference->step_time_s - 1.0;
     // The design target is 10 %; docs/validation.md shows where the model stands today (worst:
-    // megatron-gpt-32b, +37.7 % since Megatron-Core's DP-sized gradient buckets, 2026-12-06 late
-    // — its assumed micro-batch 1 exposes a DP sync the measurement rules out; next BLOOM −22.5 %
-    // and gaudi2-llama2-13b-fp8 +20.2 %). This band catches regressions and gross mistakes (a
-    // unit slip gives ×10 or more): ±40 % since 2026-12-06 late (±42 % before, ±45 % when Gaudi
-    // 2's 13B run was −36 %).
-    EXPECT_LT(std::fabs(err), 0.40) << "predicted " << est.step_time.v << " s vs measured "
+    // megatron-gpt-32b, +35.2 % since its DP sync hides behind the blocking TP collectives too,
+    // 2026-12-07 — its assumed micro-batch 1 exposes a DP sync the measurement rules out; next
+    // megatron-gpt-1.7b −16.9 %, torchtitan's Float8 H200 run −15.8 % and NeMo's 405B −15.5 %).
+    // This band catches regressions and gross mistakes (a unit slip gives ×10 or more): ±37 %
+    // since 2026-12-07 (±40 % from 2026-12-06 late, ±42 % before, ±45 % when Gaudi 2's 13B run
+    // was −36 %).
+    EXPECT_LT(std::fabs(err), 0.37) << "predicted " << est.step_time.v << " s vs measured "
                                     << s->reference->step_time_s << " s";
     ++n;
   }
