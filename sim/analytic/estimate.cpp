@@ -210,8 +210,10 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
       } else {
         se.dp_exposed = se.dp_comm;
       }
-      drain += per_mb[si].get("backward") + per_mb[si].get("recompute");
-      fill += per_mb[si].get("forward");
+      // (Interleaved, only a stage's first chunk's backward of the last micro-batch follows the
+      // later stages' last, and its first chunk's forward of the first precedes theirs: 1/v.)
+      drain += (per_mb[si].get("backward") + per_mb[si].get("recompute")) / static_cast<double>(v);
+      fill += per_mb[si].get("forward") / static_cast<double>(v);
       se.optimizer = c.optimizer;
       dp_exposed_max = max(dp_exposed_max, se.dp_exposed);
       optimizer_max = max(optimizer_max, se.optimizer);
