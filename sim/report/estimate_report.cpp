@@ -319,6 +319,13 @@ std::string catalog_json(const hw::Catalog& c) {
                         {"attention_noncausal", e.attention_noncausal}, {"attention_fa2", e.attention_fa2},
                         {"memory", e.memory}, {"launch_overhead_s", e.launch_overhead.v},
                         {"host_overhead_s", e.host_overhead.v}, {"overlap_slowdown", e.overlap_slowdown}};
+    // The op classes' own streaming fractions, as priced (`memory` where the class has none).
+    auto fraction = [&](double f) { return f > 0 ? f : e.memory; };
+    dj["efficiency"]["norm_memory"] = fraction(e.norm_memory);
+    dj["efficiency"]["loss_memory"] = fraction(e.loss_memory);
+    dj["efficiency"]["optimizer_memory"] = fraction(e.optimizer_memory);
+    dj["efficiency"]["unvectorized_memory"] = fraction(e.unvectorized_memory);
+    dj["efficiency"]["score_memory"] = fraction(e.score_memory);
     if (!d.measured_gemms.empty()) {  // a calibrated profile's
       ordered_json mg = ordered_json::array();
       for (const auto& g : d.measured_gemms)
