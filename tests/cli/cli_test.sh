@@ -11,7 +11,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$HETSIM" estimate --help | grep -q -- "--json" && ok || bad "estimate --help lists --json"
 "$HETSIM" catalog | grep -q "h100-sxm5" && ok || bad "catalog lists h100-sxm5"
 "$HETSIM" catalog --json | grep -q '"peak_flops"' && ok || bad "catalog --json"
-"$HETSIM" catalog --json | grep -q '"score_memory": 0.6' && ok || bad "catalog --json gives the A100's score_memory"
+"$HETSIM" catalog --json | python3 -c 'import json,sys; e={d["name"]: d["efficiency"] for d in json.load(sys.stdin)["devices"]}
+assert e["a100-sxm4-40gb"]["score_memory"] == 0.6 and e["v100-sxm2-32gb"]["score_memory"] == e["v100-sxm2-32gb"]["memory"]' \
+  && ok || bad "catalog --json gives the A100's score_memory, and memory where a device has none"
 "$HETSIM" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown command exits 2"
 
 for f in "$SRC"/scenarios/*.toml "$SRC"/scenarios/validation/*.toml; do
