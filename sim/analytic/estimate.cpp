@@ -134,11 +134,6 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
           const Duration hide = own + own_comm + other;
           return max(max(comm - hide, comm * bucket - other), Duration{0}) + min(comm, own + other) * slow;
         };
-        // A pass's blocking collectives: per layer, and the embedding's and head's (half a step's
-        // each way, as the task graph splits them).
-        const Duration comm_bwd = c.layer_tp_bwd + c.layer_tp_recompute + c.layer_cp_bwd + c.layer_cp_recompute +
-                                  c.layer_ep_bwd + c.layer_ep_recompute;
-        const Duration comm_fwd = c.layer_tp_fwd + c.layer_cp_fwd + c.layer_ep_fwd;
         if (p.zero <= 1) {
           // Chunk by chunk (Megatron-Core syncs each model chunk's gradients once its last
           // backward has run, one DDP per chunk; docs/cost-models.md#data-parallel-sync). The
@@ -157,29 +152,26 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
             const Duration pass = per_layer * st.layers + emb + head;
             const Duration pass_comm = per_layer_comm * st.layers + edge_comm;
             if (v == 1 || comm.v <= 0) return exposed(comm, pass, pass_comm, other);
+            // Per chunk: its parameters, its pass of one micro-batch, and the end of its last
+            // one relative to the end of the stage's (chunk 0's): the last round's passes of the
+            // chunks below it come after it.
             std::vector<double> w(static_cast<std::size_t>(v));
-            std::vector<Duration> unit(static_cast<std::size_t>(v));  // the chunk's pass, one micro-batch
+            std::vector<Duration> unit(static_cast<std::size_t>(v)), end(static_cast<std::size_t>(v));
             double wsum = 0;
+            Duration below{0};
             for (int ch = 0; ch < v; ++ch) {
+              const auto i = static_cast<std::size_t>(ch);
               const int layers = st.layers / v + (ch < st.layers % v ? 1 : 0);
               const bool edge = (ch == 0 && emb.v > 0) || (ch == v - 1 && head.v > 0);
-              unit[static_cast<std::size_t>(ch)] = (per_layer + per_layer_comm) * layers +
-                                                   (ch == 0 ? emb : Duration{0}) + (ch == v - 1 ? head : Duration{0}) +
-                                                   (edge ? edge_comm : Duration{0});
-              double params = c.params_layer * layers;
-              if (si == 0 && ch == 0) params += c.params_emb;
-              if (si == pp - 1 && ch == v - 1) params += c.params_head;
-              w[static_cast<std::size_t>(ch)] = params;
-              wsum += params;
+              unit[i] = (per_layer + per_layer_comm) * layers + (ch == 0 ? emb : Duration{0}) +
+                        (ch == v - 1 ? head : Duration{0}) + (edge ? edge_comm : Duration{0});
+              end[i] = Duration{0} - below;
+              below += unit[i] * static_cast<double>(g);
+              w[i] = c.params_layer * layers + (si == 0 && ch == 0 ? c.params_emb : 0.0) +
+                     (si == pp - 1 && ch == v - 1 ? c.params_head : 0.0);
+              wsum += w[i];
             }
             if (wsum <= 0) return exposed(comm, pass, pass_comm, other);
-            // Times relative to the end of the stage's last backward (chunk 0's).
-            Duration below{0};  // the last round's backwards of the chunks below chunk c
-            std::vector<Duration> end(static_cast<std::size_t>(v));
-            for (int ch = 0; ch < v; ++ch) {
-              end[static_cast<std::size_t>(ch)] = Duration{0} - below;
-              below += unit[static_cast<std::size_t>(ch)] * static_cast<double>(g);
-            }
             double finish = -std::numeric_limits<double>::infinity();
             for (int ch = v - 1; ch >= 0; --ch) {
               const auto i = static_cast<std::size_t>(ch);
@@ -190,9 +182,14 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
             }
             // (The slow-down is the compute's: the window less its collectives.)
             const Duration window = Duration{0} - (end.back() - unit.back());
-            const Duration busy = window.v > 0 ? window * ((pass.v) / std::max(1e-300, (pass + pass_comm).v)) : Duration{0};
+            const Duration busy = pass.v > 0 ? window * (pass / (pass + pass_comm)) : Duration{0};
             return max(Duration{finish} - other, Duration{0}) + min(comm, busy + other) * slow;
           };
+          // A pass's blocking collectives: per layer, and the embedding's and head's (half a
+          // step's each way, as the task graph splits them).
+          const Duration comm_bwd = c.layer_tp_bwd + c.layer_tp_recompute + c.layer_cp_bwd + c.layer_cp_recompute +
+                                    c.layer_ep_bwd + c.layer_ep_recompute;
+          const Duration comm_fwd = c.layer_tp_fwd + c.layer_cp_fwd + c.layer_ep_fwd;
           const Duration edge_tp = (c.emb_tp + c.head_tp) / 2.0;
           se.dp_exposed =
               chunked(c.dp_reduce, c.layer_bwd + c.layer_recompute, c.emb_bwd, c.head_bwd, comm_bwd, edge_tp, drain) +
