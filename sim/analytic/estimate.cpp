@@ -202,7 +202,8 @@ Estimate estimate(const Scenario& s, const plan::Plan& p) {
           if (p.zero == 2) se.dp_exposed += exposed(c.dp_gather, fwd, Duration{0}, fill);
           // The shards' all-reduce follows each layer's last reduce-scatter on the same
           // stream: it hides behind what of the last backward that reduce leaves, and the drain.
-          if (c.dp_cross.v > 0) se.dp_exposed += exposed(c.dp_cross, max(bwd - c.dp_reduce, Duration{0}), Duration{0}, drain);
+          if (c.dp_cross.v > 0)
+            se.dp_exposed += exposed(c.dp_cross, max(bwd - c.dp_reduce, Duration{0}), Duration{0}, drain);
         }
       } else {
         se.dp_exposed = se.dp_comm;
