@@ -155,9 +155,10 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       const double m = op.m, n = op.n, k = op.k;
       // (Unfused attention's batched s×s products stream at their own measured rate.)
       const BytesPerSec bw = op.score_traffic ? class_bandwidth(dev, op) : stream_bandwidth(dev);
-      const double main = dev.efficiency.main_loop(fmt);
-      // One GEMM kernel of shape (a, b, c), scaled by what the measured GEMMs say of it.
+      // One GEMM kernel of shape (a, b, c), scaled by what the measured GEMMs say of it. The
+      // backward's run with fp8's precise accumulation where the device distinguishes it.
       auto gemm = [&](double a, double b, double c, Bytes bytes) {
+        const double main = fwd ? dev.efficiency.main_loop(fmt) : dev.efficiency.backward_main_loop(fmt);
         const double f = measured_gemm_factor(dev, fmt, a, b, c);
         kernel(t, dev, gemm_compute_time(dev, peak, a, b, c, batch, main), bytes, bw, 1, repeat * f);
       };

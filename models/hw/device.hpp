@@ -56,6 +56,10 @@ struct Efficiency {
   /// The same for fp8 GEMMs, of the fp8 peak (fp8 tensor cores reach a smaller fraction of
   /// their doubled peak on most devices); 0: `gemm`.
   double gemm_fp8 = 0;
+  /// The same for fp8 GEMMs that promote their partial sums to fp32 as they go (cuBLASLt
+  /// without fast accumulation: Transformer Engine's split accumulator, torchao's default),
+  /// which training frameworks run for the backward's input and weight gradients; 0: `gemm_fp8`.
+  double gemm_fp8_precise = 0;
   double gemm_half_dim = 64;  ///< sms = 0 only: min(M,N,K) at which GEMM efficiency halves
   int sms = 0;                ///< SMs / CUs that run GEMM tiles in parallel
   int tile_m = 128;           ///< output tile of the GEMM library's main kernels, rows
@@ -101,6 +105,10 @@ struct Efficiency {
   Duration host_overhead{0};
   /// The main-loop fraction of the peak of GEMMs in `dt`.
   [[nodiscard]] double main_loop(Dtype dt) const { return dt == Dtype::Fp8 && gemm_fp8 > 0 ? gemm_fp8 : gemm; }
+  /// … of the backward's GEMMs (input and weight gradients), precise accumulation in fp8.
+  [[nodiscard]] double backward_main_loop(Dtype dt) const {
+    return dt == Dtype::Fp8 && gemm_fp8_precise > 0 ? gemm_fp8_precise : main_loop(dt);
+  }
   /// Fraction of compute throughput lost while a collective runs beside it (the SMs its
   /// kernels occupy, and their memory traffic).
   double overlap_slowdown = 0;

@@ -179,7 +179,7 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
   }
 
   if (auto eff = r.table(t, "efficiency")) {
-    r.check_keys(*eff, {"gemm", "gemm_fp8", "gemm_half_dim", "sms", "tile_m", "tile_n", "tile_overhead",
+    r.check_keys(*eff, {"gemm", "gemm_fp8", "gemm_fp8_precise", "gemm_half_dim", "sms", "tile_m", "tile_n", "tile_overhead",
                         "attention", "attention_half_seq", "attention_head_half", "attention_bwd", "attention_bwd_wide",
                         "attention_noncausal", "attention_fa2", "memory", "launch_overhead",
                         "host_overhead", "overlap_slowdown", "norm_memory", "loss_memory",
@@ -187,6 +187,12 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
     auto& e = d.efficiency;
     e.gemm = r.number(*eff, "gemm", 0.01, 1).value_or(e.gemm);
     e.gemm_fp8 = r.number(*eff, "gemm_fp8", 0.01, 1).value_or(e.gemm_fp8);
+    e.gemm_fp8_precise = r.number(*eff, "gemm_fp8_precise", 0.01, 1).value_or(e.gemm_fp8_precise);
+    // Promoting partial sums to fp32 costs issue slots: never faster than fast accumulation.
+    if (e.gemm_fp8_precise > e.main_loop(hw::Dtype::Fp8))
+      r.error(r.loc(r.node(*eff, "gemm_fp8_precise")), r.key_path(*eff, "gemm_fp8_precise"),
+              "above the fp8 main loop (gemm_fp8, else gemm) that fast accumulation reaches",
+              "precise accumulation is at most as fast: give gemm_fp8 the fast-accumulation figure");
     e.gemm_half_dim = r.number(*eff, "gemm_half_dim", 0, 1e6).value_or(e.gemm_half_dim);
     e.sms = static_cast<int>(r.integer(*eff, "sms", 0, 100000).value_or(e.sms));
     e.tile_m = static_cast<int>(r.integer(*eff, "tile_m", 1, 4096).value_or(e.tile_m));

@@ -311,7 +311,7 @@ std::string catalog_json(const hw::Catalog& c) {
     dj["mtbf_hours"] = d.mtbf_hours;
     dj["node"] = {{"devices", d.node.devices}, {"fabric", d.node.fabric}, {"nics", d.node.nics}, {"nic", d.node.nic}};
     const auto& e = d.efficiency;
-    dj["efficiency"] = {{"gemm", e.gemm}, {"gemm_fp8", e.main_loop(hw::Dtype::Fp8)}, {"gemm_half_dim", e.gemm_half_dim}, {"sms", e.sms},
+    dj["efficiency"] = {{"gemm", e.gemm}, {"gemm_fp8", e.main_loop(hw::Dtype::Fp8)}, {"gemm_fp8_precise", e.backward_main_loop(hw::Dtype::Fp8)}, {"gemm_half_dim", e.gemm_half_dim}, {"sms", e.sms},
                         {"tile_m", e.tile_m}, {"tile_n", e.tile_n}, {"tile_overhead_s", e.tile_overhead.v},
                         {"attention", e.attention}, {"attention_half_seq", e.attention_half_seq},
                         {"attention_head_half", e.attention_head_half}, {"attention_bwd", e.attention_bwd},

@@ -14,9 +14,17 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$HETSIM" catalog --json | python3 -c 'import json,sys; e={d["name"]: d["efficiency"] for d in json.load(sys.stdin)["devices"]}
 assert e["a100-sxm4-40gb"]["score_memory"] == 0.6 and e["v100-sxm2-32gb"]["score_memory"] == e["v100-sxm2-32gb"]["memory"]' \
   && ok || bad "catalog --json gives the A100's score_memory, and memory where a device has none"
+"$HETSIM" catalog --json | python3 -c 'import json,sys; e={d["name"]: d["efficiency"] for d in json.load(sys.stdin)["devices"]}
+h, b = e["h100-sxm5"], e["b200"]
+assert h["gemm_fp8_precise"] < h["gemm_fp8"] and b["gemm_fp8_precise"] == b["gemm_fp8"], (h, b)' \
+  && ok || bad "catalog --json gives the H100's backward fp8 main loop below its forward one, the B200 one figure"
 "$HETSIM" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown command exits 2"
 
-for f in "$SRC"/scenarios/*.toml "$SRC"/scenarios/validation/*.toml; do
+# Under the sanitizers (CLI_SCENARIOS=bundled) only the bundled scenarios: the validation files
+# run through the same reader and estimate in-process there (Validation.* of sim_tests).
+scenario_files=("$SRC"/scenarios/*.toml)
+[ "${CLI_SCENARIOS:-all}" = bundled ] || scenario_files+=("$SRC"/scenarios/validation/*.toml)
+for f in "${scenario_files[@]}"; do
   if out=$("$HETSIM" estimate "$f" 2>&1); then
     echo "$out" | grep -q "step time" && ok || bad "$f: no step time in output"
   else

@@ -249,6 +249,28 @@ TEST(OpTime, Fp8GemmsUseTheirOwnMainLoopFraction) {
   EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Forward).v, flops / (1e15 * 0.8 * shape) + 5e-6, 1e-12);
 }
 
+// The backward's two fp8 GEMMs (input and weight gradients) run at gemm_fp8_precise where the
+// device gives one (fp32 promotion, as Transformer Engine and torchao run them); the forward
+// keeps gemm_fp8 (fast accumulation); 16-bit GEMMs are unaffected.
+TEST(OpTime, Fp8BackwardGemmsRunAtThePreciseMainLoop) {
+  workload::Op op;
+  op.kind = workload::OpKind::Gemm;
+  op.m = op.n = op.k = 8192;
+  op.operand_bytes = 1;
+  auto d = device();
+  d.peak[hw::Dtype::Fp8] = FlopRate{2e15};
+  d.efficiency.gemm_fp8 = 0.75;
+  const double flops = 2.0 * 8192 * 8192 * 8192, shape = 8192.0 / (8192 + 64);
+  auto at = [&](double main) { return flops / (2e15 * main * shape) + 5e-6; };
+  EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Backward).v, 2 * at(0.75), 1e-12);
+  d.efficiency.gemm_fp8_precise = 0.6;
+  EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Forward).v, at(0.75), 1e-12);
+  EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Backward).v, 2 * at(0.6), 1e-12);
+  const double bf16 = op_time(d, hw::Dtype::Bf16, op, Pass::Backward).v;
+  d.efficiency.gemm_fp8_precise = 0;
+  EXPECT_DOUBLE_EQ(op_time(d, hw::Dtype::Bf16, op, Pass::Backward).v, bf16);
+}
+
 TEST(OpTime, ElementwiseIsMemoryBound) {
   // 1 GB moved at 2e12·0.9 B/s = 0.5556 ms (+5 us); its 1e8 FLOPs at 50 TF/s take 2 us.
   workload::Op op;

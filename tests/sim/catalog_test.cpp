@@ -40,6 +40,12 @@ TEST(Catalog, EveryDeviceIsCompleteAndSourced) {
       EXPECT_TRUE(d.peak_for(hw::Dtype::Fp8).has_value()) << d.name;
       EXPECT_NE(d.sources.at("efficiency").find("gemm_fp8"), std::string::npos) << d.name;
     }
+    // So is the backward's precise-accumulation main loop, never above the fast one.
+    if (d.efficiency.gemm_fp8_precise > 0) {
+      EXPECT_GT(d.efficiency.gemm_fp8, 0) << d.name;
+      EXPECT_LE(d.efficiency.gemm_fp8_precise, d.efficiency.gemm_fp8) << d.name;
+      EXPECT_NE(d.sources.at("efficiency").find("gemm_fp8_precise"), std::string::npos) << d.name;
+    }
   }
   for (const auto& l : cat.links) {
     EXPECT_GT(l.bandwidth.v, 0) << l.name;
@@ -83,6 +89,31 @@ TEST(Catalog, OutOfRangeEfficienciesAreRejectedWithTheirKey) {
                           "efficiency.attention_fa2", "efficiency.attention_bwd_wide"})
     EXPECT_NE(all.find(key), std::string::npos) << key << " in\n" << all;
   EXPECT_NE(all.find("bad.toml:7:"), std::string::npos) << all;
+}
+
+// The backward's precise-accumulation fp8 main loop: out of range, or above the fast one it
+// cannot beat (gemm_fp8, else gemm), is named with file:line:col and its key; below it, read.
+TEST(Catalog, Fp8PreciseMainLoopIsCheckedAgainstTheFastOne) {
+  hw::Catalog cat = test::catalog();
+  auto text = [](const std::string& eff) {
+    return "[[device]]\nname = \"x\"\npeak = { bf16 = \"100TFLOPS\", fp8 = \"200TFLOPS\" }\nmemory = \"8GiB\"\n"
+           "memory_bandwidth = \"1TB/s\"\nnode = { devices = 8, fabric = \"nvlink4\", nics = 8, nic = \"ib-ndr-400\" }\n"
+           "efficiency = { " + eff + " }\n";
+  };
+  for (const char* eff : {"gemm_fp8 = 0.7, gemm_fp8_precise = 0.75", "gemm = 0.6, gemm_fp8_precise = 0.65",
+                          "gemm_fp8 = 0.7, gemm_fp8_precise = 0"}) {
+    auto d = io::read_catalog_text(text(eff), "bad.toml", cat);
+    const std::string all = test::all_errors(d);
+    EXPECT_NE(all.find("bad.toml:7:"), std::string::npos) << eff << ": " << all;
+    EXPECT_NE(all.find("efficiency.gemm_fp8_precise"), std::string::npos) << eff << ": " << all;
+  }
+  auto ok = io::read_catalog_text(text("gemm_fp8 = 0.7, gemm_fp8_precise = 0.6"), "good.toml", cat);
+  EXPECT_EQ(test::all_errors(ok), "");
+  const hw::DeviceSpec* x = cat.find_device("x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_DOUBLE_EQ(x->efficiency.backward_main_loop(hw::Dtype::Fp8), 0.6);
+  EXPECT_DOUBLE_EQ(x->efficiency.main_loop(hw::Dtype::Fp8), 0.7);
+  EXPECT_DOUBLE_EQ(x->efficiency.backward_main_loop(hw::Dtype::Bf16), x->efficiency.gemm);
 }
 
 // measured_gemms (a calibrated profile's timed GEMMs): read with their format and time; a
