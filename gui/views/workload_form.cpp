@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <optional>
 
 #include "gui/app/document.hpp"
 #include "gui/qt_models/format.hpp"
@@ -254,8 +255,16 @@ void WorkloadForm::refreshed() {
         box->setCurrentIndex(box->count() - 1);
       }
     }
-    pool.figures->setText(d ? device_summary(*d) : QString());
-    pool.figures->setToolTip(d ? device_sources(*d) : QString());
+    // A scenario is read against the catalogue's figures alone: a built-in device's sources
+    // come from the whole catalogue (a device from a file of the scenario's carries its own).
+    std::optional<hw::DeviceSpec> shown;
+    if (d) {
+      shown = *d;
+      if (const hw::DeviceSpec* b = cat && d->sources.empty() ? cat->find_device(d->name) : nullptr)
+        shown->sources = b->sources;
+    }
+    pool.figures->setText(shown ? device_summary(*shown) : QString());
+    pool.figures->setToolTip(shown ? device_sources(*shown) : QString());
     pool.figures->setVisible(d != nullptr);
     auto placeholder = [&](const char* key, const QString& value) {
       if (auto* e = qobject_cast<QLineEdit*>(field(QString("cluster.pool.%1.%2").arg(k).arg(key))))

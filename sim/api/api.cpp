@@ -23,14 +23,21 @@ Result<hw::Catalog> catalog() {
   return *parsed;
 }
 
+Result<hw::Catalog> figures_catalog() {
+  static std::once_flag once;
+  static std::optional<Result<hw::Catalog>> parsed;
+  std::call_once(once, [] { parsed.emplace(io::builtin_catalog(false)); });
+  return *parsed;
+}
+
 Result<Scenario> load(const std::filesystem::path& file, const io::ReadOptions& opts) {
-  auto cat = catalog();
+  auto cat = figures_catalog();
   if (!cat) return cat.errors();
   return io::read_scenario(file, *cat, opts);
 }
 
 Result<Scenario> load_text(std::string_view text, const std::string& name, const io::ReadOptions& opts) {
-  auto cat = catalog();
+  auto cat = figures_catalog();
   if (!cat) return cat.errors();
   return io::parse_scenario(text, name, *cat, opts);
 }

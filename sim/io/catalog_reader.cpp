@@ -257,20 +257,42 @@ Diagnostics read_catalog_text(std::string_view text, const std::string& file, hw
   return diags;
 }
 
-Result<hw::Catalog> builtin_catalog() {
+namespace {
+
+// The text with every `[device.sources]` / `[link.sources]` table's lines emptied (their line
+// breaks kept, so that a message still names the right line). The built-in files hold no
+// multi-line strings, so a table runs from its header to the next line opening with `[`.
+std::string without_sources(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool skipping = false;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    if (line.starts_with('[')) skipping = line.starts_with("[device.sources]") || line.starts_with("[link.sources]");
+    if (!skipping) out += line;
+    if (end < text.size()) out += '\n';
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<hw::Catalog> builtin_catalog(bool with_sources) {
   hw::Catalog cat;
   Diagnostics all;
+  auto read = [&](const detail::EmbeddedFile& f) {
+    auto d = with_sources ? read_catalog_text(f.text, std::string(f.name), cat)
+                          : read_catalog_text(without_sources(f.text), std::string(f.name), cat);
+    all.insert(all.end(), d.begin(), d.end());
+  };
   // Links first: devices refer to them.
-  for (const auto& f : detail::catalog_files()) {
-    if (f.name.find("links") == std::string_view::npos) continue;
-    auto d = read_catalog_text(f.text, std::string(f.name), cat);
-    all.insert(all.end(), d.begin(), d.end());
-  }
-  for (const auto& f : detail::catalog_files()) {
-    if (f.name.find("links") != std::string_view::npos) continue;
-    auto d = read_catalog_text(f.text, std::string(f.name), cat);
-    all.insert(all.end(), d.begin(), d.end());
-  }
+  for (const auto& f : detail::catalog_files())
+    if (f.name.find("links") != std::string_view::npos) read(f);
+  for (const auto& f : detail::catalog_files())
+    if (f.name.find("links") == std::string_view::npos) read(f);
   if (!all.empty()) return with_kind(std::move(all), ErrorKind::Internal);  // compiled in: a bug
   return cat;
 }

@@ -22,6 +22,12 @@ void BM_Catalog(benchmark::State& state) {
 }
 BENCHMARK(BM_Catalog)->Unit(benchmark::kMicrosecond);
 
+// What every `hetsim estimate` parses: the figures without their sources.
+void BM_CatalogFigures(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(hetsim::io::builtin_catalog(false));
+}
+BENCHMARK(BM_CatalogFigures)->Unit(benchmark::kMicrosecond);
+
 void register_scenarios() {
   static const hetsim::hw::Catalog cat = *hetsim::io::builtin_catalog();
   for (const char* dir : {"scenarios", "scenarios/validation"}) {

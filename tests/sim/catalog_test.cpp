@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "sim/io/catalog_reader.hpp"
+#include "sim/report/estimate_report.hpp"
 #include "tests/support/scenario_support.hpp"
 
 namespace hetsim {
@@ -51,6 +53,25 @@ TEST(Catalog, EveryDeviceIsCompleteAndSourced) {
     EXPECT_GT(l.bandwidth.v, 0) << l.name;
     EXPECT_FALSE(l.source.empty()) << l.name;
   }
+}
+
+// Scenarios are read against the catalogue without its sources (half the parse): every figure
+// the same as the whole catalogue's, sources empty.
+TEST(Catalog, TheFiguresAloneAreTheWholeCatalogueWithoutItsSources) {
+  auto whole = io::builtin_catalog();
+  auto figures = io::builtin_catalog(false);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_TRUE(figures.ok());
+  ASSERT_EQ(figures->devices.size(), whole->devices.size());
+  ASSERT_EQ(figures->links.size(), whole->links.size());
+  std::size_t cited = 0;
+  for (auto& d : whole->devices) {
+    cited += d.sources.size();
+    d.sources.clear();
+  }
+  EXPECT_GT(cited, whole->devices.size() * 4);
+  for (const auto& d : figures->devices) EXPECT_TRUE(d.sources.empty()) << d.name;
+  EXPECT_EQ(report::catalog_json(*figures), report::catalog_json(*whole));
 }
 
 TEST(Catalog, H100FiguresMatchTheDatasheet) {
