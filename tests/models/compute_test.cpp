@@ -319,10 +319,18 @@ TEST(OpTime, UnfusedAttentionScoresStreamAtTheirOwnFraction) {
   qk.score_traffic = true;
   const double bytes = (2048.0 * 64 * 2 + 2048.0 * 2048) * 2 * 128;
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, bytes / 1e12 + 5e-6, 1e-9);
+  // A calibrated profile's timed GEMMs do not scale it again (they are priced against the
+  // triad's rate, which score_memory replaces here)...
+  d.measured_gemms = {{2048, 2048, 64, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, 2048, 2048, 64).v}}};
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, bytes / 1e12 + 5e-6, 1e-9);
+  d.measured_gemms.clear();
   d.efficiency.score_memory = 0;
   const double at_memory = op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v;
   EXPECT_LT(at_memory, bytes / 1e12 + 5e-6);
   EXPECT_GE(at_memory, bytes / 1.8e12 + 5e-6 - 1e-12);
+  // ... but do where it streams at the triad's rate, as any GEMM.
+  d.measured_gemms = {{2048, 2048, 64, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, 2048, 2048, 64).v}}};
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, 3 * at_memory, 1e-9);
 }
 
 TEST(OpTime, AttentionUsesAttentionEfficiency) {
