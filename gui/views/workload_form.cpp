@@ -110,6 +110,11 @@ QString WorkloadForm::device_text(int i) const {
                                                        : QString();
 }
 
+QString WorkloadForm::device_tooltip(int i) const {
+  return i >= 0 && i < static_cast<int>(pools_.size()) ? pools_[static_cast<std::size_t>(i)].figures->toolTip()
+                                                       : QString();
+}
+
 QString WorkloadForm::layout_key() const {
   // The pools, and which of them has an inline device table.
   QString key;
@@ -256,12 +261,11 @@ void WorkloadForm::refreshed() {
       }
     }
     // A scenario is read against the catalogue's figures alone: a built-in device's sources
-    // come from the whole catalogue (a device from a file of the scenario's carries its own).
+    // come from the whole catalogue; a device of the scenario's own files keeps its own.
     std::optional<hw::DeviceSpec> shown;
     if (d) {
       shown = *d;
-      if (const hw::DeviceSpec* b = cat && d->sources.empty() ? cat->find_device(d->name) : nullptr)
-        shown->sources = b->sources;
+      if (const hw::DeviceSpec* b = cat && d->builtin ? cat->find_device(d->name) : nullptr) shown->sources = b->sources;
     }
     pool.figures->setText(shown ? device_summary(*shown) : QString());
     pool.figures->setToolTip(shown ? device_sources(*shown) : QString());

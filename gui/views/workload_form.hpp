@@ -43,6 +43,8 @@ class WorkloadForm : public TomlForm {
 
   /// What is shown under owned pool `i`'s device picker.
   [[nodiscard]] QString device_text(int i) const;
+  /// … and its tooltip: every source of those figures, whole.
+  [[nodiscard]] QString device_tooltip(int i) const;
 
  protected:
   [[nodiscard]] QString layout_key() const override;

@@ -159,12 +159,13 @@ OpTime op_time_parts(const hw::DeviceSpec& dev, hw::Dtype dtype, const workload:
       // backward's run with fp8's precise accumulation where the device distinguishes it.
       auto gemm = [&](double a, double b, double c, Bytes bytes) {
         const double main = fwd ? dev.efficiency.main_loop(fmt) : dev.efficiency.backward_main_loop(fmt);
-        // Unfused attention's score products priced at their own measured streaming rate
-        // already run as measured: the timed GEMMs' factor (against the triad's rate) would
-        // slow them twice.
-        const bool own_rate = op.score_traffic && dev.efficiency.score_memory > 0;
+        const Duration compute = gemm_compute_time(dev, peak, a, b, c, batch, main);
+        // Unfused attention's score products bound by their own measured streaming rate already
+        // run as measured: the timed GEMMs' factor (against the triad's rate) would slow them
+        // twice. Bound by compute, they take it as any GEMM.
+        const bool own_rate = op.score_traffic && dev.efficiency.score_memory > 0 && bytes / bw >= compute;
         const double f = own_rate ? 1.0 : measured_gemm_factor(dev, fmt, a, b, c);
-        kernel(t, dev, gemm_compute_time(dev, peak, a, b, c, batch, main), bytes, bw, 1, repeat * f);
+        kernel(t, dev, compute, bytes, bw, 1, repeat * f);
       };
       if (fwd) {
         gemm(m, n, k, Bytes{(m * k + k * n + m * n) * ge * batch});

@@ -75,7 +75,8 @@ inline constexpr double kTritonFaBackward = 2.0;
 /// Device time of one op (all its kernels) in one pass, in format `dtype`: per kernel
 /// max(compute, bytes / (memory_bandwidth · memory)) + launch_overhead. GEMMs: forward
 /// C = A·B; backward the data-gradient dA = dC·Bᵀ (m×k×n) and the weight-gradient
-/// dB = Aᵀ·dC (k×n×m) kernels, each with its own shape. Attention: the 16-bit peak at
+/// dB = Aᵀ·dC (k×n×m) kernels, each with its own shape; in fp8 the forward at main_loop (fast
+/// accumulation), the backward's two at backward_main_loop (fp32 promotion). Attention: the 16-bit peak at
 /// attention_efficiency (fused kernels run in bf16 even in fp8 training). Memory-bound ops:
 /// the fp32 vector peak (bf16/16 where no fp32 figure is published), and the bandwidth of their
 /// class (norm_memory, loss_memory where set, else memory).

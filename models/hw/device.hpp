@@ -146,6 +146,9 @@ struct DeviceSpec {
   /// GEMMs timed on this device (a calibrated profile); empty: the efficiency model alone.
   std::vector<MeasuredGemm> measured_gemms;
   std::map<std::string, std::string> sources;  ///< figure group -> where it comes from
+  /// Read from the built-in catalogue (whose sources a reader may have skipped), not from a
+  /// file of the user's that may reuse its name with other figures.
+  bool builtin = false;
 
   /// Peak for `d`, if the device supports it.
   [[nodiscard]] std::optional<FlopRate> peak_for(Dtype d) const;

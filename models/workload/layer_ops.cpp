@@ -369,6 +369,9 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
       op->modules = module_bit(RecomputeModule::CoreAttn);
       op->score_traffic = true;  // their s×s traffic at score_memory (docs/cost-models.md)
     }
+    // The core attention's batched products stay 16-bit in fp8 training (Transformer Engine
+    // casts only its linear layers' inputs; Megatron's unfused attention is a bf16 baddbmm).
+    qk.keep_16bit = pv.keep_16bit = true;
     ops.push_back(qk);
     ops.push_back(softmax);
     if (m.dropout) {
@@ -409,6 +412,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const MicroBatchShape& s) {
     // folding: with et < t the other TP ranks are expert-parallel ranks); et = t is the split
     // of the dense MLP. Rows per expert t/et fewer, columns f/et: the same work per rank.
     Op router = gemm("router", tokens, m.experts, h, e);
+    router.keep_16bit = true;  // a plain linear outside fp8 (Megatron-Core: bf16 or fp32 router)
     ops.push_back(router);
     const int ep = std::max(1, s.ep);
     const double et = s.expert_tp > 0 ? s.expert_tp : t;

@@ -333,7 +333,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
 }
 
 int run_sweep(const SweepArgs& a) {
-  auto cat = api::catalog();
+  auto cat = api::figures_catalog();
   if (!cat) return fail(a, cat.errors());
   auto doc = io::read_sweep(a.scenario, *cat);
   if (!doc) {

@@ -191,8 +191,9 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
     // Promoting partial sums to fp32 costs issue slots: never faster than fast accumulation.
     if (e.gemm_fp8_precise > e.main_loop(hw::Dtype::Fp8))
       r.error(r.loc(r.node(*eff, "gemm_fp8_precise")), r.key_path(*eff, "gemm_fp8_precise"),
-              "above the fp8 main loop (gemm_fp8, else gemm) that fast accumulation reaches",
-              "precise accumulation is at most as fast: give gemm_fp8 the fast-accumulation figure");
+              fmt::format("{:g} is above the fast-accumulation fp8 main loop {:g} ({})", e.gemm_fp8_precise,
+                          e.main_loop(hw::Dtype::Fp8), e.gemm_fp8 > 0 ? "gemm_fp8" : "gemm, there being no gemm_fp8"),
+              "promoting the sums to fp32 is at most as fast: give gemm_fp8 the fast-accumulation figure");
     e.gemm_half_dim = r.number(*eff, "gemm_half_dim", 0, 1e6).value_or(e.gemm_half_dim);
     e.sms = static_cast<int>(r.integer(*eff, "sms", 0, 100000).value_or(e.sms));
     e.tile_m = static_cast<int>(r.integer(*eff, "tile_m", 1, 4096).value_or(e.tile_m));
@@ -259,9 +260,9 @@ Diagnostics read_catalog_text(std::string_view text, const std::string& file, hw
 
 namespace {
 
-// The text with every `[device.sources]` / `[link.sources]` table's lines emptied (their line
-// breaks kept, so that a message still names the right line). The built-in files hold no
-// multi-line strings, so a table runs from its header to the next line opening with `[`.
+// The text with every `[device.sources]` table's lines emptied (their line breaks kept, so that
+// a message still names the right line; a link's one-line `source` stays). The built-in files
+// hold no multi-line strings, so a table runs from its header to the next line opening with `[`.
 std::string without_sources(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -270,7 +271,7 @@ std::string without_sources(std::string_view text) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(pos, end - pos);
-    if (line.starts_with('[')) skipping = line.starts_with("[device.sources]") || line.starts_with("[link.sources]");
+    if (line.starts_with('[')) skipping = line.starts_with("[device.sources]");
     if (!skipping) out += line;
     if (end < text.size()) out += '\n';
     pos = end + 1;
@@ -294,6 +295,7 @@ Result<hw::Catalog> builtin_catalog(bool with_sources) {
   for (const auto& f : detail::catalog_files())
     if (f.name.find("links") == std::string_view::npos) read(f);
   if (!all.empty()) return with_kind(std::move(all), ErrorKind::Internal);  // compiled in: a bug
+  for (auto& d : cat.devices) d.builtin = true;
   return cat;
 }
 

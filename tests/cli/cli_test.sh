@@ -20,10 +20,15 @@ assert h["gemm_fp8_precise"] < h["gemm_fp8"] and b["gemm_fp8_precise"] == b["gem
   && ok || bad "catalog --json gives the H100's backward fp8 main loop below its forward one, the B200 one figure"
 "$HETSIM" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown command exits 2"
 
-# Under the sanitizers (CLI_SCENARIOS=bundled) only the bundled scenarios: the validation files
-# run through the same reader and estimate in-process there (Validation.* of sim_tests).
+# Under the sanitizers (CLI_SCENARIOS=bundled) the bundled scenarios and one published fp8 run
+# (its [reference] lines and fp8 paths through the report): the other validation files run
+# through the same reader and estimate in-process there (Validation.* of sim_tests).
 scenario_files=("$SRC"/scenarios/*.toml)
-[ "${CLI_SCENARIOS:-all}" = bundled ] || scenario_files+=("$SRC"/scenarios/validation/*.toml)
+if [ "${CLI_SCENARIOS:-all}" = bundled ]; then
+  scenario_files+=("$SRC"/scenarios/validation/nemo-llama2-7b-h100-fp8.toml)
+else
+  scenario_files+=("$SRC"/scenarios/validation/*.toml)
+fi
 for f in "${scenario_files[@]}"; do
   if out=$("$HETSIM" estimate "$f" 2>&1); then
     echo "$out" | grep -q "step time" && ok || bad "$f: no step time in output"

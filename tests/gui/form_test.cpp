@@ -296,6 +296,7 @@ class FormTest : public QObject {
     const QString source = QString::fromStdString(a100->sources.begin()->second);
     QVERIFY(form->device_text(0).contains(source.left(40).toHtmlEscaped()));
     QVERIFY(device_sources(*a100).contains(source));
+    QVERIFY2(form->device_tooltip(0).contains(source), qPrintable(form->device_tooltip(0)));
 
     // A bad sequence length: the reader's message (file:line:col, key) under the form; no Run.
     seq->setFocus();

@@ -323,6 +323,13 @@ TEST(OpTime, UnfusedAttentionScoresStreamAtTheirOwnFraction) {
   // triad's rate, which score_memory replaces here)...
   d.measured_gemms = {{2048, 2048, 64, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, 2048, 2048, 64).v}}};
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, bytes / 1e12 + 5e-6, 1e-9);
+  // (A score product bound by compute, here a head dim of 8192, takes the factor as any GEMM.)
+  workload::Op wide = qk;
+  wide.k = 8192;
+  d.measured_gemms.clear();
+  const double unscaled = op_time(d, hw::Dtype::Bf16, wide, Pass::Forward).v;
+  d.measured_gemms.push_back({2048, 2048, 8192, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, 2048, 2048, 8192).v}});
+  EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, wide, Pass::Forward).v, 3 * unscaled, 1e-9);
   d.measured_gemms.clear();
   d.efficiency.score_memory = 0;
   const double at_memory = op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v;

@@ -88,6 +88,26 @@ TEST(LayerOps, UnfusedAttentionMarksItsScoreTraffic) {
   for (const auto& op : layer_ops(m, s)) EXPECT_FALSE(op.score_traffic) << op.name;
 }
 
+// In fp8 training only the linear layers' GEMMs run in fp8: unfused attention's batched products
+// and a MoE router stay 16-bit (priced at the 16-bit peak, no fp8 cast of their inputs).
+TEST(LayerOps, Fp8LeavesAttentionProductsAndTheRouterIn16Bits) {
+  MicroBatchShape s{2, 512, 1, false, hw::Dtype::Fp8, true, true, false};
+  s.flash_attention = false;
+  ModelSpec m = gpt(4, 1024, 16, 1000);
+  m.experts = 8;
+  m.top_k = 2;
+  const auto ops = layer_ops(m, s);
+  for (const char* name : {"attn_scores", "attn_context", "router"}) EXPECT_TRUE(find(ops, name).keep_16bit) << name;
+  for (const char* name : {"qkv", "attn_out"}) EXPECT_FALSE(find(ops, name).keep_16bit) << name;
+  // The casts: qkv's and attn_out's inputs (1024 columns each) and the experts' (1024 a token
+  // per routed copy), not the router's.
+  const Op& cast = find(ops, "fp8_cast");
+  const double tokens = 2 * 512.0;
+  const double experts_in = find(ops, "expert_up").m * find(ops, "expert_up").count * 1024;
+  const double down_in = find(ops, "expert_down").m * find(ops, "expert_down").count * find(ops, "expert_down").k;
+  EXPECT_DOUBLE_EQ(cast.fwd_bytes.v, 4 * (tokens * (1024 + 1024) + experts_in + down_in));
+}
+
 // Heads wider than hidden/heads (Qwen3: 32 heads of 128 over hidden 2048): Q and the attention
 // work are heads·head_dim wide, the residual stream hidden; a QK-norm runs over Q and K.
 TEST(LayerOps, HeadDimSetsTheQueryWidth) {

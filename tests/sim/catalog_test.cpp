@@ -70,8 +70,19 @@ TEST(Catalog, TheFiguresAloneAreTheWholeCatalogueWithoutItsSources) {
     d.sources.clear();
   }
   EXPECT_GT(cited, whole->devices.size() * 4);
-  for (const auto& d : figures->devices) EXPECT_TRUE(d.sources.empty()) << d.name;
+  for (const auto& d : figures->devices) {
+    EXPECT_TRUE(d.sources.empty()) << d.name;
+    EXPECT_TRUE(d.builtin) << d.name;  // whose sources the whole catalogue has
+  }
   EXPECT_EQ(report::catalog_json(*figures), report::catalog_json(*whole));
+  // A user's file that reuses a built-in name replaces the device, provenance included.
+  hw::Catalog mine = *figures;
+  const std::string text =
+      "[[device]]\nname = \"h100-sxm5\"\npeak = { bf16 = \"100TFLOPS\" }\nmemory = \"8GiB\"\n"
+      "memory_bandwidth = \"1TB/s\"\nnode = { devices = 8, fabric = \"nvlink4\", nics = 8, nic = \"ib-ndr-400\" }\n";
+  EXPECT_EQ(test::all_errors(io::read_catalog_text(text, "mine.toml", mine)), "");
+  ASSERT_NE(mine.find_device("h100-sxm5"), nullptr);
+  EXPECT_FALSE(mine.find_device("h100-sxm5")->builtin);
 }
 
 TEST(Catalog, H100FiguresMatchTheDatasheet) {
