@@ -115,15 +115,19 @@ std::string_view algorithm_name(Algorithm a) {
   return "?";
 }
 
-TimeBreakdown hierarchical_dispatch_time(Bytes copy, double remote_nodes, double fabric_copies, const CommGroup& g) {
+TimeBreakdown hierarchical_dispatch_time(Bytes copy, double remote_nodes, double fabric_copies, const CommGroup& g,
+                                         BytesPerSec kernel_rate) {
   HETSIM_ASSERT(g.ranks >= 1 && g.ranks_per_node >= 1 && g.ranks % g.ranks_per_node == 0 && remote_nodes >= 0 &&
-                    fabric_copies >= 0,
+                    fabric_copies >= 0 && kernel_rate.v >= 0,
                 "bad hierarchical dispatch");
   const int k = g.ranks_per_node, nodes = g.nodes();
   // The dispatch kernels send to every peer at once from the GPU (DeepEP's RDMA and NVLink
   // warps): one latency per level, not one per peer (DeepEP's low-latency dispatch takes 173 µs
   // at EP 64 and 194 µs at EP 256; docs/cost-models.md#hierarchical-dispatch).
   Duration bw = k > 1 ? copy * fabric_copies / (g.intra.reach(k - 1) * g.intra.all_to_all) : Duration{0};
+  // The kernels' own rate (their SM budget) over every copy a rank receives, its own one of k
+  // included: fabric_copies·k/(k − 1) of them.
+  if (k > 1 && kernel_rate.v > 0) bw = max(bw, copy * (fabric_copies * k / (k - 1)) / kernel_rate);
   Duration lat = k > 1 ? g.intra.latency : Duration{0};
   if (nodes > 1) {
     bw = max(bw, copy * remote_nodes / (g.inter.bandwidth * g.inter.all_to_all));

@@ -106,12 +106,15 @@ struct CollectiveCost {
 /// of the same local index there, which forwards them over the node's fabric to the ranks of
 /// their experts. `copy`: the rank's tokens' bytes, one copy of each; `remote_nodes`: other nodes
 /// a token goes to, on average; `fabric_copies`: copies of a token that cross the fabric, on
-/// average. Time: max(copy·remote_nodes / inter bandwidth, copy·fabric_copies / intra bandwidth)
-/// + (nodes − 1)·inter latency + (ranks_per_node − 1)·intra latency (the fan-out runs while
-/// later tokens arrive). docs/cost-models.md#hierarchical-dispatch.
-/// Requires: as collective_time; remote_nodes, fabric_copies >= 0.
+/// average. Time: max(copy·remote_nodes / inter bandwidth, fabric step) + inter latency (several
+/// nodes) + intra latency (several ranks a node): the fan-out runs while later tokens arrive, and
+/// the kernels send to every peer at once. The fabric step is copy·fabric_copies / intra
+/// bandwidth, or, where the kernels' own rate `kernel_rate` (> 0: hw::Efficiency::
+/// dispatch_bandwidth, counted over every copy a rank receives, its own included) is slower, the
+/// time at that rate. docs/cost-models.md#hierarchical-dispatch.
+/// Requires: as collective_time; remote_nodes, fabric_copies >= 0; kernel_rate >= 0.
 [[nodiscard]] TimeBreakdown hierarchical_dispatch_time(Bytes copy, double remote_nodes, double fabric_copies,
-                                                       const CommGroup& g);
+                                                       const CommGroup& g, BytesPerSec kernel_rate = BytesPerSec{0});
 
 /// Ring all-reduce over n ranks on one bottleneck bandwidth: 2(n−1)·α + 2(n−1)/n · size/bw.
 [[nodiscard]] TimeBreakdown ring_allreduce(Bytes size, int n, BytesPerSec bw, Duration alpha);

@@ -99,6 +99,11 @@ struct Efficiency {
   /// between them, workload::Op::score_traffic), streamed well under `memory` where measured;
   /// 0: `memory`.
   double score_memory = 0;
+  /// The hierarchical expert dispatch's (DeepEP's normal kernels') own rate on the node's
+  /// fabric at their default SM budget, per rank, over every token copy a rank receives (its own
+  /// included), as DeepEP's tests count it; the fabric step takes the slower of this and the
+  /// fabric's. 0: the fabric's alone.
+  BytesPerSec dispatch_bandwidth{0};
   Duration launch_overhead{4e-6};  ///< device-side cost per kernel (launch gap)
   /// Host (framework) time to issue one kernel; a layer takes at least its kernels × this.
   /// 0: the host never limits.

@@ -183,7 +183,7 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
                         "attention", "attention_half_seq", "attention_head_half", "attention_bwd", "attention_bwd_wide",
                         "attention_noncausal", "attention_fa2", "memory", "launch_overhead",
                         "host_overhead", "overlap_slowdown", "norm_memory", "loss_memory",
-                        "optimizer_memory", "unvectorized_memory", "score_memory"});
+                        "optimizer_memory", "unvectorized_memory", "score_memory", "dispatch_bandwidth"});
     auto& e = d.efficiency;
     e.gemm = r.number(*eff, "gemm", 0.01, 1).value_or(e.gemm);
     e.gemm_fp8 = r.number(*eff, "gemm_fp8", 0.01, 1).value_or(e.gemm_fp8);
@@ -224,6 +224,13 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
       }
       into = Duration{*v};
     };
+    if (auto v = r.quantity(*eff, "dispatch_bandwidth", Dimension::Bandwidth)) {
+      if (*v <= 0 || *v > 1e14)
+        r.error(r.loc(r.node(*eff, "dispatch_bandwidth")), r.key_path(*eff, "dispatch_bandwidth"),
+                "must be above 0 and at most 100TB/s", "a rank's dispatch rate, e.g. \"308GB/s\"");
+      else
+        e.dispatch_bandwidth = BytesPerSec{*v};
+    }
     time("tile_overhead", e.tile_overhead);
     time("launch_overhead", e.launch_overhead);
     time("host_overhead", e.host_overhead);

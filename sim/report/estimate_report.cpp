@@ -311,7 +311,11 @@ std::string catalog_json(const hw::Catalog& c) {
     dj["mtbf_hours"] = d.mtbf_hours;
     dj["node"] = {{"devices", d.node.devices}, {"fabric", d.node.fabric}, {"nics", d.node.nics}, {"nic", d.node.nic}};
     const auto& e = d.efficiency;
-    dj["efficiency"] = {{"gemm", e.gemm}, {"gemm_fp8", e.main_loop(hw::Dtype::Fp8)}, {"gemm_fp8_precise", e.backward_main_loop(hw::Dtype::Fp8)}, {"gemm_half_dim", e.gemm_half_dim}, {"sms", e.sms},
+    dj["efficiency"] = {{"gemm", e.gemm},
+                        {"gemm_fp8", e.main_loop(hw::Dtype::Fp8)},
+                        {"gemm_fp8_precise", e.backward_main_loop(hw::Dtype::Fp8)},
+                        {"gemm_half_dim", e.gemm_half_dim},
+                        {"sms", e.sms},
                         {"tile_m", e.tile_m}, {"tile_n", e.tile_n}, {"tile_overhead_s", e.tile_overhead.v},
                         {"attention", e.attention}, {"attention_half_seq", e.attention_half_seq},
                         {"attention_head_half", e.attention_head_half}, {"attention_bwd", e.attention_bwd},
@@ -326,6 +330,9 @@ std::string catalog_json(const hw::Catalog& c) {
     dj["efficiency"]["optimizer_memory"] = fraction(e.optimizer_memory);
     dj["efficiency"]["unvectorized_memory"] = fraction(e.unvectorized_memory);
     dj["efficiency"]["score_memory"] = fraction(e.score_memory);
+    // The hierarchical dispatch's own rate; null where only the fabric's applies.
+    dj["efficiency"]["dispatch_bandwidth_bytes_per_s"] =
+        e.dispatch_bandwidth.v > 0 ? ordered_json(e.dispatch_bandwidth.v) : ordered_json(nullptr);
     if (!d.measured_gemms.empty()) {  // a calibrated profile's
       ordered_json mg = ordered_json::array();
       for (const auto& g : d.measured_gemms)

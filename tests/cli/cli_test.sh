@@ -16,8 +16,9 @@ assert e["a100-sxm4-40gb"]["score_memory"] == 0.6 and e["v100-sxm2-32gb"]["score
   && ok || bad "catalog --json gives the A100's score_memory, and memory where a device has none"
 "$HETSIM" catalog --json | python3 -c 'import json,sys; e={d["name"]: d["efficiency"] for d in json.load(sys.stdin)["devices"]}
 h, b = e["h100-sxm5"], e["b200"]
-assert h["gemm_fp8_precise"] < h["gemm_fp8"] and b["gemm_fp8_precise"] == b["gemm_fp8"], (h, b)' \
-  && ok || bad "catalog --json gives the H100's backward fp8 main loop below its forward one, the B200 one figure"
+assert h["gemm_fp8_precise"] < h["gemm_fp8"] and b["gemm_fp8_precise"] == b["gemm_fp8"], (h, b)
+assert h["dispatch_bandwidth_bytes_per_s"] == 308e9 and e["a100-sxm4-80gb"]["dispatch_bandwidth_bytes_per_s"] is None' \
+  && ok || bad "catalog --json gives the H100's backward fp8 main loop below its forward one (the B200 one figure) and its dispatch kernels' rate (the A100 none)"
 "$HETSIM" frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown command exits 2"
 
 # Under the sanitizers (CLI_SCENARIOS=bundled) the bundled scenarios and one published fp8 run

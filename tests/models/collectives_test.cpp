@@ -124,6 +124,25 @@ TEST(Collectives, AGroupedAllToAllPaysOneLatencyAndACostPerPeerAtItsOwnRate) {
   EXPECT_NEAR(d.get("bandwidth").v, 2e6 / 50e9, 1e-15);
 }
 
+// The hierarchical dispatch's fabric step at the kernels' own rate where that is slower than the
+// fabric's (DeepEP's SM budget, counted over every copy a rank receives, its own one of k too):
+// one node of 4 ranks, 1 MB a copy, 1.5 copies a token across the fabric = 2 received copies.
+TEST(Collectives, HierarchicalDispatchTakesTheSlowerOfTheFabricAndTheKernelsOwnRate) {
+  CommGroup node = two_level(1, 4);
+  const double fabric = node.intra.bandwidth.v;
+  const auto at_fabric = hierarchical_dispatch_time(Bytes{1e6}, 0.0, 1.5, node);
+  EXPECT_NEAR(at_fabric.get("bandwidth").v, 1.5e6 / fabric, 1e-15);
+  // A kernel rate above what the fabric gives changes nothing; below it, it sets the step.
+  EXPECT_DOUBLE_EQ(hierarchical_dispatch_time(Bytes{1e6}, 0.0, 1.5, node, BytesPerSec{fabric * 2}).total().v,
+                   at_fabric.total().v);
+  const auto capped = hierarchical_dispatch_time(Bytes{1e6}, 0.0, 1.5, node, BytesPerSec{fabric / 2});
+  EXPECT_NEAR(capped.get("bandwidth").v, 2e6 / (fabric / 2), 1e-15);
+  EXPECT_NEAR(capped.get("latency").v, node.intra.latency.v, 1e-15);
+  // One rank a node: no fabric step, whatever the kernels' rate.
+  const auto alone = hierarchical_dispatch_time(Bytes{1e6}, 1.0, 0.0, two_level(2, 1), BytesPerSec{1});
+  EXPECT_NEAR(alone.get("bandwidth").v, 1e6 / two_level(2, 1).inter.bandwidth.v, 1e-15);
+}
+
 // A full mesh (per_peer set): a rank reaches one direct link per node-mate of its group. 300 GB/s
 // aggregate, 50 GB/s per peer: 2 ranks reach 50, 4 ranks 150, 8 ranks the whole 300.
 TEST(Collectives, AFullMeshGroupReachesOneLinkPerNodeMate) {

@@ -42,6 +42,10 @@ TEST(Catalog, EveryDeviceIsCompleteAndSourced) {
       EXPECT_TRUE(d.peak_for(hw::Dtype::Fp8).has_value()) << d.name;
       EXPECT_NE(d.sources.at("efficiency").find("gemm_fp8"), std::string::npos) << d.name;
     }
+    // The hierarchical dispatch kernels' own rate, where given, is sourced too.
+    if (d.efficiency.dispatch_bandwidth.v > 0) {
+      EXPECT_NE(d.sources.at("efficiency").find("dispatch_bandwidth"), std::string::npos) << d.name;
+    }
     // So is the backward's precise-accumulation main loop, never above the fast one.
     if (d.efficiency.gemm_fp8_precise > 0) {
       EXPECT_GT(d.efficiency.gemm_fp8, 0) << d.name;
@@ -112,13 +116,13 @@ TEST(Catalog, OutOfRangeEfficienciesAreRejectedWithTheirKey) {
       "memory_bandwidth = \"1TB/s\"\nnode = { devices = 8, fabric = \"nvlink4\", nics = 8, nic = \"ib-ndr-400\" }\n"
       "efficiency = { tile_overhead = \"5ms\", sms = -1, overlap_slowdown = 0.95, attention_half_seq = -4, "
       "attention_bwd = 0, attention_noncausal = 5, attention_head_half = -1, gemm_fp8 = 1.3, attention_fa2 = 1.5, "
-      "attention_bwd_wide = 1.2 }\n";
+      "attention_bwd_wide = 1.2, dispatch_bandwidth = \"0GB/s\" }\n";
   auto d = io::read_catalog_text(text, "bad.toml", cat);
   const std::string all = test::all_errors(d);
   for (const char* key : {"efficiency.tile_overhead", "efficiency.sms", "efficiency.overlap_slowdown",
                           "efficiency.attention_half_seq", "efficiency.attention_bwd",
                           "efficiency.attention_noncausal", "efficiency.attention_head_half", "efficiency.gemm_fp8",
-                          "efficiency.attention_fa2", "efficiency.attention_bwd_wide"})
+                          "efficiency.attention_fa2", "efficiency.attention_bwd_wide", "efficiency.dispatch_bandwidth"})
     EXPECT_NE(all.find(key), std::string::npos) << key << " in\n" << all;
   EXPECT_NE(all.find("bad.toml:7:"), std::string::npos) << all;
 }

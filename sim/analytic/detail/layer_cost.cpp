@@ -222,7 +222,9 @@ void LayerCosts::expert_exchange(LayerCost& lc, int tp, const hw::PoolSpec& pool
       const double k = g.ranks_per_node, nodes = g.nodes();
       const double remote = nodes > 1 ? workload::moe_nodes_per_token(m, g.nodes()) * (nodes - 1) / nodes : 0.0;
       const double ranks = workload::moe_nodes_per_token(m, ep);
-      return cost::hierarchical_dispatch_time(Bytes{sbh / tp * load * width}, remote, ranks * (k - 1) / k, g).total();
+      return cost::hierarchical_dispatch_time(Bytes{sbh / tp * load * width}, remote, ranks * (k - 1) / k, g,
+                                              pool.device.efficiency.dispatch_bandwidth)
+          .total();
     }
     return cost::collective_time(Collective::AllToAll, Bytes{sbh / tp * m.top_k * load * width}, g).time.total();
   };
