@@ -230,16 +230,25 @@ TEST(OpTime, ComputeBoundGemmIsFlopsOverAchievedPeakPlusLaunch) {
   EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Forward).v, want, 1e-12);
 }
 
+// An 8192³ GEMM of 1-byte operands on the test device given a 2 PFLOP/s fp8 peak; compute-bound:
+// 2·8192³ FLOPs at 2e15 × main loop × 8192/(8192 + 64) (the half-dimension curve), + 5 µs launch.
+struct Fp8Gemm {
+  workload::Op op;
+  hw::DeviceSpec d = device();
+  const double flops = 2.0 * 8192 * 8192 * 8192, shape = 8192.0 / (8192 + 64);
+  Fp8Gemm() {
+    op.kind = workload::OpKind::Gemm;
+    op.m = op.n = op.k = 8192;
+    op.operand_bytes = 1;
+    d.peak[hw::Dtype::Fp8] = FlopRate{2e15};
+  }
+};
+
 // fp8 GEMMs run at gemm_fp8 of the fp8 peak; without one, at gemm; GEMMs kept in 16 bits in an
 // fp8 run at the 16-bit peak and gemm.
 TEST(OpTime, Fp8GemmsUseTheirOwnMainLoopFraction) {
-  workload::Op op;
-  op.kind = workload::OpKind::Gemm;
-  op.m = op.n = op.k = 8192;
-  op.operand_bytes = 1;
-  auto d = device();
-  d.peak[hw::Dtype::Fp8] = FlopRate{2e15};
-  const double flops = 2.0 * 8192 * 8192 * 8192, shape = 8192.0 / (8192 + 64);
+  Fp8Gemm g;
+  auto& [op, d, flops, shape] = g;
   EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Forward).v, flops / (2e15 * 0.8 * shape) + 5e-6, 1e-12);
   d.efficiency.gemm_fp8 = 0.5;
   EXPECT_DOUBLE_EQ(d.efficiency.main_loop(hw::Dtype::Fp8), 0.5);
@@ -252,15 +261,12 @@ TEST(OpTime, Fp8GemmsUseTheirOwnMainLoopFraction) {
 // The backward's two fp8 GEMMs (input and weight gradients) run at gemm_fp8_precise where the
 // device gives one (fp32 promotion, as Transformer Engine and torchao run them); the forward
 // keeps gemm_fp8 (fast accumulation); 16-bit GEMMs are unaffected.
+// Each of the two backward kernels has the forward's shape here (a cube), so the backward is
+// 2 × one kernel at its main loop.
 TEST(OpTime, Fp8BackwardGemmsRunAtThePreciseMainLoop) {
-  workload::Op op;
-  op.kind = workload::OpKind::Gemm;
-  op.m = op.n = op.k = 8192;
-  op.operand_bytes = 1;
-  auto d = device();
-  d.peak[hw::Dtype::Fp8] = FlopRate{2e15};
+  Fp8Gemm g;
+  auto& [op, d, flops, shape] = g;
   d.efficiency.gemm_fp8 = 0.75;
-  const double flops = 2.0 * 8192 * 8192 * 8192, shape = 8192.0 / (8192 + 64);
   auto at = [&](double main) { return flops / (2e15 * main * shape) + 5e-6; };
   EXPECT_NEAR(op_time(d, hw::Dtype::Fp8, op, Pass::Backward).v, 2 * at(0.75), 1e-12);
   d.efficiency.gemm_fp8_precise = 0.6;
