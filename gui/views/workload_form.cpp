@@ -265,7 +265,8 @@ void WorkloadForm::refreshed() {
     std::optional<hw::DeviceSpec> shown;
     if (d) {
       shown = *d;
-      if (const hw::DeviceSpec* b = cat && d->builtin ? cat->find_device(d->name) : nullptr) shown->sources = b->sources;
+      if (const hw::DeviceSpec* b = cat && d->builtin ? cat->find_device(d->name) : nullptr)
+        shown->sources = b->sources;
     }
     pool.figures->setText(shown ? device_summary(*shown) : QString());
     pool.figures->setToolTip(shown ? device_sources(*shown) : QString());

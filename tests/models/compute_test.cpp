@@ -327,14 +327,17 @@ TEST(OpTime, UnfusedAttentionScoresStreamAtTheirOwnFraction) {
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, bytes / 1e12 + 5e-6, 1e-9);
   // A calibrated profile's timed GEMMs do not scale it again (they are priced against the
   // triad's rate, which score_memory replaces here)...
-  d.measured_gemms = {{2048, 2048, 64, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, 2048, 2048, 64).v}}};
+  auto timed_at_3x = [&](double m, double n, double k) {
+    return hw::MeasuredGemm{m, n, k, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, m, n, k).v}};
+  };
+  d.measured_gemms = {timed_at_3x(2048, 2048, 64)};
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, bytes / 1e12 + 5e-6, 1e-9);
   // (A score product bound by compute, here a head dim of 8192, takes the factor as any GEMM.)
   workload::Op wide = qk;
   wide.k = 8192;
   d.measured_gemms.clear();
   const double unscaled = op_time(d, hw::Dtype::Bf16, wide, Pass::Forward).v;
-  d.measured_gemms.push_back({2048, 2048, 8192, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, 2048, 2048, 8192).v}});
+  d.measured_gemms.push_back(timed_at_3x(2048, 2048, 8192));
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, wide, Pass::Forward).v, 3 * unscaled, 1e-9);
   d.measured_gemms.clear();
   d.efficiency.score_memory = 0;
@@ -342,7 +345,7 @@ TEST(OpTime, UnfusedAttentionScoresStreamAtTheirOwnFraction) {
   EXPECT_LT(at_memory, bytes / 1e12 + 5e-6);
   EXPECT_GE(at_memory, bytes / 1.8e12 + 5e-6 - 1e-12);
   // ... but do where it streams at the triad's rate, as any GEMM.
-  d.measured_gemms = {{2048, 2048, 64, hw::Dtype::Bf16, Duration{3 * gemm_model_time(d, hw::Dtype::Bf16, 2048, 2048, 64).v}}};
+  d.measured_gemms = {timed_at_3x(2048, 2048, 64)};
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, qk, Pass::Forward).v, 3 * at_memory, 1e-9);
 }
 

@@ -490,10 +490,12 @@ TEST(ExpertDispatch, HierarchicalDispatchCrossesEachNodeOnce) {
   };
   const double ranks = 8 * (1 - 91.0 / 120);  // distinct ranks a token, its own included
   const double a2a = 2 * 7.0 / 8 / nvlink;
-  EXPECT_NEAR(fabric("hierarchical") / fabric("all-to-all"), std::max(ranks * 7 / 8 / nvlink, ranks / kernel) / a2a, 1e-9);
+  EXPECT_NEAR(fabric("hierarchical") / fabric("all-to-all"), std::max(ranks * 7 / 8 / nvlink, ranks / kernel) / a2a,
+              1e-9);
   EXPECT_GT(ranks / kernel, ranks * 7 / 8 / nvlink);  // the kernels' rate binds on the H100
   EXPECT_GT(ep_time("hierarchical", 4096, one_node), ep_time("all-to-all", 4096, one_node));
-  EXPECT_LT(ep_time("hierarchical", 4096, one_node, "a100-sxm4-80gb"), ep_time("all-to-all", 4096, one_node, "a100-sxm4-80gb"));
+  EXPECT_LT(ep_time("hierarchical", 4096, one_node, "a100-sxm4-80gb"),
+            ep_time("all-to-all", 4096, one_node, "a100-sxm4-80gb"));
 }
 
 // DeepEP's rank-wise dispatch under Automodel's force-balanced gate, which gives a token one
