@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <mutex>
 
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/plan_json.hpp"
@@ -16,18 +15,15 @@
 #endif
 
 namespace hetsim::api {
+// Each parsed once, on first use (a function-local static's initialisation is thread-safe).
 Result<hw::Catalog> catalog() {
-  static std::once_flag once;
-  static std::optional<Result<hw::Catalog>> parsed;
-  std::call_once(once, [] { parsed.emplace(io::builtin_catalog()); });
-  return *parsed;
+  static const Result<hw::Catalog> parsed = io::builtin_catalog();
+  return parsed;
 }
 
 Result<hw::Catalog> figures_catalog() {
-  static std::once_flag once;
-  static std::optional<Result<hw::Catalog>> parsed;
-  std::call_once(once, [] { parsed.emplace(io::builtin_catalog(false)); });
-  return *parsed;
+  static const Result<hw::Catalog> parsed = io::builtin_catalog(false);
+  return parsed;
 }
 
 Result<Scenario> load(const std::filesystem::path& file, const io::ReadOptions& opts) {

@@ -180,8 +180,8 @@ std::optional<hw::DeviceSpec> read_device(TomlReader& r, const TableRef& t, cons
 
   if (auto eff = r.table(t, "efficiency")) {
     r.check_keys(*eff, {"gemm", "gemm_fp8", "gemm_fp8_precise", "gemm_half_dim", "sms", "tile_m", "tile_n",
-                        "tile_overhead", "attention", "attention_half_seq", "attention_head_half", "attention_bwd", "attention_bwd_wide",
-                        "attention_noncausal", "attention_fa2", "memory", "launch_overhead",
+                        "tile_overhead", "attention", "attention_half_seq", "attention_head_half", "attention_bwd",
+                        "attention_bwd_wide", "attention_noncausal", "attention_fa2", "memory", "launch_overhead",
                         "host_overhead", "overlap_slowdown", "norm_memory", "loss_memory",
                         "optimizer_memory", "unvectorized_memory", "score_memory", "dispatch_bandwidth"});
     auto& e = d.efficiency;

@@ -277,21 +277,26 @@ TEST(OpTime, Fp8BackwardGemmsRunAtThePreciseMainLoop) {
   EXPECT_DOUBLE_EQ(op_time(d, hw::Dtype::Bf16, op, Pass::Backward).v, bf16);
 }
 
-TEST(OpTime, ElementwiseIsMemoryBound) {
-  // 1 GB moved at 2e12·0.9 B/s = 0.5556 ms (+5 us); its 1e8 FLOPs at 50 TF/s take 2 us.
+// An elementwise op that moves 1 GB forward: at the test device's `memory` (2e12·0.9 B/s) 1e9 /
+// 1.8e12 s, + 5 µs launch.
+workload::Op gigabyte_stream() {
   workload::Op op;
   op.kind = workload::OpKind::Elementwise;
-  op.fwd_flops = Flops{1e8};
   op.fwd_bytes = Bytes{1e9};
+  return op;
+}
+
+TEST(OpTime, ElementwiseIsMemoryBound) {
+  // 1 GB moved at 2e12·0.9 B/s = 0.5556 ms (+5 us); its 1e8 FLOPs at 50 TF/s take 2 us.
+  workload::Op op = gigabyte_stream();
+  op.fwd_flops = Flops{1e8};
   EXPECT_NEAR(op_time(device(), hw::Dtype::Bf16, op, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
 }
 
 // PyTorch's non-vectorized kernels (strided operands, dtype-converting copies) stream at the
 // device's unvectorized_memory fraction where it has one, else at `memory`.
 TEST(OpTime, UnvectorizedKernelsStreamAtTheirOwnFraction) {
-  workload::Op op;
-  op.kind = workload::OpKind::Elementwise;
-  op.fwd_bytes = Bytes{1e9};
+  workload::Op op = gigabyte_stream();
   op.unvectorized = true;
   auto d = device();
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, op, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
@@ -305,9 +310,7 @@ TEST(OpTime, UnvectorizedKernelsStreamAtTheirOwnFraction) {
 // device has it: the softmax's bytes, and a batched score product whose s×s output binds it
 // (2048 × 2048 × 64 per head, 128 heads: 1.07 GB written against 69 GFLOP).
 TEST(OpTime, UnfusedAttentionScoresStreamAtTheirOwnFraction) {
-  workload::Op softmax;
-  softmax.kind = workload::OpKind::Elementwise;
-  softmax.fwd_bytes = Bytes{1e9};
+  workload::Op softmax = gigabyte_stream();
   softmax.score_traffic = true;
   auto d = device();
   EXPECT_NEAR(op_time(d, hw::Dtype::Bf16, softmax, Pass::Forward).v, 1e9 / 1.8e12 + 5e-6, 1e-12);
