@@ -161,6 +161,14 @@ class ProcessGroup {
   [[noreturn]] virtual void abort(int code) = 0;
 };
 
+/// How a device is opened where it differs from the backend's own (Backend::open_as): a plan's
+/// pools as devices of unequal speed, cores and memory on one machine.
+struct DeviceSetup {
+  double speed = 1.0;       ///< of the device's own pace, 0 < speed ≤ 1 (a device at 0.5 takes twice as long)
+  int cores = 0;            ///< cpu cores that split each kernel; 0: the backend's own
+  std::size_t memory = 0;   ///< bytes allocate() may hand out; 0: the backend's own (GPUs: their memory)
+};
+
 /// Creates the devices of a backend, and communicators among them. "cpu" is always available.
 class Backend {
  public:
@@ -168,13 +176,17 @@ class Backend {
   [[nodiscard]] virtual std::string name() const = 0;
   [[nodiscard]] virtual int device_count() const = 0;
   [[nodiscard]] virtual std::unique_ptr<Device> open(int index) = 0;
-  /// Opens device `index` running at `speed` (0 < speed ≤ 1) of its own pace: a device at 0.5
-  /// takes twice as long for every kernel (cpu: the kernel, then an idle as long again), so
-  /// pools of one machine can stand for devices of unequal speed. The default opens at full
-  /// speed and refuses any other (key "speed").
-  [[nodiscard]] virtual Result<std::unique_ptr<Device>> open_slowed(int index, double speed);
-  /// Whether open_slowed() takes speeds other than 1 (the same answer in every process).
+  /// Opens device `index` as `setup` says: at `speed` of its own pace (a device at 0.5 takes
+  /// twice as long for every kernel; cpu: the kernel, then an idle as long again), on `cores`
+  /// cores (cpu), with `memory` bytes to allocate (at most what the device has). So pools of one
+  /// machine can stand for devices of unequal speed, size and memory. The default opens the
+  /// device as open() does, capping nothing, and refuses any other setup (key "speed", "cores"
+  /// or "memory"); GPU backends take a memory cap.
+  [[nodiscard]] virtual Result<std::unique_ptr<Device>> open_as(int index, const DeviceSetup& setup);
+  /// Whether open_as() takes speeds other than 1, and cores other than 0 (the same answer in
+  /// every process).
   [[nodiscard]] virtual bool slows() const { return false; }
+  [[nodiscard]] virtual bool sets_cores() const { return false; }
   /// What the devices are, for reports ("cuda: 2 devices on 1 GPU").
   [[nodiscard]] virtual std::string describe() const { return name() + ": " + std::to_string(device_count()) + " devices"; }
   /// One communicator per member (in member order) for a group of devices this backend opened.

@@ -442,6 +442,10 @@ std::string profile_toml(const Profile& p, const std::string& name, double memor
     o += fmt::format("# Kernels timed beside {} other device(s) running the calibration's kernels at their own speeds\n"
                      "# (calibrate --alongside): as the device runs beside the other pools in a replay.\n\n",
                      p.alongside);
+  if (p.cores > 1)
+    o += fmt::format("# Measured on a device of {} cores (calibrate --cores {}): replay the pool on such devices,\n"
+                     "# hetsim-exec run --cores POOL={}.\n\n",
+                     p.cores, p.cores, p.cores);
   o += fmt::format("[[link]]\nname = \"{}-copy\"\ndisplay = \"shared-memory copy between {} devices\"\nkind = \"scale-up\"\n"
                    "bandwidth = \"{:.6g}GB/s\"\nlatency = \"{:.4g}us\"\nefficiency = 1.0\nsource = \"{}\"\n\n",
                    name, name, (p.link_bandwidth > 0 ? p.link_bandwidth : p.copy_bandwidth) / 1e9,

@@ -66,6 +66,7 @@ struct Profile {
   std::vector<GemmSample> samples_fp16;  ///< fp16 (a GPU; empty on the host)
   std::string failure;  ///< the device's failure(), if it met one (the figures are then void)
   int alongside = 0;    ///< devices that ran the calibration load beside it (calibrate's `alongside`)
+  int cores = 1;        ///< cpu cores the measured device split its kernels over (the backend's own)
 };
 
 /// Runs the microbenchmarks on device 0 of `backend` (about `seconds` of work in total).

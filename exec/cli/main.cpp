@@ -76,12 +76,15 @@ int write(const std::vector<hetsim::io::OutputFile>& files) {
 // The backend by name; cuda and hip only where they were built (HETSIM_WITH_CUDA, HETSIM_WITH_HIP)
 // and a GPU is present.
 hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::string& name, int devices,
-                                                                     double memory_gib, double speed = 1.0) {
+                                                                     double memory_gib, double speed = 1.0, int cores = 1) {
   if (name == "cpu")
-    return hetsim::exec::make_cpu_backend_at(devices, static_cast<std::size_t>(memory_gib * 1073741824.0), speed);
+    return hetsim::exec::make_cpu_backend_at(devices, static_cast<std::size_t>(memory_gib * 1073741824.0), speed, cores);
   if (speed != 1.0)
     return hetsim::Diagnostic{{}, "", "--speed: the " + name + " backend cannot slow its devices",
                               "device speed factors are a cpu backend feature (docs/executor.md)", hetsim::ErrorKind::BadInput};
+  if (cores != 1)
+    return hetsim::Diagnostic{{}, "", "--cores: the " + name + " backend's devices have no core count to set",
+                              "cores per device are a cpu backend feature (docs/executor.md)", hetsim::ErrorKind::BadInput};
 #ifdef HETSIM_HAVE_CUDA
   if (name == "cuda") return hetsim::exec::make_cuda_backend(devices);
 #endif
@@ -143,7 +146,8 @@ int main(int argc, char** argv) {
       ->check(hetsim::cli::count_between(1, 4096, "devices"))
       ->default_val(cores);
   // At least about 1 MiB (0 would mean unlimited to the cpu backend), at most 64 TiB.
-  run->add_option("--memory", memory_gib, "Memory per cpu device, GiB")
+  run->add_option("--memory", memory_gib,
+                  "Memory per cpu device, GiB (default: a calibrated cpu profile's own memory for its pool, else 4)")
       ->check(hetsim::cli::between(0.001, 65536, "GiB"))
       ->default_val(4);
   run->add_option("--steps", steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->default_val(5);
@@ -164,6 +168,16 @@ int main(int argc, char** argv) {
                   "2-3; shared round-robin when the pool has more), so a node with two GPU models runs each pool on "
                   "its own GPUs; the other pools on the device of their own index. One process only")
       ->type_name("POOL=LIST");
+  std::vector<std::string> pool_core_counts;
+  run->add_option("--cores", pool_core_counts,
+                  "POOL=N (repeatable): that pool's cpu devices split each kernel over N cores (1-256; default 1), so "
+                  "the pools of a scenario are cpu devices of different sizes; cpu backend")
+      ->type_name("POOL=N");
+  std::vector<std::string> pool_memories;
+  run->add_option("--pool-memory", pool_memories,
+                  "POOL=GiB (repeatable): memory per device of that pool (cpu devices; on a GPU a cap below its own "
+                  "memory, so it stands for a smaller one), over --memory and a profile's own")
+      ->type_name("POOL=GiB");
   bool fit = false;
   run->add_flag("--fit", fit,
                 "Scale the plan down to the devices at hand: fewer data-parallel replicas, then fewer layers per "
@@ -191,6 +205,11 @@ int main(int argc, char** argv) {
             return "a device name of letters, digits, '.', '_' and '-' (it becomes a catalogue id)";
         return {};
       });
+  int cal_cores = 1;
+  cal->add_option("--cores", cal_cores,
+                  "Calibrate a device that splits each kernel over this many cores (cpu backend, 1-256; see run --cores)")
+      ->check(CLI::Range(1, 256))
+      ->default_val(1);
   double cal_speed = 1.0;
   cal->add_option("--speed", cal_speed,
                   "Calibrate a device slowed to this factor of full speed (cpu backend, 0 < FACTOR <= 1; see run --speed)")
@@ -280,6 +299,62 @@ int main(int argc, char** argv) {
         opts.pool_speed[pool_index] = factor;
       }
     }
+    // --cores POOL=N: the pool's cpu devices of N cores (the others of the backend's one).
+    if (!pool_core_counts.empty()) {
+      opts.pool_cores.assign(sc->cluster.pools.size(), 0);
+      for (const auto& item : pool_core_counts) {
+        auto parsed = pool_item("--cores", item, "POOL=N");
+        if (!parsed) return fail(parsed.errors());
+        const auto& [pool_index, value] = *parsed;
+        int n = 0;
+        std::size_t used = 0;
+        try {
+          n = std::stoi(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != value.size() || n < 1 || n > hetsim::exec::kMaxCores)
+          return fail({about("", "", "--cores " + item + ": the count must be a whole number from 1 to " +
+                                         std::to_string(hetsim::exec::kMaxCores),
+                             "2: each of the pool's devices splits its kernels over two cores")});
+        opts.pool_cores[pool_index] = n;
+      }
+      if (backend_name != "cpu")
+        return fail({about("", "", "--cores: the " + backend_name + " backend's devices have no core count to set",
+                           "cores per device are a cpu backend feature (docs/executor.md)")});
+    }
+    // Memory per pool: --pool-memory POOL=GiB, else --memory when given, else (cpu backend) a
+    // calibrated cpu profile's own memory for its pool.
+    if (!pool_memories.empty() || (backend_name == "cpu" && run->count("--memory") == 0)) {
+      opts.pool_memory.assign(sc->cluster.pools.size(), 0);
+      if (backend_name == "cpu" && run->count("--memory") == 0)
+        for (std::size_t k = 0; k < sc->cluster.pools.size(); ++k)
+          if (const auto& dev = sc->cluster.pools[k].device; dev.vendor == "host" && dev.memory.v >= 1048576.0)
+            opts.pool_memory[k] = static_cast<std::size_t>(std::min(dev.memory.v, 65536.0 * 1073741824.0));
+      std::vector<bool> given(sc->cluster.pools.size(), false);
+      for (const auto& item : pool_memories) {
+        auto parsed = pool_item("--pool-memory", item, "POOL=GiB");
+        if (!parsed) return fail(parsed.errors());
+        const auto& [pool_index, value] = *parsed;
+        if (given[pool_index])
+          return fail({about("", "", "--pool-memory " + item + ": pool '" + sc->cluster.pools[pool_index].name +
+                                         "' is listed twice", "one memory per pool")});
+        given[pool_index] = true;
+        double gib = 0;
+        std::size_t used = 0;
+        try {
+          gib = std::stod(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != value.size() || !(gib >= 0.001 && gib <= 65536))
+          return fail({about("", "", "--pool-memory " + item + ": the memory must be a number from 0.001 to 65536 (GiB)",
+                             "8: each of the pool's devices may allocate 8 GiB")});
+        opts.pool_memory[pool_index] = static_cast<std::size_t>(gib * 1073741824.0);
+      }
+      if (std::all_of(opts.pool_memory.begin(), opts.pool_memory.end(), [](std::size_t b) { return b == 0; }))
+        opts.pool_memory.clear();
+    }
     // --pool-devices POOL=LIST: indexes and ranges, "0,2" or "0-3".
     if (!pool_device_lists.empty()) {
       opts.pool_devices.assign(sc->cluster.pools.size(), {});
@@ -326,11 +401,22 @@ int main(int argc, char** argv) {
                     << " (calibrate a cpu profile with `hetsim-exec calibrate`, or use --backend cuda/hip)\n";
           break;
         }
+    // Each pool's memory a device: its own where set (a GPU's cap checked against the GPU by
+    // opening one), else the backend's.
     const std::size_t capacity = (*backend)->open(opts.local_device)->capacity();
+    std::vector<std::size_t> pool_capacity(sc->cluster.pools.size(), capacity);
+    for (std::size_t k = 0; k < opts.pool_memory.size(); ++k)
+      if (opts.pool_memory[k] != 0) {
+        hetsim::exec::DeviceSetup setup;
+        setup.memory = opts.pool_memory[k];
+        auto probe = (*backend)->open_as(opts.local_device, setup);
+        if (!probe) return fail(hetsim::with_kind(probe.errors(), hetsim::ErrorKind::BadInput));
+        pool_capacity[k] = (*probe)->capacity();
+      }
     std::string scaled;
     if (fit) {
       const int available = world && world->size() > 1 ? world->size() : (*backend)->device_count();
-      auto sd = hetsim::exec::scale_to_fit(*sc, plan, available, capacity);
+      auto sd = hetsim::exec::scale_to_fit(*sc, plan, available, pool_capacity);
       if (!sd) {
         return fail(named_in(sd.errors(), scenario));
       }
@@ -338,19 +424,32 @@ int main(int argc, char** argv) {
       if (!scaled.empty() && !quiet && json) std::cerr << "note: plan scaled down to fit (--fit): " << scaled << "\n";
       *sc = std::move(sd->scenario);
       plan = std::move(sd->plan);
-    } else if (capacity > 0) {
+    } else if (std::any_of(pool_capacity.begin(), pool_capacity.end(), [](std::size_t c) { return c > 0; })) {
       // A plan that does not fit is refused before it runs (as `hetsim simulate` refuses it).
       const auto g = hetsim::schedule::build_schedule(*sc, plan);
       auto t = hetsim::engine::run_native(g);
       if (!t) return fail(t.errors());
-      for (std::size_t d = 0; d < t->peak_bytes.size(); ++d)
-        if (t->peak_bytes[d] > static_cast<std::int64_t>(capacity))
+      for (std::size_t d = 0; d < t->peak_bytes.size(); ++d) {
+        const auto pool = static_cast<std::size_t>(g.devices[d].pool);
+        const std::size_t cap = pool < pool_capacity.size() ? pool_capacity[pool] : capacity;
+        if (cap > 0 && t->peak_bytes[d] > static_cast<std::int64_t>(cap))
           return fail({about(scenario, "",
-                             fmt::format("the plan does not fit: device {} needs {:.4g} GiB, the {} devices have "
-                                           "{:.4g} GiB",
+                             fmt::format("the plan does not fit: device {} needs {:.4g} GiB, the {} devices of pool '{}' "
+                                           "have {:.4g} GiB",
                                            g.devices[d].label, static_cast<double>(t->peak_bytes[d]) / 1073741824.0,
-                                           backend_name, static_cast<double>(capacity) / 1073741824.0),
-                               "--fit (fewer layers), or --memory GiB for cpu devices", hetsim::ErrorKind::DoesNotFit)});
+                                           backend_name, sc->cluster.pools[pool].name, static_cast<double>(cap) / 1073741824.0),
+                               "--fit (fewer layers), or --memory GiB (--pool-memory POOL=GiB) for cpu devices",
+                               hetsim::ErrorKind::DoesNotFit)});
+      }
+    }
+    if (!quiet && backend_name == "cpu" && !world && !opts.pool_cores.empty()) {
+      const auto g = hetsim::schedule::build_schedule(*sc, plan);
+      long threads = 0;
+      for (const auto& d : g.devices)
+        threads += long{d.count} * std::max(1, opts.pool_cores[static_cast<std::size_t>(d.pool)]);
+      if (threads > cores)
+        std::cerr << "note: the plan's cpu devices run " << threads << " threads (devices × their cores) on " << cores
+                  << " cores: the measured times include that sharing, which the prediction does not\n";
     }
     const std::string source = "measured (" + backend_name + " backend" +
                                (world && world->size() > 1 ? ", mpirun" : "") +
@@ -430,6 +529,9 @@ int main(int argc, char** argv) {
     if (backend_name != "cpu" && cal_speed != 1.0)
       return fail({about("", "", "--speed: the " + backend_name + " backend cannot slow its devices",
                          "device speed factors are a cpu backend feature (docs/executor.md)")});
+    if (backend_name != "cpu" && cal_cores != 1)
+      return fail({about("", "", "--cores: the " + backend_name + " backend's devices have no core count to set",
+                         "cores per device are a cpu backend feature (docs/executor.md)")});
     if (backend_name != "cpu" && !alongside.empty())
       return fail({about("", "", "--alongside: only the cpu backend runs a load beside the device it measures",
                          "drop --alongside, or calibrate with --backend cpu (docs/executor.md)")});
@@ -457,7 +559,7 @@ int main(int argc, char** argv) {
             if (std::find(extra.begin(), extra.end(), g) == extra.end()) extra.push_back(g);
       }
     }
-    auto backend = backend_for(backend_name, 2, memory_gib, cal_speed);  // a second device for the link
+    auto backend = backend_for(backend_name, 2, memory_gib, cal_speed, cal_cores);  // a second device for the link
     if (!backend) return fail(hetsim::with_kind(backend.errors(), hetsim::ErrorKind::Environment));
     // --alongside: the other pools' devices, each at its own speed, running the calibration load.
     std::vector<std::unique_ptr<hetsim::exec::Device>> neighbours;
@@ -467,13 +569,17 @@ int main(int argc, char** argv) {
                                                       static_cast<std::size_t>(memory_gib * 1073741824.0), 1.0);
       if (!others) return fail(hetsim::with_kind(others.errors(), hetsim::ErrorKind::Environment));
       for (std::size_t k = 0; k < alongside.size(); ++k) {
-        auto d = (*others)->open_slowed(static_cast<int>(k), alongside[k]);
+        hetsim::exec::DeviceSetup setup;
+        setup.speed = alongside[k];
+        setup.cores = cal_cores;  // the pools beside it as large as the one measured
+        auto d = (*others)->open_as(static_cast<int>(k), setup);
         if (!d) return fail(d.errors());
         load.push_back(d->get());
         neighbours.push_back(std::move(*d));
       }
     }
-    const auto prof = hetsim::exec::calibrate(**backend, seconds, extra, load);
+    auto prof = hetsim::exec::calibrate(**backend, seconds, extra, load);
+    prof.cores = cal_cores;
     if (!prof.failure.empty()) {
       std::cerr << "error: calibration: the device failed: " << prof.failure << "\n";
       return kEnvironment;

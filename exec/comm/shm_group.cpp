@@ -198,10 +198,17 @@ Result<Communicators> Backend::communicators(const std::vector<Device*>& members
   return out;
 }
 
-Result<std::unique_ptr<Device>> Backend::open_slowed(int index, double speed) {
-  if (speed == 1.0) return open(index);
-  return Diagnostic{{}, "speed", "the " + name() + " backend cannot slow its devices (speed " + std::to_string(speed) + ")",
-                    "device speed factors are a cpu backend feature (docs/executor.md)"};
+Result<std::unique_ptr<Device>> Backend::open_as(int index, const DeviceSetup& setup) {
+  if (setup.speed != 1.0)
+    return Diagnostic{{}, "speed", "the " + name() + " backend cannot slow its devices (speed " + std::to_string(setup.speed) + ")",
+                      "device speed factors are a cpu backend feature (docs/executor.md)"};
+  if (setup.cores != 0)
+    return Diagnostic{{}, "cores", "the " + name() + " backend's devices have no core count to set",
+                      "cores per device are a cpu backend feature (docs/executor.md)"};
+  if (setup.memory != 0)
+    return Diagnostic{{}, "memory", "the " + name() + " backend cannot cap its devices' memory",
+                      "run without a memory per pool"};
+  return open(index);
 }
 
 Result<std::unique_ptr<Communicator>> Backend::communicator(Device* device, ProcessGroup& group) {

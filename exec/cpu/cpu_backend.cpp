@@ -2,6 +2,7 @@
 
 #include "exec/cpu/matmul.hpp"
 #include "exec/cpu/pacer.hpp"
+#include "exec/cpu/team.hpp"
 #include "models/base/assert.hpp"
 
 #include <Eigen/Core>
@@ -14,6 +15,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 #include <vector>
 
@@ -85,7 +87,9 @@ void softmax_rows(Map s, bool causal, int first_row) {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice(int index, std::size_t capacity, double speed) : index_(index), capacity_(capacity), pacer_(speed) {}
+  // Throws std::system_error when a helper thread of a device of several cores cannot start.
+  CpuDevice(int index, std::size_t capacity, double speed, int cores)
+      : index_(index), capacity_(capacity), pacer_(speed), team_(cores) {}
 
   std::string name() const override { return "cpu" + std::to_string(index_); }
 
@@ -93,7 +97,7 @@ class CpuDevice final : public Device {
     if (capacity_ > 0 && live_ + bytes > capacity_)
       return Diagnostic{{}, "", name() + ": out of memory allocating " + std::to_string(bytes) + " bytes (" +
                                     std::to_string(live_) + " of " + std::to_string(capacity_) + " in use)",
-                        "more memory per cpu device (--memory GiB), or a smaller plan (--fit)"};
+                        "more memory per cpu device (--memory GiB, --pool-memory POOL=GiB), or a smaller plan (--fit)"};
     const std::size_t rounded = block_size(bytes);
     void* p = nullptr;
     if (auto it = cached_.find(rounded); it != cached_.end() && !it->second.empty()) {
@@ -144,18 +148,35 @@ class CpuDevice final : public Device {
   void gemm(int m, int n, int k, Format f, const void* a, const void* b, void* c) override {
     paced([&] { gemm_kernel(m, n, k, f, a, b, c); });
   }
+  // Rows of C split over the device's cores (each part its rows of A and C; B shared).
   void gemm_kernel(int m, int n, int k, Format f, const void* a, const void* b, void* c) {
+    const int parts = std::clamp(m / kMinRowsAPart, 1, team_.size());
+    const auto rows = [&](int i, int all) { return cpu::part_of(static_cast<std::size_t>(m), i, all); };
     if (f == Format::Fp32) {
-      cpu::matmul(static_cast<const float*>(a), false, static_cast<const float*>(b), false, static_cast<float*>(c), m,
-                  n, k, 1.0f, false);
+      team_.run(parts, [&](int i, int all) {
+        const auto r = rows(i, all);
+        if (r.end > r.begin)
+          cpu::matmul(static_cast<const float*>(a) + r.begin * k, false, static_cast<const float*>(b), false,
+                      static_cast<float*>(c) + r.begin * n, static_cast<int>(r.end - r.begin), n, k, 1.0f, false);
+      });
       return;
     }
     const auto mk = std::size_t(m) * k, kn = std::size_t(k) * n, mn = std::size_t(m) * n;
     float* w = scratch(mk + kn + mn);
-    widen(f, a, w, mk);
-    widen(f, b, w + mk, kn);
-    cpu::matmul(w, false, w + mk, false, w + mk + kn, m, n, k, 1.0f, false);
-    narrow(f, w + mk + kn, c, mn);
+    const std::size_t eb = format_bytes(f);
+    team_.run(parts_for(kn), [&](int i, int all) {  // B widened by all first: every part reads all of it
+      const auto r = cpu::part_of(kn, i, all, 64);
+      if (r.end > r.begin) widen(f, static_cast<const char*>(b) + r.begin * eb, w + mk + r.begin, r.end - r.begin);
+    });
+    team_.run(parts, [&](int i, int all) {
+      const auto r = rows(i, all);
+      if (r.end == r.begin) return;
+      const auto count = r.end - r.begin;
+      widen(f, static_cast<const char*>(a) + r.begin * k * eb, w + r.begin * k, count * k);
+      cpu::matmul(w + r.begin * k, false, w + mk, false, w + mk + kn + r.begin * n, static_cast<int>(count), n, k, 1.0f,
+                  false);
+      narrow(f, w + mk + kn + r.begin * n, static_cast<char*>(c) + r.begin * n * eb, count * n);
+    });
   }
 
   void attention(const AttentionShape& s, Format f, const void* qkv, void* o, void* grads, bool backward) override {
@@ -169,14 +190,20 @@ class CpuDevice final : public Device {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     // fp32 views of one head: q, k, v, o (dO in backward), dq, dk, dv, then the score block and
     // its gradient.
-    float* w = scratch(4 * per + 3 * pv + 2 * std::size_t(blk) * s.seq);
-    float *q = w, *kk = w + per, *dq = w + 2 * per, *dk = w + 3 * per, *v = w + 4 * per, *out = v + pv, *dv = out + pv,
-          *sc = dv + pv, *ds = sc + std::size_t(blk) * s.seq;
+    // The heads split over the device's cores, each part with its own views.
+    const std::size_t views = 4 * per + 3 * pv + 2 * std::size_t(blk) * s.seq;
+    const int parts = std::clamp(s.heads, 1, team_.size());
+    float* all_views = scratch(views * static_cast<std::size_t>(parts));
     const std::size_t eb = format_bytes(f);
     auto at = [&](const void* base, std::size_t elems) { return static_cast<const char*>(base) + elems * eb; };
     auto at_mut = [&](void* base, std::size_t elems) { return static_cast<char*>(base) + elems * eb; };
     const std::size_t v_at = 2 * heads * per;  // where the heads' V (dV) begin
-    for (std::size_t h = 0; h < heads; ++h) {
+    team_.run(parts, [&](int part, int all) {
+    float* w = all_views + views * static_cast<std::size_t>(part);
+    float *q = w, *kk = w + per, *dq = w + 2 * per, *dk = w + 3 * per, *v = w + 4 * per, *out = v + pv, *dv = out + pv,
+          *sc = dv + pv, *ds = sc + std::size_t(blk) * s.seq;
+    const auto mine = cpu::part_of(heads, part, all);
+    for (std::size_t h = mine.begin; h < mine.end; ++h) {
       widen(f, at(qkv, h * per), q, per);
       widen(f, at(qkv, (heads + h) * per), kk, per);
       widen(f, at(qkv, v_at + h * pv), v, pv);
@@ -214,6 +241,7 @@ class CpuDevice final : public Device {
         narrow(f, dv, at_mut(grads, v_at + h * pv), pv);
       }
     }
+    });
   }
 
   void norm(int rows, int cols, Format f, const void* x, void* y, bool backward) override {
@@ -221,11 +249,15 @@ class CpuDevice final : public Device {
   }
   void norm_kernel(int rows, int cols, Format f, const void* x, void* y, bool backward) {
     const auto n = std::size_t(cols);
-    float* w = scratch(3 * n);
-    float *xr = w, *yr = w + n, *dx = w + 2 * n;
+    const int parts = std::clamp(rows / kMinRowsAPart, 1, team_.size());
+    float* all_rows = scratch(3 * n * static_cast<std::size_t>(parts));
     const std::size_t eb = format_bytes(f);
-    for (int r = 0; r < rows; ++r) {
-      const auto off = std::size_t(r) * n * eb;
+    team_.run(parts, [&](int part, int all) {
+    float* w = all_rows + 3 * n * static_cast<std::size_t>(part);
+    float *xr = w, *yr = w + n, *dx = w + 2 * n;
+    const auto mine = cpu::part_of(static_cast<std::size_t>(rows), part, all);
+    for (auto r = mine.begin; r < mine.end; ++r) {
+      const auto off = r * n * eb;
       widen(f, static_cast<const char*>(x) + off, xr, n);
       Eigen::Map<Eigen::ArrayXf> X(xr, cols), Y(yr, cols), DX(dx, cols);
       const float mean = X.mean();
@@ -242,10 +274,11 @@ class CpuDevice final : public Device {
       DX = rstd * (Y - mdy - DX * mdyx);
       narrow(f, dx, static_cast<char*>(y) + off, n);
     }
+    });
   }
 
   void elementwise(std::size_t count, Format f, const void* src, void* dst) override {
-    paced([&] { elementwise_kernel(count, f, src, dst); });
+    paced([&] { split(count, 64, f, src, dst, [&](std::size_t n, const void* s, void* d) { elementwise_kernel(n, f, s, d); }); });
   }
   void elementwise_kernel(std::size_t count, Format f, const void* src, void* dst) {
     if (f == Format::Fp32) {  // Eigen's packets: SIMD at any optimisation level
@@ -267,7 +300,9 @@ class CpuDevice final : public Device {
     }
   }
   void elementwise_unvectorized(std::size_t count, Format f, const void* src, void* dst) override {
-    paced([&] { elementwise_unvectorized_kernel(count, f, src, dst); });
+    paced([&] {
+      split(count, 64, f, src, dst, [&](std::size_t n, const void* s, void* d) { elementwise_unvectorized_kernel(n, f, s, d); });
+    });
   }
   void elementwise_unvectorized_kernel(std::size_t count, Format f, const void* src, void* dst) {
     if (f == Format::Fp32) scalar_pass(static_cast<const float*>(src), static_cast<float*>(dst), count);
@@ -280,11 +315,14 @@ class CpuDevice final : public Device {
   void adam_kernel(std::size_t count, float* state) {
     constexpr float lr = 1e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
     float *p = state, *g = state + count, *m = state + 2 * count, *v = state + 3 * count;
-    for (std::size_t i = 0; i < count; ++i) {
-      m[i] = b1 * m[i] + (1 - b1) * g[i];
-      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      p[i] -= lr * m[i] / (std::sqrt(v[i]) + eps);
-    }
+    team_.run(parts_for(count), [&](int part, int all) {
+      const auto mine = cpu::part_of(count, part, all, 64);
+      for (std::size_t i = mine.begin; i < mine.end; ++i) {
+        m[i] = b1 * m[i] + (1 - b1) * g[i];
+        v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+        p[i] -= lr * m[i] / (std::sqrt(v[i]) + eps);
+      }
+    });
   }
 
   void copy(const void* src, void* dst, std::size_t bytes) override { std::memcpy(dst, src, bytes); }  // not paced
@@ -321,6 +359,25 @@ class CpuDevice final : public Device {
     pacer_.idle_after(began);
   }
 
+  // A pass over `count` elements split over the device's cores, in chunks of whole `grain`s.
+  template <class Pass>
+  void split(std::size_t count, std::size_t grain, Format f, const void* src, void* dst, Pass&& pass) {
+    const std::size_t eb = format_bytes(f);
+    team_.run(parts_for(count), [&](int part, int all) {
+      const auto mine = cpu::part_of(count, part, all, grain);
+      if (mine.end > mine.begin)
+        pass(mine.end - mine.begin, static_cast<const char*>(src) + mine.begin * eb,
+             static_cast<char*>(dst) + mine.begin * eb);
+    });
+  }
+  // Parts for a pass over `count` elements: one per core, none shorter than kMinElementsAPart.
+  int parts_for(std::size_t count) const {
+    return static_cast<int>(std::clamp<std::size_t>(count / kMinElementsAPart, 1, static_cast<std::size_t>(team_.size())));
+  }
+  // Below these a kernel is not worth waking a helper for (a wake-up costs some microseconds).
+  static constexpr int kMinRowsAPart = 16;
+  static constexpr std::size_t kMinElementsAPart = 1 << 14;
+
   // What allocate() hands out for `bytes`: whole 64-byte lines (aligned_alloc's alignment).
   static std::size_t block_size(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
@@ -352,24 +409,41 @@ class CpuDevice final : public Device {
   std::vector<float> work_[4];
   std::vector<float> scratch_;
   std::vector<std::int64_t> marks_;
+  cpu::Team team_;  // last: its helpers stop before the buffers they work on go
 };
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int devices, std::size_t memory, double speed) : devices_(devices), memory_(memory), speed_(speed) {
-    Eigen::setNbThreads(1);  // one core per device
+  CpuBackend(int devices, std::size_t memory, double speed, int cores)
+      : devices_(devices), memory_(memory), speed_(speed), cores_(cores) {
+    Eigen::setNbThreads(1);  // a device's cores are its own team's threads (cpu::Team)
   }
   std::string name() const override { return "cpu"; }
   int device_count() const override { return devices_; }
-  std::unique_ptr<Device> open(int index) override { return std::make_unique<CpuDevice>(index, memory_, speed_); }
+  std::unique_ptr<Device> open(int index) override {
+    return std::make_unique<CpuDevice>(index, memory_, speed_, cores_);  // a failing helper thread ends the process
+  }
   bool slows() const override { return true; }
-  Result<std::unique_ptr<Device>> open_slowed(int index, double speed) override {
-    if (!(speed > 0 && speed <= 1))
-      return Diagnostic{{}, "speed", "a device speed must be above 0 and at most 1, not " + std::to_string(speed), ""};
-    return std::unique_ptr<Device>(std::make_unique<CpuDevice>(index, memory_, speed_ * speed));
+  bool sets_cores() const override { return true; }
+  Result<std::unique_ptr<Device>> open_as(int index, const DeviceSetup& setup) override {
+    if (!(setup.speed > 0 && setup.speed <= 1))
+      return Diagnostic{{}, "speed", "a device speed must be above 0 and at most 1, not " + std::to_string(setup.speed), ""};
+    if (setup.cores < 0 || setup.cores > kMaxCores)
+      return Diagnostic{{}, "cores", "a cpu device has 1 to " + std::to_string(kMaxCores) + " cores, not " +
+                                         std::to_string(setup.cores), ""};
+    const int cores = setup.cores > 0 ? setup.cores : cores_;
+    try {
+      return std::unique_ptr<Device>(
+          std::make_unique<CpuDevice>(index, setup.memory > 0 ? setup.memory : memory_, speed_ * setup.speed, cores));
+    } catch (const std::system_error& e) {
+      return Diagnostic{{}, "", "cpu" + std::to_string(index) + ": cannot start the threads of its " +
+                                    std::to_string(cores) + " cores (" + e.what() + ")",
+                        "fewer cores a device", ErrorKind::Environment};
+    }
   }
   std::string describe() const override {
     return "cpu: " + std::to_string(devices_) + " devices" +
+           (cores_ > 1 ? " of " + std::to_string(cores_) + " cores" : std::string()) +
            (speed_ < 1 ? " at speed " + std::to_string(speed_).substr(0, 5) : std::string());
   }
 
@@ -377,18 +451,21 @@ class CpuBackend final : public Backend {
   int devices_;
   std::size_t memory_;
   double speed_;
+  int cores_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Backend>> make_cpu_backend_at(int devices, std::size_t memory_bytes, double speed) {
+Result<std::unique_ptr<Backend>> make_cpu_backend_at(int devices, std::size_t memory_bytes, double speed, int cores) {
   if (!(speed > 0 && speed <= 1))
     return Diagnostic{{}, "speed", "a device speed must be above 0 and at most 1, not " + std::to_string(speed), ""};
-  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(devices, memory_bytes, speed));
+  if (cores < 1 || cores > kMaxCores)
+    return Diagnostic{{}, "cores", "a cpu device has 1 to " + std::to_string(kMaxCores) + " cores, not " + std::to_string(cores), ""};
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(devices, memory_bytes, speed, cores));
 }
 
 std::unique_ptr<Backend> make_cpu_backend(int devices, std::size_t memory_bytes) {
-  return std::make_unique<CpuBackend>(devices, memory_bytes, 1.0);
+  return std::make_unique<CpuBackend>(devices, memory_bytes, 1.0, 1);
 }
 
 }  // namespace hetsim::exec

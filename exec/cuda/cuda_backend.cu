@@ -108,6 +108,9 @@ class CudaBackend final : public Backend {
     return "cuda: " + std::to_string(devices_) + " device(s) on " + std::to_string(n_) + " GPU(s)";
   }
   std::unique_ptr<Device> open(int index) override { return std::make_unique<GpuDevice>("cuda", index % n_); }
+  Result<std::unique_ptr<Device>> open_as(int index, const DeviceSetup& setup) override {
+    return open_gpu_as(*this, "cuda", index % n_, setup);
+  }
 
   Result<Communicators> communicators(const std::vector<Device*>& members) override {
     return nccl_possible(members) ? nccl_communicators(members) : Backend::communicators(members);

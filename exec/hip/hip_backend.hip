@@ -145,6 +145,9 @@ class HipBackend final : public Backend {
     return "hip: " + std::to_string(devices_) + " device(s) on " + std::to_string(n_) + " GPU(s)";
   }
   std::unique_ptr<Device> open(int index) override { return std::make_unique<GpuDevice>("hip", index % n_); }
+  Result<std::unique_ptr<Device>> open_as(int index, const DeviceSetup& setup) override {
+    return open_gpu_as(*this, "hip", index % n_, setup);
+  }
 #ifdef HETSIM_HAVE_RCCL
   Result<Communicators> communicators(const std::vector<Device*>& members) override {
     return nccl_possible(members) ? nccl_communicators(members) : Backend::communicators(members);

@@ -280,6 +280,21 @@ std::optional<Diagnostic> bad_options(const Scenario& s, const ReplayOptions& o,
     if (!(o.pool_speed[k] > 0 && o.pool_speed[k] <= 1))
       return Diagnostic{{}, "speed", "pool '" + s.cluster.pools[k].name + "': a device speed must be above 0 and at most 1, not " +
                                          std::to_string(o.pool_speed[k]), ""};
+  if (!o.pool_cores.empty() && o.pool_cores.size() != s.cluster.pools.size())
+    return Diagnostic{{}, "cores", std::to_string(o.pool_cores.size()) + " pool core counts for " +
+                                       std::to_string(s.cluster.pools.size()) + " pools", "one per pool of the scenario"};
+  if (!o.pool_memory.empty() && o.pool_memory.size() != s.cluster.pools.size())
+    return Diagnostic{{}, "memory", std::to_string(o.pool_memory.size()) + " pool memories for " +
+                                        std::to_string(s.cluster.pools.size()) + " pools", "one per pool of the scenario"};
+  for (std::size_t k = 0; k < o.pool_cores.size(); ++k) {
+    if (o.pool_cores[k] < 0)
+      return Diagnostic{{}, "cores", "pool '" + s.cluster.pools[k].name + "': " + std::to_string(o.pool_cores[k]) +
+                                         " cores a device", "1 or more (0: the backend's own)"};
+    if (o.pool_cores[k] != 0 && !backend.sets_cores())
+      return Diagnostic{{}, "cores", "pool '" + s.cluster.pools[k].name + "' of " + std::to_string(o.pool_cores[k]) +
+                                         " cores a device: the " + backend.name() + " backend's devices have no core count to set",
+                        "cores per device are a cpu backend feature (docs/executor.md)"};
+  }
   if (!backend.slows())
     for (std::size_t k = 0; k < o.pool_speed.size(); ++k)
       if (o.pool_speed[k] != 1.0)
@@ -297,12 +312,19 @@ Diagnostics open_devices(ReplayRun& run, const BackendDevices& of, Backend& back
   run.devices.resize(static_cast<std::size_t>(run.layout.real_devices));
   for (std::size_t rep = 0; rep < g.devices.size(); ++rep) {
     const auto pool = static_cast<std::size_t>(g.devices[rep].pool);
-    const double speed = o.pool_speed.empty() ? 1.0 : o.pool_speed[pool];
+    DeviceSetup setup;
+    if (!o.pool_speed.empty()) setup.speed = o.pool_speed[pool];
+    if (!o.pool_cores.empty()) setup.cores = o.pool_cores[pool];
+    if (!o.pool_memory.empty()) setup.memory = o.pool_memory[pool];
     for (int m = 0; m < g.devices[rep].count; ++m) {
       const int d = run.layout.first_real[rep] + m;
       if (!run.local(d)) continue;
-      auto dev = backend.open_slowed(run.world != nullptr ? o.local_device : of.index[static_cast<std::size_t>(d)], speed);
-      if (!dev) return dev.errors();
+      auto dev = backend.open_as(run.world != nullptr ? o.local_device : of.index[static_cast<std::size_t>(d)], setup);
+      if (!dev) {
+        auto why = dev.errors();
+        for (auto& e : why) e.message = "pool '" + run.s.cluster.pools[pool].name + "': " + e.message;
+        return why;
+      }
       run.devices[static_cast<std::size_t>(d)] = std::move(*dev);
     }
   }
@@ -317,6 +339,14 @@ Diagnostics open_devices(ReplayRun& run, const BackendDevices& of, Backend& back
     if (o.pool_speed[k] != 1.0)
       notes.push_back("pool '" + run.s.cluster.pools[k].name + "' runs on " + backend.name() + " devices at speed " +
                       std::to_string(o.pool_speed[k]).substr(0, 5) + " (each kernel, then an idle)");
+  for (std::size_t k = 0; k < o.pool_cores.size(); ++k)
+    if (o.pool_cores[k] != 0)
+      notes.push_back("pool '" + run.s.cluster.pools[k].name + "' runs on " + backend.name() + " devices of " +
+                      std::to_string(o.pool_cores[k]) + (o.pool_cores[k] == 1 ? " core" : " cores"));
+  for (std::size_t k = 0; k < o.pool_memory.size(); ++k)
+    if (o.pool_memory[k] != 0)
+      notes.push_back("pool '" + run.s.cluster.pools[k].name + "' runs on " + backend.name() + " devices of " +
+                      std::to_string(o.pool_memory[k] >> 20) + " MiB");
   run.scratch.resize(run.devices.size());
   for (std::size_t d = 0; d < run.devices.size(); ++d) run.scratch[d].dev = run.devices[d].get();
   return {};

@@ -39,9 +39,16 @@ struct ReplayOptions {
   /// itself never prints or aborts.
   std::function<void(const Diagnostic&)> on_fatal;
   /// Per pool of the scenario (index as in ClusterSpec::pools): the speed its devices run at
-  /// (Backend::open_slowed; 1 = full). Empty: every device at full speed. So a two-pool scenario
+  /// (Backend::open_as; 1 = full). Empty: every device at full speed. So a two-pool scenario
   /// measures pools of unequal speed on one machine (docs/executor.md, Devices of unequal speed).
   std::vector<double> pool_speed;
+  /// Per pool of the scenario: the cpu cores each of its devices splits a kernel over
+  /// (Backend::open_as; 0 = the backend's own). Empty: every device as the backend opens it. So
+  /// pools of one machine are cpu devices of different sizes.
+  std::vector<int> pool_cores;
+  /// Per pool of the scenario: the memory each of its devices may allocate, bytes (0 = the
+  /// backend's own; GPUs: at most their memory). Empty: every device as the backend opens it.
+  std::vector<std::size_t> pool_memory;
   /// Per pool of the scenario: the backend device indexes its real devices run on, in the order
   /// the plan lays them out (tp ranks, replicas, stages), taken round-robin when the pool has
   /// more real devices than indexes (they then share a device, as GPU backends share GPUs). An

@@ -13,12 +13,30 @@
 namespace hetsim::exec {
 namespace {
 
-// The highest simulated peak over the plan's devices (bytes).
-std::int64_t peak_bytes(const Scenario& s, const plan::Plan& p) {
+// Whether every device's simulated peak fits its pool's capacity (0: no limit), and the most
+// any device is over its capacity (bytes, ≤ 0 when all fit).
+bool fits(const Scenario& s, const plan::Plan& p, const std::vector<std::size_t>& capacity) {
   const auto g = schedule::build_schedule(s, p);
   auto t = engine::run_native(g);
-  if (!t) return INT64_MAX;
-  return t->peak_bytes.empty() ? 0 : *std::max_element(t->peak_bytes.begin(), t->peak_bytes.end());
+  if (!t) return false;
+  for (std::size_t d = 0; d < t->peak_bytes.size() && d < g.devices.size(); ++d) {
+    const auto pool = static_cast<std::size_t>(g.devices[d].pool);
+    const std::size_t cap = pool < capacity.size() ? capacity[pool] : 0;
+    if (cap > 0 && t->peak_bytes[d] > static_cast<std::int64_t>(cap)) return false;
+  }
+  return true;
+}
+
+// "4096 MiB per device", or per pool where they differ ("fast 4096 MiB, slow 1024 MiB").
+std::string capacities(const Scenario& s, const std::vector<std::size_t>& capacity) {
+  bool same = true;
+  for (const auto c : capacity) same = same && c == capacity.front();
+  if (same) return std::to_string(capacity.front() >> 20) + " MiB per device";
+  std::string out;
+  for (std::size_t k = 0; k < capacity.size() && k < s.cluster.pools.size(); ++k)
+    out += (out.empty() ? "" : ", ") + s.cluster.pools[k].name + " " +
+           (capacity[k] == 0 ? std::string("unlimited") : std::to_string(capacity[k] >> 20) + " MiB");
+  return out + " per device";
 }
 
 }  // namespace
@@ -31,7 +49,12 @@ std::optional<Diagnostic> context_parallel_refusal(const plan::Plan& p) {
 }
 
 Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, std::size_t capacity) {
+  return scale_to_fit(s, p, devices, std::vector<std::size_t>(std::max<std::size_t>(1, s.cluster.pools.size()), capacity));
+}
+
+Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, const std::vector<std::size_t>& capacity) {
   Scaled out{s, p, {}};
+  const bool limited = std::any_of(capacity.begin(), capacity.end(), [](std::size_t c) { return c > 0; });
   auto& groups = out.plan.groups;
   if (groups.empty()) return Diagnostic{{}, "plan", "the plan has no replica group", ""};
   if (auto no = context_parallel_refusal(p)) return *no;  // said before anything is cut
@@ -85,7 +108,7 @@ Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
     out.notes.push_back("data-parallel replicas " + before + " → " + after + " (global batch " + std::to_string(batch) +
                         " → " + std::to_string(out.scenario.training.global_batch) + " sequences)");
   }
-  if (capacity == 0 || peak_bytes(out.scenario, out.plan) <= static_cast<std::int64_t>(capacity)) return out;
+  if (!limited || fits(out.scenario, out.plan, capacity)) return out;
   // Memory: fewer layers in every stage (the same fraction, whole model chunks of the
   // interleaved schedule), halving until the busiest device fits. Every group holds the whole
   // (shortened) model, of the fewest layers a group came to (at least a chunk per stage of the
@@ -123,10 +146,10 @@ Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
       }
     }
     out.scenario.model.layers = total;
-    if (peak_bytes(out.scenario, out.plan) <= static_cast<std::int64_t>(capacity)) break;
+    if (fits(out.scenario, out.plan, capacity)) break;
     if (total == floor)  // every stage of the longest pipeline is down to one chunk
       return Diagnostic{{}, "", "even " + std::to_string(v) + " layer(s) per stage do not fit in " +
-                                    std::to_string(capacity) + " bytes per device",
+                                    capacities(s, capacity),
                         "a device with more memory, or a plan with more tensor or pipeline parallelism"};
   }
   std::string per;
@@ -136,7 +159,7 @@ Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
     per += (per.empty() ? "" : "; ") + one;
   }
   out.notes.push_back("layers " + std::to_string(layers_before) + " → " + std::to_string(out.scenario.model.layers) +
-                      " (per stage: " + per + ") to fit " + std::to_string(capacity >> 20) + " MiB per device");
+                      " (per stage: " + per + ") to fit " + capacities(s, capacity));
   return out;
 }
 

@@ -29,6 +29,10 @@ struct Scaled {
 /// stages, so that every group still holds the whole (shortened) model. Fails, saying why, when
 /// even one replica of each group with one layer (one chunk) per stage does not fit.
 [[nodiscard]] Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices, std::size_t capacity);
+/// The same with a capacity per pool of the scenario (index as in ClusterSpec::pools; 0: no
+/// limit): every device fits its own pool's.
+[[nodiscard]] Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
+                                          const std::vector<std::size_t>& capacity);
 
 /// Why a plan with context parallelism (cp > 1) is not replayed; nothing when cp = 1
 /// (docs/executor.md, Limits): said by the replay and before `--fit` cuts anything.

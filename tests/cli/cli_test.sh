@@ -188,12 +188,13 @@ TOML
   # first layer's QKV projection: 1 micro-batch of 64 tokens, hidden 128 → 3·128); --alongside:
   # measured beside a load, and the profile says so (one run for both: a calibration takes half
   # a minute under the sanitizers).
-  "$HETSIM_EXEC" calibrate --seconds 0.3 --name cpu-beside --alongside 1 --shapes-of "$tmp/cpu.toml" \
+  "$HETSIM_EXEC" calibrate --seconds 0.3 --name cpu-beside --alongside 1 --cores 2 --shapes-of "$tmp/cpu.toml" \
     --shapes-plan "$tmp/cpu-plan.json" --out "$tmp/cpu-shapes.toml" 2>/dev/null
   grep -q 'm = 64, n = 384, k = 128, dtype = "fp32"' "$tmp/cpu-shapes.toml" 2>/dev/null && ok ||
     bad "calibrate --shapes-of writes the plan's GEMMs"
   grep -q 'calibrate --alongside' "$tmp/cpu-shapes.toml" 2>/dev/null && grep -q 'name = "cpu-beside"' "$tmp/cpu-shapes.toml" && ok ||
     bad "calibrate --alongside writes a profile measured beside the load"
+  grep -q 'calibrate --cores 2' "$tmp/cpu-shapes.toml" 2>/dev/null && ok || bad "calibrate --cores says so in the profile"
   sed -e 's/^catalog = "cpu-ci.toml"/catalog = "cpu-shapes.toml"/' -e 's/^device = "cpu-ci"/device = "cpu-beside"/' \
     "$tmp/cpu.toml" > "$tmp/cpu-beside.toml"
   grep -q '^device = "cpu-beside"' "$tmp/cpu-beside.toml" && "$HETSIM" estimate "$tmp/cpu-beside.toml" 2>&1 | grep -q "step time" &&
@@ -365,6 +366,32 @@ if [ -n "${HETSIM_EXEC:-}" ]; then
   [ $rc -eq 2 ] && echo "$out" | grep -q "listed twice" && ok || bad "--pool-devices twice: rc $rc: $out"
   out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --pool-devices slow=7 "$SRC/scenarios/cpu-hetero.toml" 2>&1); rc=$?
   [ $rc -eq 1 ] && echo "$out" | grep -q "pool 'slow': device 7 is not one of the cpu backend's 2 (0-1)" && ok || bad "--pool-devices beyond the backend: rc $rc: $out"
+  # --cores POOL=N and --pool-memory POOL=GiB: pools as cpu devices of their own size and memory
+  # (the small calibrated pipeline of above: its two stages are one pool, so one of each).
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --cores cpu-ci=2 --pool-memory cpu-ci=0.5 "$tmp/cpu.toml" 2>&1); rc=$?
+  [ $rc -eq 0 ] && echo "$out" | grep -q "pool 'cpu-ci' runs on cpu devices of 2 cores" &&
+    echo "$out" | grep -q "pool 'cpu-ci' runs on cpu devices of 512 MiB" && ok || bad "--cores, --pool-memory: rc $rc: $out"
+  for item in "nopool=2" "cpu-ci" "cpu-ci=0" "cpu-ci=1.5" "cpu-ci=x" "cpu-ci=257"; do
+    out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --cores "$item" "$tmp/cpu.toml" 2>&1); rc=$?
+    [ $rc -eq 2 ] && echo "$out" | grep -q -- "--cores $item" && [ ${#out} -lt 400 ] && ok || bad "--cores $item: rc $rc: $out"
+  done
+  for item in "cpu-ci=0" "cpu-ci=nan" "cpu-ci=1e9" "cpu-ci="; do
+    out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --pool-memory "$item" "$tmp/cpu.toml" 2>&1); rc=$?
+    [ $rc -eq 2 ] && echo "$out" | grep -q -- "--pool-memory $item" && [ ${#out} -lt 400 ] && ok || bad "--pool-memory $item: rc $rc: $out"
+  done
+  out=$("$HETSIM_EXEC" run --json --steps 1 --warmup 0 --devices 2 --pool-memory cpu-ci=0.001 "$tmp/cpu.toml" 2>/dev/null); rc=$?
+  [ $rc -eq 3 ] && echo "$out" | grep -q "of pool 'cpu-ci' have 0.001 GiB" && ok || bad "--pool-memory too small: rc $rc: $out"
+  # A calibrated cpu profile's own memory is its pool's (here 1 GiB, below the 4 of --memory's default).
+  sed 's/^memory = "4GiB"/memory = "0.001GiB"/' "$tmp/cpu-ci.toml" > "$tmp/cpu-ci-small.toml"
+  sed 's/^catalog = "cpu-ci.toml"/catalog = "cpu-ci-small.toml"/' "$tmp/cpu.toml" > "$tmp/cpu-small.toml"
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 "$tmp/cpu-small.toml" 2>&1); rc=$?
+  [ $rc -eq 3 ] && echo "$out" | grep -q "does not fit" && ok || bad "a profile's own memory: rc $rc: $out"
+  "$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --memory 1 "$tmp/cpu-small.toml" >/dev/null 2>&1 && ok ||
+    bad "--memory over a profile's own"
+  out=$("$HETSIM_EXEC" run --backend cuda --cores cpu-ci=2 "$tmp/cpu.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && echo "$out" | grep -q "no core count to set" && ok || bad "--cores on cuda: rc $rc: $out"
+  out=$("$HETSIM_EXEC" calibrate --backend cuda --cores 2 --out "$tmp/none.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && [ ! -e "$tmp/none.toml" ] && echo "$out" | grep -q -- "--cores" && ok || bad "calibrate --cores on cuda: rc $rc: $out"
 fi
 
 # Defect 11: plan does not read [parallel] (docs/planner.md): one for another cluster does not
