@@ -187,6 +187,12 @@ class Backend {
   /// every process).
   [[nodiscard]] virtual bool slows() const { return false; }
   [[nodiscard]] virtual bool sets_cores() const { return false; }
+  /// What device `index` is: a GPU's product name ("NVIDIA H100 80GB HBM3"), else the backend's
+  /// name. `run --pool-devices POOL=MODEL` maps a pool to the devices whose names contain MODEL.
+  [[nodiscard]] virtual std::string model(int index) const {
+    (void)index;
+    return name();
+  }
   /// What the devices are, for reports ("cuda: 2 devices on 1 GPU").
   [[nodiscard]] virtual std::string describe() const { return name() + ": " + std::to_string(device_count()) + " devices"; }
   /// One communicator per member (in member order) for a group of devices this backend opened.

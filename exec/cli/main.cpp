@@ -165,8 +165,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> pool_device_lists;
   run->add_option("--pool-devices", pool_device_lists,
                   "POOL=LIST (repeatable): run that pool's devices on these backend devices (indexes such as 0,1 or "
-                  "2-3; shared round-robin when the pool has more), so a node with two GPU models runs each pool on "
-                  "its own GPUs; the other pools on the device of their own index. One process only")
+                  "2-3, or a device model such as H100: the GPUs whose names contain it; shared round-robin when the "
+                  "pool has more), so a node with two GPU models runs each pool on its own GPUs; the other pools on "
+                  "the device of their own index. One process only")
       ->type_name("POOL=LIST");
   std::vector<std::string> pool_core_counts;
   run->add_option("--cores", pool_core_counts,
@@ -329,8 +330,10 @@ int main(int argc, char** argv) {
       opts.pool_memory.assign(sc->cluster.pools.size(), 0);
       if (backend_name == "cpu" && run->count("--memory") == 0)
         for (std::size_t k = 0; k < sc->cluster.pools.size(); ++k)
-          if (const auto& dev = sc->cluster.pools[k].device; dev.vendor == "host" && dev.memory.v >= 1048576.0)
-            opts.pool_memory[k] = static_cast<std::size_t>(std::min(dev.memory.v, 65536.0 * 1073741824.0));
+          if (const auto& dev = sc->cluster.pools[k].device; dev.vendor == "host" && dev.memory.v >= 1048576.0) {
+            const auto bytes = static_cast<std::size_t>(std::min(dev.memory.v, 65536.0 * 1073741824.0));
+            if (bytes != static_cast<std::size_t>(memory_gib * 1073741824.0)) opts.pool_memory[k] = bytes;  // else as --memory
+          }
       std::vector<bool> given(sc->cluster.pools.size(), false);
       for (const auto& item : pool_memories) {
         auto parsed = pool_item("--pool-memory", item, "POOL=GiB");
@@ -355,7 +358,9 @@ int main(int argc, char** argv) {
       if (std::all_of(opts.pool_memory.begin(), opts.pool_memory.end(), [](std::size_t b) { return b == 0; }))
         opts.pool_memory.clear();
     }
-    // --pool-devices POOL=LIST: indexes and ranges, "0,2" or "0-3".
+    // --pool-devices POOL=LIST: indexes and ranges, "0,2" or "0-3"; or POOL=MODEL, the backend's
+    // devices whose model names contain MODEL (any case), "H100".
+    std::vector<std::pair<std::size_t, std::string>> pool_models;
     if (!pool_device_lists.empty()) {
       opts.pool_devices.assign(sc->cluster.pools.size(), {});
       for (const auto& item : pool_device_lists) {
@@ -367,8 +372,15 @@ int main(int argc, char** argv) {
                                          "' is listed twice", "one list per pool")});
         std::vector<int> indexes;
         std::string why;
+        const bool named = std::any_of(value.begin(), value.end(), [](unsigned char c) { return std::isalpha(c); });
+        if (named) {  // a device model: resolved once the backend is open
+          pool_models.emplace_back(pool_index, value);
+          opts.pool_devices[pool_index] = {-1};
+          continue;
+        }
         if (!hetsim::cli::index_list(value, 4096, indexes, why))
-          return fail({about("", "", "--pool-devices " + item + ": " + why, "device indexes such as 0,1 or 2-3")});
+          return fail({about("", "", "--pool-devices " + item + ": " + why,
+                             "device indexes such as 0,1 or 2-3, or a device model such as H100")});
         opts.pool_devices[pool_index] = std::move(indexes);
       }
     }
@@ -390,6 +402,24 @@ int main(int argc, char** argv) {
     auto backend = backend_for(backend_name, offered, memory_gib);
     if (!backend) return fail(hetsim::with_kind(backend.errors(), hetsim::ErrorKind::Environment));
     if (!quiet && backend_name != "cpu") std::cerr << "note: " << (*backend)->describe() << "\n";
+    for (const auto& [pool_index, wanted] : pool_models) {
+      auto lower = [](std::string t) {
+        for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return t;
+      };
+      std::vector<int> indexes;
+      std::string have;
+      for (int i = 0; i < (*backend)->device_count(); ++i) {
+        const std::string model = (*backend)->model(i);
+        if (lower(model).find(lower(wanted)) != std::string::npos) indexes.push_back(i);
+        if (i < 16) have += (have.empty() ? "" : ", ") + std::to_string(i) + " " + model;
+      }
+      if (indexes.empty())
+        return fail({about("", "", "--pool-devices " + sc->cluster.pools[pool_index].name + "=" + wanted + ": no " +
+                                       backend_name + " device here is a '" + wanted + "'",
+                           "this machine's: " + have, hetsim::ErrorKind::Environment)});
+      opts.pool_devices[pool_index] = std::move(indexes);
+    }
     if (!quiet && backend_name == "cpu" && !world && devices > cores)
       std::cerr << "note: " << devices << " cpu devices share " << cores
                 << " cores: the measured times include that sharing, which the prediction does not\n";

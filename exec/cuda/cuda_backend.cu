@@ -111,6 +111,10 @@ class CudaBackend final : public Backend {
   Result<std::unique_ptr<Device>> open_as(int index, const DeviceSetup& setup) override {
     return open_gpu_as(*this, "cuda", index % n_, setup);
   }
+  std::string model(int index) const override {
+    cudaDeviceProp p{};
+    return cudaGetDeviceProperties(&p, index % n_) == cudaSuccess ? std::string(p.name) : name();
+  }
 
   Result<Communicators> communicators(const std::vector<Device*>& members) override {
     return nccl_possible(members) ? nccl_communicators(members) : Backend::communicators(members);

@@ -148,6 +148,10 @@ class HipBackend final : public Backend {
   Result<std::unique_ptr<Device>> open_as(int index, const DeviceSetup& setup) override {
     return open_gpu_as(*this, "hip", index % n_, setup);
   }
+  std::string model(int index) const override {
+    hipDeviceProp_t p{};
+    return hipGetDeviceProperties(&p, index % n_) == hipSuccess ? std::string(p.name) : name();
+  }
 #ifdef HETSIM_HAVE_RCCL
   Result<Communicators> communicators(const std::vector<Device*>& members) override {
     return nccl_possible(members) ? nccl_communicators(members) : Backend::communicators(members);

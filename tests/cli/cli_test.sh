@@ -358,7 +358,7 @@ if [ -n "${HETSIM_EXEC:-}" ]; then
   [ $rc -eq 2 ] && [ ${#out} -lt 300 ] && ok || bad "--devices 0: rc $rc: $out"
   # --pool-devices POOL=LIST: a pool of the scenario, indexes or ranges, each pool once; an index
   # the backend lacks is missing hardware (exit 1), said with the pool.
-  for item in "nopool=0" "slow" "slow=" "slow=1-0" "slow=0,0" "slow=a" "slow=-1" "slow=99999"; do
+  for item in "nopool=0" "slow" "slow=" "slow=1-0" "slow=0,0" "slow=-1" "slow=99999"; do
     out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --pool-devices "$item" "$SRC/scenarios/cpu-hetero.toml" 2>&1); rc=$?
     [ $rc -eq 2 ] && echo "$out" | grep -q -- "--pool-devices $item" && [ ${#out} -lt 400 ] && ok || bad "--pool-devices $item: rc $rc: $out"
   done
@@ -366,6 +366,12 @@ if [ -n "${HETSIM_EXEC:-}" ]; then
   [ $rc -eq 2 ] && echo "$out" | grep -q "listed twice" && ok || bad "--pool-devices twice: rc $rc: $out"
   out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --pool-devices slow=7 "$SRC/scenarios/cpu-hetero.toml" 2>&1); rc=$?
   [ $rc -eq 1 ] && echo "$out" | grep -q "pool 'slow': device 7 is not one of the cpu backend's 2 (0-1)" && ok || bad "--pool-devices beyond the backend: rc $rc: $out"
+  # POOL=MODEL: the backend's devices whose model names contain it (here every cpu device is "cpu").
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 3 --pool-devices cpu-ci=CPU "$tmp/cpu.toml" 2>&1); rc=$?
+  [ $rc -eq 0 ] && echo "$out" | grep -q "pool 'cpu-ci' runs on cpu devices 0, 1, 2" && ok || bad "--pool-devices POOL=MODEL: rc $rc: $out"
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --pool-devices cpu-ci=H100 "$tmp/cpu.toml" 2>&1); rc=$?
+  [ $rc -eq 1 ] && echo "$out" | grep -q "no cpu device here is a 'H100'" && echo "$out" | grep -q "0 cpu, 1 cpu" && ok ||
+    bad "--pool-devices POOL=MODEL that is not here: rc $rc: $out"
   # --cores POOL=N and --pool-memory POOL=GiB: pools as cpu devices of their own size and memory
   # (the small calibrated pipeline of above: its two stages are one pool, so one of each).
   out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --cores cpu-ci=2 --pool-memory cpu-ci=0.5 "$tmp/cpu.toml" 2>&1); rc=$?
