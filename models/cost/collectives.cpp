@@ -91,6 +91,22 @@ Parts hierarchical(double rounds, Bytes size, const CommGroup& g) {
   return t;
 }
 
+// The measured point for collective `c` over the whole of group `g`, where the group sits inside
+// one node and its fabric carries one for that collective and size (hw::GroupPoint); else nullptr.
+const hw::GroupPoint* measured_point(Collective c, const CommGroup& g) {
+  if (g.intra.groups == nullptr || g.nodes() > 1 || g.ranks <= 1) return nullptr;
+  hw::GroupPoint::Kind kind{};
+  switch (c) {
+    case Collective::AllReduce: kind = hw::GroupPoint::Kind::AllReduce; break;
+    case Collective::AllGather: kind = hw::GroupPoint::Kind::AllGather; break;
+    case Collective::ReduceScatter: kind = hw::GroupPoint::Kind::ReduceScatter; break;
+    default: return nullptr;
+  }
+  for (const auto& p : *g.intra.groups)
+    if (p.ranks == g.ranks && p.kind == kind) return &p;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view collective_name(Collective c) {
@@ -166,6 +182,14 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
     }
   };
 
+  // A collective measured over this group size inside one node: its own fixed cost and bus
+  // bandwidth, whatever algorithm NCCL's tuner took (the ring and tree formulas otherwise).
+  if (const auto* point = measured_point(c, g); point != nullptr && (a == Algorithm::Auto || a == Algorithm::Ring)) {
+    const double f = (c == Collective::AllReduce ? 2.0 : 1.0) * (n - 1) / n;
+    out.algorithm = Algorithm::Ring;
+    out.time = breakdown({point->call, size * f / point->busbw});
+    return out;
+  }
   switch (c) {
     case Collective::AllReduce: {
       if (n <= 1) break;

@@ -6,6 +6,7 @@
 #include <compare>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "models/cost/breakdown.hpp"
 #include "models/hw/device.hpp"
@@ -63,6 +64,10 @@ struct LinkCost {
   /// hw::LinkSpec::peer_latency: an all-to-all's cost per peer when its peers' messages are in
   /// flight together (then `latency` once); 0: `latency` per peer.
   Duration peer_latency{0};
+  /// hw::LinkSpec::groups of the fabric: collectives measured over groups inside one node, which
+  /// replace the ring formula there; nullptr (or empty): none. Points into the link spec, which
+  /// outlives the estimate that prices with it.
+  const std::vector<hw::GroupPoint>* groups = nullptr;
 
   /// The bandwidth a rank exchanging with `peers` others of its node at once reaches.
   [[nodiscard]] BytesPerSec reach(int peers) const {
@@ -74,7 +79,8 @@ struct LinkCost {
 /// A fabric link as collectives see it: bandwidth and per_peer × the link's efficiency.
 [[nodiscard]] inline LinkCost fabric_link(const hw::LinkSpec& l) {
   return {l.effective(), l.latency, l.call_latency, l.per_peer * l.efficiency,
-          l.all_to_all_efficiency > 0 ? l.all_to_all_efficiency / l.efficiency : 1.0, l.peer_latency};
+          l.all_to_all_efficiency > 0 ? l.all_to_all_efficiency / l.efficiency : 1.0, l.peer_latency,
+          l.groups.empty() ? nullptr : &l.groups};
 }
 
 /// The communicating group: `ranks` ranks, `ranks_per_node` of them on each node they span.

@@ -3,6 +3,7 @@
 // Figures come from the catalogue (models/catalog/*.toml, loaded by sim/io) or a scenario.
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,19 @@ inline constexpr std::array kAllDtypes{Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dt
 [[nodiscard]] double dtype_bytes(Dtype d);
 
 /// A point-to-point or fabric link, per device and per direction.
+/// A collective measured over a group of `ranks` devices inside one node of a fabric (nccl-tests'
+/// time and bus bandwidth at the sizes training sends): time = call + f·size/busbw, with f = 2(n−1)/n
+/// for an all-reduce, (n−1)/n for an all-gather or reduce-scatter. Replaces the ring formula for
+/// that collective and group size (docs/cost-models.md#algorithms).
+struct GroupPoint {
+  enum class Kind : std::uint8_t { AllReduce, AllGather, ReduceScatter };
+  int ranks = 0;
+  Kind kind = Kind::AllReduce;
+  Duration call;      ///< fixed cost of one call, fitted
+  BytesPerSec busbw;  ///< bus bandwidth, fitted
+  std::string source;
+};
+
 struct LinkSpec {
   std::string name;       ///< catalogue id, e.g. "nvlink4"
   std::string display;    ///< e.g. "NVLink 4 + NVSwitch"
@@ -40,6 +54,9 @@ struct LinkSpec {
   /// peers are in flight together (NCCL's grouped send/recv): the call then pays `latency` once
   /// and this per peer; 0: every peer a step of its own, `latency` each.
   Duration peer_latency{0};
+  /// Collectives measured over groups smaller than a node (scale-up links only); a group size
+  /// and collective without one take the ring formula.
+  std::vector<GroupPoint> groups;
   std::string source;
 
   /// Bandwidth a collective actually sees: bandwidth × efficiency.

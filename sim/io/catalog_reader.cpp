@@ -12,9 +12,59 @@ namespace hetsim::io {
 
 namespace detail {
 
+namespace {
+
+// `[[link.group]]`: a collective measured over `ranks` devices inside one node of this fabric.
+void read_group_point(TomlReader& r, const TableRef& t, hw::LinkSpec& l) {
+  r.check_keys(t, {"ranks", "collective", "call", "busbw", "source"});
+  hw::GroupPoint g;
+  const auto ranks = r.integer(t, "ranks", 2, 4096);
+  if (!ranks && !r.node(t, "ranks")) r.missing(t, "ranks", "4");
+  const auto kind = r.choice(t, "collective", {"all_reduce", "all_gather", "reduce_scatter"});
+  if (!kind && !r.node(t, "collective")) r.missing(t, "collective", "\"all_reduce\"");
+  const auto call = r.quantity(t, "call", Dimension::Time);
+  if (!call && !r.node(t, "call")) r.missing(t, "call", "\"30us\"");
+  const auto busbw = r.quantity(t, "busbw", Dimension::Bandwidth);
+  if (!busbw && !r.node(t, "busbw")) r.missing(t, "busbw", "\"350GB/s\"");
+  bool ok = ranks && kind && call && busbw;
+  if (call && !(*call > 0 && *call <= 0.01)) {
+    r.error(r.loc(r.node(t, "call")), r.key_path(t, "call"), "call must be above 0 and at most 10ms",
+            "the fixed cost of one call, fitted to the sweep, e.g. \"30us\"");
+    ok = false;
+  }
+  if (busbw && !(*busbw > 0 && *busbw <= 1.5 * l.bandwidth.v)) {
+    r.error(r.loc(r.node(t, "busbw")), r.key_path(t, "busbw"),
+            fmt::format("busbw must be above 0 and at most 1.5 × the link's bandwidth ({:.4g} GB/s)", 1.5 * l.bandwidth.v / 1e9),
+            "nccl-tests' bus bandwidth of the group, e.g. \"350GB/s\"");
+    ok = false;
+  }
+  if (!l.scale_up && r.node(t, "ranks") != nullptr) {
+    r.error(r.loc(r.node(t, "ranks")), r.key_path(t, "ranks"), "group points describe groups inside one node; this link is kind = \"scale-out\"",
+            "move the point under the node's fabric, or set kind = \"scale-up\"");
+    ok = false;
+  }
+  if (!ok) return;
+  g.ranks = static_cast<int>(*ranks);
+  g.kind = *kind == "all_reduce" ? hw::GroupPoint::Kind::AllReduce
+           : *kind == "all_gather" ? hw::GroupPoint::Kind::AllGather
+                                   : hw::GroupPoint::Kind::ReduceScatter;
+  g.call = Duration{*call};
+  g.busbw = BytesPerSec{*busbw};
+  g.source = r.string(t, "source").value_or("");
+  for (const auto& other : l.groups)
+    if (other.ranks == g.ranks && other.kind == g.kind) {
+      r.error(r.loc(r.node(t, "ranks")), r.key_path(t, "ranks"),
+              fmt::format("a second {} point for {} ranks", *kind, g.ranks), "one point per collective and group size");
+      return;
+    }
+  l.groups.push_back(std::move(g));
+}
+
+}  // namespace
+
 std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
   r.check_keys(t, {"name", "display", "kind", "bandwidth", "latency", "call_latency", "efficiency", "per_peer",
-                   "all_to_all_efficiency", "peer_latency", "source"});
+                   "all_to_all_efficiency", "peer_latency", "group", "source"});
   hw::LinkSpec l;
   auto name = r.string(t, "name");
   if (!name) { r.missing(t, "name", "\"my-link\""); return std::nullopt; }
@@ -50,6 +100,7 @@ std::optional<hw::LinkSpec> read_link(TomlReader& r, const TableRef& t) {
     else
       l.peer_latency = Duration{*pl};
   }
+  for (const auto& gt : r.table_array(t, "group")) read_group_point(r, gt, l);
   l.source = r.string(t, "source").value_or("");
   return l;
 }

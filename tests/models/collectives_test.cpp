@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <vector>
+
 namespace hetsim::cost {
 namespace {
 
@@ -51,6 +54,41 @@ TEST(Collectives, MultiNodeRingIsBoundByTheNodesNics) {
   // One rank per node: the ring runs at one NIC's 50 GB/s.
   auto one = collective_time(Collective::AllReduce, Bytes{1e9}, two_level(4, 1), Algorithm::Ring);
   EXPECT_NEAR(one.time.get("bandwidth").v, 2 * 3.0 / 4 * 1e9 / 50e9, 1e-12);
+}
+
+// A fabric that carries measured points (hw::LinkSpec::groups): an all-reduce over 4 of a node's
+// ranks and an all-gather over 2 take their call + f·S/busbw; every other collective, group size
+// or algorithm, and any group that spans nodes, the ring formula as before.
+TEST(Collectives, AMeasuredGroupPointReplacesTheRingForItsCollectiveAndSizeOnly) {
+  const std::vector<hw::GroupPoint> points = {
+      {4, hw::GroupPoint::Kind::AllReduce, Duration{34.5e-6}, BytesPerSec{348.5e9}, ""},
+      {2, hw::GroupPoint::Kind::AllGather, Duration{20e-6}, BytesPerSec{200e9}, ""}};
+  auto with = [&](CommGroup g) {
+    g.intra.groups = &points;
+    return g;
+  };
+  const Bytes s{128e6};
+  auto ar4 = collective_time(Collective::AllReduce, s, with(node_group(4)));
+  EXPECT_NEAR(ar4.time.total().v, 34.5e-6 + 2 * 3.0 / 4 * 128e6 / 348.5e9, 1e-12);
+  EXPECT_NEAR(ar4.time.get("latency").v, 34.5e-6, 1e-15) << "the point's call holds the fixed cost";
+  EXPECT_EQ(ar4.algorithm, Algorithm::Ring);
+  EXPECT_NEAR(collective_time(Collective::AllReduce, s, with(node_group(4)), Algorithm::Ring).time.total().v,
+              ar4.time.total().v, 1e-15);
+  auto ag2 = collective_time(Collective::AllGather, s, with(node_group(2)));
+  EXPECT_NEAR(ag2.time.total().v, 20e-6 + 1.0 / 2 * 128e6 / 200e9, 1e-12);
+  // No point: the formula, exactly as without any.
+  const std::vector<std::tuple<Collective, int, Algorithm>> unmeasured = {
+      {Collective::AllReduce, 8, Algorithm::Auto},     {Collective::AllReduce, 2, Algorithm::Auto},
+      {Collective::ReduceScatter, 4, Algorithm::Auto}, {Collective::AllGather, 4, Algorithm::Auto},
+      {Collective::AllReduce, 4, Algorithm::Tree},     {Collective::AllToAll, 4, Algorithm::Auto}};
+  for (const auto& [c, n, a] : unmeasured)
+    EXPECT_NEAR(collective_time(c, s, with(node_group(n)), a).time.total().v, collective_time(c, s, node_group(n), a).time.total().v,
+                1e-15)
+        << collective_name(c) << " over " << n << " ranks, " << algorithm_name(a);
+  // Four ranks on two nodes: not a group inside one node.
+  CommGroup spread = with(two_level(2, 2));
+  EXPECT_NEAR(collective_time(Collective::AllReduce, s, spread).time.total().v,
+              collective_time(Collective::AllReduce, s, two_level(2, 2)).time.total().v, 1e-15);
 }
 
 TEST(Collectives, EveryCallPaysItsCallLatencyOnce) {

@@ -20,7 +20,9 @@ LinkCost slower(LinkCost a, LinkCost b) {
   if (b.per_peer.v > 0 && b.per_peer < peer) peer = b.per_peer;
   const BytesPerSec bw = a.bandwidth < b.bandwidth ? a.bandwidth : b.bandwidth;
   const double a2a = std::min(a.bandwidth.v * a.all_to_all, b.bandwidth.v * b.all_to_all) / std::max(1e-300, bw.v);
-  return {bw, max(a.latency, b.latency), max(a.call, b.call), peer, a2a, max(a.peer_latency, b.peer_latency)};
+  // Measured group points only where both sides are the same fabric (a group of one link).
+  return {bw, max(a.latency, b.latency), max(a.call, b.call), peer, a2a, max(a.peer_latency, b.peer_latency),
+          a.groups == b.groups ? a.groups : nullptr};
 }
 
 }  // namespace hetsim::analytic::detail
