@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -307,14 +308,18 @@ int main(int argc, char** argv) {
         auto parsed = pool_item("--cores", item, "POOL=N");
         if (!parsed) return fail(parsed.errors());
         const auto& [pool_index, value] = *parsed;
+        if (opts.pool_cores[pool_index] != 0)
+          return fail({about("", "", "--cores " + item + ": pool '" + sc->cluster.pools[pool_index].name +
+                                         "' is listed twice", "one core count per pool")});
         int n = 0;
         std::size_t used = 0;
-        try {
-          n = std::stoi(value, &used);
+        try {  // digits only (stoi would take " 2", "+2")
+          if (!value.empty() && value.size() <= 4 && std::all_of(value.begin(), value.end(), [](unsigned char ch) { return std::isdigit(ch); }))
+            n = std::stoi(value, &used);
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != value.size() || n < 1 || n > hetsim::exec::kMaxCores)
+        if (used == 0 || used != value.size() || n < 1 || n > hetsim::exec::kMaxCores)
           return fail({about("", "", "--cores " + item + ": the count must be a whole number from 1 to " +
                                          std::to_string(hetsim::exec::kMaxCores),
                              "2: each of the pool's devices splits its kernels over two cores")});
@@ -345,12 +350,14 @@ int main(int argc, char** argv) {
         given[pool_index] = true;
         double gib = 0;
         std::size_t used = 0;
-        try {
-          gib = std::stod(value, &used);
+        try {  // a decimal number (stod would take " 8", "0x1", "inf")
+          if (!value.empty() && value.size() <= 32 &&
+              std::all_of(value.begin(), value.end(), [](unsigned char ch) { return std::isdigit(ch) || ch == '.'; }))
+            gib = std::stod(value, &used);
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != value.size() || !(gib >= 0.001 && gib <= 65536))
+        if (used == 0 || used != value.size() || !(gib >= 0.001 && gib <= 65536))
           return fail({about("", "", "--pool-memory " + item + ": the memory must be a number from 0.001 to 65536 (GiB)",
                              "8: each of the pool's devices may allocate 8 GiB")});
         opts.pool_memory[pool_index] = static_cast<std::size_t>(gib * 1073741824.0);
@@ -380,7 +387,8 @@ int main(int argc, char** argv) {
         }
         if (!hetsim::cli::index_list(value, 4096, indexes, why))
           return fail({about("", "", "--pool-devices " + item + ": " + why,
-                             "device indexes such as 0,1 or 2-3, or a device model such as H100")});
+                             "device indexes such as 0,1 or 2-3, or a device model with a letter in it, such as H100 or "
+                             "\"RTX 4090\"")});
         opts.pool_devices[pool_index] = std::move(indexes);
       }
     }
@@ -608,7 +616,14 @@ int main(int argc, char** argv) {
         neighbours.push_back(std::move(*d));
       }
     }
-    auto prof = hetsim::exec::calibrate(**backend, seconds, extra, load);
+    hetsim::exec::Profile prof;
+    try {
+      prof = hetsim::exec::calibrate(**backend, seconds, extra, load);
+    } catch (const std::system_error& e) {  // a device of several cores whose threads cannot start
+      std::cerr << "error: calibration: cannot start the device's threads (" << e.what() << ")\n"
+                << "  hint: fewer --cores\n";
+      return kEnvironment;
+    }
     prof.cores = cal_cores;
     if (!prof.failure.empty()) {
       std::cerr << "error: calibration: the device failed: " << prof.failure << "\n";

@@ -1,6 +1,7 @@
 #include "exec/cpu/team.hpp"
 
 #include <chrono>
+#include <thread>
 
 #include "models/base/assert.hpp"
 
@@ -11,12 +12,15 @@ namespace {
 // variable takes 20-50 µs to wake on the development machine, longer than many kernels, so the
 // team's threads spin that long between kernels before they sleep (as OpenMP runtimes do).
 constexpr auto kSpin = std::chrono::microseconds(200);
+// Each turn yields the core (a no-op when nothing else wants it; where the plan's devices have
+// more threads than the machine cores, the threads that have work get them).
 template <class Done>
 bool spin_until(Done&& done) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
     if (done()) return true;
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) return false;
   }
 }
 

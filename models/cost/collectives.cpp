@@ -184,7 +184,9 @@ CollectiveCost collective_time(Collective c, Bytes size, const CommGroup& g, Alg
 
   // A collective measured over this group size inside one node: its own fixed cost and bus
   // bandwidth, whatever algorithm NCCL's tuner took (the ring and tree formulas otherwise).
-  if (const auto* point = measured_point(c, g); point != nullptr && (a == Algorithm::Auto || a == Algorithm::Ring)) {
+  // An explicit tree all-reduce keeps its formula; an algorithm that does not apply here (a tree
+  // all-gather, a hierarchical collective inside one node) falls back to the ring, the measured one.
+  if (const auto* point = measured_point(c, g); point != nullptr && !(a == Algorithm::Tree && c == Collective::AllReduce)) {
     const double f = (c == Collective::AllReduce ? 2.0 : 1.0) * (n - 1) / n;
     out.algorithm = Algorithm::Ring;
     out.time = breakdown({point->call, size * f / point->busbw});

@@ -32,10 +32,12 @@ void read_group_point(TomlReader& r, const TableRef& t, hw::LinkSpec& l) {
             "the fixed cost of one call, fitted to the sweep, e.g. \"30us\"");
     ok = false;
   }
-  if (busbw && !(*busbw > 0 && *busbw <= 1.5 * l.bandwidth.v)) {
+  // At most the rate the rings reach (bandwidth × efficiency): the SimGrid flows run a group's
+  // traffic on the fabric at that rate, so a faster point could not be replayed there.
+  if (busbw && !(*busbw > 0 && *busbw <= l.effective().v * (1 + 1e-9))) {
     r.error(r.loc(r.node(t, "busbw")), r.key_path(t, "busbw"),
-            fmt::format("busbw must be above 0 and at most 1.5 × the link's bandwidth ({:.4g} GB/s)", 1.5 * l.bandwidth.v / 1e9),
-            "nccl-tests' bus bandwidth of the group, e.g. \"350GB/s\"");
+            fmt::format("busbw must be above 0 and at most the link's bandwidth × efficiency ({:.4g} GB/s)", l.effective().v / 1e9),
+            "nccl-tests' bus bandwidth of the group, e.g. \"350GB/s\"; a group faster than the link's rings (NVLink SHARP) is not modelled");
     ok = false;
   }
   if (!l.scale_up && r.node(t, "ranks") != nullptr) {

@@ -377,14 +377,16 @@ if [ -n "${HETSIM_EXEC:-}" ]; then
   out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --devices 2 --cores cpu-ci=2 --pool-memory cpu-ci=0.5 "$tmp/cpu.toml" 2>&1); rc=$?
   [ $rc -eq 0 ] && echo "$out" | grep -q "pool 'cpu-ci' runs on cpu devices of 2 cores" &&
     echo "$out" | grep -q "pool 'cpu-ci' runs on cpu devices of 512 MiB" && ok || bad "--cores, --pool-memory: rc $rc: $out"
-  for item in "nopool=2" "cpu-ci" "cpu-ci=0" "cpu-ci=1.5" "cpu-ci=x" "cpu-ci=257"; do
+  for item in "nopool=2" "cpu-ci" "cpu-ci=0" "cpu-ci=1.5" "cpu-ci=x" "cpu-ci=257" "cpu-ci=+2" "cpu-ci= 2"; do
     out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --cores "$item" "$tmp/cpu.toml" 2>&1); rc=$?
     [ $rc -eq 2 ] && echo "$out" | grep -q -- "--cores $item" && [ ${#out} -lt 400 ] && ok || bad "--cores $item: rc $rc: $out"
   done
-  for item in "cpu-ci=0" "cpu-ci=nan" "cpu-ci=1e9" "cpu-ci="; do
+  for item in "cpu-ci=0" "cpu-ci=nan" "cpu-ci=1e9" "cpu-ci=" "cpu-ci=0x1" "cpu-ci=inf"; do
     out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --pool-memory "$item" "$tmp/cpu.toml" 2>&1); rc=$?
     [ $rc -eq 2 ] && echo "$out" | grep -q -- "--pool-memory $item" && [ ${#out} -lt 400 ] && ok || bad "--pool-memory $item: rc $rc: $out"
   done
+  out=$("$HETSIM_EXEC" run --steps 1 --warmup 0 --cores cpu-ci=2 --cores cpu-ci=3 "$tmp/cpu.toml" 2>&1); rc=$?
+  [ $rc -eq 2 ] && echo "$out" | grep -q "listed twice" && ok || bad "--cores twice: rc $rc: $out"
   out=$("$HETSIM_EXEC" run --json --steps 1 --warmup 0 --devices 2 --pool-memory cpu-ci=0.001 "$tmp/cpu.toml" 2>/dev/null); rc=$?
   [ $rc -eq 3 ] && echo "$out" | grep -q "of pool 'cpu-ci' have 0.001 GiB" && ok || bad "--pool-memory too small: rc $rc: $out"
   # A calibrated cpu profile's own memory is its pool's (here 1 GiB, below the 4 of --memory's default).

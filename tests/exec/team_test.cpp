@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -94,11 +95,14 @@ TEST(CpuDevice, ADeviceOfSeveralCoresComputesWhatOneCoreDoes) {
     one->gemm(m, n, k, exec::Format::Fp32, a.data(), b.data(), c1.data());
     dev.gemm(m, n, k, exec::Format::Fp32, a.data(), b.data(), c2.data());
     same(c1, c2, 1e-5f, "gemm fp32");
-    std::vector<std::uint16_t> a16(a.size()), b16(b.size()), o1(c1.size()), o2(c1.size());
-    for (std::size_t i = 0; i < a.size(); ++i) a16[i] = static_cast<std::uint16_t>(0x3f00 + i % 97);
-    for (std::size_t i = 0; i < b.size(); ++i) b16[i] = static_cast<std::uint16_t>(0x3e80 + i % 89);
-    one->gemm(m, n, k, exec::Format::Bf16, a16.data(), b16.data(), o1.data());
-    dev.gemm(m, n, k, exec::Format::Bf16, a16.data(), b16.data(), o2.data());
+    // bf16, with B large enough (k·n ≥ 32 Ki) for its widening to be split too.
+    const int n16 = 192, k16 = 192;
+    std::vector<std::uint16_t> a16(std::size_t(m) * k16), b16(std::size_t(k16) * n16), o1(std::size_t(m) * n16),
+        o2(o1.size());
+    for (std::size_t i = 0; i < a16.size(); ++i) a16[i] = static_cast<std::uint16_t>(0x3c00 + i % 97);
+    for (std::size_t i = 0; i < b16.size(); ++i) b16[i] = static_cast<std::uint16_t>(0x3c80 + i % 89);
+    one->gemm(m, n16, k16, exec::Format::Bf16, a16.data(), b16.data(), o1.data());
+    dev.gemm(m, n16, k16, exec::Format::Bf16, a16.data(), b16.data(), o2.data());
     for (std::size_t i = 0; i < o1.size(); ++i)
       ASSERT_LE(std::abs(int(o1[i]) - int(o2[i])), 1) << "gemm bf16 [" << i << "]";
     // Attention forward and backward, three heads.
@@ -112,6 +116,16 @@ TEST(CpuDevice, ADeviceOfSeveralCoresComputesWhatOneCoreDoes) {
     one->attention(s, exec::Format::Fp32, qkv.data(), out1.data(), g1.data(), true);
     dev.attention(s, exec::Format::Fp32, qkv.data(), out2.data(), g2.data(), true);
     same(g1, g2, 1e-5f, "attention backward");
+    // The same in bf16 (2-byte elements: the heads' offsets in bytes).
+    std::vector<std::uint16_t> q16(3 * per), out16a(per), out16b(per), g16a(3 * per), g16b(3 * per);
+    for (std::size_t i = 0; i < q16.size(); ++i) q16[i] = static_cast<std::uint16_t>(0x3e00 + i % 61);
+    for (std::size_t i = 0; i < out16a.size(); ++i) out16a[i] = out16b[i] = static_cast<std::uint16_t>(0x3d00 + i % 53);
+    one->attention(s, exec::Format::Bf16, q16.data(), out16a.data(), g16a.data(), true);
+    dev.attention(s, exec::Format::Bf16, q16.data(), out16b.data(), g16b.data(), true);
+    EXPECT_EQ(g16a, g16b) << "attention backward, bf16";
+    one->attention(s, exec::Format::Bf16, q16.data(), out16a.data(), nullptr, false);
+    dev.attention(s, exec::Format::Bf16, q16.data(), out16b.data(), nullptr, false);
+    EXPECT_EQ(out16a, out16b) << "attention, bf16";
     // Norm forward and backward, 70 rows.
     const auto x = values(70 * 64, 5);
     std::vector<float> y1(x.size()), y2(x.size());
@@ -121,6 +135,11 @@ TEST(CpuDevice, ADeviceOfSeveralCoresComputesWhatOneCoreDoes) {
     one->norm(70, 64, exec::Format::Fp32, x.data(), y1.data(), true);
     dev.norm(70, 64, exec::Format::Fp32, x.data(), y2.data(), true);
     same(y1, y2, 1e-6f, "norm backward");
+    std::vector<std::uint16_t> x16(70 * 64), n16a(x16.size()), n16b(x16.size());
+    for (std::size_t i = 0; i < x16.size(); ++i) x16[i] = static_cast<std::uint16_t>(0x3f00 + i % 71);
+    one->norm(70, 64, exec::Format::Bf16, x16.data(), n16a.data(), false);
+    dev.norm(70, 64, exec::Format::Bf16, x16.data(), n16b.data(), false);
+    EXPECT_EQ(n16a, n16b) << "norm, bf16";
     // Elementwise passes (fp32 and 16-bit, vectorized and not) and Adam, over 100,003 elements.
     const std::size_t count = 100'003;
     const auto src = values(count, 6);
@@ -152,6 +171,37 @@ TEST(CpuDevice, ADeviceOfSeveralCoresComputesWhatOneCoreDoes) {
     EXPECT_EQ(r.errors()[0].key, "cores");
   }
   EXPECT_FALSE(exec::make_cpu_backend_at(1, 0, 1.0, 0).ok());
+}
+
+// The threads of the process (Linux: /proc/self/task), -1 where that cannot be read.
+int process_threads() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    ++n;
+  return ec ? -1 : n;
+}
+
+// A device of N cores holds N − 1 helper threads while it is open.
+TEST(CpuDevice, ADeviceOfNCoresHoldsNMinusOneHelperThreads) {
+  const int before = process_threads();
+  if (before < 0) GTEST_SKIP() << "no /proc/self/task";
+  auto backend = exec::make_cpu_backend(1);
+  {
+    exec::DeviceSetup setup;
+    setup.cores = 4;
+    auto dev = backend->open_as(0, setup);
+    ASSERT_TRUE(dev.ok());
+    EXPECT_EQ(process_threads(), before + 3);
+    auto plain = backend->open(0);
+    EXPECT_EQ(process_threads(), before + 3) << "a device of the backend's one core has no helpers";
+  }
+  EXPECT_EQ(process_threads(), before) << "the helpers end with their device";
+  auto wide = exec::make_cpu_backend_at(1, 0, 1.0, 3);
+  ASSERT_TRUE(wide.ok());
+  auto dev = (*wide)->open(0);
+  EXPECT_EQ(process_threads(), before + 2) << "the backend's own core count";
 }
 
 // Memory per device: open_as caps what allocate() hands out.

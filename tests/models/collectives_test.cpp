@@ -76,6 +76,11 @@ TEST(Collectives, AMeasuredGroupPointReplacesTheRingForItsCollectiveAndSizeOnly)
               ar4.time.total().v, 1e-15);
   auto ag2 = collective_time(Collective::AllGather, s, with(node_group(2)));
   EXPECT_NEAR(ag2.time.total().v, 20e-6 + 1.0 / 2 * 128e6 / 200e9, 1e-12);
+  // An algorithm that does not apply inside one node falls back to the (measured) ring.
+  for (const auto a : {Algorithm::Hierarchical, Algorithm::Tree})
+    EXPECT_NEAR(collective_time(Collective::AllGather, s, with(node_group(2)), a).time.total().v, ag2.time.total().v, 1e-15);
+  EXPECT_NEAR(collective_time(Collective::AllReduce, s, with(node_group(4)), Algorithm::Hierarchical).time.total().v,
+              ar4.time.total().v, 1e-15);
   // No point: the formula, exactly as without any.
   const std::vector<std::tuple<Collective, int, Algorithm>> unmeasured = {
       {Collective::AllReduce, 8, Algorithm::Auto},     {Collective::AllReduce, 2, Algorithm::Auto},

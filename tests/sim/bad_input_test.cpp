@@ -134,7 +134,7 @@ std::vector<BadCase> cases() {
        "bad.toml:15:14", "broadcast", "all_reduce"},
       {"group_busbw_above_the_link",
        base_with(kModel, kTraining, kCluster + "[[cluster.link]]\nname = \"nv\"\nkind = \"scale-up\"\nbandwidth = \"100GB/s\"\n[[cluster.link.group]]\nranks = 2\ncollective = \"all_reduce\"\ncall = \"30us\"\nbusbw = \"500GB/s\"\n", kParallel),
-       "bad.toml:17:9", "busbw must be above 0 and at most 1.5 × the link's bandwidth (150 GB/s)", "bus bandwidth"},
+       "bad.toml:17:9", "busbw must be above 0 and at most the link's bandwidth × efficiency (100 GB/s)", "bus bandwidth"},
       {"group_call_absurd",
        base_with(kModel, kTraining, kCluster + "[[cluster.link]]\nname = \"nv\"\nkind = \"scale-up\"\nbandwidth = \"100GB/s\"\n[[cluster.link.group]]\nranks = 2\ncollective = \"all_reduce\"\ncall = \"1s\"\nbusbw = \"90GB/s\"\n", kParallel),
        "bad.toml:16:8", "call must be above 0 and at most 10ms", ""},
