@@ -11,6 +11,11 @@
 namespace hetsim::report {
 namespace {
 
+// A measured group point's collective as the catalogue writes it.
+const char* group_collective_name(hw::GroupPoint::Kind k) {
+  return k == hw::GroupPoint::Kind::AllReduce ? "all_reduce" : k == hw::GroupPoint::Kind::AllGather ? "all_gather" : "reduce_scatter";
+}
+
 std::string_view memory_kind_name(MemoryKind k) {
   switch (k) {
     case MemoryKind::Allocated: return "max allocated";
@@ -285,10 +290,14 @@ std::string catalog_text(const hw::Catalog& c) {
   }
   o += "(* fp16: the device has no bf16)\n\n";
   o += fmt::format("{:<16}{:<11}{:>12}{:>10}{:>7}  {}\n", "link", "kind", "bandwidth", "latency", "eff", "what");
-  for (const auto& l : c.links)
+  for (const auto& l : c.links) {
     o += fmt::format("{:<16}{:<11}{:>12}{:>10}{:>7.2f}  {}\n", l.name, l.scale_up ? "scale-up" : "scale-out",
                      format_bandwidth(l.bandwidth), format_duration(l.latency), l.efficiency,
                      l.per_peer.v > 0 ? l.display + "; " + format_bandwidth(l.per_peer) + " per peer" : l.display);
+    for (const auto& g : l.groups)  // measured collectives over part of a node (docs/cost-models.md#algorithms)
+      o += fmt::format("{:<16}  measured: {} over {}: {} + size at {} bus bandwidth\n", "", group_collective_name(g.kind),
+                       g.ranks, format_duration(g.call), format_bandwidth(g.busbw));
+  }
   return o;
 }
 
@@ -348,6 +357,13 @@ std::string catalog_json(const hw::Catalog& c) {
                        {"bandwidth_bytes_per_s", l.bandwidth.v}, {"latency_s", l.latency.v}, {"call_latency_s", l.call_latency.v},
                        {"efficiency", l.efficiency}};
     if (l.per_peer.v > 0) lj["per_peer_bytes_per_s"] = l.per_peer.v;
+    if (!l.groups.empty()) {
+      ordered_json gj = ordered_json::array();
+      for (const auto& g : l.groups)
+        gj.push_back({{"ranks", g.ranks}, {"collective", group_collective_name(g.kind)}, {"call_s", g.call.v},
+                      {"busbw_bytes_per_s", g.busbw.v}, {"source", g.source}});
+      lj["groups"] = gj;
+    }
     lj["source"] = l.source;
     j["links"].push_back(std::move(lj));
   }

@@ -11,6 +11,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$HETSIM" estimate --help | grep -q -- "--json" && ok || bad "estimate --help lists --json"
 "$HETSIM" catalog | grep -q "h100-sxm5" && ok || bad "catalog lists h100-sxm5"
 "$HETSIM" catalog --json | grep -q '"peak_flops"' && ok || bad "catalog --json"
+"$HETSIM" catalog --json | python3 -c 'import json,sys; g={l["name"]: l.get("groups", []) for l in json.load(sys.stdin)["links"]}
+assert [(p["ranks"], p["collective"]) for p in g["nvlink4"]] == [(2, "all_reduce"), (4, "all_reduce"), (4, "all_gather"), (4, "reduce_scatter")], g["nvlink4"]
+assert not g["nvlink3"]' && "$HETSIM" catalog | grep -q "measured: all_reduce over 4: 34.5 us" && ok || bad "catalog lists NVLink 4's measured group collectives"
 "$HETSIM" catalog --json | python3 -c 'import json,sys; e={d["name"]: d["efficiency"] for d in json.load(sys.stdin)["devices"]}
 assert e["a100-sxm4-40gb"]["score_memory"] == 0.6 and e["v100-sxm2-32gb"]["score_memory"] == 0.52
 assert e["h100-sxm5"]["score_memory"] == e["h100-sxm5"]["memory"]' \
