@@ -257,6 +257,13 @@ class Campaign:
             ([ex, "run", ROOT / "scenarios/cpu-pipeline.toml", "--memory", self.rng.choice(["nan", "1e-10", "-1", "inf", "0", "1e300", "x"])], False),
             ([ex, "run", ROOT / "scenarios/cpu-pipeline.toml", "--devices", self.rng.choice(["0", "-2", "4097", "1e3", "2x"])], False),
             ([ex, "run", ROOT / "scenarios/cpu-pipeline.toml", "--backend", self.rng.choice(["gpu", "", "tpu"])], False),
+            # Per-pool options: only values that are refused, so no case runs the plan.
+            ([ex, "run", ROOT / "scenarios/cpu-pipeline.toml", "--cores",
+              self.rng.choice(["cpu=0", "cpu=-1", "cpu=257", "cpu=1e3", "cpu=+2", "cpu= 2", "cpu", "=2", "nopool=2", "cpu=\x01"])], False),
+            ([ex, "run", ROOT / "scenarios/cpu-pipeline.toml", "--pool-memory",
+              self.rng.choice(["cpu=0", "cpu=nan", "cpu=inf", "cpu=0x10", "cpu=1e400", "cpu=-1", "cpu=", "nopool=1", "cpu=0.0001"])], False),
+            ([ex, "run", ROOT / "scenarios/cpu-pipeline.toml", "--pool-devices",
+              self.rng.choice(["cpu=H100", "cpu=A100,0", "cpu=a", "cpu=99999", "cpu=0-", "cpu=ñ", "cpu=" + "x" * 300])], False),
             ([ex, "compare", self.rng.choice(["/dev/zero", "/", "missing.json"]), ROOT / "tests/fuzz/seeds/trace/measured.json"], False),
             ([ex, "calibrate", "--name", self.rng.choice(["a\nb", "\x01", '"q"', "x" * 300]), "--out", self.rng.choice(out_vals)], False),
         ]
