@@ -236,6 +236,10 @@ TOML
       [ $rc -eq 0 ] && echo "$out" | grep -q "one process per device: 2 processes" && echo "$out" | grep -q "step        predicted" &&
         grep -q "mpirun" "$tmp/mpi-measured.json" && ok || bad "mpirun -np 2 ($par): rc $rc: $out"
     done
+    # Per-pool cores and memory hold in every process (each opens its own device with them).
+    out=$(timeout 120 "$MPIEXEC" -np 2 "$HETSIM_EXEC" run --steps 1 --warmup 0 --cores cpu-ci=2 --pool-memory cpu-ci=0.5 "$tmp/cpu-mpi.toml" 2>&1); rc=$?
+    [ $rc -eq 0 ] && echo "$out" | grep -q "pool 'cpu-ci' runs on cpu devices of 2 cores" && echo "$out" | grep -q "of 512 MiB" &&
+      echo "$out" | grep -q "one process per device: 2 processes" && ok || bad "mpirun with --cores and --pool-memory: rc $rc: $out"
     out=$(timeout 120 "$MPIEXEC" -np 2 "$HETSIM_EXEC" run --steps 1 --memory 0.001 "$tmp/cpu-mpi.toml" 2>&1); rc=$?
     [ $rc -eq 3 ] && echo "$out" | grep -q "the plan does not fit" && ok || bad "mpirun, a plan too big for the devices: exit 3 before running: rc $rc: $out"
     out=$(timeout 120 "$MPIEXEC" -np 3 "$HETSIM_EXEC" run --steps 1 "$tmp/cpu.toml" 2>&1); rc=$?
