@@ -2,7 +2,7 @@
 # GPU checks, for a machine with an NVIDIA GPU (the device tool's H200 in practice): builds the
 # release preset with CUDA, runs the `gpu`-labelled tests, calibrates the GPU, replays a one-GPU
 # bf16 plan with that profile and compares, replays a two-stage pipeline on two "devices" sharing
-# the GPU, then prints a short table; with PyTorch present, also tests/gpu/microbench.py (the cost
+# the GPU, runs that pipeline's pool on the GPUs of its model with a memory cap, then prints a short table; with PyTorch present, also tests/gpu/microbench.py (the cost
 # model's GEMM, attention, memory and launch figures on this GPU). About 5 minutes.
 #   tests/gpu/run.sh [OUT_DIR]
 # HETSIM_SKIP_MICROBENCH=1 leaves the microbenchmarks out. HETSIM_GPU_BIN=DIR uses binaries built elsewhere (tests/gpu/pack.sh; the device machine has no
@@ -57,6 +57,18 @@ timeout 120 "$bin/hetsim-exec" run --backend cuda --steps 5 --warmup 1 --out "$o
 sed -e 's/^devices_per_node = 1/devices_per_node = 2/' -e 's/^pp = 1/pp = 2/' "$out/gpu.toml" > "$out/gpu-pp2.toml"
 timeout 120 "$bin/hetsim-exec" run --backend cuda --devices 2 --steps 3 --warmup 1 "$out/gpu-pp2.toml" > "$out/run-pp2.txt" 2>&1
 pp2_rc=$?
+# Per-pool GPU options (not run on a GPU before): the pool on the GPUs of its model (the last word
+# of nvidia-smi's name, e.g. H200), capped at 16 GiB a device; a cap above the GPU's memory exits 2.
+model=$(cut -d, -f1 "$out/gpu.txt" 2>/dev/null | awk '{print $NF}')
+timeout 120 "$bin/hetsim-exec" run --backend cuda --devices 2 --steps 2 --warmup 1 --pool-devices "gpu0=${model:-NVIDIA}" \
+  --pool-memory gpu0=16 "$out/gpu-pp2.toml" > "$out/run-pool.txt" 2>&1
+pool_rc=$?
+if [ $pool_rc -eq 0 ] && ! { grep -q "pool 'gpu0' runs on cuda devices 0, 1" "$out/run-pool.txt" &&
+                             grep -q "of 16384 MiB" "$out/run-pool.txt"; }; then
+  pool_rc=9
+fi
+timeout 60 "$bin/hetsim-exec" run --backend cuda --pool-memory gpu0=100000 "$out/gpu.toml" > "$out/run-toobig.txt" 2>&1
+big_rc=$?
 mb_rc=skipped
 if [ -z "${HETSIM_SKIP_MICROBENCH:-}" ] && LD_LIBRARY_PATH="${HETSIM_PY_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" python3 -c "import torch; assert torch.cuda.is_available()" 2> /dev/null; then
   LD_LIBRARY_PATH="${HETSIM_PY_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/microbench.py "$out" ${HETSIM_MICROBENCH_ARGS:-} > "$out/microbench.txt" 2>&1
@@ -72,5 +84,8 @@ echo "replay 1 GPU: rc $run_rc"
 sed -n 1,24p "$out/run.txt"
 echo "replay pp2 on one GPU: rc $pp2_rc"
 sed -n 1,4p "$out/run-pp2.txt"
+echo "pool on its GPU model, capped at 16 GiB: rc $pool_rc (9: ran without saying so)"
+grep -E "^note: pool|^step" "$out/run-pool.txt" | head -4
+echo "pool memory above the GPU's: rc $big_rc (2 expected): $(head -1 "$out/run-toobig.txt")"
 echo "microbenchmarks: rc $mb_rc (table in $out/microbench.txt)"
-[ $gpu_rc -eq 0 ] && [ $run_rc -eq 0 ] && [ $pp2_rc -eq 0 ]
+[ $gpu_rc -eq 0 ] && [ $run_rc -eq 0 ] && [ $pp2_rc -eq 0 ] && [ $pool_rc -eq 0 ] && [ $big_rc -eq 2 ]
