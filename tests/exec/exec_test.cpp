@@ -980,8 +980,9 @@ TEST(Replay, PoolsRunOnDevicesOfTheirOwnCoresAndMemory) {
   EXPECT_NE(to_string(uncapped.errors()[0]).find("pool 'fast'"), std::string::npos) << to_string(uncapped.errors()[0]);
 }
 
-// A device of two cores runs a large GEMM faster than one of one core (timed, run alone: the
-// exec.slowed_devices group). The median of rounds of both, each round on the same machine.
+// A device of two cores runs a large GEMM faster than one of one core, under 0.85 of its time
+// (timed, run alone: the exec.slowed_devices group). The median of rounds of both, each round on
+// the same machine.
 TEST(CpuDevice, ADeviceOfTwoCoresRunsALargeGemmFaster) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: nothing to split over";
   auto backend = exec::make_cpu_backend(1);
@@ -1003,7 +1004,7 @@ TEST(CpuDevice, ADeviceOfTwoCoresRunsALargeGemmFaster) {
   std::vector<double> ratios;
   for (int round = 0; round < 7; ++round) ratios.push_back(time(**two) / time(*one));
   std::sort(ratios.begin(), ratios.end());
-  EXPECT_LT(ratios[3], 0.8) << "two cores over one, the median of 7 rounds";
+  EXPECT_LT(ratios[3], 0.85) << "two cores over one, the median of 7 rounds (0.51-0.63 on the development machine; 1 unsplit)";
 }
 
 TEST(CpuDevice, NormAndAdamComputeTheirFormulas) {
