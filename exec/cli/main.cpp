@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -32,7 +33,6 @@
 #endif
 #include "exec/replay/replay.hpp"
 #include "exec/replay/scale.hpp"
-#include "sim/engine/native_engine.hpp"
 #include "sim/schedule/schedule.hpp"
 #include "sim/io/catalog_reader.hpp"
 #include "sim/io/output_file.hpp"
@@ -74,8 +74,24 @@ int write(const std::vector<hetsim::io::OutputFile>& files) {
   return kOk;
 }
 
+// A POOL=VALUE option's value as a plain number: digits, and with `decimal` one or more of them
+// after a dot (std::stod alone would take " 8", "+2", "0x1", "inf"); nothing otherwise.
+std::optional<double> plain_number(const std::string& v, bool decimal) {
+  if (v.empty() || v.size() > 32 ||
+      !std::all_of(v.begin(), v.end(), [&](unsigned char c) { return std::isdigit(c) || (decimal && c == '.'); }))
+    return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(v, &used);
+    return used == v.size() ? std::optional<double>(x) : std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 // The backend by name; cuda and hip only where they were built (HETSIM_WITH_CUDA, HETSIM_WITH_HIP)
 // and a GPU is present.
+// `cores` applies to the cpu backend only (the callers refuse it elsewhere).
 hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::string& name, int devices,
                                                                      double memory_gib, double speed = 1.0, int cores = 1) {
   if (name == "cpu")
@@ -83,9 +99,6 @@ hetsim::Result<std::unique_ptr<hetsim::exec::Backend>> backend_for(const std::st
   if (speed != 1.0)
     return hetsim::Diagnostic{{}, "", "--speed: the " + name + " backend cannot slow its devices",
                               "device speed factors are a cpu backend feature (docs/executor.md)", hetsim::ErrorKind::BadInput};
-  if (cores != 1)
-    return hetsim::Diagnostic{{}, "", "--cores: the " + name + " backend's devices have no core count to set",
-                              "cores per device are a cpu backend feature (docs/executor.md)", hetsim::ErrorKind::BadInput};
 #ifdef HETSIM_HAVE_CUDA
   if (name == "cuda") return hetsim::exec::make_cuda_backend(devices);
 #endif
@@ -311,19 +324,12 @@ int main(int argc, char** argv) {
         if (opts.pool_cores[pool_index] != 0)
           return fail({about("", "", "--cores " + item + ": pool '" + sc->cluster.pools[pool_index].name +
                                          "' is listed twice", "one core count per pool")});
-        int n = 0;
-        std::size_t used = 0;
-        try {  // digits only (stoi would take " 2", "+2")
-          if (!value.empty() && value.size() <= 4 && std::all_of(value.begin(), value.end(), [](unsigned char ch) { return std::isdigit(ch); }))
-            n = std::stoi(value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != value.size() || n < 1 || n > hetsim::exec::kMaxCores)
+        const auto n = plain_number(value, false);
+        if (!n || *n < 1 || *n > hetsim::exec::kMaxCores)
           return fail({about("", "", "--cores " + item + ": the count must be a whole number from 1 to " +
                                          std::to_string(hetsim::exec::kMaxCores),
                              "2: each of the pool's devices splits its kernels over two cores")});
-        opts.pool_cores[pool_index] = n;
+        opts.pool_cores[pool_index] = static_cast<int>(*n);
       }
       if (backend_name != "cpu")
         return fail({about("", "", "--cores: the " + backend_name + " backend's devices have no core count to set",
@@ -348,19 +354,11 @@ int main(int argc, char** argv) {
           return fail({about("", "", "--pool-memory " + item + ": pool '" + sc->cluster.pools[pool_index].name +
                                          "' is listed twice", "one memory per pool")});
         given[pool_index] = true;
-        double gib = 0;
-        std::size_t used = 0;
-        try {  // a decimal number (stod would take " 8", "0x1", "inf")
-          if (!value.empty() && value.size() <= 32 &&
-              std::all_of(value.begin(), value.end(), [](unsigned char ch) { return std::isdigit(ch) || ch == '.'; }))
-            gib = std::stod(value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != value.size() || !(gib >= 0.001 && gib <= 65536))
+        const auto gib = plain_number(value, true);
+        if (!gib || !(*gib >= 0.001 && *gib <= 65536))
           return fail({about("", "", "--pool-memory " + item + ": the memory must be a number from 0.001 to 65536 (GiB)",
                              "8: each of the pool's devices may allocate 8 GiB")});
-        opts.pool_memory[pool_index] = static_cast<std::size_t>(gib * 1073741824.0);
+        opts.pool_memory[pool_index] = static_cast<std::size_t>(*gib * 1073741824.0);
       }
       if (std::all_of(opts.pool_memory.begin(), opts.pool_memory.end(), [](std::size_t b) { return b == 0; }))
         opts.pool_memory.clear();
@@ -464,21 +462,16 @@ int main(int argc, char** argv) {
       plan = std::move(sd->plan);
     } else if (std::any_of(pool_capacity.begin(), pool_capacity.end(), [](std::size_t c) { return c > 0; })) {
       // A plan that does not fit is refused before it runs (as `hetsim simulate` refuses it).
-      const auto g = hetsim::schedule::build_schedule(*sc, plan);
-      auto t = hetsim::engine::run_native(g);
-      if (!t) return fail(t.errors());
-      for (std::size_t d = 0; d < t->peak_bytes.size(); ++d) {
-        const auto pool = static_cast<std::size_t>(g.devices[d].pool);
-        const std::size_t cap = pool < pool_capacity.size() ? pool_capacity[pool] : capacity;
-        if (cap > 0 && t->peak_bytes[d] > static_cast<std::int64_t>(cap))
-          return fail({about(scenario, "",
-                             fmt::format("the plan does not fit: device {} needs {:.4g} GiB, the {} devices of pool '{}' "
-                                           "have {:.4g} GiB",
-                                           g.devices[d].label, static_cast<double>(t->peak_bytes[d]) / 1073741824.0,
-                                           backend_name, sc->cluster.pools[pool].name, static_cast<double>(cap) / 1073741824.0),
-                               "--fit (fewer layers), or --memory GiB (--pool-memory POOL=GiB) for cpu devices",
-                               hetsim::ErrorKind::DoesNotFit)});
-      }
+      auto over = hetsim::exec::over_capacity(*sc, plan, pool_capacity);
+      if (!over) return fail(over.errors());
+      if (const auto& o = *over)
+        return fail({about(scenario, "",
+                           fmt::format("the plan does not fit: device {} needs {:.4g} GiB, the {} devices of pool '{}' "
+                                       "have {:.4g} GiB",
+                                       o->device, static_cast<double>(o->needs) / 1073741824.0, backend_name,
+                                       sc->cluster.pools[o->pool].name, static_cast<double>(o->has) / 1073741824.0),
+                           "--fit (fewer layers), or --memory GiB (--pool-memory POOL=GiB) for cpu devices",
+                           hetsim::ErrorKind::DoesNotFit)});
     }
     if (!quiet && backend_name == "cpu" && !world && !opts.pool_cores.empty()) {
       const auto g = hetsim::schedule::build_schedule(*sc, plan);

@@ -13,18 +13,11 @@
 namespace hetsim::exec {
 namespace {
 
-// Whether every device's simulated peak fits its pool's capacity (0: no limit), and the most
-// any device is over its capacity (bytes, ≤ 0 when all fit).
+// Whether every device's simulated peak fits its pool's capacity (a plan the engine cannot run
+// does not).
 bool fits(const Scenario& s, const plan::Plan& p, const std::vector<std::size_t>& capacity) {
-  const auto g = schedule::build_schedule(s, p);
-  auto t = engine::run_native(g);
-  if (!t) return false;
-  for (std::size_t d = 0; d < t->peak_bytes.size() && d < g.devices.size(); ++d) {
-    const auto pool = static_cast<std::size_t>(g.devices[d].pool);
-    const std::size_t cap = pool < capacity.size() ? capacity[pool] : 0;
-    if (cap > 0 && t->peak_bytes[d] > static_cast<std::int64_t>(cap)) return false;
-  }
-  return true;
+  auto over = over_capacity(s, p, capacity);
+  return over && !over->has_value();
 }
 
 // "4096 MiB per device", or per pool where they differ ("fast 4096 MiB, slow 1024 MiB").
@@ -40,6 +33,20 @@ std::string capacities(const Scenario& s, const std::vector<std::size_t>& capaci
 }
 
 }  // namespace
+
+Result<std::optional<OverCapacity>> over_capacity(const Scenario& s, const plan::Plan& p,
+                                                  const std::vector<std::size_t>& capacity) {
+  const auto g = schedule::build_schedule(s, p);
+  auto t = engine::run_native(g);
+  if (!t) return t.errors();
+  for (std::size_t d = 0; d < t->peak_bytes.size() && d < g.devices.size(); ++d) {
+    const auto pool = static_cast<std::size_t>(g.devices[d].pool);
+    const std::size_t cap = pool < capacity.size() ? capacity[pool] : 0;
+    if (cap > 0 && t->peak_bytes[d] > static_cast<std::int64_t>(cap))
+      return std::optional<OverCapacity>{OverCapacity{g.devices[d].label, pool, t->peak_bytes[d], cap}};
+  }
+  return std::optional<OverCapacity>{};
+}
 
 std::optional<Diagnostic> context_parallel_refusal(const plan::Plan& p) {
   if (p.cp <= 1) return std::nullopt;

@@ -5,6 +5,7 @@
 // sequence length) stay as planned, so per-layer timings remain those of the real plan; what
 // changed is said, step by step, in `notes`.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,19 @@ struct Scaled {
 /// limit): every device fits its own pool's.
 [[nodiscard]] Result<Scaled> scale_to_fit(const Scenario& s, const plan::Plan& p, int devices,
                                           const std::vector<std::size_t>& capacity);
+
+/// A device whose simulated peak is above its pool's capacity.
+struct OverCapacity {
+  std::string device;  ///< the folded device's label
+  std::size_t pool = 0;
+  std::int64_t needs = 0;  ///< bytes at its peak
+  std::size_t has = 0;     ///< its pool's capacity, bytes
+};
+/// The first device of (s, p) whose peak on the native engine is above its pool's capacity
+/// (`capacity` per pool of the scenario, 0: no limit); nothing when all fit; the engine's errors
+/// when the plan cannot be run.
+[[nodiscard]] Result<std::optional<OverCapacity>> over_capacity(const Scenario& s, const plan::Plan& p,
+                                                                const std::vector<std::size_t>& capacity);
 
 /// Why a plan with context parallelism (cp > 1) is not replayed; nothing when cp = 1
 /// (docs/executor.md, Limits): said by the replay and before `--fit` cuts anything.

@@ -15,6 +15,15 @@ std::string_view dtype_name(Dtype d) {
   return "?";
 }
 
+std::string_view group_kind_name(GroupPoint::Kind k) {
+  switch (k) {
+    case GroupPoint::Kind::AllReduce: return "all_reduce";
+    case GroupPoint::Kind::AllGather: return "all_gather";
+    case GroupPoint::Kind::ReduceScatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
 double dtype_bytes(Dtype d) {
   switch (d) {
     case Dtype::Fp32:

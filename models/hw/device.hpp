@@ -28,12 +28,16 @@ inline constexpr std::array kAllDtypes{Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dt
 /// that collective and group size (docs/cost-models.md#algorithms).
 struct GroupPoint {
   enum class Kind : std::uint8_t { AllReduce, AllGather, ReduceScatter };
+  static constexpr std::array kAllKinds{Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter};
   int ranks = 0;
   Kind kind = Kind::AllReduce;
   Duration call;      ///< fixed cost of one call, fitted
   BytesPerSec busbw;  ///< bus bandwidth, fitted
   std::string source;
 };
+
+/// The catalogue's name of a group point's collective: "all_reduce", "all_gather", "reduce_scatter".
+[[nodiscard]] std::string_view group_kind_name(GroupPoint::Kind k);
 
 struct LinkSpec {
   std::string name;       ///< catalogue id, e.g. "nvlink4"

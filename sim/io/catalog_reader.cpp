@@ -20,7 +20,9 @@ void read_group_point(TomlReader& r, const TableRef& t, hw::LinkSpec& l) {
   hw::GroupPoint g;
   const auto ranks = r.integer(t, "ranks", 2, 4096);
   if (!ranks && !r.node(t, "ranks")) r.missing(t, "ranks", "4");
-  const auto kind = r.choice(t, "collective", {"all_reduce", "all_gather", "reduce_scatter"});
+  std::vector<std::string> kinds;
+  for (const auto k : hw::GroupPoint::kAllKinds) kinds.emplace_back(hw::group_kind_name(k));
+  const auto kind = r.choice(t, "collective", kinds);
   if (!kind && !r.node(t, "collective")) r.missing(t, "collective", "\"all_reduce\"");
   const auto call = r.quantity(t, "call", Dimension::Time);
   if (!call && !r.node(t, "call")) r.missing(t, "call", "\"30us\"");
@@ -47,9 +49,8 @@ void read_group_point(TomlReader& r, const TableRef& t, hw::LinkSpec& l) {
   }
   if (!ok) return;
   g.ranks = static_cast<int>(*ranks);
-  g.kind = *kind == "all_reduce" ? hw::GroupPoint::Kind::AllReduce
-           : *kind == "all_gather" ? hw::GroupPoint::Kind::AllGather
-                                   : hw::GroupPoint::Kind::ReduceScatter;
+  g.kind = *std::find_if(hw::GroupPoint::kAllKinds.begin(), hw::GroupPoint::kAllKinds.end(),
+                         [&](hw::GroupPoint::Kind k) { return hw::group_kind_name(k) == *kind; });
   g.call = Duration{*call};
   g.busbw = BytesPerSec{*busbw};
   g.source = r.string(t, "source").value_or("");

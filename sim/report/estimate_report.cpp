@@ -11,11 +11,6 @@
 namespace hetsim::report {
 namespace {
 
-// A measured group point's collective as the catalogue writes it.
-const char* group_collective_name(hw::GroupPoint::Kind k) {
-  return k == hw::GroupPoint::Kind::AllReduce ? "all_reduce" : k == hw::GroupPoint::Kind::AllGather ? "all_gather" : "reduce_scatter";
-}
-
 std::string_view memory_kind_name(MemoryKind k) {
   switch (k) {
     case MemoryKind::Allocated: return "max allocated";
@@ -295,7 +290,7 @@ std::string catalog_text(const hw::Catalog& c) {
                      format_bandwidth(l.bandwidth), format_duration(l.latency), l.efficiency,
                      l.per_peer.v > 0 ? l.display + "; " + format_bandwidth(l.per_peer) + " per peer" : l.display);
     for (const auto& g : l.groups)  // measured collectives over part of a node (docs/cost-models.md#algorithms)
-      o += fmt::format("{:<16}  measured: {} over {}: {} + size at {} bus bandwidth\n", "", group_collective_name(g.kind),
+      o += fmt::format("{:<16}  measured: {} over {}: {} + size at {} bus bandwidth\n", "", hw::group_kind_name(g.kind),
                        g.ranks, format_duration(g.call), format_bandwidth(g.busbw));
   }
   return o;
@@ -360,7 +355,7 @@ std::string catalog_json(const hw::Catalog& c) {
     if (!l.groups.empty()) {
       ordered_json gj = ordered_json::array();
       for (const auto& g : l.groups)
-        gj.push_back({{"ranks", g.ranks}, {"collective", group_collective_name(g.kind)}, {"call_s", g.call.v},
+        gj.push_back({{"ranks", g.ranks}, {"collective", hw::group_kind_name(g.kind)}, {"call_s", g.call.v},
                       {"busbw_bytes_per_s", g.busbw.v}, {"source", g.source}});
       lj["groups"] = gj;
     }
